@@ -1,0 +1,290 @@
+// Package alerts holds the operator's alert settings and resolves the
+// effective thresholds for one resource. Settings are option types decoded
+// by config; Policy is the validated, resolved form the detectors use.
+package alerts
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Default thresholds (BEHAVIOUR.md §1). One set of numbers: these are both
+// the documented and the effective defaults.
+const (
+	DefaultNodeCPU       = 70.0
+	DefaultNodeMemory    = 80.0
+	DefaultGuestCPU      = 70.0
+	DefaultGuestMemory   = 80.0
+	DefaultGuestDisk     = 75.0
+	DefaultGuestDiskCrit = 95.0
+	DefaultStorageUsage  = 75.0
+	DefaultStorageCrit   = 95.0
+	DefaultClearMargin   = 5.0
+	DefaultBackupMaxAge  = 48 * time.Hour
+	maxPercent           = 100.0
+	noCritical           = 0.0
+)
+
+// ThresholdSetting is one configured threshold; nil fields are unset and fall
+// back, field by field, to the defaults.
+type ThresholdSetting struct {
+	Trigger  *float64 `koanf:"trigger" json:"trigger,omitempty" yaml:"trigger,omitempty"`
+	Clear    *float64 `koanf:"clear" json:"clear,omitempty" yaml:"clear,omitempty"`
+	Critical *float64 `koanf:"critical" json:"critical,omitempty" yaml:"critical,omitempty"`
+}
+
+// NodeSettings are thresholds for nodes.
+type NodeSettings struct {
+	CPU    ThresholdSetting `koanf:"cpu" json:"cpu" yaml:"cpu"`
+	Memory ThresholdSetting `koanf:"memory" json:"memory" yaml:"memory"`
+}
+
+// GuestSettings are thresholds for VMs and containers.
+type GuestSettings struct {
+	CPU    ThresholdSetting `koanf:"cpu" json:"cpu" yaml:"cpu"`
+	Memory ThresholdSetting `koanf:"memory" json:"memory" yaml:"memory"`
+	Disk   ThresholdSetting `koanf:"disk" json:"disk" yaml:"disk"`
+}
+
+// StorageSettings are thresholds for storage pools.
+type StorageSettings struct {
+	Usage ThresholdSetting `koanf:"usage" json:"usage" yaml:"usage"`
+}
+
+// BackupSettings configure backup freshness.
+type BackupSettings struct {
+	MaxAge *time.Duration `koanf:"max_age" json:"max_age,omitempty" yaml:"max_age,omitempty"`
+}
+
+// KindSettings is one full set of settings; used for defaults and overrides.
+type KindSettings struct {
+	Node    NodeSettings    `koanf:"node" json:"node" yaml:"node"`
+	Guest   GuestSettings   `koanf:"guest" json:"guest" yaml:"guest"`
+	Storage StorageSettings `koanf:"storage" json:"storage" yaml:"storage"`
+	Backup  BackupSettings  `koanf:"backup" json:"backup" yaml:"backup"`
+}
+
+// Match selects the resources an override applies to. Every given matcher
+// must hold; an empty Match matches everything.
+type Match struct {
+	ID   string   `koanf:"id" json:"id,omitempty" yaml:"id,omitempty"` // glob: * any run (including /), ? one character
+	Kind string   `koanf:"kind" json:"kind,omitempty" yaml:"kind,omitempty"`
+	Tags []string `koanf:"tags" json:"tags,omitempty" yaml:"tags,omitempty"`
+}
+
+// Override replaces settings, field by field, for matching resources.
+type Override struct {
+	Match        Match `koanf:"match" json:"match" yaml:"match"`
+	KindSettings `koanf:",squash" yaml:",inline"`
+}
+
+// Settings is the alerts section of the configuration.
+type Settings struct {
+	Defaults  KindSettings `koanf:"defaults" json:"defaults" yaml:"defaults"`
+	Overrides []Override   `koanf:"overrides" json:"overrides" yaml:"overrides"`
+}
+
+// Threshold is a resolved threshold. Critical 0 means none.
+type Threshold struct {
+	Trigger  float64 `json:"trigger"`
+	Clear    float64 `json:"clear"`
+	Critical float64 `json:"critical,omitempty"`
+}
+
+// Thresholds are the effective settings for one resource.
+type Thresholds struct {
+	CPU          Threshold
+	Memory       Threshold
+	Disk         Threshold // guest disk_percent or storage usage_percent
+	BackupMaxAge time.Duration
+}
+
+// Policy resolves effective thresholds. It is immutable and safe for
+// concurrent use; build a new one on reload.
+type Policy struct {
+	node, guest, storage Thresholds
+	overrides            []compiledOverride
+}
+
+type compiledOverride struct {
+	match Match
+	set   KindSettings
+}
+
+// New validates settings and builds a Policy. The error lists every problem,
+// each naming its YAML key under "alerts.".
+func New(s Settings) (*Policy, error) {
+	var errs []string
+	p := &Policy{}
+	base := builtinSet()
+	p.node = resolveSet(base.node, s.Defaults, snapshot.KindNode)
+	p.guest = resolveSet(base.guest, s.Defaults, snapshot.KindVM)
+	p.storage = resolveSet(base.storage, s.Defaults, snapshot.KindStorage)
+	errs = append(errs, validateSet("alerts.defaults", s.Defaults, p)...)
+	for i, o := range s.Overrides {
+		key := fmt.Sprintf("alerts.overrides[%d]", i)
+		if o.Match.ID != "" {
+			if err := snapshot.ValidGlob(o.Match.ID); err != nil {
+				errs = append(errs, fmt.Sprintf("%s.match.id: %v", key, err))
+			}
+		}
+		if o.Match.Kind != "" && !snapshot.Kind(o.Match.Kind).Valid() && o.Match.Kind != "guest" {
+			errs = append(errs, fmt.Sprintf("%s.match.kind: unknown kind %q", key, o.Match.Kind))
+		}
+		// Validate the override as applied on top of the defaults.
+		eff := &Policy{
+			node:    resolveSet(p.node, o.KindSettings, snapshot.KindNode),
+			guest:   resolveSet(p.guest, o.KindSettings, snapshot.KindVM),
+			storage: resolveSet(p.storage, o.KindSettings, snapshot.KindStorage),
+		}
+		errs = append(errs, validateSet(key, o.KindSettings, eff)...)
+		p.overrides = append(p.overrides, compiledOverride{match: o.Match, set: o.KindSettings})
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{Problems: errs}
+	}
+	return p, nil
+}
+
+// ValidationError lists every problem in the alert settings.
+type ValidationError struct{ Problems []string }
+
+func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ") }
+
+type thresholdSets struct{ node, guest, storage Thresholds }
+
+func builtinSet() thresholdSets {
+	return thresholdSets{
+		node: Thresholds{
+			CPU:          Threshold{Trigger: DefaultNodeCPU, Clear: DefaultNodeCPU - DefaultClearMargin},
+			Memory:       Threshold{Trigger: DefaultNodeMemory, Clear: DefaultNodeMemory - DefaultClearMargin},
+			BackupMaxAge: DefaultBackupMaxAge,
+		},
+		guest: Thresholds{
+			CPU:          Threshold{Trigger: DefaultGuestCPU, Clear: DefaultGuestCPU - DefaultClearMargin},
+			Memory:       Threshold{Trigger: DefaultGuestMemory, Clear: DefaultGuestMemory - DefaultClearMargin},
+			Disk:         Threshold{Trigger: DefaultGuestDisk, Clear: DefaultGuestDisk - DefaultClearMargin, Critical: DefaultGuestDiskCrit},
+			BackupMaxAge: DefaultBackupMaxAge,
+		},
+		storage: Thresholds{
+			Disk:         Threshold{Trigger: DefaultStorageUsage, Clear: DefaultStorageUsage - DefaultClearMargin, Critical: DefaultStorageCrit},
+			BackupMaxAge: DefaultBackupMaxAge,
+		},
+	}
+}
+
+// apply overlays a setting on a resolved threshold, field by field. A
+// trigger given without a clear moves the clear to trigger - 5.
+func apply(t Threshold, s ThresholdSetting) Threshold {
+	if s.Trigger != nil {
+		t.Trigger = *s.Trigger
+		t.Clear = t.Trigger - DefaultClearMargin
+	}
+	if s.Clear != nil {
+		t.Clear = *s.Clear
+	}
+	if s.Critical != nil {
+		t.Critical = *s.Critical
+	}
+	return t
+}
+
+func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds {
+	out := base
+	switch {
+	case kind == snapshot.KindNode:
+		out.CPU = apply(out.CPU, s.Node.CPU)
+		out.Memory = apply(out.Memory, s.Node.Memory)
+	case kind.Guest():
+		out.CPU = apply(out.CPU, s.Guest.CPU)
+		out.Memory = apply(out.Memory, s.Guest.Memory)
+		out.Disk = apply(out.Disk, s.Guest.Disk)
+	case kind == snapshot.KindStorage:
+		out.Disk = apply(out.Disk, s.Storage.Usage)
+	}
+	if s.Backup.MaxAge != nil {
+		out.BackupMaxAge = *s.Backup.MaxAge
+	}
+	return out
+}
+
+func validateSet(key string, s KindSettings, eff *Policy) []string {
+	var errs []string
+	check := func(name string, set ThresholdSetting, t Threshold) {
+		if set.Trigger == nil && set.Clear == nil && set.Critical == nil {
+			return
+		}
+		k := key + "." + name
+		for field, v := range map[string]*float64{"trigger": set.Trigger, "clear": set.Clear, "critical": set.Critical} {
+			if v != nil && (*v <= 0 || *v > maxPercent) {
+				errs = append(errs, fmt.Sprintf("%s.%s: %g is outside (0, 100]", k, field, *v))
+			}
+		}
+		if t.Clear >= t.Trigger {
+			errs = append(errs, fmt.Sprintf("%s.clear: %g must be below trigger %g", k, t.Clear, t.Trigger))
+		}
+		if t.Clear <= 0 && (set.Clear == nil || *set.Clear > 0) {
+			errs = append(errs, fmt.Sprintf("%s.clear: effective clear %g must be above 0 (set clear explicitly)", k, t.Clear))
+		}
+		if t.Critical != noCritical && t.Critical <= t.Trigger {
+			errs = append(errs, fmt.Sprintf("%s.critical: %g must be above trigger %g", k, t.Critical, t.Trigger))
+		}
+	}
+	check("node.cpu", s.Node.CPU, eff.node.CPU)
+	check("node.memory", s.Node.Memory, eff.node.Memory)
+	check("guest.cpu", s.Guest.CPU, eff.guest.CPU)
+	check("guest.memory", s.Guest.Memory, eff.guest.Memory)
+	check("guest.disk", s.Guest.Disk, eff.guest.Disk)
+	check("storage.usage", s.Storage.Usage, eff.storage.Disk)
+	if s.Backup.MaxAge != nil && *s.Backup.MaxAge <= 0 {
+		errs = append(errs, fmt.Sprintf("%s.backup.max_age: %s must be positive", key, *s.Backup.MaxAge))
+	}
+	slices.Sort(errs)
+	return errs
+}
+
+// Resolve returns the effective thresholds for r: the defaults for its kind,
+// then the first matching override, field by field.
+func (p *Policy) Resolve(r *snapshot.Resource) Thresholds {
+	var t Thresholds
+	switch {
+	case r.Kind == snapshot.KindNode:
+		t = p.node
+	case r.Kind.Guest():
+		t = p.guest
+	case r.Kind == snapshot.KindStorage:
+		t = p.storage
+	default:
+		t = p.node
+	}
+	for i := range p.overrides {
+		if p.overrides[i].match.matches(r) {
+			return resolveSet(t, p.overrides[i].set, r.Kind)
+		}
+	}
+	return t
+}
+
+func (m Match) matches(r *snapshot.Resource) bool {
+	if m.ID != "" {
+		if !snapshot.Glob(m.ID, r.ID) {
+			return false
+		}
+	}
+	if m.Kind != "" {
+		k := strings.ToLower(m.Kind)
+		if !(k == string(r.Kind) || (k == "guest" && r.Kind.Guest())) {
+			return false
+		}
+	}
+	for _, t := range m.Tags {
+		if !r.HasTag(t) {
+			return false
+		}
+	}
+	return true
+}

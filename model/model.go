@@ -1,0 +1,84 @@
+// Package model is patrold's one small interface to language models: a
+// chat-with-tools call returning text, tool calls and usage. Provider
+// implementations live in subpackages (openai, anthropic, script).
+package model
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is the author of a message.
+type Role string
+
+// Message roles. The system policy is not a message: it travels in
+// Request.System so no provider can mistake other text for policy.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation.
+type Message struct {
+	Role Role `json:"role"`
+	// Content is the text of a user or assistant message, or the result of
+	// a tool call (Role tool).
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool result to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolName is the tool a tool result came from.
+	ToolName string `json:"tool_name,omitempty"`
+}
+
+// ToolCall is one tool invocation requested by the model.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolDef advertises a tool to the model.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments object
+}
+
+// Request is one chat call.
+type Request struct {
+	System    string    `json:"system"`
+	Messages  []Message `json:"messages"`
+	Tools     []ToolDef `json:"tools,omitempty"`
+	MaxTokens int       `json:"max_tokens,omitempty"` // 0: provider default
+}
+
+// Usage counts the tokens of one call.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Add returns u + o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// Response is the model's answer to one Request.
+type Response struct {
+	Text       string     `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	Usage      Usage      `json:"usage"`
+	Model      string     `json:"model,omitempty"`
+	StopReason string     `json:"stop_reason,omitempty"`
+}
+
+// Provider is a language model behind one chat-with-tools call.
+type Provider interface {
+	// Name identifies the provider in metrics and records ("openai", ...).
+	Name() string
+	// Chat sends one request and returns the answer.
+	Chat(ctx context.Context, req Request) (*Response, error)
+}

@@ -1,0 +1,179 @@
+// Package snapshot defines the fleet snapshot document patrold patrols, its
+// JSON codec and validation, and the Source interface collectors implement.
+package snapshot
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Version is the only snapshot document version this build understands.
+const Version = 1
+
+// Kind is the kind of a resource.
+type Kind string
+
+// Resource kinds (CONTRACTS.md §1).
+const (
+	KindNode      Kind = "node"
+	KindVM        Kind = "vm"
+	KindContainer Kind = "container"
+	KindStorage   Kind = "storage"
+	KindDisk      Kind = "disk"
+)
+
+// Kinds lists every resource kind in report order.
+var Kinds = []Kind{KindNode, KindVM, KindContainer, KindStorage, KindDisk}
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindNode, KindVM, KindContainer, KindStorage, KindDisk:
+		return true
+	}
+	return false
+}
+
+// Guest reports whether k is a VM or a container.
+func (k Kind) Guest() bool { return k == KindVM || k == KindContainer }
+
+// Resource statuses.
+const (
+	StatusOnline  = "online"
+	StatusOffline = "offline"
+	StatusUnknown = "unknown"
+	StatusRunning = "running"
+	StatusStopped = "stopped"
+	StatusPaused  = "paused"
+)
+
+// Metric names the detectors read. Metric values ending in _percent or
+// _percent_avg are percentages (0..100).
+const (
+	MetricCPU           = "cpu_percent"
+	MetricMemory        = "memory_percent"
+	MetricDisk          = "disk_percent"
+	MetricUsage         = "usage_percent"
+	MetricWindowSeconds = "window_seconds"
+	avgSuffix           = "_avg"
+)
+
+// Snapshot is one collected view of the fleet.
+type Snapshot struct {
+	Version   int        `json:"version"`
+	TakenAt   time.Time  `json:"taken_at"`
+	Source    string     `json:"source,omitempty"`
+	Resources []Resource `json:"resources"`
+}
+
+// Resource is one host, guest, storage pool or disk.
+type Resource struct {
+	ID        string             `json:"id"`
+	Kind      Kind               `json:"kind"`
+	Name      string             `json:"name,omitempty"`
+	Parent    string             `json:"parent,omitempty"`
+	Status    string             `json:"status,omitempty"`
+	Tags      []string           `json:"tags,omitempty"`
+	Labels    map[string]string  `json:"labels,omitempty"`
+	Metrics   map[string]float64 `json:"metrics,omitempty"`
+	Addresses []string           `json:"addresses,omitempty"`
+	Reachable *bool              `json:"reachable,omitempty"`
+	Backup    *Backup            `json:"backup,omitempty"`
+	Smart     *Smart             `json:"smart,omitempty"`
+	Notes     string             `json:"notes,omitempty"`
+	Logs      []string           `json:"logs,omitempty"`
+}
+
+// Backup is the backup state of a backup-tracked guest.
+type Backup struct {
+	LastStatus     string     `json:"last_status,omitempty"`
+	LastFinishedAt *time.Time `json:"last_finished_at,omitempty"`
+	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+}
+
+// Backup statuses.
+const (
+	BackupOK      = "ok"
+	BackupFailed  = "failed"
+	BackupRunning = "running"
+	BackupWarning = "warning"
+	BackupUnknown = "unknown"
+)
+
+// Smart holds the SMART attributes of a disk.
+type Smart struct {
+	Health               string `json:"health,omitempty"`
+	ReallocatedSectors   int64  `json:"reallocated_sectors,omitempty"`
+	PendingSectors       int64  `json:"pending_sectors,omitempty"`
+	OfflineUncorrectable int64  `json:"offline_uncorrectable,omitempty"`
+	UDMACRCErrors        int64  `json:"udma_crc_errors,omitempty"`
+	MediaErrors          int64  `json:"media_errors,omitempty"`
+	WearoutPercent       *int64 `json:"wearout_percent,omitempty"`
+	TemperatureC         *int64 `json:"temperature_c,omitempty"`
+}
+
+// Metric returns the sustained value of a metric: the _avg value when
+// present, else the current value. ok is false when neither is present.
+func (r *Resource) Metric(name string) (v float64, avg bool, ok bool) {
+	if v, ok := r.Metrics[name+avgSuffix]; ok {
+		return v, true, true
+	}
+	v, ok = r.Metrics[name]
+	return v, false, ok
+}
+
+// Running reports whether metrics of r are live: a guest that is running,
+// or a node or storage that is not offline.
+func (r *Resource) Running() bool {
+	if r.Kind.Guest() {
+		return r.Status == StatusRunning
+	}
+	return r.Status != StatusOffline && r.Status != StatusStopped
+}
+
+// HasTag reports whether r carries tag t (case-insensitive).
+func (r *Resource) HasTag(t string) bool {
+	for _, x := range r.Tags {
+		if strings.EqualFold(x, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Counts returns the number of resources of every kind.
+func (s *Snapshot) Counts() map[Kind]int {
+	out := make(map[Kind]int, len(Kinds))
+	for _, k := range Kinds {
+		out[k] = 0
+	}
+	for i := range s.Resources {
+		out[s.Resources[i].Kind]++
+	}
+	return out
+}
+
+// CanonicalID canonicalises a resource id: trimmed, with the kind prefix
+// (before the first '/') lower-cased. Used by every matcher.
+func CanonicalID(id string) string {
+	id = strings.TrimSpace(id)
+	if i := strings.IndexByte(id, '/'); i > 0 {
+		return strings.ToLower(id[:i]) + id[i:]
+	}
+	return id
+}
+
+// Source collects a snapshot. Implementations validate the document they
+// read with Decode so invalid resources are reported, not silently used.
+type Source interface {
+	// Collect returns the snapshot and the resources it dropped as invalid.
+	Collect(ctx context.Context) (*Snapshot, []Problem, error)
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context) (*Snapshot, []Problem, error)
+
+// Collect calls f.
+func (f SourceFunc) Collect(ctx context.Context) (*Snapshot, []Problem, error) { return f(ctx) }
