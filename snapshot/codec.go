@@ -160,6 +160,9 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		switch {
 		case errors.As(err, &te):
 			p.Field, p.Problem = te.Field, "must be "+jsonType(te.Type.Kind().String())+", got "+te.Value
+			if te.Field == "metrics" {
+				p.Field = badMetric(raw)
+			}
 		case errors.As(err, &perr):
 			p.Field, p.Problem = timeField(raw), "not an RFC 3339 time"
 		}
@@ -319,6 +322,21 @@ func peekID(raw []byte) string {
 	return ""
 }
 
+// badMetric names the first metric (in key order) that is not a number.
+func badMetric(raw []byte) string {
+	var p struct {
+		Metrics map[string]any `json:"metrics"`
+	}
+	if json.Unmarshal(raw, &p) == nil {
+		for _, k := range sortedKeys(p.Metrics) {
+			if _, ok := p.Metrics[k].(float64); !ok && p.Metrics[k] != nil {
+				return "metrics." + k
+			}
+		}
+	}
+	return "metrics"
+}
+
 // timeField finds which backup timestamp failed to parse.
 func timeField(raw []byte) string {
 	var p struct {
@@ -354,5 +372,10 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // Encode renders a snapshot as an indented JSON document.
 func Encode(s *Snapshot) ([]byte, error) {
+	if s.Resources == nil {
+		c := *s
+		c.Resources = []Resource{}
+		s = &c
+	}
 	return json.MarshalIndent(s, "", " ")
 }

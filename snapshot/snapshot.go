@@ -124,13 +124,10 @@ func (r *Resource) Metric(name string) (v float64, avg bool, ok bool) {
 	return v, false, ok
 }
 
-// Running reports whether metrics of r are live: a guest that is running,
-// or a node or storage that is not offline.
-func (r *Resource) Running() bool {
-	if r.Kind.Guest() {
-		return r.Status == StatusRunning
-	}
-	return r.Status != StatusOffline && r.Status != StatusStopped
+// MetricsStale reports whether the metrics of r are stale: the resource is
+// offline or stopped, so metric detectors skip it.
+func (r *Resource) MetricsStale() bool {
+	return r.Status == StatusOffline || r.Status == StatusStopped
 }
 
 // HasTag reports whether r carries tag t (case-insensitive).

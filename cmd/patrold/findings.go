@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/patrold/patrold/findings"
+)
+
+func newFindingsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "findings", Short: "List, show and act on findings"}
+	var state, severity, output string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List findings (active by default; --state all for every state)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if severity != "" && !findings.Severity(severity).Valid() {
+				return usage(fmt.Errorf("--severity: %q is not info, watch, warning or critical", severity))
+			}
+			st, _, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := st.List(cmd.Context(), findings.ListFilter{Status: state, Severity: findings.Severity(severity)})
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return a.printJSON(withStates(list))
+			}
+			printFindings(a.stdout, list)
+			return nil
+		},
+	}
+	list.Flags().StringVar(&state, "state", "", "active (default), resolved or all")
+	list.Flags().StringVar(&severity, "severity", "", "only this severity")
+	outputFlag(list, &output)
+	var showOutput string
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one finding and its history",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkOutput(showOutput); err != nil {
+				return err
+			}
+			st, _, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f, err := st.Get(cmd.Context(), argv[0])
+			if err != nil {
+				return err
+			}
+			events, err := st.Events(cmd.Context(), f.ID)
+			if err != nil {
+				return err
+			}
+			if showOutput == "json" {
+				return a.printJSON(map[string]any{"finding": withState(f), "events": events})
+			}
+			printFinding(a.stdout, &f, events)
+			return nil
+		},
+	}
+	outputFlag(show, &showOutput)
+	cmd.AddCommand(list, show)
+	return cmd
+}
+
+// FindingView is a finding with its derived state, as the CLI and API show it.
+type FindingView struct {
+	findings.Finding
+	State string `json:"state"`
+}
+
+func withState(f findings.Finding) FindingView {
+	return FindingView{Finding: f, State: findings.LoopStateAt(&f, time.Now())}
+}
+
+func withStates(list []findings.Finding) []FindingView {
+	out := make([]FindingView, 0, len(list))
+	for _, f := range list {
+		out = append(out, withState(f))
+	}
+	return out
+}
+
+func printFindings(w io.Writer, list []findings.Finding) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no findings")
+		return
+	}
+	fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-17s  %-30s  %s\n", "ID", "SEVERITY", "STATE", "KEY", "RESOURCE", "TITLE")
+	now := time.Now()
+	for i := range list {
+		f := &list[i]
+		fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-17s  %-30s  %s\n", f.ID, f.Severity, findings.LoopStateAt(f, now), f.Key, f.ResourceID, f.Title)
+	}
+}
+
+func printFinding(w io.Writer, f *findings.Finding, events []findings.Event) {
+	fmt.Fprintf(w, "%s  %s\n", f.ID, f.Title)
+	rows := [][2]string{
+		{"resource", f.ResourceID}, {"key", f.Key}, {"category", string(f.Category)}, {"severity", string(f.Severity)},
+		{"state", findings.LoopStateAt(f, time.Now())}, {"source", string(f.Source)},
+		{"detected", f.DetectedAt.Format(time.RFC3339)}, {"last seen", f.LastSeenAt.Format(time.RFC3339)},
+		{"times raised", fmt.Sprint(f.TimesRaised)}, {"regressions", fmt.Sprint(f.RegressionCount)},
+		{"description", f.Description}, {"recommendation", f.Recommendation}, {"evidence", f.Evidence},
+	}
+	if f.ResolvedAt != nil {
+		rows = append(rows, [2]string{"resolved", f.ResolvedAt.Format(time.RFC3339) + " (" + f.ResolveReason + ")"})
+	}
+	if f.ResolveNote != "" {
+		rows = append(rows, [2]string{"note", f.ResolveNote})
+	}
+	for _, r := range rows {
+		if r[1] != "" {
+			fmt.Fprintf(w, "  %-15s %s\n", r[0]+":", r[1])
+		}
+	}
+	if len(events) > 0 {
+		fmt.Fprintln(w, "  history:")
+	}
+	for _, e := range events {
+		fmt.Fprintf(w, "    %s  %-16s %s\n", e.At.Format(time.RFC3339), e.Kind, strings.TrimSpace(e.Detail))
+	}
+}
+
+func newRunsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "runs", Short: "Run history"}
+	var output string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List recent runs",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			st, _, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runs, err := st.Runs(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				for i := range runs {
+					runs[i].Report = nil
+				}
+				return a.printJSON(runs)
+			}
+			fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %s\n", "RUN", "TRIGGER", "STATUS", "ANALYSIS", "STARTED")
+			for _, r := range runs {
+				fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %s\n", r.ID, r.Trigger, r.Status, r.Analysis, r.StartedAt.Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	outputFlag(list, &output)
+	list.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	var showOutput string
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one run's report",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			st, _, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := st.Run(cmd.Context(), argv[0])
+			if err != nil {
+				return err
+			}
+			_, err = a.stdout.Write(append(indentJSON(r.Report), '\n'))
+			return err
+		},
+	}
+	outputFlag(show, &showOutput)
+	cmd.AddCommand(list, show)
+	return cmd
+}

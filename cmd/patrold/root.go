@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+)
+
+// Set by the linker (-X main.version=...).
+var (
+	version = "dev"
+	commit  = ""
+)
+
+type app struct {
+	configPath string
+	reload     chan struct{}
+	stdout     io.Writer
+	stderr     io.Writer
+	cfg        *config.Config
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "patrold",
+		Short:         "Infrastructure patrol daemon",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	root.PersistentFlags().StringVar(&a.configPath, "config", "", "configuration file (default /etc/patrold/patrold.yaml, then ./patrold.yaml)")
+	root.AddCommand(
+		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
+		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
+	)
+	return root
+}
+
+// args wraps a cobra argument validator so bad usage exits 2.
+func args(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error { return usage(v(cmd, a)) }
+}
+
+// loadConfig loads and validates the configuration once per command.
+func (a *app) loadConfig() (*config.Config, error) {
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	cfg, _, err := config.LoadFile(a.configPath)
+	if err != nil {
+		return nil, usage(err)
+	}
+	a.cfg = cfg
+	return cfg, nil
+}
+
+func (a *app) openStore(ctx context.Context) (*findings.Store, *config.Config, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := daemon.OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, cfg, nil
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func outputFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "output", "o", "text", "output format: text or json")
+}
+
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return usage(fmt.Errorf("--output: %q is not text or json", o))
+	}
+	return nil
+}
+
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print version, commit and Go version",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := commit
+			if c == "" {
+				if bi, ok := debug.ReadBuildInfo(); ok {
+					for _, s := range bi.Settings {
+						if s.Key == "vcs.revision" {
+							c = s.Value
+						}
+					}
+				}
+			}
+			fmt.Fprintf(a.stdout, "patrold %s (commit %s, %s)\n", version, orNone(c), runtime.Version())
+			return nil
+		},
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func newConfigCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Configuration commands"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "check",
+		Short: "Load and validate the configuration and print it with secrets hidden",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(a.stdout, cfg.String())
+			return nil
+		},
+	})
+	return cmd
+}
+
+func newMigrateCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations and exit",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, cfg, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			fmt.Fprintf(a.stdout, "database %s is up to date\n", daemon.DBPath(cfg))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/snapshot/file"
+)
+
+func newRunCmd(a *app) *cobra.Command {
+	var snapPath, output string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run one patrol now and print the run report",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			var ro patrol.RunOptions
+			if snapPath != "" {
+				// Decode before the store is opened: a rejected document
+				// leaves the store exactly as it was.
+				snap, probs, err := file.Load(snapPath)
+				if err != nil {
+					if errors.Is(err, snapshot.ErrInvalidDocument) {
+						return usage(err)
+					}
+					return usage(fmt.Errorf("--snapshot: %w", err))
+				}
+				ro = patrol.RunOptions{Snapshot: snap, Problems: probs}
+			}
+			set, err := daemon.RunSettings(cfg, time.Now)
+			if err != nil {
+				return usage(err)
+			}
+			st, _, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
+			if err != nil {
+				return err
+			}
+			rep, runErr := runner.Run(cmd.Context(), patrol.TriggerManual, ro)
+			if rep != nil {
+				if output == "json" {
+					if err := a.printJSON(rep); err != nil {
+						return err
+					}
+				} else {
+					printReport(a.stdout, rep)
+				}
+			}
+			return runErr
+		},
+	}
+	cmd.Flags().StringVar(&snapPath, "snapshot", "", "patrol this snapshot file instead of the configured source")
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func printReport(w io.Writer, rep *patrol.Report) {
+	reasons := ""
+	if len(rep.StatusReasons) > 0 {
+		reasons = " (" + strings.Join(rep.StatusReasons, ", ") + ")"
+	}
+	fmt.Fprintf(w, "run %s  trigger=%s  status=%s%s  analysis=%s  %dms\n", rep.RunID, rep.Trigger, rep.Status, reasons, rep.Analysis, rep.DurationMS)
+	var kinds []string
+	for _, k := range snapshot.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, rep.Resources[string(k)]))
+	}
+	fmt.Fprintf(w, "resources: %s\n", strings.Join(kinds, ", "))
+	for _, p := range rep.InvalidResources {
+		fmt.Fprintf(w, "invalid: %s\n", p)
+	}
+	fmt.Fprintf(w, "signals: %d (unmatched by the model: %d)\n", len(rep.Signals), len(rep.UnmatchedSignals))
+	if len(rep.Findings) > 0 {
+		fmt.Fprintln(w, "findings:")
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(w, "  %-9s %-8s %-16s %-17s %-30s %s\n", strings.ToUpper(string(f.Change)), f.Severity, f.ID, f.Key, f.ResourceID, f.Title)
+	}
+	fmt.Fprintf(w, "resolved: %d\n", len(rep.Resolved))
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
+
+func newSnapshotCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "snapshot", Short: "Snapshot document commands"}
+	var strict bool
+	validate := &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Decode and validate a snapshot, print counts and problems",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			data, err := os.ReadFile(argv[0])
+			if err != nil {
+				return usage(err)
+			}
+			snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Strict: strict})
+			if err != nil {
+				return usage(err)
+			}
+			var kinds []string
+			for _, k := range snapshot.Kinds {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, snap.Counts()[k]))
+			}
+			fmt.Fprintf(a.stdout, "snapshot: version %d, taken_at %s, %d valid resources (%s)\n",
+				snap.Version, snap.TakenAt.Format(time.RFC3339), len(snap.Resources), strings.Join(kinds, ", "))
+			invalid := 0
+			for _, p := range probs {
+				label := "invalid (dropped)"
+				if p.Warning {
+					label = "warning"
+				} else {
+					invalid++
+				}
+				fmt.Fprintf(a.stdout, "%s: %s\n", label, p)
+			}
+			if invalid > 0 {
+				return usage(fmt.Errorf("%d invalid resources", invalid))
+			}
+			return nil
+		},
+	}
+	validate.Flags().BoolVar(&strict, "strict", false, "also report unknown fields and unrecognised values")
+	cmd.AddCommand(validate)
+	return cmd
+}
+
+func newDemoCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "demo", Short: "Demo fleet commands"}
+	o := demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery}
+	var at string
+	export := &cobra.Command{
+		Use:   "export",
+		Short: "Print a generated fleet snapshot",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return usage(err)
+			}
+			when := time.Now()
+			if at != "" {
+				t, err := time.Parse(time.RFC3339, at)
+				if err != nil {
+					return usage(fmt.Errorf("--at: %w", err))
+				}
+				when = t
+			}
+			data, err := snapshot.Encode(demo.Generate(o, when))
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(a.stdout, string(data))
+			return err
+		},
+	}
+	export.Flags().IntVar(&o.Resources, "resources", o.Resources, "number of resources")
+	export.Flags().Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "probability of each fault (0..1)")
+	export.Flags().Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
+	export.Flags().StringVar(&at, "at", "", "generate the fleet as at this RFC 3339 time (default now)")
+	cmd.AddCommand(export)
+	return cmd
+}

@@ -1,0 +1,170 @@
+// Package config loads patrold's one YAML file: defaults, then the file,
+// then PATROLD_* environment overrides; unknown keys are errors; Validate
+// collects every problem naming its YAML key; String hides secrets.
+package config
+
+import (
+	"time"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/snapshot/file"
+)
+
+// Default locations of the configuration file, tried in order.
+var DefaultPaths = []string{"/etc/patrold/patrold.yaml", "./patrold.yaml"}
+
+// Config is the whole configuration.
+type Config struct {
+	DataDir       string              `koanf:"data_dir" yaml:"data_dir"`
+	Log           LogConfig           `koanf:"log" yaml:"log"`
+	HTTP          HTTPConfig          `koanf:"http" yaml:"http"`
+	Schedule      ScheduleConfig      `koanf:"schedule" yaml:"schedule"`
+	Source        SourceConfig        `koanf:"source" yaml:"source"`
+	Alerts        alerts.Settings     `koanf:"alerts" yaml:"alerts"`
+	Model         ModelConfig         `koanf:"model" yaml:"model"`
+	Patrol        PatrolConfig        `koanf:"patrol" yaml:"patrol"`
+	Findings      FindingsConfig      `koanf:"findings" yaml:"findings"`
+	Investigation InvestigationConfig `koanf:"investigation" yaml:"investigation"`
+	NATS          NATSConfig          `koanf:"nats" yaml:"nats"`
+	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
+	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Level  string `koanf:"level" yaml:"level"`   // debug | info | warn | error
+	Format string `koanf:"format" yaml:"format"` // text | json
+}
+
+// HTTPConfig configures the API listener and its bearer tokens.
+type HTTPConfig struct {
+	Listen       string        `koanf:"listen" yaml:"listen"`
+	Tokens       []TokenConfig `koanf:"tokens" yaml:"tokens"`
+	MaxBodyBytes int64         `koanf:"max_body_bytes" yaml:"max_body_bytes"`
+}
+
+// TokenConfig is one API bearer token, given inline or (better) in a file.
+type TokenConfig struct {
+	Name      string `koanf:"name" yaml:"name"`
+	Token     Secret `koanf:"token" yaml:"token,omitempty"`
+	TokenFile string `koanf:"token_file" yaml:"token_file,omitempty"`
+	Scope     string `koanf:"scope" yaml:"scope"` // read | admin
+}
+
+// ScheduleConfig configures when runs happen.
+type ScheduleConfig struct {
+	Cron                string        `koanf:"cron" yaml:"cron"`
+	StartupDelay        time.Duration `koanf:"startup_delay" yaml:"startup_delay"`
+	SkipStartupIfRecent time.Duration `koanf:"skip_startup_if_recent" yaml:"skip_startup_if_recent"`
+	RunTimeout          time.Duration `koanf:"run_timeout" yaml:"run_timeout"`
+	DrainTimeout        time.Duration `koanf:"drain_timeout" yaml:"drain_timeout"`
+}
+
+// SourceConfig selects and configures the snapshot source.
+type SourceConfig struct {
+	Kind       string           `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus
+	Demo       demo.Options     `koanf:"demo" yaml:"demo"`
+	File       file.Options     `koanf:"file" yaml:"file"`
+	Exec       ExecConfig       `koanf:"exec" yaml:"exec"`
+	Prometheus PrometheusConfig `koanf:"prometheus" yaml:"prometheus"`
+}
+
+// ExecConfig is the exec source section.
+type ExecConfig struct {
+	Command []string      `koanf:"command" yaml:"command"`
+	Timeout time.Duration `koanf:"timeout" yaml:"timeout"`
+}
+
+// PrometheusConfig is the prometheus source section.
+type PrometheusConfig struct {
+	URL string `koanf:"url" yaml:"url"`
+}
+
+// ModelConfig selects the language model.
+type ModelConfig struct {
+	Provider   string        `koanf:"provider" yaml:"provider"` // none | openai | anthropic | script
+	MaxSkipAge time.Duration `koanf:"max_skip_age" yaml:"max_skip_age"`
+}
+
+// PatrolConfig configures patrol behaviour.
+type PatrolConfig struct {
+	Autonomy string `koanf:"autonomy" yaml:"autonomy"` // monitor | approval | assisted | full
+}
+
+// FindingsConfig configures retention and the publish policy.
+type FindingsConfig struct {
+	ResolvedRetention time.Duration `koanf:"resolved_retention" yaml:"resolved_retention"`
+	RepeatInterval    time.Duration `koanf:"repeat_interval" yaml:"repeat_interval"`
+	Flap              FlapConfig    `koanf:"flap" yaml:"flap"`
+}
+
+// FlapConfig configures flapping detection.
+type FlapConfig struct {
+	Window         time.Duration `koanf:"window" yaml:"window"`
+	MaxTransitions int           `koanf:"max_transitions" yaml:"max_transitions"`
+}
+
+// InvestigationConfig holds the investigation gate's limits.
+type InvestigationConfig struct {
+	MaxAttempts      int           `koanf:"max_attempts" yaml:"max_attempts"`
+	Cooldown         time.Duration `koanf:"cooldown" yaml:"cooldown"`
+	TimeoutCooldown  time.Duration `koanf:"timeout_cooldown" yaml:"timeout_cooldown"`
+	FixRetryCooldown time.Duration `koanf:"fix_retry_cooldown" yaml:"fix_retry_cooldown"`
+	Timeout          time.Duration `koanf:"timeout" yaml:"timeout"`
+	MaxConcurrent    int           `koanf:"max_concurrent" yaml:"max_concurrent"`
+	EvidenceBudget   int           `koanf:"evidence_budget" yaml:"evidence_budget"`
+}
+
+// NATSConfig configures the message bus.
+type NATSConfig struct {
+	URL           string         `koanf:"url" yaml:"url"`
+	SubjectPrefix string         `koanf:"subject_prefix" yaml:"subject_prefix"`
+	Embedded      EmbeddedConfig `koanf:"embedded" yaml:"embedded"`
+}
+
+// EmbeddedConfig configures the embedded NATS server.
+type EmbeddedConfig struct {
+	Listen string `koanf:"listen" yaml:"listen"`
+}
+
+// AssistantConfig configures remediation sessions.
+type AssistantConfig struct {
+	Enabled     bool          `koanf:"enabled" yaml:"enabled"`
+	MaxTurns    int           `koanf:"max_turns" yaml:"max_turns"`
+	ApprovalTTL time.Duration `koanf:"approval_ttl" yaml:"approval_ttl"`
+}
+
+// ActionConfig declares one remediation action.
+type ActionConfig struct {
+	Name        string   `koanf:"name" yaml:"name"`
+	Description string   `koanf:"description" yaml:"description"`
+	Command     []string `koanf:"command" yaml:"command"`
+	Risk        string   `koanf:"risk" yaml:"risk"` // low | medium | high | never
+	Signals     []string `koanf:"signals" yaml:"signals"`
+}
+
+// Default returns the configuration with every default applied: an empty
+// file yields exactly this.
+func Default() Config {
+	return Config{
+		DataDir: "./var",
+		Log:     LogConfig{Level: "info", Format: "text"},
+		HTTP:    HTTPConfig{Listen: "127.0.0.1:9477", MaxBodyBytes: 1 << 20},
+		Schedule: ScheduleConfig{Cron: "@every 6h", StartupDelay: 30 * time.Second, SkipStartupIfRecent: time.Hour,
+			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
+		Source: SourceConfig{
+			Kind: "demo",
+			Demo: demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
+			Exec: ExecConfig{Timeout: 30 * time.Second},
+		},
+		Model:  ModelConfig{Provider: "none", MaxSkipAge: 24 * time.Hour},
+		Patrol: PatrolConfig{Autonomy: "monitor"},
+		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: 4 * time.Hour,
+			Flap: FlapConfig{Window: 6 * time.Hour, MaxTransitions: 4}},
+		Investigation: InvestigationConfig{MaxAttempts: 3, Cooldown: time.Hour, TimeoutCooldown: 10 * time.Minute,
+			FixRetryCooldown: 20 * time.Minute, Timeout: 10 * time.Minute, MaxConcurrent: 3, EvidenceBudget: 10},
+		NATS:      NATSConfig{SubjectPrefix: "patrol", Embedded: EmbeddedConfig{Listen: "127.0.0.1:4222"}},
+		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute},
+	}
+}

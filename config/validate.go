@@ -1,0 +1,179 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/patrold/patrold/alerts"
+)
+
+// CronParser parses schedule.cron: five standard fields or a descriptor
+// (@every 6h, @hourly, ...).
+var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+var subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// Validate checks every key and returns an *Error listing all problems.
+func (c *Config) Validate() error {
+	var p problems
+	if strings.TrimSpace(c.DataDir) == "" {
+		p.add("data_dir", "must not be empty")
+	}
+	p.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	p.oneOf("log.format", c.Log.Format, "text", "json")
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		p.add("http.listen", fmt.Sprintf("%q is not host:port", c.HTTP.Listen))
+	}
+	if c.HTTP.MaxBodyBytes <= 0 {
+		p.add("http.max_body_bytes", "must be positive")
+	}
+	names := map[string]bool{}
+	for i, t := range c.HTTP.Tokens {
+		key := fmt.Sprintf("http.tokens[%d]", i)
+		if t.Name == "" {
+			p.add(key+".name", "required")
+		} else if names[t.Name] {
+			p.add(key+".name", fmt.Sprintf("duplicate token name %q", t.Name))
+		}
+		names[t.Name] = true
+		if (t.Token == "") == (t.TokenFile == "") {
+			p.add(key, "set exactly one of token and token_file")
+		}
+		p.oneOf(key+".scope", t.Scope, "read", "admin")
+	}
+	if _, err := CronParser.Parse(c.Schedule.Cron); err != nil {
+		p.add("schedule.cron", fmt.Sprintf("%q: %v", c.Schedule.Cron, err))
+	}
+	p.nonNegative("schedule.startup_delay", c.Schedule.StartupDelay)
+	p.nonNegative("schedule.skip_startup_if_recent", c.Schedule.SkipStartupIfRecent)
+	p.positive("schedule.run_timeout", c.Schedule.RunTimeout)
+	p.positive("schedule.drain_timeout", c.Schedule.DrainTimeout)
+	p.oneOf("source.kind", c.Source.Kind, "demo", "file", "exec", "prometheus")
+	switch c.Source.Kind {
+	case "demo":
+		p.err(c.Source.Demo.Validate())
+	case "file":
+		p.err(c.Source.File.Validate())
+	case "exec":
+		if len(c.Source.Exec.Command) == 0 {
+			p.add("source.exec.command", "required when source.kind is exec")
+		}
+		p.positive("source.exec.timeout", c.Source.Exec.Timeout)
+	case "prometheus":
+		if c.Source.Prometheus.URL == "" {
+			p.add("source.prometheus.url", "required when source.kind is prometheus")
+		}
+	}
+	if _, err := alerts.New(c.Alerts); err != nil {
+		var ve *alerts.ValidationError
+		if errors.As(err, &ve) {
+			p.list = append(p.list, ve.Problems...)
+		} else {
+			p.add("alerts", err.Error())
+		}
+	}
+	p.oneOf("model.provider", c.Model.Provider, "none", "openai", "anthropic", "script")
+	p.positive("model.max_skip_age", c.Model.MaxSkipAge)
+	p.oneOf("patrol.autonomy", c.Patrol.Autonomy, "monitor", "approval", "assisted", "full")
+	p.positive("findings.resolved_retention", c.Findings.ResolvedRetention)
+	p.positive("findings.repeat_interval", c.Findings.RepeatInterval)
+	p.positive("findings.flap.window", c.Findings.Flap.Window)
+	if c.Findings.Flap.MaxTransitions < 1 {
+		p.add("findings.flap.max_transitions", "must be at least 1")
+	}
+	inv := c.Investigation
+	if inv.MaxAttempts < 1 {
+		p.add("investigation.max_attempts", "must be at least 1")
+	}
+	p.positive("investigation.cooldown", inv.Cooldown)
+	p.positive("investigation.timeout_cooldown", inv.TimeoutCooldown)
+	p.positive("investigation.fix_retry_cooldown", inv.FixRetryCooldown)
+	p.positive("investigation.timeout", inv.Timeout)
+	if inv.MaxConcurrent < 1 {
+		p.add("investigation.max_concurrent", "must be at least 1")
+	}
+	if inv.EvidenceBudget < 1 {
+		p.add("investigation.evidence_budget", "must be at least 1")
+	}
+	if !subjectToken.MatchString(c.NATS.SubjectPrefix) {
+		p.add("nats.subject_prefix", fmt.Sprintf("%q is not a NATS subject token", c.NATS.SubjectPrefix))
+	}
+	if c.NATS.URL == "" {
+		if _, _, err := net.SplitHostPort(c.NATS.Embedded.Listen); err != nil {
+			p.add("nats.embedded.listen", fmt.Sprintf("%q is not host:port", c.NATS.Embedded.Listen))
+		}
+	}
+	if c.Assistant.MaxTurns < 1 {
+		p.add("assistant.max_turns", "must be at least 1")
+	}
+	p.positive("assistant.approval_ttl", c.Assistant.ApprovalTTL)
+	actions := map[string]bool{}
+	for i, a := range c.Actions {
+		key := fmt.Sprintf("actions[%d]", i)
+		if a.Name == "" {
+			p.add(key+".name", "required")
+		} else if actions[a.Name] {
+			p.add(key+".name", fmt.Sprintf("duplicate action %q", a.Name))
+		}
+		actions[a.Name] = true
+		if len(a.Command) == 0 {
+			p.add(key+".command", "required")
+		}
+		p.oneOf(key+".risk", a.Risk, "low", "medium", "high", "never")
+	}
+	if len(p.list) > 0 {
+		return &Error{Problems: p.list}
+	}
+	return nil
+}
+
+type problems struct{ list []string }
+
+func (p *problems) add(key, msg string) { p.list = append(p.list, key+": "+msg) }
+
+func (p *problems) err(err error) {
+	if err == nil {
+		return
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		p.list = append(p.list, line)
+	}
+}
+
+func (p *problems) oneOf(key, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	p.add(key, fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", ")))
+}
+
+func (p *problems) positive(key string, d time.Duration) {
+	if d <= 0 {
+		p.add(key, fmt.Sprintf("%s must be positive", d))
+	}
+}
+
+func (p *problems) nonNegative(key string, d time.Duration) {
+	if d < 0 {
+		p.add(key, fmt.Sprintf("%s must not be negative", d))
+	}
+}
+
+// String renders the effective configuration as YAML with every secret
+// hidden.
+func (c Config) String() string {
+	out, err := yamlv3.Marshal(c)
+	if err != nil {
+		return "config: " + err.Error()
+	}
+	return string(out)
+}

@@ -1,0 +1,245 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	Config     *config.Config
+	ConfigPath string          // re-read on reload; "" reloads the default paths
+	Reload     <-chan struct{} // SIGHUP
+	Stderr     io.Writer       // log destination (default os.Stderr)
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Now        func() time.Time
+	// LoadConfig re-reads the configuration on reload (default
+	// config.LoadFile(ConfigPath)).
+	LoadConfig func() (*config.Config, error)
+}
+
+// Daemon is the running patrold: store, runner, scheduler and friends.
+type Daemon struct {
+	opts     Options
+	log      *slog.Logger
+	cfg      atomic.Pointer[config.Config]
+	settings atomic.Pointer[patrol.Settings]
+
+	store  *findings.Store
+	runner *patrol.Runner
+	sched  *scheduler
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New builds every component from opts.Config; nothing runs until Start.
+func New(opts Options) (*Daemon, error) {
+	if opts.Config == nil {
+		return nil, errors.New("daemon: Config is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		opts.Registerer, opts.Gatherer = reg, reg
+	}
+	if opts.LoadConfig == nil {
+		path := opts.ConfigPath
+		opts.LoadConfig = func() (*config.Config, error) {
+			cfg, _, err := config.LoadFile(path)
+			return cfg, err
+		}
+	}
+	d := &Daemon{opts: opts, log: newLogger(opts.Config, opts.Stderr)}
+	set, err := RunSettings(opts.Config, opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	d.cfg.Store(opts.Config)
+	d.settings.Store(&set)
+	return d, nil
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	ho := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// Config returns the configuration in force.
+func (d *Daemon) Config() *config.Config { return d.cfg.Load() }
+
+// Store returns the findings store (after Start).
+func (d *Daemon) Store() *findings.Store { return d.store }
+
+// Runner returns the patrol runner (after Start).
+func (d *Daemon) Runner() *patrol.Runner { return d.runner }
+
+// Start opens the store, marks runs interrupted by a crash, and starts the
+// scheduler.
+func (d *Daemon) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return errors.New("daemon: already started")
+	}
+	d.started = true
+	cfg := d.Config()
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	d.store = st
+	if n, err := st.MarkInterrupted(ctx, d.opts.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		d.log.Warn("runs interrupted by a previous stop were marked error", "runs", n)
+	}
+	d.runner, err = patrol.New(patrol.Options{
+		Store: st, Settings: func() patrol.Settings { return *d.settings.Load() },
+		Logger: d.log, Now: d.opts.Now, Metrics: patrol.NewMetrics(d.opts.Registerer),
+		AfterCommit: d.afterRun,
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.cancel = cancel
+	d.sched, err = newScheduler(d, cfg)
+	if err != nil {
+		cancel()
+		return err
+	}
+	d.sched.start(runCtx)
+	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path())
+	return nil
+}
+
+func (d *Daemon) afterRun(rep *patrol.Report) {
+	d.log.Info("run finished", "run_id", rep.RunID, "trigger", rep.Trigger, "status", rep.Status,
+		"signals", len(rep.Signals), "findings", len(rep.Findings), "resolved", len(rep.Resolved), "duration_ms", rep.DurationMS)
+	for _, f := range rep.Findings {
+		if f.Change == "new" || f.Change == "reopened" || f.Change == "resolved" {
+			d.log.Info("finding "+string(f.Change), "id", f.ID, "severity", f.Severity, "key", f.Key, "resource", f.ResourceID, "title", f.Title)
+		}
+	}
+}
+
+// Stop stops the scheduler (letting a run in progress finish until ctx is
+// done, then cancelling it) and closes the store. It is idempotent.
+func (d *Daemon) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.started || d.stopped {
+		return nil
+	}
+	d.stopped = true
+	var errs []error
+	if d.sched != nil {
+		d.sched.stop()
+	}
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		d.log.Warn("drain timeout: cancelling the run in progress", "run_id", d.runner.Current())
+		d.runner.CancelCurrent()
+		<-done
+	}
+	if d.cancel != nil {
+		d.cancel()
+	}
+	if d.store != nil {
+		errs = append(errs, d.store.Close())
+	}
+	d.log.Info("patrold stopped")
+	return errors.Join(errs...)
+}
+
+// TriggerRun starts a run now in the background and returns its id, or a
+// *patrol.BusyError when one is in progress.
+func (d *Daemon) runInBackground(ctx context.Context, trigger patrol.Trigger) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if _, err := d.runner.Run(ctx, trigger, patrol.RunOptions{}); err != nil {
+			if errors.Is(err, patrol.ErrBusy) {
+				d.log.Info("run skipped: another run is in progress", "trigger", trigger, "err", err)
+				return
+			}
+			d.log.Error("run failed", "trigger", trigger, "err", err)
+		}
+	}()
+}
+
+// Reload re-reads and validates the configuration; on error the old one
+// stays in force. Thresholds and schedule apply without restart.
+func (d *Daemon) Reload() error {
+	cfg, err := d.opts.LoadConfig()
+	if err == nil {
+		var set patrol.Settings
+		set, err = RunSettings(cfg, d.opts.Now)
+		if err == nil {
+			d.cfg.Store(cfg)
+			d.settings.Store(&set)
+			if d.sched != nil {
+				err = d.sched.reschedule(cfg)
+			}
+		}
+	}
+	if err != nil {
+		d.log.Error("reload failed; keeping the previous configuration", "err", err)
+		return fmt.Errorf("reload: %w", err)
+	}
+	d.log.Info("configuration reloaded")
+	return nil
+}
+
+// Run starts the daemon, serves until ctx is cancelled (reloading on each
+// Reload signal), then stops within the drain timeout.
+func Run(ctx context.Context, opts Options) error {
+	d, err := New(opts)
+	if err != nil {
+		return err
+	}
+	if err := d.Start(ctx); err != nil {
+		return errors.Join(err, d.Stop(context.Background()))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), d.Config().Schedule.DrainTimeout)
+			defer cancel()
+			return d.Stop(sctx)
+		case <-opts.Reload:
+			_ = d.Reload()
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package findings
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// RunRecord is the stored record of one patrol run.
+type RunRecord struct {
+	ID         string          `json:"run_id"`
+	Trigger    string          `json:"trigger"`
+	Status     string          `json:"status"`
+	Analysis   string          `json:"analysis"`
+	StartedAt  time.Time       `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	Complete   bool            `json:"complete"`
+	Report     json.RawMessage `json:"report,omitempty"`
+}
+
+// OutboxDraft is an event to write to the outbox; the store gives it an id
+// and a time.
+type OutboxDraft struct {
+	Subject    string
+	Type       string
+	ResourceID string
+	Data       any
+}
+
+// RunInput is what a run hands the store to reconcile in one transaction.
+type RunInput struct {
+	RunID        string
+	Now          time.Time
+	Observations []Observation
+	// Check says what this run knows about an active finding it did not
+	// observe: whether its resource was present, and whether a
+	// deterministic detector for its key had the data to decide.
+	Check func(f *Finding) Check
+	// Complete: collection completed with no errors and no invalid
+	// resources. Only a complete run resolves by absence.
+	Complete bool
+	// Reconcile false records the run without resolving anything (errored
+	// runs never resolve).
+	Reconcile bool
+	Policy    PublishPolicy
+	// Silenced reports whether a finding is silenced now (recorded, not
+	// published, not investigated). nil: nothing is silenced.
+	Silenced func(f *Finding) bool
+}
+
+// FinishFunc completes the run record from the changes, inside the
+// transaction, and returns extra outbox events (run completed, remediation
+// requests) to write with it.
+type FinishFunc func(changes []Change) (RunRecord, []OutboxDraft, error)
+
+// NewID returns a new ULID string.
+func NewID(now time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+}
+
+// CommitRun applies a run's observations and resolutions, writes findings,
+// their lifecycle events, the run record and outbox rows in one
+// transaction, and returns the changes.
+func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) ([]Change, error) {
+	var changes []Change
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		changes, err = reconcile(ctx, tx, in)
+		if err != nil {
+			return err
+		}
+		up, err := newUpserter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer up.close()
+		ob, err := newOutboxWriter(ctx, tx, in.Now)
+		if err != nil {
+			return err
+		}
+		defer ob.close()
+		for i := range changes {
+			c := &changes[i]
+			silenced := in.Silenced != nil && in.Silenced(&c.Finding)
+			f, d := in.Policy.Decide(*c, silenced, in.Now)
+			c.Finding = f
+			if err := up.write(ctx, &c.Finding); err != nil {
+				return err
+			}
+			if kind, detail := eventFor(*c); kind != "" {
+				if err := up.addEvent(ctx, Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}); err != nil {
+					return err
+				}
+			}
+			if d.Publish {
+				if err := ob.add(ctx, findingEvent(&c.Finding, d, in.RunID, in.Now)); err != nil {
+					return err
+				}
+			}
+		}
+		rec, extra, err := finish(changes)
+		if err != nil {
+			return err
+		}
+		if err := putRun(ctx, tx, rec); err != nil {
+			return err
+		}
+		for _, d := range extra {
+			if err := ob.add(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
+	}
+	return changes, nil
+}
+
+func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
+	existing, err := queryFindings(ctx, tx, "")
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*Finding, len(existing))
+	for i := range existing {
+		byID[existing[i].ID] = &existing[i]
+	}
+	suppressed, err := suppressionSet(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(in.Observations))
+	changes := make([]Change, 0, len(in.Observations))
+	for _, o := range in.Observations {
+		id := o.Normalize()
+		if seen[id] {
+			continue // one observation per finding per run; the first wins
+		}
+		seen[id] = true
+		prev := byID[id]
+		if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
+			continue // a suppression rule drops new findings for this pair
+		}
+		changes = append(changes, Observe(prev, o, in.Now, in.RunID))
+	}
+	if !in.Reconcile {
+		return changes, nil
+	}
+	for i := range existing {
+		f := &existing[i]
+		if !f.Active() || seen[f.ID] {
+			continue
+		}
+		if reason := resolution(f, in); reason != "" {
+			changes = append(changes, Resolve(*f, reason, "", in.Now, in.RunID))
+		}
+	}
+	return changes, nil
+}
+
+// resolution decides whether an active finding that was not observed this
+// run resolves, and why ("" keeps it open).
+func resolution(f *Finding, in RunInput) string {
+	check := CheckAbsent
+	if in.Check != nil {
+		check = in.Check(f)
+	}
+	switch check {
+	case CheckAbsent:
+		if in.Complete {
+			return ResolveResourceGone
+		}
+	case CheckCleared:
+		return ResolveConditionCleared
+	case CheckPresent:
+		if in.Complete && (f.Category == CategoryPerformance || f.Category == CategoryCapacity) {
+			return ResolveAbsent
+		}
+	}
+	return ""
+}
+
+// Check is what a run knows about an unobserved active finding.
+type Check int
+
+// Checks, from least to most knowledge.
+const (
+	// CheckAbsent: the resource was not in the snapshot (or was invalid).
+	CheckAbsent Check = iota
+	// CheckUnknown: the resource was present but the detector for the
+	// finding's key lacked data (missing metric, stale metrics): keep open.
+	CheckUnknown
+	// CheckPresent: present; no detector is authoritative for the key.
+	CheckPresent
+	// CheckCleared: a detector for the key evaluated fresh data and found
+	// the condition below its clear threshold.
+	CheckCleared
+)
+
+func findingEvent(f *Finding, d Decision, runID string, now time.Time) OutboxDraft {
+	subject, typ := FindingSubject(d.Event, f.Severity)
+	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: FindingEventData{
+		Finding: *f, State: LoopStateAt(f, now), RunID: runID, Reason: d.Reason, Recurrence: f.RegressionCount,
+	}}
+}
+
+// FindingEventData is the data of a finding event on NATS.
+type FindingEventData struct {
+	Finding
+	State      string `json:"state"`
+	RunID      string `json:"run_id,omitempty"`
+	Reason     string `json:"reason"`
+	Recurrence int    `json:"recurrence"`
+}
+
+func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
+	report := r.Report
+	if len(report) == 0 {
+		report = json.RawMessage("{}")
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report)
+		VALUES (?,?,?,?,?,?,?,?)`, r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, string(report))
+	if err != nil {
+		return fmt.Errorf("write run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+type suppressionKey struct{ resource, category string }
+
+func suppressionSet(ctx context.Context, q querier) (map[suppressionKey]bool, error) {
+	rows, err := q.QueryContext(ctx, "SELECT resource_id, category FROM suppressions")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[suppressionKey]bool{}
+	for rows.Next() {
+		var k suppressionKey
+		if err := rows.Scan(&k.resource, &k.category); err != nil {
+			return nil, err
+		}
+		out[k] = true
+	}
+	return out, rows.Err()
+}

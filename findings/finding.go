@@ -1,0 +1,186 @@
+// Package findings owns the Finding model: identity from facts, the
+// lifecycle and operator actions, silences, the investigation gate and the
+// SQLite store (with the outbox rows written in the same transaction).
+package findings
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// Severity of a finding, ordered info < watch < warning < critical.
+type Severity string
+
+// Severities.
+const (
+	SeverityInfo     Severity = "info"
+	SeverityWatch    Severity = "watch"
+	SeverityWarning  Severity = "warning"
+	SeverityCritical Severity = "critical"
+)
+
+// Rank orders severities; unknown severities rank below info.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityInfo:
+		return 1
+	case SeverityWatch:
+		return 2
+	case SeverityWarning:
+		return 3
+	case SeverityCritical:
+		return 4
+	}
+	return 0
+}
+
+// Valid reports whether s is a known severity.
+func (s Severity) Valid() bool { return s.Rank() > 0 }
+
+// Category of a finding.
+type Category string
+
+// Categories; anything else becomes general.
+const (
+	CategoryPerformance Category = "performance"
+	CategoryCapacity    Category = "capacity"
+	CategoryReliability Category = "reliability"
+	CategoryBackup      Category = "backup"
+	CategorySecurity    Category = "security"
+	CategoryGeneral     Category = "general"
+)
+
+// NormalizeCategory maps any string to a known category.
+func NormalizeCategory(s string) Category {
+	switch c := Category(strings.ToLower(strings.TrimSpace(s))); c {
+	case CategoryPerformance, CategoryCapacity, CategoryReliability, CategoryBackup, CategorySecurity:
+		return c
+	}
+	return CategoryGeneral
+}
+
+// Source says who filed a finding.
+type Source string
+
+// Sources.
+const (
+	SourceModel         Source = "model"
+	SourceDeterministic Source = "deterministic"
+)
+
+// Status is the stored lifecycle status; the richer loop state is derived.
+type Status string
+
+// Statuses.
+const (
+	StatusActive   Status = "active"
+	StatusResolved Status = "resolved"
+)
+
+// keyAliases maps normalised variants to one canonical key. Canonical keys of
+// the signal catalogue keep their underscore spelling.
+var keyAliases = map[string]string{
+	"cpu-high": "high_cpu", "high-cpu": "high_cpu", "cpu": "high_cpu", "cpu-usage-high": "high_cpu",
+	"memory-high": "high_memory", "high-memory": "high_memory", "mem-high": "high_memory", "high-mem": "high_memory", "memory": "high_memory",
+	"disk-high": "high_disk", "high-disk": "high_disk", "disk-full": "high_disk", "storage-high": "high_disk", "high-storage": "high_disk", "disk-usage-high": "high_disk",
+	"smart-failure": "smart_failure", "smart": "smart_failure", "disk-smart": "smart_failure", "smart-error": "smart_failure",
+	"backup-failed": "backup_failed", "failed-backup": "backup_failed",
+	"backup-stale": "backup_stale", "stale-backup": "backup_stale", "backup-old": "backup_stale", "no-recent-backup": "backup_stale",
+	"guest-unreachable": "guest_unreachable", "unreachable": "guest_unreachable", "vm-unreachable": "guest_unreachable", "host-unreachable": "guest_unreachable",
+}
+
+// NormalizeKey lower-cases a key, turns '_' and spaces into '-', keeps only
+// [a-z0-9-], then maps known variants to their canonical key.
+func NormalizeKey(key string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(key)) {
+		switch {
+		case r == '_' || r == ' ':
+			b.WriteByte('-')
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		}
+	}
+	k := strings.Trim(b.String(), "-")
+	if alias, ok := keyAliases[k]; ok {
+		return alias
+	}
+	if k == "" {
+		return "general"
+	}
+	return k
+}
+
+// ID is the identity of a finding: the first 16 hex characters of the
+// SHA-256 over "resource_id:category:key". Same facts, same finding.
+func ID(resourceID string, category Category, key string) string {
+	sum := sha256.Sum256([]byte(resourceID + ":" + string(category) + ":" + key))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Finding is one problem on one resource, carried through its lifecycle.
+type Finding struct {
+	ID             string   `json:"id"`
+	Key            string   `json:"key"`
+	ResourceID     string   `json:"resource_id"`
+	ResourceKind   string   `json:"resource_kind,omitempty"`
+	ResourceName   string   `json:"resource_name,omitempty"`
+	Category       Category `json:"category"`
+	Severity       Severity `json:"severity"`
+	Source         Source   `json:"source"`
+	Title          string   `json:"title"`
+	Description    string   `json:"description,omitempty"`
+	Recommendation string   `json:"recommendation,omitempty"`
+	Evidence       string   `json:"evidence,omitempty"`
+	Status         Status   `json:"status"`
+
+	DetectedAt      time.Time  `json:"detected_at"`
+	LastSeenAt      time.Time  `json:"last_seen_at"`
+	ResolvedAt      *time.Time `json:"resolved_at,omitempty"`
+	ResolveReason   string     `json:"resolve_reason,omitempty"`
+	ResolveNote     string     `json:"resolve_note,omitempty"`
+	TimesRaised     int        `json:"times_raised"`
+	RegressionCount int        `json:"regression_count"`
+	LastRunID       string     `json:"last_run_id,omitempty"`
+
+	Operator
+	Investigation
+	Publication
+	Transitions []time.Time `json:"-"` // open/resolve transition times inside the flap window
+	Flapping    bool        `json:"flapping,omitempty"`
+}
+
+// Operator holds the state operators set on a finding.
+type Operator struct {
+	AcknowledgedAt      *time.Time `json:"acknowledged_at,omitempty"`
+	SnoozedUntil        *time.Time `json:"snoozed_until,omitempty"`
+	DismissedReason     string     `json:"dismissed_reason,omitempty"`
+	DismissedAt         *time.Time `json:"dismissed_at,omitempty"`
+	Suppressed          bool       `json:"suppressed,omitempty"`
+	SeenWhileSuppressed int        `json:"seen_while_suppressed,omitempty"`
+}
+
+// Investigation holds the remediation bookkeeping of a finding.
+type Investigation struct {
+	Attempts             int        `json:"investigation_attempts"`
+	InvestigationStatus  string     `json:"investigation_status,omitempty"` // "running" or ""
+	InvestigationStarted *time.Time `json:"investigation_started_at,omitempty"`
+	LastInvestigationAt  *time.Time `json:"last_investigation_at,omitempty"`
+	LastOutcome          string     `json:"last_outcome,omitempty"`
+	InvestigationSession string     `json:"investigation_session_id,omitempty"`
+	FixSummary           string     `json:"fix_summary,omitempty"`
+	PreviousFixSummary   string     `json:"previous_fix_summary,omitempty"`
+}
+
+// Publication records what was last published so the publish policy
+// survives restarts.
+type Publication struct {
+	LastPublishedAt       *time.Time `json:"last_published_at,omitempty"`
+	LastPublishedSeverity Severity   `json:"last_published_severity,omitempty"`
+	LastPublishedEvent    string     `json:"last_published_event,omitempty"`
+}
+
+// Active reports whether the finding is not resolved.
+func (f *Finding) Active() bool { return f.Status == StatusActive }

@@ -1,0 +1,179 @@
+package findings
+
+import (
+	"fmt"
+	"time"
+)
+
+// Observation is one detection of a finding in a run: by the model through
+// report_finding or by the daemon from an unmatched signal. Text fields are
+// payload only; identity comes from ResourceID, Category and Key.
+type Observation struct {
+	Key            string
+	ResourceID     string
+	ResourceKind   string
+	ResourceName   string
+	Category       Category
+	Severity       Severity
+	Source         Source
+	Title          string
+	Description    string
+	Recommendation string
+	Evidence       string
+}
+
+// Normalize canonicalises the identity fields of o and returns its id.
+func (o *Observation) Normalize() string {
+	o.Key = NormalizeKey(o.Key)
+	o.Category = NormalizeCategory(string(o.Category))
+	if !o.Severity.Valid() {
+		o.Severity = SeverityWarning
+	}
+	return ID(o.ResourceID, o.Category, o.Key)
+}
+
+// ChangeKind says what a run did to a finding (run report "change").
+type ChangeKind string
+
+// Change kinds.
+const (
+	ChangeNew       ChangeKind = "new"
+	ChangeUpdated   ChangeKind = "updated"
+	ChangeUnchanged ChangeKind = "unchanged"
+	ChangeResolved  ChangeKind = "resolved"
+	ChangeReopened  ChangeKind = "reopened"
+)
+
+// Change is the effect of a run on one finding.
+type Change struct {
+	Finding  Finding
+	Kind     ChangeKind
+	Previous *Finding // nil for a new finding
+	Quiet    bool     // dismissed or suppressed finding seen at the same or lower severity
+}
+
+// Event is one entry of a finding's lifecycle history.
+type Event struct {
+	FindingID string    `json:"finding_id"`
+	At        time.Time `json:"at"`
+	Kind      string    `json:"kind"`
+	Detail    string    `json:"detail,omitempty"`
+	RunID     string    `json:"run_id,omitempty"`
+}
+
+// MaxEventsPerFinding bounds the lifecycle history kept per finding; the
+// oldest events are dropped first.
+const MaxEventsPerFinding = 50
+
+// Observe applies one detection to the existing finding (nil when none) and
+// returns the new state and the change. It is pure: now and runID are inputs.
+func Observe(existing *Finding, o Observation, now time.Time, runID string) Change {
+	id := o.Normalize()
+	if existing == nil {
+		f := Finding{
+			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind, ResourceName: o.ResourceName,
+			Category: o.Category, Severity: o.Severity, Source: o.Source, Status: StatusActive,
+			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,
+		}
+		setText(&f, o)
+		f.Transitions = []time.Time{now}
+		return Change{Finding: f, Kind: ChangeNew}
+	}
+	prev := *existing
+	f := *existing
+	f.LastSeenAt, f.LastRunID = now, runID
+	f.TimesRaised++
+	if o.ResourceName != "" {
+		f.ResourceName = o.ResourceName
+	}
+	if o.ResourceKind != "" {
+		f.ResourceKind = o.ResourceKind
+	}
+	if f.Status == StatusResolved {
+		f.Status = StatusActive
+		f.ResolvedAt, f.ResolveReason, f.ResolveNote = nil, "", ""
+		f.RegressionCount++
+		if f.FixSummary != "" {
+			f.PreviousFixSummary = f.FixSummary
+		}
+		f.Investigation = Investigation{PreviousFixSummary: f.PreviousFixSummary}
+		f.Severity = o.Severity
+		f.Transitions = append(f.Transitions, now)
+		setText(&f, o)
+		return Change{Finding: f, Kind: ChangeReopened, Previous: &prev}
+	}
+	quietable := f.Suppressed || f.DismissedReason != ""
+	if quietable {
+		if o.Severity.Rank() <= f.Severity.Rank() {
+			f.SeenWhileSuppressed++
+			return Change{Finding: f, Kind: ChangeUnchanged, Previous: &prev, Quiet: true}
+		}
+		// Re-detected at a higher severity: reactivate.
+		f.Suppressed, f.DismissedReason, f.DismissedAt = false, "", nil
+	}
+	setText(&f, o)
+	if o.Severity != f.Severity {
+		f.Severity = o.Severity
+		return Change{Finding: f, Kind: ChangeUpdated, Previous: &prev}
+	}
+	return Change{Finding: f, Kind: ChangeUnchanged, Previous: &prev}
+}
+
+func setText(f *Finding, o Observation) {
+	if o.Title != "" {
+		f.Title = o.Title
+	}
+	if o.Description != "" {
+		f.Description = o.Description
+	}
+	if o.Recommendation != "" {
+		f.Recommendation = o.Recommendation
+	}
+	if o.Evidence != "" {
+		f.Evidence = o.Evidence
+	}
+}
+
+// Resolution reasons.
+const (
+	ResolveConditionCleared = "condition_cleared"
+	ResolveAbsent           = "absent_in_complete_run"
+	ResolveResourceGone     = "resource_gone"
+	ResolveModelVerdict     = "model_verdict_confirmed"
+	ResolveOperator         = "operator"
+	ResolveFixVerified      = "fix_verified"
+)
+
+// Resolve marks an active finding resolved for reason at now.
+func Resolve(existing Finding, reason, note string, now time.Time, runID string) Change {
+	prev := existing
+	f := existing
+	f.Status = StatusResolved
+	t := now
+	f.ResolvedAt, f.ResolveReason, f.ResolveNote = &t, reason, note
+	if runID != "" {
+		f.LastRunID = runID
+	}
+	f.Transitions = append(f.Transitions, now)
+	return Change{Finding: f, Kind: ChangeResolved, Previous: &prev}
+}
+
+// eventFor renders the lifecycle event of a change, or "" for none.
+func eventFor(c Change) (kind, detail string) {
+	switch c.Kind {
+	case ChangeNew:
+		return "detected", fmt.Sprintf("%s by %s", c.Finding.Severity, c.Finding.Source)
+	case ChangeReopened:
+		return "reopened", fmt.Sprintf("regression %d", c.Finding.RegressionCount)
+	case ChangeResolved:
+		return "resolved", c.Finding.ResolveReason
+	case ChangeUpdated:
+		if c.Previous != nil && c.Previous.Severity != c.Finding.Severity {
+			return "severity_changed", fmt.Sprintf("%s -> %s", c.Previous.Severity, c.Finding.Severity)
+		}
+		if c.Previous != nil && (c.Previous.Suppressed || c.Previous.DismissedReason != "") {
+			return "reactivated", "re-detected at higher severity"
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,108 @@
+package findings
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+type outboxWriter struct {
+	stmt *sql.Stmt
+	now  time.Time
+}
+
+func newOutboxWriter(ctx context.Context, tx *sql.Tx, now time.Time) (*outboxWriter, error) {
+	st, err := tx.PrepareContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES (?,?,?,?,?,?)")
+	if err != nil {
+		return nil, err
+	}
+	return &outboxWriter{stmt: st, now: now}, nil
+}
+
+func (w *outboxWriter) close() { w.stmt.Close() }
+
+func (w *outboxWriter) add(ctx context.Context, d OutboxDraft) error {
+	data, err := json.Marshal(d.Data)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", d.Type, err)
+	}
+	if _, err := w.stmt.ExecContext(ctx, NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
+		return fmt.Errorf("write outbox %s: %w", d.Type, err)
+	}
+	return nil
+}
+
+// AddEvents writes outbox events in their own transaction (for changes made
+// outside a run, such as operator actions and outcomes).
+func (s *Store) AddEvents(ctx context.Context, now time.Time, drafts ...OutboxDraft) error {
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		w, err := newOutboxWriter(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		for _, d := range drafts {
+			if err := w.add(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// PendingEvents returns up to limit unsent outbox events in Seq order.
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?", limit)
+	if err != nil {
+		return nil, fmt.Errorf("pending events: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxEvent
+	for rows.Next() {
+		var e OutboxEvent
+		var at string
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.ID, &e.Subject, &e.Type, &e.ResourceID, &at, &data); err != nil {
+			return nil, err
+		}
+		e.Time, e.Data = parseTime(at), json.RawMessage(data)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// MarkSent records that events were acknowledged by JetStream.
+func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(seqs)+1)
+	args = append(args, fmtTime(at))
+	for _, q := range seqs {
+		args = append(args, q)
+	}
+	_, err := s.db.ExecContext(ctx, "UPDATE outbox SET sent_at = ? WHERE seq IN ("+strings.TrimSuffix(strings.Repeat("?,", len(seqs)), ",")+")", args...)
+	if err != nil {
+		return fmt.Errorf("mark sent: %w", err)
+	}
+	return nil
+}
+
+// PruneSent deletes sent events older than before.
+func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", fmtTime(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune outbox: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// PendingCount returns the number of unsent events.
+func (s *Store) PendingCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE sent_at IS NULL").Scan(&n)
+	return n, err
+}

@@ -1,0 +1,120 @@
+package findings
+
+import (
+	"time"
+)
+
+// Publish reasons (CONTRACTS.md §4).
+const (
+	ReasonFirst           = "first"
+	ReasonSeverityChanged = "severity_changed"
+	ReasonRepeat          = "repeat_interval_elapsed"
+	ReasonResolved        = "resolved"
+	ReasonReopened        = "reopened"
+	ReasonFlapping        = "flapping"
+)
+
+// Finding event names (the <event> of patrol.findings.<event>.<severity>).
+const (
+	EventOpened     = "opened"
+	EventUpdated    = "updated"
+	EventRepeated   = "repeated"
+	EventResolved   = "resolved"
+	EventReopened   = "reopened"
+	EventSuppressed = "suppressed"
+)
+
+// Defaults of the publish policy.
+const (
+	DefaultRepeatInterval     = 4 * time.Hour
+	DefaultFlapWindow         = 6 * time.Hour
+	DefaultFlapMaxTransitions = 4
+)
+
+// PublishPolicy configures when lifecycle changes are published.
+type PublishPolicy struct {
+	RepeatInterval     time.Duration
+	FlapWindow         time.Duration
+	FlapMaxTransitions int
+}
+
+// DefaultPublishPolicy returns the documented defaults.
+func DefaultPublishPolicy() PublishPolicy {
+	return PublishPolicy{RepeatInterval: DefaultRepeatInterval, FlapWindow: DefaultFlapWindow, FlapMaxTransitions: DefaultFlapMaxTransitions}
+}
+
+// Decision is the outcome of the publish policy for one change.
+type Decision struct {
+	Publish bool
+	Event   string
+	Reason  string
+}
+
+// Decide applies the publish policy to a change at now. It is pure: the
+// returned finding carries the updated publication record and flap state.
+// silenced findings are recorded but never published.
+func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, Decision) {
+	f := c.Finding
+	f.Transitions = pruneTransitions(f.Transitions, now, p.FlapWindow)
+	flappingNow := p.FlapMaxTransitions > 0 && len(f.Transitions) > p.FlapMaxTransitions
+	var d Decision
+	switch c.Kind {
+	case ChangeNew:
+		d = Decision{true, EventOpened, ReasonFirst}
+	case ChangeReopened:
+		d = Decision{true, EventReopened, ReasonReopened}
+	case ChangeResolved:
+		d = Decision{true, EventResolved, ReasonResolved}
+	case ChangeUpdated:
+		if f.LastPublishedSeverity != "" && f.Severity != f.LastPublishedSeverity {
+			d = Decision{true, EventUpdated, ReasonSeverityChanged}
+		} else if f.LastPublishedSeverity == "" && f.Active() {
+			d = Decision{true, EventOpened, ReasonFirst} // reactivated, never published before
+		}
+	case ChangeUnchanged:
+		if f.Active() && f.LastPublishedAt != nil && p.RepeatInterval > 0 && now.Sub(*f.LastPublishedAt) >= p.RepeatInterval {
+			d = Decision{true, EventRepeated, ReasonRepeat}
+		}
+	}
+	if c.Quiet || silenced || f.Suppressed || f.DismissedReason != "" {
+		d = Decision{}
+	}
+	// Flapping: publish once with reason flapping, then stay quiet on
+	// open/resolve transitions until the finding is stable for a window.
+	transition := c.Kind == ChangeReopened || c.Kind == ChangeResolved
+	switch {
+	case flappingNow && !f.Flapping:
+		f.Flapping = true
+		if d.Publish {
+			d.Reason = ReasonFlapping
+		}
+	case f.Flapping && transition && d.Publish:
+		d = Decision{}
+	case f.Flapping && !flappingNow && len(f.Transitions) == 0:
+		f.Flapping = false
+	}
+	if d.Publish {
+		t := now
+		f.LastPublishedAt, f.LastPublishedSeverity, f.LastPublishedEvent = &t, f.Severity, d.Event
+	}
+	return f, d
+}
+
+func pruneTransitions(ts []time.Time, now time.Time, window time.Duration) []time.Time {
+	if window <= 0 {
+		return nil
+	}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if now.Sub(t) < window {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// FindingSubject returns the subject (relative to the prefix) and the event
+// type of a finding event.
+func FindingSubject(event string, severity Severity) (subject, typ string) {
+	return "findings." + event + "." + string(severity), "patrold.finding." + event
+}

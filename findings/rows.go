@@ -1,0 +1,212 @@
+package findings
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+const findingColumns = `id, key, resource_id, resource_kind, resource_name, category, severity, source,
+	title, description, recommendation, evidence, status, detected_at, last_seen_at, resolved_at,
+	resolve_reason, resolve_note, times_raised, regression_count, last_run_id, acknowledged_at,
+	snoozed_until, dismissed_reason, dismissed_at, suppressed, seen_while_suppressed,
+	investigation_attempts, investigation_status, investigation_started_at, last_investigation_at,
+	last_outcome, investigation_session_id, fix_summary, previous_fix_summary, last_published_at,
+	last_published_severity, last_published_event, transitions, flapping`
+
+var findingPlaceholders = "(" + strings.TrimSuffix(strings.Repeat("?,", strings.Count(findingColumns, ",")+1), ",") + ")"
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanFinding(sc scanner) (Finding, error) {
+	var f Finding
+	var detected, lastSeen, transitions string
+	var resolved, acked, snoozed, dismissed, invStarted, lastInv, lastPub sql.NullString
+	err := sc.Scan(&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName, &f.Category, &f.Severity, &f.Source,
+		&f.Title, &f.Description, &f.Recommendation, &f.Evidence, &f.Status, &detected, &lastSeen, &resolved,
+		&f.ResolveReason, &f.ResolveNote, &f.TimesRaised, &f.RegressionCount, &f.LastRunID, &acked,
+		&snoozed, &f.DismissedReason, &dismissed, &f.Suppressed, &f.SeenWhileSuppressed,
+		&f.Attempts, &f.InvestigationStatus, &invStarted, &lastInv,
+		&f.LastOutcome, &f.InvestigationSession, &f.FixSummary, &f.PreviousFixSummary, &lastPub,
+		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping)
+	if err != nil {
+		return f, err
+	}
+	f.DetectedAt, f.LastSeenAt = parseTime(detected), parseTime(lastSeen)
+	f.ResolvedAt, f.AcknowledgedAt, f.SnoozedUntil = parseTimePtr(resolved), parseTimePtr(acked), parseTimePtr(snoozed)
+	f.DismissedAt, f.InvestigationStarted, f.LastInvestigationAt = parseTimePtr(dismissed), parseTimePtr(invStarted), parseTimePtr(lastInv)
+	f.LastPublishedAt = parseTimePtr(lastPub)
+	if transitions != "" && transitions != "[]" {
+		_ = json.Unmarshal([]byte(transitions), &f.Transitions)
+	}
+	return f, nil
+}
+
+func findingArgs(f *Finding) []any {
+	tr, _ := json.Marshal(f.Transitions)
+	if f.Transitions == nil {
+		tr = []byte("[]")
+	}
+	return []any{f.ID, f.Key, f.ResourceID, f.ResourceKind, f.ResourceName, f.Category, f.Severity, f.Source,
+		f.Title, f.Description, f.Recommendation, f.Evidence, f.Status, fmtTime(f.DetectedAt), fmtTime(f.LastSeenAt), fmtTimePtr(f.ResolvedAt),
+		f.ResolveReason, f.ResolveNote, f.TimesRaised, f.RegressionCount, f.LastRunID, fmtTimePtr(f.AcknowledgedAt),
+		fmtTimePtr(f.SnoozedUntil), f.DismissedReason, fmtTimePtr(f.DismissedAt), f.Suppressed, f.SeenWhileSuppressed,
+		f.Attempts, f.InvestigationStatus, fmtTimePtr(f.InvestigationStarted), fmtTimePtr(f.LastInvestigationAt),
+		f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary, fmtTimePtr(f.LastPublishedAt),
+		f.LastPublishedSeverity, f.LastPublishedEvent, string(tr), f.Flapping}
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func queryFindings(ctx context.Context, q querier, where string, args ...any) ([]Finding, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM findings "+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query findings: %w", err)
+	}
+	defer rows.Close()
+	var out []Finding
+	for rows.Next() {
+		f, err := scanFinding(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan finding: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+func getFinding(ctx context.Context, q querier, id string) (Finding, error) {
+	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingColumns+" FROM findings WHERE id = ?", id))
+	if err == sql.ErrNoRows {
+		return f, fmt.Errorf("finding %s: %w", id, ErrNotFound)
+	}
+	return f, err
+}
+
+// upserter writes findings and their events with prepared statements.
+type upserter struct {
+	upsert, event, trim *sql.Stmt
+}
+
+func newUpserter(ctx context.Context, tx *sql.Tx) (*upserter, error) {
+	up, err := tx.PrepareContext(ctx, "INSERT OR REPLACE INTO findings ("+findingColumns+") VALUES "+findingPlaceholders)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := tx.PrepareContext(ctx, "INSERT INTO finding_events (finding_id, at, kind, detail, run_id) VALUES (?,?,?,?,?)")
+	if err != nil {
+		return nil, err
+	}
+	trim, err := tx.PrepareContext(ctx, `DELETE FROM finding_events WHERE finding_id = ?1 AND seq NOT IN
+		(SELECT seq FROM finding_events WHERE finding_id = ?1 ORDER BY seq DESC LIMIT ?2)`)
+	if err != nil {
+		return nil, err
+	}
+	return &upserter{upsert: up, event: ev, trim: trim}, nil
+}
+
+func (u *upserter) close() {
+	u.upsert.Close()
+	u.event.Close()
+	u.trim.Close()
+}
+
+func (u *upserter) write(ctx context.Context, f *Finding) error {
+	if _, err := u.upsert.ExecContext(ctx, findingArgs(f)...); err != nil {
+		return fmt.Errorf("write finding %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+func (u *upserter) addEvent(ctx context.Context, e Event) error {
+	if _, err := u.event.ExecContext(ctx, e.FindingID, fmtTime(e.At), e.Kind, e.Detail, e.RunID); err != nil {
+		return fmt.Errorf("write event for %s: %w", e.FindingID, err)
+	}
+	if _, err := u.trim.ExecContext(ctx, e.FindingID, MaxEventsPerFinding); err != nil {
+		return fmt.Errorf("trim events for %s: %w", e.FindingID, err)
+	}
+	return nil
+}
+
+// Get returns one finding.
+func (s *Store) Get(ctx context.Context, id string) (Finding, error) {
+	return getFinding(ctx, s.db, id)
+}
+
+// ListFilter selects findings. Empty fields match everything; Status ""
+// means active only, "all" means every status.
+type ListFilter struct {
+	Status     string
+	Severity   Severity
+	ResourceID string
+}
+
+// List returns findings matching filter, most severe and newest first.
+func (s *Store) List(ctx context.Context, filter ListFilter) ([]Finding, error) {
+	var conds []string
+	var args []any
+	switch filter.Status {
+	case "", "active":
+		conds = append(conds, "status = 'active'")
+	case "all":
+	default:
+		conds = append(conds, "status = ?")
+		args = append(args, filter.Status)
+	}
+	if filter.Severity != "" {
+		conds = append(conds, "severity = ?")
+		args = append(args, filter.Severity)
+	}
+	if filter.ResourceID != "" {
+		conds = append(conds, "resource_id = ?")
+		args = append(args, filter.ResourceID)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = "WHERE " + strings.Join(conds, " AND ")
+	}
+	where += ` ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END, last_seen_at DESC, id`
+	return queryFindings(ctx, s.db, where, args...)
+}
+
+// Active returns every active finding.
+func (s *Store) Active(ctx context.Context) ([]Finding, error) {
+	return queryFindings(ctx, s.db, "WHERE status = 'active'")
+}
+
+// Events returns the lifecycle history of a finding, oldest first.
+func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT finding_id, at, kind, detail, run_id FROM finding_events WHERE finding_id = ? ORDER BY seq", id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var at string
+		if err := rows.Scan(&e.FindingID, &at, &e.Kind, &e.Detail, &e.RunID); err != nil {
+			return nil, err
+		}
+		e.At = parseTime(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Count returns the number of stored findings (every status).
+func (s *Store) Count(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings").Scan(&n)
+	return n, err
+}
+
+var _ = time.Second

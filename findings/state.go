@@ -1,0 +1,66 @@
+package findings
+
+import "time"
+
+// Loop states (derived, BEHAVIOUR.md §4), first match wins.
+const (
+	StateSuppressed         = "suppressed"
+	StateResolved           = "resolved"
+	StateSnoozed            = "snoozed"
+	StateDismissed          = "dismissed"
+	StateInvestigating      = "investigating"
+	StateNeedsAttention     = "needs_attention"
+	StateRemediationPlanned = "remediation_planned"
+	StateRemediating        = "remediating"
+	StateRemediationFailed  = "remediation_failed"
+	StateTimedOut           = "timed_out"
+	StateDetected           = "detected"
+)
+
+// Investigation outcomes.
+const (
+	OutcomeFixVerified            = "fix_verified"
+	OutcomeFixQueued              = "fix_queued"
+	OutcomeFixExecuted            = "fix_executed"
+	OutcomeFixFailed              = "fix_failed"
+	OutcomeFixVerificationFailed  = "fix_verification_failed"
+	OutcomeFixVerificationUnknown = "fix_verification_unknown"
+	OutcomeFixRejected            = "fix_rejected"
+	OutcomeCannotFix              = "cannot_fix"
+	OutcomeNeedsAttention         = "needs_attention"
+	OutcomeTimedOut               = "timed_out"
+	OutcomeResolved               = "resolved"
+	InvestigationRunning          = "running"
+)
+
+// LoopState derives the state of a finding now (time.Now for snoozes).
+func LoopState(f *Finding) string { return LoopStateAt(f, time.Now()) }
+
+// LoopStateAt derives the state of a finding at now.
+func LoopStateAt(f *Finding, now time.Time) string {
+	switch {
+	case f.Suppressed:
+		return StateSuppressed
+	case f.Status == StatusResolved || f.LastOutcome == OutcomeFixVerified:
+		return StateResolved
+	case f.SnoozedUntil != nil && now.Before(*f.SnoozedUntil):
+		return StateSnoozed
+	case f.DismissedReason != "":
+		return StateDismissed
+	case f.InvestigationStatus == InvestigationRunning:
+		return StateInvestigating
+	}
+	switch f.LastOutcome {
+	case OutcomeNeedsAttention, OutcomeFixRejected, OutcomeFixVerificationUnknown, OutcomeCannotFix:
+		return StateNeedsAttention
+	case OutcomeFixQueued:
+		return StateRemediationPlanned
+	case OutcomeFixExecuted:
+		return StateRemediating
+	case OutcomeFixFailed, OutcomeFixVerificationFailed:
+		return StateRemediationFailed
+	case OutcomeTimedOut:
+		return StateTimedOut
+	}
+	return StateDetected
+}

@@ -1,0 +1,104 @@
+package patrol
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/signals"
+)
+
+// Subjects (relative to the prefix) and types of run events.
+const (
+	SubjectRunCompleted = "runs.completed"
+	TypeRunCompleted    = "patrold.run.completed"
+)
+
+var titles = map[signals.Type]string{
+	signals.TypeSmartFailure:     "SMART problems on disk %s",
+	signals.TypeHighCPU:          "High CPU on %s",
+	signals.TypeHighMemory:       "High memory on %s",
+	signals.TypeHighDisk:         "High disk usage on %s",
+	signals.TypeBackupFailed:     "Backup failed for %s",
+	signals.TypeBackupStale:      "Backup of %s is stale",
+	signals.TypeGuestUnreachable: "%s is unreachable",
+}
+
+var recommendations = map[signals.Type]string{
+	signals.TypeSmartFailure:     "Check the disk's SMART report and plan a replacement; make sure backups of the data on it are current.",
+	signals.TypeHighCPU:          "Find the processes or guests using the CPU; consider moving load or adding capacity.",
+	signals.TypeHighMemory:       "Find what is using memory; consider raising the allocation or moving load.",
+	signals.TypeHighDisk:         "Free space or grow the volume before it fills; check for runaway logs, old snapshots and backups.",
+	signals.TypeBackupFailed:     "Read the backup job's log for the error and run the backup again once it is fixed.",
+	signals.TypeBackupStale:      "Check that the backup job is scheduled and succeeding for this guest.",
+	signals.TypeGuestUnreachable: "Check the guest's console, network configuration and the service on the probed port.",
+}
+
+// observationFor files a signal deterministically, with templated text.
+func observationFor(s *signals.Signal) findings.Observation {
+	name := s.ResourceName
+	if name == "" {
+		name = s.ResourceID
+	}
+	return findings.Observation{
+		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: s.ResourceName,
+		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
+		Title: fmt.Sprintf(titles[s.Type], name), Description: s.Summary, Recommendation: recommendations[s.Type],
+		Evidence: evidenceText(s),
+	}
+}
+
+// evidenceText renders structured evidence as stable "k=v" pairs.
+func evidenceText(s *signals.Signal) string {
+	keys := make([]string, 0, len(s.Evidence))
+	for k := range s.Evidence {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v, _ := json.Marshal(s.Evidence[k])
+		parts = append(parts, k+"="+string(v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// RunCompleted is the data of a patrold.run.completed event.
+type RunCompleted struct {
+	RunID         string         `json:"run_id"`
+	Trigger       Trigger        `json:"trigger"`
+	Status        string         `json:"status"`
+	StatusReasons []string       `json:"status_reasons"`
+	Analysis      string         `json:"analysis"`
+	DurationMS    int64          `json:"duration_ms"`
+	Resources     map[string]int `json:"resources"`
+	Signals       int            `json:"signals"`
+	Findings      map[string]int `json:"findings"` // by change kind
+	Resolved      int            `json:"resolved"`
+	Errors        []string       `json:"errors"`
+}
+
+// record renders the run record and its completion event.
+func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDraft, error) {
+	data, err := json.Marshal(rep)
+	if err != nil {
+		return findings.RunRecord{}, nil, fmt.Errorf("encode run report: %w", err)
+	}
+	fin := rep.FinishedAt
+	rec := findings.RunRecord{
+		ID: rep.RunID, Trigger: string(rep.Trigger), Status: rep.Status, Analysis: rep.Analysis,
+		StartedAt: rep.StartedAt, FinishedAt: &fin, Complete: complete, Report: data,
+	}
+	byChange := map[string]int{}
+	for _, f := range rep.Findings {
+		byChange[string(f.Change)]++
+	}
+	ev := findings.OutboxDraft{Subject: SubjectRunCompleted, Type: TypeRunCompleted, Data: RunCompleted{
+		RunID: rep.RunID, Trigger: rep.Trigger, Status: rep.Status, StatusReasons: rep.StatusReasons, Analysis: rep.Analysis,
+		DurationMS: rep.DurationMS, Resources: rep.Resources, Signals: len(rep.Signals), Findings: byChange,
+		Resolved: len(rep.Resolved), Errors: rep.Errors,
+	}}
+	return rec, []findings.OutboxDraft{ev}, nil
+}

@@ -1,0 +1,185 @@
+package patrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// execute runs the stages after admission and always leaves a final
+// status on rep. The returned error is the cause of an error status.
+func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunOptions) error {
+	snap, problems, err := r.collect(ctx, set, ro)
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+		rep.addReason(ReasonCollectFailed)
+		if cerr := r.commit(ctx, rep, nil); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		return err
+	}
+	rep.Source = snap.Source
+	if !snap.TakenAt.IsZero() {
+		t := snap.TakenAt
+		rep.TakenAt = &t
+	}
+	for _, p := range problems {
+		if !p.Warning {
+			rep.InvalidResources = append(rep.InvalidResources, p)
+		}
+	}
+	if len(rep.InvalidResources) > 0 {
+		rep.addReason(ReasonInvalidResources)
+	}
+	for k, n := range snap.Counts() {
+		rep.Resources[string(k)] = n
+	}
+	if len(snap.Resources) == 0 {
+		rep.addReason(ReasonEmptyScope)
+	}
+	complete := len(rep.StatusReasons) == 0 && len(rep.Errors) == 0
+
+	active, err := r.opts.Store.Active(ctx)
+	if err != nil {
+		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
+	}
+	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
+	rep.Signals = sigs
+	// No model stage yet: every signal is unmatched and filed by the daemon.
+	obs := make([]findings.Observation, 0, len(sigs))
+	for i := range sigs {
+		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: sigs[i].Type, ResourceID: sigs[i].ResourceID})
+		obs = append(obs, observationFor(&sigs[i]))
+	}
+	if err := ctx.Err(); err != nil {
+		return r.fail(ctx, rep, runCtxErr(err))
+	}
+	in := findings.RunInput{
+		Observations: obs, Complete: complete, Reconcile: true,
+		Check: checker(snap), Policy: set.Publish,
+	}
+	return r.commit(ctx, rep, &in)
+}
+
+func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	if ro.Snapshot != nil {
+		return ro.Snapshot, ro.Problems, nil
+	}
+	if set.Source == nil {
+		return nil, nil, errors.New("collect: no source configured")
+	}
+	snap, problems, err := set.Source.Collect(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("collect: %w", err)
+	}
+	if snap.TakenAt.IsZero() {
+		snap.TakenAt = r.opts.Now()
+	}
+	return snap, problems, nil
+}
+
+func runCtxErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", ReasonTimeout, err)
+	}
+	return fmt.Errorf("%s: %w", ReasonCanceled, err)
+}
+
+// fail records the run as an error without touching any finding.
+func (r *Runner) fail(ctx context.Context, rep *Report, err error) error {
+	rep.Errors = append(rep.Errors, err.Error())
+	if cerr := r.commit(ctx, rep, nil); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// commit persists the run in one transaction. With in == nil the run
+// failed: only the run record (and its completion event) is written and no
+// finding is touched.
+func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput) error {
+	failed := in == nil
+	if !failed && ctx.Err() != nil {
+		return r.fail(ctx, rep, runCtxErr(ctx.Err()))
+	}
+	if failed {
+		in = &findings.RunInput{}
+	}
+	now := r.opts.Now()
+	in.RunID, in.Now = rep.RunID, now
+	// A cancelled run context must not stop us from recording the outcome.
+	_, err := r.opts.Store.CommitRun(context.WithoutCancel(ctx), *in, func(changes []findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
+		rep.FinishedAt = now
+		rep.DurationMS = now.Sub(rep.StartedAt).Milliseconds()
+		open := applyChanges(rep, changes, now)
+		rep.Status = rep.finalStatus(failed, open)
+		return record(rep, in.Complete && !failed)
+	})
+	if err != nil {
+		rep.Status = StatusError
+		rep.Errors = append(rep.Errors, err.Error())
+		return err
+	}
+	return nil
+}
+
+// applyChanges fills the report's findings and returns the open findings
+// that count for the status.
+func applyChanges(rep *Report, changes []findings.Change, now time.Time) []findings.Finding {
+	rep.Findings = rep.Findings[:0]
+	rep.Resolved = rep.Resolved[:0]
+	var open []findings.Finding
+	for i := range changes {
+		f := &changes[i].Finding
+		rep.Findings = append(rep.Findings, FindingRef{
+			ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Severity: f.Severity,
+			State: findings.LoopStateAt(f, now), Source: f.Source, Change: changes[i].Kind, Title: f.Title,
+		})
+		if changes[i].Kind == findings.ChangeResolved {
+			rep.Resolved = append(rep.Resolved, f.ID)
+		}
+		if f.Active() && !f.Suppressed && f.DismissedReason == "" {
+			open = append(open, *f)
+		}
+	}
+	return open
+}
+
+// checker tells reconciliation what this snapshot knows about a finding.
+func checker(snap *snapshot.Snapshot) func(f *findings.Finding) findings.Check {
+	byID := make(map[string]*snapshot.Resource, len(snap.Resources))
+	for i := range snap.Resources {
+		byID[snap.Resources[i].ID] = &snap.Resources[i]
+	}
+	return func(f *findings.Finding) findings.Check {
+		res := byID[snapshot.CanonicalID(f.ResourceID)]
+		if res == nil {
+			return findings.CheckAbsent
+		}
+		typ, ok := signals.Lookup(f.Key)
+		if !ok || typ.Category() != string(f.Category) {
+			return findings.CheckPresent
+		}
+		if signals.Evaluated(res, typ) {
+			return findings.CheckCleared
+		}
+		return findings.CheckUnknown
+	}
+}
+
+// activeSignals is the hysteresis input: active findings whose key is a
+// catalogue signal of the same category.
+func activeSignals(active []findings.Finding) signals.Active {
+	out := make(signals.Active, len(active))
+	for i := range active {
+		if typ, ok := signals.Lookup(active[i].Key); ok && typ.Category() == string(active[i].Category) {
+			out[signals.Key{Type: typ, ResourceID: active[i].ResourceID}] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package patrol
+
+import (
+	"time"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Trigger says what started a run.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerManual    Trigger = "manual"
+	TriggerScheduled Trigger = "scheduled"
+	TriggerStartup   Trigger = "startup"
+	TriggerAPI       Trigger = "api"
+)
+
+// Run statuses, in precedence order.
+const (
+	StatusError       = "error"
+	StatusDegraded    = "degraded"
+	StatusCritical    = "critical"
+	StatusIssuesFound = "issues_found"
+	StatusHealthy     = "healthy"
+	StatusRunning     = "running"
+)
+
+// Status reasons.
+const (
+	ReasonInvalidResources = "invalid_resources"
+	ReasonEmptyScope       = "empty_scope"
+	ReasonCollectFailed    = "collect_failed"
+	ReasonBudgetExhausted  = "budget_exhausted"
+	ReasonModelFailed      = "model_failed"
+	ReasonPartialSource    = "partial_source"
+	ReasonProbeFailed      = "probe_failed"
+	ReasonInterrupted      = "interrupted"
+	ReasonTimeout          = "run_timeout"
+	ReasonCanceled         = "canceled"
+)
+
+// Analysis modes.
+const (
+	AnalysisModel         = "model"
+	AnalysisDeterministic = "deterministic"
+)
+
+// Report is the run report of CONTRACTS.md §3.
+type Report struct {
+	RunID            string             `json:"run_id"`
+	Trigger          Trigger            `json:"trigger"`
+	Status           string             `json:"status"`
+	StatusReasons    []string           `json:"status_reasons"`
+	Analysis         string             `json:"analysis"`
+	StartedAt        time.Time          `json:"started_at"`
+	FinishedAt       time.Time          `json:"finished_at"`
+	DurationMS       int64              `json:"duration_ms"`
+	Resources        map[string]int     `json:"resources"`
+	InvalidResources []snapshot.Problem `json:"invalid_resources"`
+	Signals          []signals.Signal   `json:"signals"`
+	UnmatchedSignals []SignalRef        `json:"unmatched_signals"`
+	Findings         []FindingRef       `json:"findings"`
+	Resolved         []string           `json:"resolved"`
+	Usage            Usage              `json:"usage"`
+	Errors           []string           `json:"errors"`
+	Source           string             `json:"source,omitempty"`
+	TakenAt          *time.Time         `json:"taken_at,omitempty"`
+}
+
+// SignalRef names a signal.
+type SignalRef struct {
+	Type       signals.Type `json:"type"`
+	ResourceID string       `json:"resource_id"`
+}
+
+// FindingRef is one finding in the report.
+type FindingRef struct {
+	ID         string              `json:"id"`
+	Key        string              `json:"key"`
+	ResourceID string              `json:"resource_id"`
+	Category   findings.Category   `json:"category"`
+	Severity   findings.Severity   `json:"severity"`
+	State      string              `json:"state"`
+	Source     findings.Source     `json:"source"`
+	Change     findings.ChangeKind `json:"change"`
+	Title      string              `json:"title,omitempty"`
+}
+
+// Usage is the model usage of a run.
+type Usage struct {
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	Turns        int     `json:"turns"`
+}
+
+func newReport(id string, trigger Trigger, started time.Time) *Report {
+	return &Report{
+		RunID: id, Trigger: trigger, StartedAt: started, Analysis: AnalysisDeterministic,
+		StatusReasons: []string{}, Resources: map[string]int{}, InvalidResources: []snapshot.Problem{},
+		Signals: []signals.Signal{}, UnmatchedSignals: []SignalRef{}, Findings: []FindingRef{},
+		Resolved: []string{}, Errors: []string{},
+	}
+}
+
+func (r *Report) addReason(reason string) {
+	for _, x := range r.StatusReasons {
+		if x == reason {
+			return
+		}
+	}
+	r.StatusReasons = append(r.StatusReasons, reason)
+}
+
+// finalStatus applies the precedence error > degraded > critical >
+// issues_found > healthy. open are the active, not-quiet findings after the
+// run.
+func (r *Report) finalStatus(failed bool, open []findings.Finding) string {
+	switch {
+	case failed:
+		return StatusError
+	case len(r.StatusReasons) > 0 || len(r.InvalidResources) > 0:
+		return StatusDegraded
+	}
+	worst := 0
+	for i := range open {
+		worst = max(worst, open[i].Severity.Rank())
+	}
+	switch {
+	case worst >= findings.SeverityCritical.Rank():
+		return StatusCritical
+	case worst >= findings.SeverityWarning.Rank():
+		return StatusIssuesFound
+	}
+	return StatusHealthy
+}

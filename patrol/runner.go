@@ -1,0 +1,160 @@
+// Package patrol runs the patrol pipeline: admission, collection,
+// thresholds, detection, filing, reconciliation, persistence and the run
+// record. It never executes infrastructure writes.
+package patrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Store is what the runner needs of the findings store.
+type Store interface {
+	Active(ctx context.Context) ([]findings.Finding, error)
+	StartRun(ctx context.Context, r findings.RunRecord) error
+	CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error)
+}
+
+var _ Store = (*findings.Store)(nil)
+
+// Settings are the config-scoped values a run reads; they are swapped
+// atomically on reload and read once at the start of every run.
+type Settings struct {
+	Policy  *alerts.Policy
+	Publish findings.PublishPolicy
+	Source  snapshot.Source
+	Timeout time.Duration // 0: none
+}
+
+// Options configure a Runner.
+type Options struct {
+	Store    Store
+	Settings func() Settings
+	Logger   *slog.Logger
+	Now      func() time.Time
+	Metrics  *Metrics // nil: no metrics
+	// AfterCommit is called after a run record is durable (hand-over,
+	// relay kick). It must not block for long.
+	AfterCommit func(rep *Report)
+}
+
+// ErrBusy is returned when a run is already in progress.
+var ErrBusy = errors.New("patrol already running")
+
+// BusyError carries the id of the run holding the lock.
+type BusyError struct{ CurrentRunID string }
+
+func (e *BusyError) Error() string { return "patrol already running: " + e.CurrentRunID }
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// Runner runs patrols, one at a time.
+type Runner struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	current string // run id holding the lock, "" when idle
+	cancel  context.CancelFunc
+}
+
+// New builds a Runner.
+func New(opts Options) (*Runner, error) {
+	if opts.Store == nil {
+		return nil, errors.New("patrol: Store is required")
+	}
+	if opts.Settings == nil {
+		return nil, errors.New("patrol: Settings is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{opts: opts, log: opts.Logger.With("component", "patrol")}, nil
+}
+
+// acquire takes the run lock for a new run id.
+func (r *Runner) acquire(id string, cancel context.CancelFunc) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != "" {
+		return &BusyError{CurrentRunID: r.current}
+	}
+	r.current, r.cancel = id, cancel
+	return nil
+}
+
+// release clears the lock only if id still holds it (compare-and-clear).
+func (r *Runner) release(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current == id {
+		r.current, r.cancel = "", nil
+	}
+}
+
+// Current returns the id of the run in progress, or "".
+func (r *Runner) Current() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current
+}
+
+// CancelCurrent cancels the run in progress, if any.
+func (r *Runner) CancelCurrent() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// RunOptions vary one run.
+type RunOptions struct {
+	// Snapshot, when set, is patrolled instead of collecting from the
+	// source, with the problems its decoding found.
+	Snapshot *snapshot.Snapshot
+	Problems []snapshot.Problem
+}
+
+// Run executes one patrol run. It returns ErrBusy (as *BusyError) when a
+// run is in progress. A run that fails still returns its report (status
+// error) along with the error.
+func (r *Runner) Run(ctx context.Context, trigger Trigger, ro RunOptions) (*Report, error) {
+	started := r.opts.Now()
+	id := findings.NewID(started)
+	set := r.opts.Settings()
+	if set.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, set.Timeout)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := r.acquire(id, cancel); err != nil {
+		r.opts.Metrics.skippedRun(trigger)
+		return nil, err
+	}
+	defer r.release(id)
+	rep := newReport(id, trigger, started)
+	if err := r.opts.Store.StartRun(ctx, findings.RunRecord{ID: id, Trigger: string(trigger), Analysis: rep.Analysis, StartedAt: started}); err != nil {
+		return nil, fmt.Errorf("record run start: %w", err)
+	}
+	err := r.execute(ctx, set, rep, ro)
+	r.opts.Metrics.observe(rep)
+	if r.opts.AfterCommit != nil && rep.Status != StatusRunning {
+		r.opts.AfterCommit(rep)
+	}
+	return rep, err
+}

@@ -1,0 +1,182 @@
+package signals
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/snapshot"
+)
+
+var metricLabel = map[Type]string{TypeHighCPU: "CPU", TypeHighMemory: "memory", TypeHighDisk: "disk usage"}
+
+// appendMetric applies the threshold rule with hysteresis: a signal opens
+// strictly above trigger, and once active stays open until strictly below
+// clear. Stale metrics (offline or stopped resources) are skipped.
+func appendMetric(out []Signal, r *snapshot.Resource, typ Type, metric string, t alerts.Threshold, active Active) []Signal {
+	if t.Trigger <= 0 || r.MetricsStale() {
+		return out
+	}
+	v, avg, ok := r.Metric(metric)
+	if !ok {
+		return out
+	}
+	wasActive := active[Key{Type: typ, ResourceID: r.ID}]
+	held := false
+	switch {
+	case v > t.Trigger:
+	case wasActive && v >= t.Clear:
+		held = true
+	default:
+		return out
+	}
+	severity, threshold := SeverityWarning, t.Trigger
+	if t.Critical > 0 && v > t.Critical {
+		severity, threshold = SeverityCritical, t.Critical
+	}
+	s := newSignal(r, typ, severity)
+	s.Value, s.Threshold = round2(v), threshold
+	s.Evidence = map[string]any{"metric": metric, "value": s.Value, "trigger": t.Trigger, "clear": t.Clear}
+	if t.Critical > 0 {
+		s.Evidence["critical"] = t.Critical
+	}
+	how := "current"
+	if avg {
+		how = "sustained"
+		s.Evidence["metric"] = metric + "_avg"
+		if w, ok := r.Metrics[snapshot.MetricWindowSeconds]; ok && w > 0 {
+			s.Evidence["window_seconds"] = w
+			how = "sustained over " + (time.Duration(w) * time.Second).String()
+		}
+	}
+	if held {
+		s.Evidence["held_by_hysteresis"] = true
+		s.Summary = fmt.Sprintf("%s %s on %s at %.1f%% (%s), still above clear %g after exceeding %g", kindWord(r), metricLabel[typ], display(r), v, how, t.Clear, t.Trigger)
+	} else {
+		s.Summary = fmt.Sprintf("%s %s on %s at %.1f%% (%s), above %g", kindWord(r), metricLabel[typ], display(r), v, how, threshold)
+	}
+	return append(out, s)
+}
+
+// smartFailure: failing health or pending/uncorrectable/media errors are
+// critical; reallocated sectors or CRC errors are a warning. One signal per
+// disk, highest severity wins.
+func smartFailure(r *snapshot.Resource) (Signal, bool) {
+	sm := r.Smart
+	if sm == nil {
+		return Signal{}, false
+	}
+	var critical, warning []string
+	health := strings.ToUpper(strings.TrimSpace(sm.Health))
+	switch health {
+	case "", "UNKNOWN", "PASSED", "OK":
+	default:
+		critical = append(critical, fmt.Sprintf("health %s", health))
+	}
+	ev := map[string]any{"health": sm.Health}
+	value := 0.0
+	count := func(list *[]string, name string, n int64) {
+		ev[name] = n
+		if n > 0 {
+			*list = append(*list, fmt.Sprintf("%s %d", strings.ReplaceAll(name, "_", " "), n))
+			value = max(value, float64(n))
+		}
+	}
+	count(&critical, "pending_sectors", sm.PendingSectors)
+	count(&critical, "offline_uncorrectable", sm.OfflineUncorrectable)
+	count(&critical, "media_errors", sm.MediaErrors)
+	count(&warning, "reallocated_sectors", sm.ReallocatedSectors)
+	count(&warning, "udma_crc_errors", sm.UDMACRCErrors)
+	severity, reasons := SeverityCritical, critical
+	if len(critical) == 0 {
+		if len(warning) == 0 {
+			return Signal{}, false
+		}
+		severity, reasons = SeverityWarning, warning
+	} else {
+		reasons = append(reasons, warning...)
+	}
+	s := newSignal(r, TypeSmartFailure, severity)
+	s.Value, s.Threshold, s.Evidence = value, 0, ev
+	s.Summary = fmt.Sprintf("disk %s reports SMART problems: %s", display(r), strings.Join(reasons, ", "))
+	return s, true
+}
+
+// appendBackup: a failed backup inside the window, and a last success older
+// than the window (or none at all). Ages are measured from taken_at.
+func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, snap *snapshot.Snapshot) []Signal {
+	b := r.Backup
+	if b == nil || maxAge <= 0 {
+		return out
+	}
+	now := snap.TakenAt
+	window := maxAge.Hours()
+	if b.LastStatus == snapshot.BackupFailed {
+		finished := now
+		if b.LastFinishedAt != nil {
+			finished = *b.LastFinishedAt
+		}
+		if age := now.Sub(finished); age <= maxAge {
+			s := newSignal(r, TypeBackupFailed, SeverityWarning)
+			s.Value, s.Threshold = round2(age.Hours()), window
+			s.Evidence = map[string]any{"last_status": b.LastStatus, "last_finished_at": finished.UTC().Format(time.RFC3339), "last_error": b.LastError, "max_age": maxAge.String()}
+			s.Summary = fmt.Sprintf("last backup of %s failed %s ago", display(r), roundAge(age))
+			if b.LastError != "" {
+				s.Summary += ": " + b.LastError
+			}
+			out = append(out, s)
+		}
+	}
+	if b.LastSuccessAt == nil {
+		s := newSignal(r, TypeBackupStale, SeverityWarning)
+		s.Value, s.Threshold = -1, window
+		s.Evidence = map[string]any{"last_success_at": nil, "max_age": maxAge.String()}
+		s.Summary = fmt.Sprintf("%s has never had a successful backup", display(r))
+		return append(out, s)
+	}
+	if age := now.Sub(*b.LastSuccessAt); age > maxAge {
+		s := newSignal(r, TypeBackupStale, SeverityWarning)
+		s.Value, s.Threshold = round2(age.Hours()), window
+		s.Evidence = map[string]any{"last_success_at": b.LastSuccessAt.UTC().Format(time.RFC3339), "age": roundAge(age), "max_age": maxAge.String()}
+		s.Summary = fmt.Sprintf("last successful backup of %s was %s ago, older than %s", display(r), roundAge(age), maxAge)
+		out = append(out, s)
+	}
+	return out
+}
+
+// unreachable: a running guest whose reachability verdict is false.
+func unreachable(r *snapshot.Resource) (Signal, bool) {
+	if r.Status != snapshot.StatusRunning || r.Reachable == nil || *r.Reachable {
+		return Signal{}, false
+	}
+	s := newSignal(r, TypeGuestUnreachable, SeverityWarning)
+	s.Value, s.Threshold = 0, 0
+	s.Evidence = map[string]any{"reachable": false, "addresses": r.Addresses}
+	s.Summary = fmt.Sprintf("%s %s is running but unreachable", r.Kind, display(r))
+	return s, true
+}
+
+func display(r *snapshot.Resource) string {
+	if r.Name != "" && r.Name != r.ID {
+		return fmt.Sprintf("%s (%s)", r.Name, r.ID)
+	}
+	return r.ID
+}
+
+func kindWord(r *snapshot.Resource) string {
+	if r.Kind == snapshot.KindStorage {
+		return "storage"
+	}
+	return string(r.Kind)
+}
+
+func roundAge(d time.Duration) string { return d.Round(time.Minute).String() }
+
+func round2(v float64) float64 {
+	const f = 100
+	if v >= 0 {
+		return float64(int64(v*f+0.5)) / f
+	}
+	return float64(int64(v*f-0.5)) / f
+}

@@ -1,0 +1,181 @@
+// Package signals holds patrold's deterministic detectors: pure functions
+// from a snapshot, the effective thresholds and the previously active set to
+// the signals present now. It does no I/O.
+package signals
+
+import (
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Type names a detector (BEHAVIOUR.md §2).
+type Type string
+
+// The signal catalogue.
+const (
+	TypeSmartFailure     Type = "smart_failure"
+	TypeHighCPU          Type = "high_cpu"
+	TypeHighMemory       Type = "high_memory"
+	TypeHighDisk         Type = "high_disk"
+	TypeBackupFailed     Type = "backup_failed"
+	TypeBackupStale      Type = "backup_stale"
+	TypeGuestUnreachable Type = "guest_unreachable"
+)
+
+// Types lists the catalogue in detection order.
+var Types = []Type{TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable}
+
+// Severities a signal can carry.
+const (
+	SeverityWarning  = "warning"
+	SeverityCritical = "critical"
+)
+
+// Categories a signal can carry (a subset of the finding categories).
+const (
+	CategoryPerformance = "performance"
+	CategoryCapacity    = "capacity"
+	CategoryReliability = "reliability"
+	CategoryBackup      = "backup"
+)
+
+// Category returns the finding category of a signal type.
+func (t Type) Category() string {
+	switch t {
+	case TypeHighCPU, TypeHighMemory:
+		return CategoryPerformance
+	case TypeHighDisk:
+		return CategoryCapacity
+	case TypeBackupFailed, TypeBackupStale:
+		return CategoryBackup
+	default:
+		return CategoryReliability
+	}
+}
+
+// Signal is one detected condition on one resource.
+type Signal struct {
+	Type         Type           `json:"type"`
+	ResourceID   string         `json:"resource_id"`
+	ResourceKind snapshot.Kind  `json:"resource_kind"`
+	ResourceName string         `json:"resource_name,omitempty"`
+	Severity     string         `json:"severity"`
+	Category     string         `json:"category"`
+	Value        float64        `json:"value"`
+	Threshold    float64        `json:"threshold"`
+	Summary      string         `json:"summary"`
+	Evidence     map[string]any `json:"evidence,omitempty"`
+}
+
+// Key identifies a signal: signals are unique per (type, resource id).
+type Key struct {
+	Type       Type
+	ResourceID string
+}
+
+// Key returns the identity of s.
+func (s *Signal) Key() Key { return Key{Type: s.Type, ResourceID: s.ResourceID} }
+
+// Active is the set of signals that were open before this run (a finding for
+// them is active). It drives hysteresis: an active signal stays open until
+// its value falls strictly below the clear threshold.
+type Active map[Key]bool
+
+// Thresholds resolves the effective thresholds for one resource.
+type Thresholds interface {
+	Resolve(r *snapshot.Resource) alerts.Thresholds
+}
+
+var _ Thresholds = (*alerts.Policy)(nil)
+
+// Detect runs every detector over every resource of snap. The result is in
+// snapshot order, then catalogue order, and has at most one signal per
+// (type, resource).
+func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
+	out := make([]Signal, 0, len(snap.Resources)/8)
+	for i := range snap.Resources {
+		r := &snap.Resources[i]
+		out = detectResource(out, r, th.Resolve(r), active, snap)
+	}
+	return out
+}
+
+func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, active Active, snap *snapshot.Snapshot) []Signal {
+	switch {
+	case r.Kind == snapshot.KindDisk:
+		if s, ok := smartFailure(r); ok {
+			out = append(out, s)
+		}
+	case r.Kind == snapshot.KindNode:
+		out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
+		out = appendMetric(out, r, TypeHighMemory, snapshot.MetricMemory, t.Memory, active)
+	case r.Kind.Guest():
+		if r.Status == snapshot.StatusRunning {
+			out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
+			out = appendMetric(out, r, TypeHighMemory, snapshot.MetricMemory, t.Memory, active)
+		}
+		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricDisk, t.Disk, active)
+		out = appendBackup(out, r, t.BackupMaxAge, snap)
+		if s, ok := unreachable(r); ok {
+			out = append(out, s)
+		}
+	case r.Kind == snapshot.KindStorage:
+		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricUsage, t.Disk, active)
+	}
+	return out
+}
+
+func newSignal(r *snapshot.Resource, typ Type, severity string) Signal {
+	return Signal{Type: typ, ResourceID: r.ID, ResourceKind: r.Kind, ResourceName: r.Name, Severity: severity, Category: typ.Category()}
+}
+
+// Evaluated reports whether the detector for typ had the data it needs on r,
+// so the absence of that signal is evidence that the condition cleared. A
+// missing metric, stale metrics or an unknown verdict is not evidence.
+func Evaluated(r *snapshot.Resource, typ Type) bool {
+	switch typ {
+	case TypeSmartFailure:
+		return r.Kind == snapshot.KindDisk && r.Smart != nil
+	case TypeHighCPU, TypeHighMemory:
+		if r.MetricsStale() || (r.Kind.Guest() && r.Status != snapshot.StatusRunning) {
+			return false
+		}
+		_, _, ok := r.Metric(metricOf(typ))
+		return ok && (r.Kind == snapshot.KindNode || r.Kind.Guest())
+	case TypeHighDisk:
+		if r.MetricsStale() {
+			return false
+		}
+		switch {
+		case r.Kind == snapshot.KindStorage:
+			_, _, ok := r.Metric(snapshot.MetricUsage)
+			return ok
+		case r.Kind.Guest():
+			_, _, ok := r.Metric(snapshot.MetricDisk)
+			return ok
+		}
+	case TypeBackupFailed, TypeBackupStale:
+		return r.Kind.Guest() && r.Backup != nil
+	case TypeGuestUnreachable:
+		// A guest that stopped is no longer "running but unreachable".
+		return r.Kind.Guest() && (r.Status != snapshot.StatusRunning || r.Reachable != nil)
+	}
+	return false
+}
+
+func metricOf(t Type) string {
+	if t == TypeHighCPU {
+		return snapshot.MetricCPU
+	}
+	return snapshot.MetricMemory
+}
+
+// Lookup returns the catalogue type named key, if it is one.
+func Lookup(key string) (Type, bool) {
+	for _, t := range Types {
+		if string(t) == key {
+			return t, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,196 @@
+package snapshot_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+func TestDocumentRejected(t *testing.T) {
+	cases := map[string]string{
+		`not json`:                                   "not valid JSON",
+		`{"resources": []}`:                          "version: required",
+		`{"version": 2, "resources": []}`:            "version: must be 1, got 2",
+		`{"version": "1", "resources": []}`:          `version: must be 1, got "1"`,
+		`{"version": 1}`:                             "resources: required array is missing",
+		`{"version": 1, "resources": null}`:          "resources: required array is missing",
+		`{"version": 1, "resources": {}}`:            "resources: must be an array",
+		`{"version": 1, "taken_at": "yesterday", "resources": []}`: `taken_at: not an RFC 3339 time: "yesterday"`,
+		`[]`:                                         "must be an object",
+	}
+	for in, want := range cases {
+		_, _, err := snapshot.Decode([]byte(in), snapshot.DecodeOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", in, err, want)
+		}
+		if err != nil && !errors.Is(err, snapshot.ErrInvalidDocument) {
+			t.Errorf("%s: error is not ErrInvalidDocument", in)
+		}
+	}
+}
+
+func TestResourcesDropped(t *testing.T) {
+	doc := `{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[
+	 {"id":"node/a","kind":"node","metrics":{"cpu_percent":50}},
+	 {"kind":"node"},
+	 {"id":"node/b","kind":"switch"},
+	 {"id":"vm/9","kind":"vm","metrics":{"cpu_percent":101}},
+	 {"id":"vm/10","kind":"vm","metrics":{"cpu_percent":"high"}},
+	 {"id":"vm/11","kind":"vm","metrics":{"memory_percent":null}},
+	 {"id":"vm/12","kind":"vm","backup":{"last_success_at":"last week"}},
+	 {"id":"vm/13","kind":"vm","tags":"prod"},
+	 {"id":"dup","kind":"vm"},
+	 {"id":"dup","kind":"vm"},
+	 {"id":"disk/x","kind":"disk","smart":{"pending_sectors":-1}},
+	 {"id":"vm/14","kind":"vm","metrics":{"window_seconds":900,"cpu_percent_avg":99.5}},
+	 {"id":" VM/15 ","kind":"VM"}
+	]}`
+	snap, probs, err := snapshot.Decode([]byte(doc), snapshot.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, r := range snap.Resources {
+		kept = append(kept, r.ID)
+	}
+	if strings.Join(kept, ",") != "node/a,vm/14,vm/15" {
+		t.Errorf("kept %v", kept)
+	}
+	want := []string{
+		"resources[1]: id: required",
+		"node/b: kind: unknown kind",
+		"vm/9: metrics.cpu_percent: outside 0..100",
+		"vm/10: metrics.cpu_percent: must be a number",
+		"vm/11: metrics.memory_percent: not a number",
+		"vm/12: backup.last_success_at: not an RFC 3339 time",
+		"vm/13: tags: must be an array",
+		"dup: id: duplicate id",
+		"dup: id: duplicate id",
+		"disk/x: smart.pending_sectors: negative",
+	}
+	if len(probs) != len(want) {
+		t.Errorf("got %d problems: %v", len(probs), probs)
+	}
+	for _, w := range want {
+		found := false
+		for _, p := range probs {
+			if strings.HasPrefix(p.String(), w) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing problem %q in %v", w, probs)
+		}
+	}
+	if probs[0].Index != 1 {
+		t.Errorf("index of the id-less resource: %d", probs[0].Index)
+	}
+}
+
+func TestStrictWarnings(t *testing.T) {
+	doc := `{"version":1,"extra":1,"resources":[{"id":"vm/1","kind":"vm","status":"zombie","colour":"red","addresses":["nope"],"backup":{"last_status":"meh"}}]}`
+	snap, probs, err := snapshot.Decode([]byte(doc), snapshot.DecodeOptions{Strict: true})
+	if err != nil || len(snap.Resources) != 1 {
+		t.Fatalf("strict mode dropped something: %v %v", err, snap)
+	}
+	joined := ""
+	for _, p := range probs {
+		if !p.Warning {
+			t.Errorf("strict finding is not a warning: %v", p)
+		}
+		joined += p.String() + "\n"
+	}
+	for _, w := range []string{"extra: unknown field", "colour: unknown field", "status: unrecognised status", "addresses[0]", "backup.last_status"} {
+		if !strings.Contains(joined, w) {
+			t.Errorf("missing warning %q in\n%s", w, joined)
+		}
+	}
+	_, probs, _ = snapshot.Decode([]byte(doc), snapshot.DecodeOptions{})
+	if len(probs) != 0 {
+		t.Errorf("non-strict mode reported %v", probs)
+	}
+}
+
+func TestExamplesDecode(t *testing.T) {
+	for _, name := range []string{"small-healthy.json", "small-faults.json"} {
+		data, err := os.ReadFile("../../shared/examples/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Strict: true})
+		if err != nil || len(probs) != 0 || len(snap.Resources) != 9 {
+			t.Errorf("%s: %v %v %d", name, err, probs, len(snap.Resources))
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	data, _ := os.ReadFile("../../shared/examples/small-faults.json")
+	a, _, _ := snapshot.Decode(data, snapshot.DecodeOptions{})
+	out, err := snapshot.Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, probs, err := snapshot.Decode(out, snapshot.DecodeOptions{Strict: true})
+	if err != nil || len(probs) != 0 {
+		t.Fatal(err, probs)
+	}
+	out2, _ := snapshot.Encode(b)
+	if string(out) != string(out2) {
+		t.Fatal("encode/decode is not stable")
+	}
+}
+
+func TestGlob(t *testing.T) {
+	cases := []struct {
+		p, id string
+		ok    bool
+	}{
+		{"vm/1*", "vm/101", true}, {"vm/1*", "vm/201", false}, {"storage/*", "storage/pve1/local", true},
+		{"*", "anything/at/all", true}, {"vm/?01", "vm/101", true}, {"vm/?01", "vm/1001", false},
+		{"*/pve1/*", "disk/pve1/sda", true}, {"disk/*/sda", "disk/pve2/sdb", false}, {"vm/101", "vm/101", true},
+	}
+	for _, c := range cases {
+		if snapshot.Glob(c.p, c.id) != c.ok {
+			t.Errorf("Glob(%q, %q) != %v", c.p, c.id, c.ok)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"small-healthy.json", "small-faults.json"} {
+		data, _ := os.ReadFile("../../shared/examples/" + name)
+		f.Add(data, true)
+	}
+	f.Add([]byte(`{"version":1,"resources":[{"id":"a","kind":"vm","metrics":{"cpu_percent":1e308}}]}`), false)
+	f.Add([]byte(`{"version":1,"resources":[{"id":"a","kind":"disk","smart":{"wearout_percent":101}},{"id":"a"}]}`), true)
+	f.Fuzz(func(t *testing.T, data []byte, strict bool) {
+		snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Strict: strict})
+		if err != nil {
+			if snap != nil || !errors.Is(err, snapshot.ErrInvalidDocument) {
+				t.Fatalf("rejected document returned %v, %v", snap, err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, r := range snap.Resources {
+			if r.ID == "" || !r.Kind.Valid() || seen[r.ID] {
+				t.Fatalf("invalid resource kept: %+v", r)
+			}
+			seen[r.ID] = true
+			for name, v := range r.Metrics {
+				if strings.HasSuffix(name, "_percent") && (v < 0 || v > 100) {
+					t.Fatalf("metric %s=%v kept", name, v)
+				}
+			}
+		}
+		for _, p := range probs {
+			if p.Field == "" || p.Problem == "" {
+				t.Fatalf("problem without field: %+v", p)
+			}
+		}
+	})
+}

@@ -1,0 +1,198 @@
+// Package demo is a seeded, simulated fleet: nodes with guests, storage
+// pools, disks and backups, whose faults come and go over time. It exists
+// so patrold runs out of the box and so benchmarks have fleets of any size.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Defaults of the demo source.
+const (
+	DefaultSeed        = 1
+	DefaultResources   = 40
+	DefaultFaultRate   = 0.1
+	DefaultChangeEvery = 10 * time.Minute
+)
+
+// Options configure the demo source (YAML section source.demo).
+type Options struct {
+	Seed        uint64        `koanf:"seed" json:"seed" yaml:"seed"`
+	Resources   int           `koanf:"resources" json:"resources" yaml:"resources"`
+	FaultRate   float64       `koanf:"fault_rate" json:"fault_rate" yaml:"fault_rate"`
+	ChangeEvery time.Duration `koanf:"change_every" json:"change_every" yaml:"change_every"`
+}
+
+// Validate names the offending key.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Resources < 1 || o.Resources > 10_000_000 {
+		errs = append(errs, fmt.Errorf("source.demo.resources: %d is outside 1..10000000", o.Resources))
+	}
+	if o.FaultRate < 0 || o.FaultRate > 1 {
+		errs = append(errs, fmt.Errorf("source.demo.fault_rate: %g is outside 0..1", o.FaultRate))
+	}
+	if o.ChangeEvery < 0 {
+		errs = append(errs, fmt.Errorf("source.demo.change_every: %s must not be negative", o.ChangeEvery))
+	}
+	return errors.Join(errs...)
+}
+
+// Source generates a fleet at the time of each collection.
+type Source struct {
+	opts Options
+	now  func() time.Time
+}
+
+var _ snapshot.Source = (*Source)(nil)
+
+// New builds a demo source; now may be nil (time.Now).
+func New(o Options, now func() time.Time) (*Source, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Source{opts: o, now: now}, nil
+}
+
+// Collect generates the fleet as it is now.
+func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return Generate(s.opts, s.now()), nil, nil
+}
+
+// Generate builds a fleet of about o.Resources resources at time at. The
+// fleet's shape depends only on the seed and size; which resources are
+// faulty changes every o.ChangeEvery (0: never).
+func Generate(o Options, at time.Time) *snapshot.Snapshot {
+	at = at.UTC().Truncate(time.Second)
+	epoch := uint64(0)
+	if o.ChangeEvery > 0 {
+		epoch = uint64(at.UnixNano() / int64(o.ChangeEvery))
+	}
+	g := &gen{o: o, at: at, epoch: epoch, shape: rand.New(rand.NewPCG(o.Seed, 0x5eed))}
+	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: at, Source: "demo", Resources: make([]snapshot.Resource, 0, o.Resources)}
+	perNode := 20
+	nodes := max(1, (o.Resources+perNode-1)/perNode)
+	for n := 0; n < nodes && len(snap.Resources) < o.Resources; n++ {
+		nodeName := fmt.Sprintf("pve%d", n+1)
+		nodeID := "node/" + nodeName
+		snap.Resources = append(snap.Resources, g.node(nodeID, nodeName))
+		budget := min(perNode-1, o.Resources-len(snap.Resources))
+		for i := 0; i < budget; i++ {
+			var r snapshot.Resource
+			switch {
+			case i == 0:
+				r = g.storage(nodeID, nodeName, "local-zfs")
+			case i == 1:
+				r = g.storage(nodeID, nodeName, "backup")
+			case i < 4:
+				r = g.disk(nodeID, nodeName, fmt.Sprintf("sd%c", 'a'+i-2))
+			default:
+				r = g.guest(nodeID, n*perNode+i)
+			}
+			snap.Resources = append(snap.Resources, r)
+		}
+	}
+	return snap
+}
+
+type gen struct {
+	o     Options
+	at    time.Time
+	epoch uint64
+	shape *rand.Rand
+}
+
+// faulty rolls a per-resource, per-epoch die: the same resource is faulty
+// for a whole epoch and the fault set shifts between epochs.
+func (g *gen) faulty(id, kind string) bool {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%s|%s|%d", g.o.Seed, id, kind, g.epoch)
+	return float64(h.Sum64()%1_000_000)/1_000_000 < g.o.FaultRate
+}
+
+func (g *gen) pct(lo, hi float64) float64 {
+	v := lo + g.shape.Float64()*(hi-lo)
+	return float64(int(v*10)) / 10
+}
+
+func (g *gen) node(id, name string) snapshot.Resource {
+	cpu, mem := g.pct(5, 55), g.pct(20, 70)
+	if g.faulty(id, "cpu") {
+		cpu = g.pct(75, 99)
+	}
+	if g.faulty(id, "memory") {
+		mem = g.pct(82, 98)
+	}
+	return snapshot.Resource{ID: id, Kind: snapshot.KindNode, Name: name, Status: snapshot.StatusOnline,
+		Tags: []string{"demo"}, Metrics: map[string]float64{"cpu_percent": cpu, "cpu_percent_avg": cpu, "memory_percent": mem, "window_seconds": 900}}
+}
+
+func (g *gen) storage(nodeID, nodeName, pool string) snapshot.Resource {
+	id := "storage/" + nodeName + "/" + pool
+	use := g.pct(10, 65)
+	if g.faulty(id, "usage") {
+		use = g.pct(76, 99)
+	}
+	return snapshot.Resource{ID: id, Kind: snapshot.KindStorage, Name: pool, Parent: nodeID, Status: snapshot.StatusOnline,
+		Metrics: map[string]float64{"usage_percent": use}}
+}
+
+func (g *gen) disk(nodeID, nodeName, dev string) snapshot.Resource {
+	id := "disk/" + nodeName + "/" + dev
+	wear, temp := int64(g.shape.IntN(30)+70), int64(g.shape.IntN(15)+30)
+	sm := &snapshot.Smart{Health: "PASSED", WearoutPercent: &wear, TemperatureC: &temp}
+	if g.faulty(id, "smart") {
+		if g.faulty(id, "smart-critical") || g.epoch%2 == 0 {
+			sm.PendingSectors = 2
+		} else {
+			sm.UDMACRCErrors = 4
+		}
+	}
+	return snapshot.Resource{ID: id, Kind: snapshot.KindDisk, Name: dev, Parent: nodeID, Smart: sm}
+}
+
+func (g *gen) guest(nodeID string, n int) snapshot.Resource {
+	kind, prefix := snapshot.KindVM, "vm"
+	if n%3 == 0 {
+		kind, prefix = snapshot.KindContainer, "container"
+	}
+	id := fmt.Sprintf("%s/%d", prefix, 100+n)
+	status := snapshot.StatusRunning
+	if g.shape.IntN(10) == 0 {
+		status = snapshot.StatusStopped
+	}
+	cpu, mem, disk := g.pct(1, 50), g.pct(10, 70), g.pct(10, 60)
+	if g.faulty(id, "memory") {
+		mem = g.pct(82, 99)
+	}
+	if g.faulty(id, "disk") {
+		disk = g.pct(76, 99)
+	}
+	reachable := true
+	if g.faulty(id, "reach") {
+		reachable = false
+	}
+	last := g.at.Truncate(24 * time.Hour).Add(2 * time.Hour)
+	if last.After(g.at) {
+		last = last.Add(-24 * time.Hour)
+	}
+	bk := &snapshot.Backup{LastStatus: snapshot.BackupOK, LastFinishedAt: &last, LastSuccessAt: &last}
+	if g.faulty(id, "backup") {
+		bk.LastStatus, bk.LastError = snapshot.BackupFailed, "datastore full"
+		older := last.Add(-72 * time.Hour)
+		bk.LastSuccessAt = &older
+	}
+	return snapshot.Resource{ID: id, Kind: kind, Name: fmt.Sprintf("%s-%d", prefix, 100+n), Parent: nodeID, Status: status,
+		Tags: []string{"demo"}, Reachable: &reachable,
+		Metrics: map[string]float64{"cpu_percent": cpu, "memory_percent": mem, "disk_percent": disk}, Backup: bk}
+}
