@@ -48,9 +48,6 @@ type RunInput struct {
 	// runs never resolve).
 	Reconcile bool
 	Policy    PublishPolicy
-	// Silenced reports whether a finding is silenced now (recorded, not
-	// published, not investigated). nil: nothing is silenced.
-	Silenced func(f *Finding) bool
 }
 
 // FinishFunc completes the run record from the changes, inside the
@@ -84,10 +81,14 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 			return err
 		}
 		defer ob.close()
+		silences, err := listSilences(ctx, tx, in.Now, true)
+		if err != nil {
+			return err
+		}
 		for i := range changes {
 			c := &changes[i]
-			silenced := in.Silenced != nil && in.Silenced(&c.Finding)
-			f, d := in.Policy.Decide(*c, silenced, in.Now)
+			c.Finding.Silenced = SilenceSet(silences).Silenced(&c.Finding)
+			f, d := in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
 			c.Finding = f
 			if err := up.write(ctx, &c.Finding); err != nil {
 				return err

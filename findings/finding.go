@@ -127,6 +127,7 @@ type Finding struct {
 	ResourceID     string   `json:"resource_id"`
 	ResourceKind   string   `json:"resource_kind,omitempty"`
 	ResourceName   string   `json:"resource_name,omitempty"`
+	ResourceTags   []string `json:"resource_tags,omitempty"`
 	Category       Category `json:"category"`
 	Severity       Severity `json:"severity"`
 	Source         Source   `json:"source"`
@@ -150,6 +151,8 @@ type Finding struct {
 	Publication
 	Transitions []time.Time `json:"-"` // open/resolve transition times inside the flap window
 	Flapping    bool        `json:"flapping,omitempty"`
+	// Silenced records whether a silence matched at the last evaluation.
+	Silenced bool `json:"silenced,omitempty"`
 }
 
 // Operator holds the state operators set on a finding.

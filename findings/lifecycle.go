@@ -13,6 +13,7 @@ type Observation struct {
 	ResourceID     string
 	ResourceKind   string
 	ResourceName   string
+	ResourceTags   []string
 	Category       Category
 	Severity       Severity
 	Source         Source
@@ -71,7 +72,7 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	id := o.Normalize()
 	if existing == nil {
 		f := Finding{
-			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind, ResourceName: o.ResourceName,
+			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind, ResourceName: o.ResourceName, ResourceTags: o.ResourceTags,
 			Category: o.Category, Severity: o.Severity, Source: o.Source, Status: StatusActive,
 			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,
 		}
@@ -88,6 +89,9 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	}
 	if o.ResourceKind != "" {
 		f.ResourceKind = o.ResourceKind
+	}
+	if o.ResourceTags != nil {
+		f.ResourceTags = o.ResourceTags
 	}
 	if f.Status == StatusResolved {
 		f.Status = StatusActive

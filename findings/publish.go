@@ -64,7 +64,9 @@ func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, 
 	case ChangeReopened:
 		d = Decision{true, EventReopened, ReasonReopened}
 	case ChangeResolved:
-		d = Decision{true, EventResolved, ReasonResolved}
+		if f.LastPublishedAt != nil { // never announced (silenced throughout): nothing to resolve for subscribers
+			d = Decision{true, EventResolved, ReasonResolved}
+		}
 	case ChangeUpdated:
 		if f.LastPublishedSeverity != "" && f.Severity != f.LastPublishedSeverity {
 			d = Decision{true, EventUpdated, ReasonSeverityChanged}
@@ -72,7 +74,12 @@ func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, 
 			d = Decision{true, EventOpened, ReasonFirst} // reactivated, never published before
 		}
 	case ChangeUnchanged:
-		if f.Active() && f.LastPublishedAt != nil && p.RepeatInterval > 0 && now.Sub(*f.LastPublishedAt) >= p.RepeatInterval {
+		switch {
+		case f.Active() && f.LastPublishedAt == nil:
+			d = Decision{true, EventOpened, ReasonFirst} // never published (was silenced or quiet)
+		case f.Active() && f.LastPublishedSeverity != "" && f.LastPublishedSeverity != f.Severity:
+			d = Decision{true, EventUpdated, ReasonSeverityChanged}
+		case f.Active() && p.RepeatInterval > 0 && now.Sub(*f.LastPublishedAt) >= p.RepeatInterval:
 			d = Decision{true, EventRepeated, ReasonRepeat}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 )
 
 const findingColumns = `id, key, resource_id, resource_kind, resource_name, category, severity, source,
@@ -15,7 +14,20 @@ const findingColumns = `id, key, resource_id, resource_kind, resource_name, cate
 	snoozed_until, dismissed_reason, dismissed_at, suppressed, seen_while_suppressed,
 	investigation_attempts, investigation_status, investigation_started_at, last_investigation_at,
 	last_outcome, investigation_session_id, fix_summary, previous_fix_summary, last_published_at,
-	last_published_severity, last_published_event, transitions, flapping`
+	last_published_severity, last_published_event, transitions, flapping, resource_tags, silenced`
+
+// upsertSQL updates in place (never REPLACE, which would delete the row and
+// cascade to its events and investigations).
+var upsertSQL = func() string {
+	var sets []string
+	for _, c := range strings.Split(findingColumns, ",") {
+		c = strings.TrimSpace(c)
+		if c != "id" {
+			sets = append(sets, c+" = excluded."+c)
+		}
+	}
+	return "INSERT INTO findings (" + findingColumns + ") VALUES " + findingPlaceholders + " ON CONFLICT(id) DO UPDATE SET " + strings.Join(sets, ", ")
+}()
 
 var findingPlaceholders = "(" + strings.TrimSuffix(strings.Repeat("?,", strings.Count(findingColumns, ",")+1), ",") + ")"
 
@@ -23,7 +35,7 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanFinding(sc scanner) (Finding, error) {
 	var f Finding
-	var detected, lastSeen, transitions string
+	var detected, lastSeen, transitions, tags string
 	var resolved, acked, snoozed, dismissed, invStarted, lastInv, lastPub sql.NullString
 	err := sc.Scan(&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName, &f.Category, &f.Severity, &f.Source,
 		&f.Title, &f.Description, &f.Recommendation, &f.Evidence, &f.Status, &detected, &lastSeen, &resolved,
@@ -31,7 +43,7 @@ func scanFinding(sc scanner) (Finding, error) {
 		&snoozed, &f.DismissedReason, &dismissed, &f.Suppressed, &f.SeenWhileSuppressed,
 		&f.Attempts, &f.InvestigationStatus, &invStarted, &lastInv,
 		&f.LastOutcome, &f.InvestigationSession, &f.FixSummary, &f.PreviousFixSummary, &lastPub,
-		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping)
+		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced)
 	if err != nil {
 		return f, err
 	}
@@ -42,6 +54,9 @@ func scanFinding(sc scanner) (Finding, error) {
 	if transitions != "" && transitions != "[]" {
 		_ = json.Unmarshal([]byte(transitions), &f.Transitions)
 	}
+	if tags != "" && tags != "[]" {
+		_ = json.Unmarshal([]byte(tags), &f.ResourceTags)
+	}
 	return f, nil
 }
 
@@ -50,13 +65,17 @@ func findingArgs(f *Finding) []any {
 	if f.Transitions == nil {
 		tr = []byte("[]")
 	}
+	tags, _ := json.Marshal(f.ResourceTags)
+	if f.ResourceTags == nil {
+		tags = []byte("[]")
+	}
 	return []any{f.ID, f.Key, f.ResourceID, f.ResourceKind, f.ResourceName, f.Category, f.Severity, f.Source,
 		f.Title, f.Description, f.Recommendation, f.Evidence, f.Status, fmtTime(f.DetectedAt), fmtTime(f.LastSeenAt), fmtTimePtr(f.ResolvedAt),
 		f.ResolveReason, f.ResolveNote, f.TimesRaised, f.RegressionCount, f.LastRunID, fmtTimePtr(f.AcknowledgedAt),
 		fmtTimePtr(f.SnoozedUntil), f.DismissedReason, fmtTimePtr(f.DismissedAt), f.Suppressed, f.SeenWhileSuppressed,
 		f.Attempts, f.InvestigationStatus, fmtTimePtr(f.InvestigationStarted), fmtTimePtr(f.LastInvestigationAt),
 		f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary, fmtTimePtr(f.LastPublishedAt),
-		f.LastPublishedSeverity, f.LastPublishedEvent, string(tr), f.Flapping}
+		f.LastPublishedSeverity, f.LastPublishedEvent, string(tr), f.Flapping, string(tags), f.Silenced}
 }
 
 type querier interface {
@@ -97,7 +116,7 @@ type upserter struct {
 }
 
 func newUpserter(ctx context.Context, tx *sql.Tx) (*upserter, error) {
-	up, err := tx.PrepareContext(ctx, "INSERT OR REPLACE INTO findings ("+findingColumns+") VALUES "+findingPlaceholders)
+	up, err := tx.PrepareContext(ctx, upsertSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -208,5 +227,3 @@ func (s *Store) Count(ctx context.Context) (int, error) {
 	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings").Scan(&n)
 	return n, err
 }
-
-var _ = time.Second

@@ -11,15 +11,15 @@ import (
 
 func TestDocumentRejected(t *testing.T) {
 	cases := map[string]string{
-		`not json`:                                   "not valid JSON",
-		`{"resources": []}`:                          "version: required",
-		`{"version": 2, "resources": []}`:            "version: must be 1, got 2",
-		`{"version": "1", "resources": []}`:          `version: must be 1, got "1"`,
-		`{"version": 1}`:                             "resources: required array is missing",
-		`{"version": 1, "resources": null}`:          "resources: required array is missing",
-		`{"version": 1, "resources": {}}`:            "resources: must be an array",
+		`not json`:                                                 "not valid JSON",
+		`{"resources": []}`:                                        "version: required",
+		`{"version": 2, "resources": []}`:                          "version: must be 1, got 2",
+		`{"version": "1", "resources": []}`:                        `version: must be 1, got "1"`,
+		`{"version": 1}`:                                           "resources: required array is missing",
+		`{"version": 1, "resources": null}`:                        "resources: required array is missing",
+		`{"version": 1, "resources": {}}`:                          "resources: must be an array",
 		`{"version": 1, "taken_at": "yesterday", "resources": []}`: `taken_at: not an RFC 3339 time: "yesterday"`,
-		`[]`:                                         "must be an object",
+		`[]`: "must be an object",
 	}
 	for in, want := range cases {
 		_, _, err := snapshot.Decode([]byte(in), snapshot.DecodeOptions{})

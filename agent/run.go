@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/patrold/patrold/model"
+)
+
+// StopReason says why Run ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopFinalAnswer      StopReason = "final_answer"
+	StopTurnLimit        StopReason = "turn_limit"
+	StopBudgetExhausted  StopReason = "budget_exhausted"
+	StopApprovalRequired StopReason = "approval_required"
+	StopError            StopReason = "error"
+)
+
+// Result is the outcome of Run.
+type Result struct {
+	StopReason  StopReason `json:"stop_reason"`
+	FinalAnswer string     `json:"final_answer"`
+	// FinalAnswerBlocked counts final answers refused for an unverified write.
+	FinalAnswerBlocked int `json:"final_answer_blocked"`
+	// Wrote: the session wrote (or tried to) at all.
+	Wrote bool `json:"wrote"`
+	// Verified: it wrote and a read or resolve succeeded after its last write.
+	Verified bool `json:"verified"`
+	// Unverified: it wrote and ended without reading the last write back.
+	// Such a session never claims the fix (fix_verification_unknown).
+	Unverified bool            `json:"unverified"`
+	FinalState State           `json:"final_state"`
+	Turns      int             `json:"turns"`
+	Steps      []Step          `json:"steps"`
+	Usage      model.Usage     `json:"usage"`
+	Messages   []model.Message `json:"messages"`
+	// BudgetError is the TurnBudget refusal when StopReason is budget_exhausted.
+	BudgetError string `json:"budget_error,omitempty"`
+}
+
+// Run drives the model from the given conversation until it gives a final
+// answer the FSM accepts, the turn limit or budget is reached, or a write
+// waits for approval. It returns an error only when the provider fails; the
+// Result then describes the session up to that point.
+func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, error) {
+	if s.opts.Provider == nil {
+		return nil, fmt.Errorf("agent run: provider: required")
+	}
+	res := &Result{Messages: append([]model.Message(nil), messages...)}
+	defs := s.reg.ToolDefs(s.profile)
+	textOnly := false
+	for turn := 1; res.StopReason == "" && turn <= s.opts.MaxTurns; turn++ {
+		if s.opts.TurnBudget != nil {
+			if err := s.opts.TurnBudget(turn-1, res.Usage); err != nil {
+				res.StopReason, res.BudgetError = StopBudgetExhausted, fmt.Sprintf("%s: %v", CodeBudgetExhausted, err)
+				break
+			}
+		}
+		req := model.Request{System: s.opts.System, Messages: res.Messages, MaxTokens: s.opts.MaxTokens}
+		if !textOnly {
+			req.Tools = defs
+		}
+		resp, err := s.opts.Provider.Chat(ctx, req)
+		if err != nil {
+			res.StopReason = StopError
+			s.finish(res)
+			return res, fmt.Errorf("agent run: turn %d: %w", turn, err)
+		}
+		res.Turns = turn
+		res.Usage = res.Usage.Add(resp.Usage)
+		res.Messages = append(res.Messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			s.finalAnswer(res, resp.Text)
+			textOnly = false
+			continue
+		}
+		batch := s.executeBatch(ctx, turn, resp.ToolCalls, !textOnly)
+		for i, r := range batch.Results {
+			tc := resp.ToolCalls[i]
+			res.Messages = append(res.Messages, model.Message{Role: model.RoleTool, Content: r.Content, ToolCallID: r.Step.CallID, ToolName: tc.Name})
+		}
+		if batch.ApprovalRequired {
+			res.StopReason = StopApprovalRequired
+		}
+		// A text-only turn is a one-turn penalty: calls made during it are
+		// refused as not advertised, but they do not extend the penalty.
+		textOnly = !textOnly && (batch.LoopDetected || batch.AllBlocked)
+	}
+	if res.StopReason == "" {
+		res.StopReason = StopTurnLimit
+	}
+	s.finish(res)
+	return res, nil
+}
+
+// finalAnswer accepts a turn without tool calls as the final answer, unless
+// the FSM refuses: then a verification prompt is injected and the loop goes on.
+func (s *Session) finalAnswer(res *Result, text string) {
+	if err := s.fsm.CanFinalAnswer(); err != nil {
+		res.FinalAnswerBlocked++
+		s.metrics.finalAnswerBlock()
+		s.log.Info("final answer refused", "state", string(s.fsm.State()))
+		res.Messages = append(res.Messages, model.Message{Role: model.RoleUser, Content: s.opts.VerificationPrompt})
+		return
+	}
+	s.fsm.CompleteVerification()
+	res.FinalAnswer = text
+	res.StopReason = StopFinalAnswer
+}
+
+// finish fills the verification verdict from the FSM. A write that was not
+// read back is never reported as verified.
+func (s *Session) finish(res *Result) {
+	state := s.fsm.State()
+	res.FinalState = state
+	res.Wrote = s.fsm.WroteThisEpisode()
+	pending := state == StateWriting || (state == StateVerifying && !s.fsm.ReadAfterWrite())
+	res.Unverified = res.Wrote && pending
+	res.Verified = res.Wrote && !pending
+	res.Steps = s.Steps()
+}

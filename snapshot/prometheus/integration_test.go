@@ -1,0 +1,144 @@
+package prometheus
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// lookBinary finds an external binary. Missing binaries skip the test,
+// unless CI=true, where they fail it.
+func lookBinary(t *testing.T, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%v not installed (CI=true): apt-get install -y prometheus prometheus-node-exporter", names)
+	}
+	t.Skipf("%v not installed; set CI=true to make this a failure", names)
+	return ""
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer collects a child's output for the failure message.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func start(t *testing.T, out *lockedBuffer, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+func TestIntegrationNodeExporter(t *testing.T) {
+	promBin := lookBinary(t, "prometheus")
+	nodeBin := lookBinary(t, "prometheus-node-exporter", "node_exporter")
+	dir := t.TempDir()
+	nodePort, promPort := freePort(t), freePort(t)
+	logs := &lockedBuffer{}
+
+	start(t, logs, nodeBin, "--web.listen-address=127.0.0.1:"+strconv.Itoa(nodePort),
+		"--collector.disable-defaults", "--collector.cpu", "--collector.meminfo", "--collector.filesystem")
+	config := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"+
+		"scrape_configs:\n  - job_name: node\n    static_configs: [{targets: ['127.0.0.1:%d']}]\n", nodePort)
+	configFile := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start(t, logs, promBin, "--config.file="+configFile, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address=127.0.0.1:"+strconv.Itoa(promPort))
+	url := "http://127.0.0.1:" + strconv.Itoa(promPort)
+
+	src, err := New(Options{URL: url, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !ready(url) {
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready after 30s; output:\n%s", logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := "node/127.0.0.1"
+	var node snapshot.Resource
+	for {
+		snap, problems, err := src.Collect(context.Background())
+		if err == nil && len(problems) == 0 {
+			node = byID(snap)[want]
+			if _, ok := node.Metrics["cpu_percent"]; ok && node.Metrics["memory_percent"] > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cpu and memory for %s within 30s: err %v problems %v snapshot %+v\noutput:\n%s", want, err, problems, snap, logs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if node.Status != snapshot.StatusOnline {
+		t.Errorf("%s status = %q, want online (up == 1)", want, node.Status)
+	}
+	for _, m := range []string{"cpu_percent", "cpu_percent_avg", "memory_percent", "memory_percent_avg"} {
+		v, ok := node.Metrics[m]
+		if !ok || v < 0 || v > 100 {
+			t.Errorf("%s = %v (present %v), want a percentage", m, v, ok)
+		}
+	}
+	if node.Metrics["memory_percent"] == 100 || node.Metrics["window_seconds"] != DefaultWindow.Seconds() {
+		t.Errorf("implausible metrics: %v", node.Metrics)
+	}
+	t.Logf("%s: %v", want, node.Metrics)
+}
+
+func ready(url string) bool {
+	resp, err := http.Get(url + "/-/ready")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
