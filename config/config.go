@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/file"
 )
@@ -160,10 +161,11 @@ func Default() Config {
 		},
 		Model:  ModelConfig{Provider: "none", MaxSkipAge: 24 * time.Hour},
 		Patrol: PatrolConfig{Autonomy: "monitor"},
-		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: 4 * time.Hour,
-			Flap: FlapConfig{Window: 6 * time.Hour, MaxTransitions: 4}},
-		Investigation: InvestigationConfig{MaxAttempts: 3, Cooldown: time.Hour, TimeoutCooldown: 10 * time.Minute,
-			FixRetryCooldown: 20 * time.Minute, Timeout: 10 * time.Minute, MaxConcurrent: 3, EvidenceBudget: 10},
+		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: findings.DefaultRepeatInterval,
+			Flap: FlapConfig{Window: findings.DefaultFlapWindow, MaxTransitions: findings.DefaultFlapMaxTransitions}},
+		Investigation: InvestigationConfig{MaxAttempts: findings.DefaultMaxAttempts, Cooldown: findings.DefaultCooldown,
+			TimeoutCooldown: findings.DefaultTimeoutCooldown, FixRetryCooldown: findings.DefaultFixRetryCooldown,
+			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
 		NATS:      NATSConfig{SubjectPrefix: "patrol", Embedded: EmbeddedConfig{Listen: "127.0.0.1:4222"}},
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute},
 	}

@@ -54,5 +54,16 @@ func RunSettings(cfg *config.Config, now func() time.Time) (patrol.Settings, err
 	if err != nil {
 		return patrol.Settings{}, err
 	}
-	return patrol.Settings{Policy: pol, Publish: PublishPolicy(cfg), Source: src, Timeout: cfg.Schedule.RunTimeout}, nil
+	return patrol.Settings{
+		Policy: pol, Publish: PublishPolicy(cfg), Source: src, Timeout: cfg.Schedule.RunTimeout,
+		Autonomy: findings.Autonomy(cfg.Patrol.Autonomy), Gate: Gate(cfg), ResolvedRetention: cfg.Findings.ResolvedRetention,
+	}, nil
+}
+
+// Gate derives the investigation gate from cfg: the one place its numbers
+// are read.
+func Gate(cfg *config.Config) findings.Gate {
+	inv := cfg.Investigation
+	return findings.Gate{MaxAttempts: inv.MaxAttempts, Cooldown: inv.Cooldown, TimeoutCooldown: inv.TimeoutCooldown,
+		FixRetryCooldown: inv.FixRetryCooldown, Timeout: inv.Timeout, MaxConcurrent: inv.MaxConcurrent}
 }

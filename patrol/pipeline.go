@@ -50,18 +50,23 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	}
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
 	rep.Signals = sigs
+	byID := indexResources(snap)
 	// No model stage yet: every signal is unmatched and filed by the daemon.
 	obs := make([]findings.Observation, 0, len(sigs))
 	for i := range sigs {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: sigs[i].Type, ResourceID: sigs[i].ResourceID})
-		obs = append(obs, observationFor(&sigs[i]))
+		o := observationFor(&sigs[i])
+		if res := byID[sigs[i].ResourceID]; res != nil {
+			o.ResourceTags = res.Tags
+		}
+		obs = append(obs, o)
 	}
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
 	in := findings.RunInput{
 		Observations: obs, Complete: complete, Reconcile: true,
-		Check: checker(snap), Policy: set.Publish,
+		Check: checker(byID), Policy: set.Publish,
 	}
 	return r.commit(ctx, rep, &in)
 }
@@ -150,12 +155,16 @@ func applyChanges(rep *Report, changes []findings.Change, now time.Time) []findi
 	return open
 }
 
-// checker tells reconciliation what this snapshot knows about a finding.
-func checker(snap *snapshot.Snapshot) func(f *findings.Finding) findings.Check {
+func indexResources(snap *snapshot.Snapshot) map[string]*snapshot.Resource {
 	byID := make(map[string]*snapshot.Resource, len(snap.Resources))
 	for i := range snap.Resources {
 		byID[snap.Resources[i].ID] = &snap.Resources[i]
 	}
+	return byID
+}
+
+// checker tells reconciliation what this snapshot knows about a finding.
+func checker(byID map[string]*snapshot.Resource) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
 		res := byID[snapshot.CanonicalID(f.ResourceID)]
 		if res == nil {

@@ -67,8 +67,10 @@ type Report struct {
 	Resolved         []string           `json:"resolved"`
 	Usage            Usage              `json:"usage"`
 	Errors           []string           `json:"errors"`
-	Source           string             `json:"source,omitempty"`
-	TakenAt          *time.Time         `json:"taken_at,omitempty"`
+	// HandedOver lists findings handed to remediation after this run.
+	HandedOver []string   `json:"handed_over,omitempty"`
+	Source     string     `json:"source,omitempty"`
+	TakenAt    *time.Time `json:"taken_at,omitempty"`
 }
 
 // SignalRef names a signal.

@@ -21,6 +21,9 @@ type Store interface {
 	Active(ctx context.Context) ([]findings.Finding, error)
 	StartRun(ctx context.Context, r findings.RunRecord) error
 	CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error)
+	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)
+	RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error)
+	Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error)
 }
 
 var _ Store = (*findings.Store)(nil)
@@ -32,6 +35,12 @@ type Settings struct {
 	Publish findings.PublishPolicy
 	Source  snapshot.Source
 	Timeout time.Duration // 0: none
+	// Autonomy and Gate decide which findings are handed to remediation.
+	Autonomy findings.Autonomy
+	Gate     findings.Gate
+	// ResolvedRetention is how long resolved findings are kept (0: the
+	// 30-day default).
+	ResolvedRetention time.Duration
 }
 
 // Options configure a Runner.
@@ -152,6 +161,9 @@ func (r *Runner) Run(ctx context.Context, trigger Trigger, ro RunOptions) (*Repo
 		return nil, fmt.Errorf("record run start: %w", err)
 	}
 	err := r.execute(ctx, set, rep, ro)
+	if rep.Status != StatusError {
+		r.handOver(context.WithoutCancel(ctx), set, rep)
+	}
 	r.opts.Metrics.observe(rep)
 	if r.opts.AfterCommit != nil && rep.Status != StatusRunning {
 		r.opts.AfterCommit(rep)

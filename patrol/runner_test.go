@@ -256,7 +256,10 @@ func TestOneRunAtATime(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var first *patrol.Report
-	go func() { defer wg.Done(); first, _ = r.Run(context.Background(), patrol.TriggerScheduled, patrol.RunOptions{}) }()
+	go func() {
+		defer wg.Done()
+		first, _ = r.Run(context.Background(), patrol.TriggerScheduled, patrol.RunOptions{})
+	}()
 	<-entered
 	_, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
 	var busy *patrol.BusyError

@@ -75,6 +75,7 @@ func newFindingsCmd(a *app) *cobra.Command {
 	}
 	outputFlag(show, &showOutput)
 	cmd.AddCommand(list, show)
+	cmd.AddCommand(actionCmds(a)...)
 	return cmd
 }
 
