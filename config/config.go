@@ -7,9 +7,13 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/snapshot/exec"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/probe"
+	"github.com/patrold/patrold/snapshot/prometheus"
 )
 
 // Default locations of the configuration file, tried in order.
@@ -27,7 +31,7 @@ type Config struct {
 	Patrol        PatrolConfig        `koanf:"patrol" yaml:"patrol"`
 	Findings      FindingsConfig      `koanf:"findings" yaml:"findings"`
 	Investigation InvestigationConfig `koanf:"investigation" yaml:"investigation"`
-	NATS          NATSConfig          `koanf:"nats" yaml:"nats"`
+	NATS          bus.Options         `koanf:"nats" yaml:"nats"`
 	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
 }
@@ -64,22 +68,14 @@ type ScheduleConfig struct {
 
 // SourceConfig selects and configures the snapshot source.
 type SourceConfig struct {
-	Kind       string           `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus
-	Demo       demo.Options     `koanf:"demo" yaml:"demo"`
-	File       file.Options     `koanf:"file" yaml:"file"`
-	Exec       ExecConfig       `koanf:"exec" yaml:"exec"`
-	Prometheus PrometheusConfig `koanf:"prometheus" yaml:"prometheus"`
-}
-
-// ExecConfig is the exec source section.
-type ExecConfig struct {
-	Command []string      `koanf:"command" yaml:"command"`
-	Timeout time.Duration `koanf:"timeout" yaml:"timeout"`
-}
-
-// PrometheusConfig is the prometheus source section.
-type PrometheusConfig struct {
-	URL string `koanf:"url" yaml:"url"`
+	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus
+	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
+	File       file.Options       `koanf:"file" yaml:"file"`
+	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
+	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
+	// Probe configures the reachability prober for running guests with
+	// addresses and no verdict from the source.
+	Probe probe.Options `koanf:"probe" yaml:"probe"`
 }
 
 // ModelConfig selects the language model.
@@ -117,18 +113,6 @@ type InvestigationConfig struct {
 	EvidenceBudget   int           `koanf:"evidence_budget" yaml:"evidence_budget"`
 }
 
-// NATSConfig configures the message bus.
-type NATSConfig struct {
-	URL           string         `koanf:"url" yaml:"url"`
-	SubjectPrefix string         `koanf:"subject_prefix" yaml:"subject_prefix"`
-	Embedded      EmbeddedConfig `koanf:"embedded" yaml:"embedded"`
-}
-
-// EmbeddedConfig configures the embedded NATS server.
-type EmbeddedConfig struct {
-	Listen string `koanf:"listen" yaml:"listen"`
-}
-
 // AssistantConfig configures remediation sessions.
 type AssistantConfig struct {
 	Enabled     bool          `koanf:"enabled" yaml:"enabled"`
@@ -155,9 +139,11 @@ func Default() Config {
 		Schedule: ScheduleConfig{Cron: "@every 6h", StartupDelay: 30 * time.Second, SkipStartupIfRecent: time.Hour,
 			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
 		Source: SourceConfig{
-			Kind: "demo",
-			Demo: demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
-			Exec: ExecConfig{Timeout: 30 * time.Second},
+			Kind:       "demo",
+			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
+			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
+			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
+			Probe:      probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency},
 		},
 		Model:  ModelConfig{Provider: "none", MaxSkipAge: 24 * time.Hour},
 		Patrol: PatrolConfig{Autonomy: "monitor"},
@@ -166,7 +152,7 @@ func Default() Config {
 		Investigation: InvestigationConfig{MaxAttempts: findings.DefaultMaxAttempts, Cooldown: findings.DefaultCooldown,
 			TimeoutCooldown: findings.DefaultTimeoutCooldown, FixRetryCooldown: findings.DefaultFixRetryCooldown,
 			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
-		NATS:      NATSConfig{SubjectPrefix: "patrol", Embedded: EmbeddedConfig{Listen: "127.0.0.1:4222"}},
+		NATS:      bus.DefaultOptions(),
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute},
 	}
 }

@@ -175,7 +175,7 @@ func collectKeys(t reflect.Type, prefix string, out map[string]string) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := strings.Split(f.Tag.Get("koanf"), ",")
-		if tag[0] == "" && !strings.Contains(f.Tag.Get("koanf"), "squash") {
+		if tag[0] == "-" || (tag[0] == "" && !strings.Contains(f.Tag.Get("koanf"), "squash")) {
 			continue
 		}
 		ft := f.Type

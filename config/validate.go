@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 	"time"
 
@@ -17,8 +16,6 @@ import (
 // CronParser parses schedule.cron: five standard fields or a descriptor
 // (@every 6h, @hourly, ...).
 var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-var subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
 // Validate checks every key and returns an *Error listing all problems.
 func (c *Config) Validate() error {
@@ -62,15 +59,11 @@ func (c *Config) Validate() error {
 	case "file":
 		p.err(c.Source.File.Validate())
 	case "exec":
-		if len(c.Source.Exec.Command) == 0 {
-			p.add("source.exec.command", "required when source.kind is exec")
-		}
-		p.positive("source.exec.timeout", c.Source.Exec.Timeout)
+		p.err(c.Source.Exec.Validate())
 	case "prometheus":
-		if c.Source.Prometheus.URL == "" {
-			p.add("source.prometheus.url", "required when source.kind is prometheus")
-		}
+		p.err(c.Source.Prometheus.Validate())
 	}
+	p.err(c.Source.Probe.Validate())
 	if _, err := alerts.New(c.Alerts); err != nil {
 		var ve *alerts.ValidationError
 		if errors.As(err, &ve) {
@@ -102,14 +95,7 @@ func (c *Config) Validate() error {
 	if inv.EvidenceBudget < 1 {
 		p.add("investigation.evidence_budget", "must be at least 1")
 	}
-	if !subjectToken.MatchString(c.NATS.SubjectPrefix) {
-		p.add("nats.subject_prefix", fmt.Sprintf("%q is not a NATS subject token", c.NATS.SubjectPrefix))
-	}
-	if c.NATS.URL == "" {
-		if _, _, err := net.SplitHostPort(c.NATS.Embedded.Listen); err != nil {
-			p.add("nats.embedded.listen", fmt.Sprintf("%q is not host:port", c.NATS.Embedded.Listen))
-		}
-	}
+	p.err(c.NATS.Validate())
 	if c.Assistant.MaxTurns < 1 {
 		p.add("assistant.max_turns", "must be at least 1")
 	}

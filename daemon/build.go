@@ -4,7 +4,9 @@ package daemon
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"path/filepath"
 	"time"
 
@@ -14,7 +16,10 @@ import (
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/snapshot/exec"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/probe"
+	promsource "github.com/patrold/patrold/snapshot/prometheus"
 )
 
 // DBFile is the SQLite database under data_dir.
@@ -28,15 +33,22 @@ func OpenStore(ctx context.Context, cfg *config.Config) (*findings.Store, error)
 	return findings.Open(ctx, DBPath(cfg))
 }
 
-// NewSource builds the configured snapshot source.
-func NewSource(cfg *config.Config, now func() time.Time) (snapshot.Source, error) {
+// NewSource builds the configured snapshot source; reg (may be nil)
+// receives its metrics.
+func NewSource(cfg *config.Config, now func() time.Time, reg prometheus.Registerer) (snapshot.Source, error) {
 	switch cfg.Source.Kind {
 	case "demo":
 		return demo.New(cfg.Source.Demo, now)
 	case "file":
 		return file.New(cfg.Source.File)
+	case "exec":
+		return exec.New(cfg.Source.Exec)
+	case "prometheus":
+		o := cfg.Source.Prometheus
+		o.Registerer = reg
+		return promsource.New(o)
 	}
-	return nil, fmt.Errorf("source.kind: %q is not available in this build", cfg.Source.Kind)
+	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus", cfg.Source.Kind)
 }
 
 // PublishPolicy derives the findings publish policy from cfg.
@@ -44,18 +56,25 @@ func PublishPolicy(cfg *config.Config) findings.PublishPolicy {
 	return findings.PublishPolicy{RepeatInterval: cfg.Findings.RepeatInterval, FlapWindow: cfg.Findings.Flap.Window, FlapMaxTransitions: cfg.Findings.Flap.MaxTransitions}
 }
 
-// RunSettings derives the per-run settings from cfg.
-func RunSettings(cfg *config.Config, now func() time.Time) (patrol.Settings, error) {
+// RunSettings derives the per-run settings from cfg; reg (may be nil)
+// receives the source's and prober's metrics.
+func RunSettings(cfg *config.Config, now func() time.Time, reg prometheus.Registerer) (patrol.Settings, error) {
 	pol, err := alerts.New(cfg.Alerts)
 	if err != nil {
 		return patrol.Settings{}, err
 	}
-	src, err := NewSource(cfg, now)
+	src, err := NewSource(cfg, now, reg)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	po := cfg.Source.Probe
+	po.Registerer = reg
+	prober, err := probe.New(po)
 	if err != nil {
 		return patrol.Settings{}, err
 	}
 	return patrol.Settings{
-		Policy: pol, Publish: PublishPolicy(cfg), Source: src, Timeout: cfg.Schedule.RunTimeout,
+		Policy: pol, Publish: PublishPolicy(cfg), Source: src, Prober: prober, Timeout: cfg.Schedule.RunTimeout,
 		Autonomy: findings.Autonomy(cfg.Patrol.Autonomy), Gate: Gate(cfg), ResolvedRetention: cfg.Findings.ResolvedRetention,
 	}, nil
 }

@@ -42,6 +42,7 @@ type Daemon struct {
 	store  *findings.Store
 	runner *patrol.Runner
 	sched  *scheduler
+	msg    *messaging
 
 	mu      sync.Mutex
 	started bool
@@ -73,7 +74,7 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{opts: opts, log: newLogger(opts.Config, opts.Stderr)}
-	set, err := RunSettings(opts.Config, opts.Now)
+	set, err := RunSettings(opts.Config, opts.Now, opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +130,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if d.msg, err = startMessaging(ctx, d, cfg); err != nil {
+		return fmt.Errorf("start nats: %w", err)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
 	d.sched, err = newScheduler(d, cfg)
@@ -142,6 +146,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 }
 
 func (d *Daemon) afterRun(rep *patrol.Report) {
+	d.msg.kick()
 	d.log.Info("run finished", "run_id", rep.RunID, "trigger", rep.Trigger, "status", rep.Status,
 		"signals", len(rep.Signals), "findings", len(rep.Findings), "resolved", len(rep.Resolved), "duration_ms", rep.DurationMS)
 	for _, f := range rep.Findings {
@@ -176,6 +181,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	if d.cancel != nil {
 		d.cancel()
 	}
+	errs = append(errs, d.msg.stop())
 	if d.store != nil {
 		errs = append(errs, d.store.Close())
 	}
@@ -205,7 +211,7 @@ func (d *Daemon) Reload() error {
 	cfg, err := d.opts.LoadConfig()
 	if err == nil {
 		var set patrol.Settings
-		set, err = RunSettings(cfg, d.opts.Now)
+		set, err = RunSettings(cfg, d.opts.Now, d.opts.Registerer)
 		if err == nil {
 			d.cfg.Store(cfg)
 			d.settings.Store(&set)
@@ -242,4 +248,19 @@ func Run(ctx context.Context, opts Options) error {
 			_ = d.Reload()
 		}
 	}
+}
+
+// NATSURL is the client URL of the NATS server in use (after Start).
+func (d *Daemon) NATSURL() string {
+	if d.msg == nil {
+		return ""
+	}
+	return d.msg.bus.ClientURL()
+}
+
+// RunNow runs a patrol now in the foreground (tests, the API's trigger).
+func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Report, error) {
+	d.wg.Add(1)
+	defer d.wg.Done()
+	return d.runner.Run(ctx, trigger, patrol.RunOptions{})
 }

@@ -38,7 +38,7 @@ func (s *scheduler) start(ctx context.Context) {
 }
 
 func (s *scheduler) startupRun(ctx context.Context, cfg *config.Config) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || !s.leading() {
 		return
 	}
 	last, err := s.d.store.LastCompleteRun(ctx)
@@ -56,8 +56,16 @@ func (s *scheduler) tick() {
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}
+	if !s.leading() {
+		s.d.log.Debug("scheduled tick left to the lease holder")
+		return
+	}
 	s.d.runInBackground(ctx, patrol.TriggerScheduled)
 }
+
+// leading reports whether this instance holds the scheduling lease (always
+// true without messaging).
+func (s *scheduler) leading() bool { return s.d.msg.leader() }
 
 // reschedule replaces the cron entry when the spec changed.
 func (s *scheduler) reschedule(cfg *config.Config) error {

@@ -201,18 +201,3 @@ func (s *Store) Investigations(ctx context.Context, id string) ([]InvestigationR
 	}
 	return out, rows.Err()
 }
-
-// RemediationRequest is the payload of patrol.remediation.requests: a
-// finding that passed the investigation gate.
-type RemediationRequest struct {
-	FindingID   string    `json:"finding_id"`
-	ResourceID  string    `json:"resource_id"`
-	Category    string    `json:"category"`
-	Key         string    `json:"key"`
-	Severity    string    `json:"severity"`
-	Title       string    `json:"title"`
-	Autonomy    string    `json:"autonomy"`
-	Attempt     int       `json:"attempt"`
-	RunID       string    `json:"run_id"`
-	RequestedAt time.Time `json:"requested_at"`
-}

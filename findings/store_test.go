@@ -189,7 +189,7 @@ func TestInvestigationLifecycle(t *testing.T) {
 	gate.MaxConcurrent = 1
 	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
 		return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
-			Data: findings.RemediationRequest{FindingID: f.ID, Attempt: attempt}}
+			Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
 	}
 	if got, _ := st.RequestInvestigations(ctx, ids, gate, findings.AutonomyMonitor, now, draft); len(got) != 0 {
 		t.Fatal("monitor autonomy investigated")

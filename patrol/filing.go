@@ -6,14 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
-)
-
-// Subjects (relative to the prefix) and types of run events.
-const (
-	SubjectRunCompleted = "runs.completed"
-	TypeRunCompleted    = "patrold.run.completed"
 )
 
 var titles = map[signals.Type]string{
@@ -95,7 +90,8 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 	for _, f := range rep.Findings {
 		byChange[string(f.Change)]++
 	}
-	ev := findings.OutboxDraft{Subject: SubjectRunCompleted, Type: TypeRunCompleted, Data: RunCompleted{
+	subject, typ := bus.RunSubject()
+	ev := findings.OutboxDraft{Subject: subject, Type: typ, Data: RunCompleted{
 		RunID: rep.RunID, Trigger: rep.Trigger, Status: rep.Status, StatusReasons: rep.StatusReasons, Analysis: rep.Analysis,
 		DurationMS: rep.DurationMS, Resources: rep.Resources, Signals: len(rep.Signals), Findings: byChange,
 		Resolved: len(rep.Resolved), Errors: rep.Errors,

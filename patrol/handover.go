@@ -4,13 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
-)
-
-// Remediation request subject (relative to the prefix) and event type.
-const (
-	SubjectRemediationRequests = "remediation.requests"
-	TypeRemediationRequest     = "patrold.remediation.request"
 )
 
 // DefaultResolvedRetention keeps resolved findings as history for 30 days.
@@ -49,8 +44,9 @@ func (r *Runner) handOver(ctx context.Context, set Settings, rep *Report) {
 		}
 	}
 	handed, err := r.opts.Store.RequestInvestigations(ctx, ids, gate, set.Autonomy, now, func(f *findings.Finding, attempt int) findings.OutboxDraft {
-		return findings.OutboxDraft{Subject: SubjectRemediationRequests, Type: TypeRemediationRequest, ResourceID: f.ResourceID,
-			Data: findings.RemediationRequest{
+		subject, typ := bus.RequestSubject()
+		return findings.OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID,
+			Data: bus.RemediationRequest{
 				FindingID: f.ID, ResourceID: f.ResourceID, Category: string(f.Category), Key: f.Key, Severity: string(f.Severity),
 				Title: f.Title, Autonomy: string(set.Autonomy), Attempt: attempt, RunID: rep.RunID, RequestedAt: now,
 			}}

@@ -29,8 +29,22 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		rep.TakenAt = &t
 	}
 	for _, p := range problems {
-		if !p.Warning {
+		switch {
+		case p.Warning:
+		case p.SourceLevel():
+			// A partial source failure (one query failed): the run is
+			// degraded and incomplete, and nothing is dropped for it.
+			rep.Errors = append(rep.Errors, p.Field+": "+p.Problem)
+			rep.addReason(ReasonPartialSource)
+		default:
 			rep.InvalidResources = append(rep.InvalidResources, p)
+		}
+	}
+	if set.Prober != nil && (ro.Snapshot == nil || ro.Probe) {
+		res := set.Prober.Probe(ctx, snap, r.opts.Now())
+		rep.Probe = &res
+		if res.Incomplete() {
+			rep.addReason(ReasonProbeFailed)
 		}
 	}
 	if len(rep.InvalidResources) > 0 {
@@ -42,7 +56,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if len(snap.Resources) == 0 {
 		rep.addReason(ReasonEmptyScope)
 	}
-	complete := len(rep.StatusReasons) == 0 && len(rep.Errors) == 0
+	complete := len(rep.StatusReasons) == 0
 
 	active, err := r.opts.Store.Active(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/probe"
 )
 
 // Trigger says what started a run.
@@ -67,6 +68,8 @@ type Report struct {
 	Resolved         []string           `json:"resolved"`
 	Usage            Usage              `json:"usage"`
 	Errors           []string           `json:"errors"`
+	// Probe summarises the reachability probes of this run.
+	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.
 	HandedOver []string   `json:"handed_over,omitempty"`
 	Source     string     `json:"source,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/probe"
 )
 
 // Store is what the runner needs of the findings store.
@@ -34,6 +35,9 @@ type Settings struct {
 	Policy  *alerts.Policy
 	Publish findings.PublishPolicy
 	Source  snapshot.Source
+	// Prober fills in reachability for running guests the source gave no
+	// verdict for; nil skips probing.
+	Prober  Prober
 	Timeout time.Duration // 0: none
 	// Autonomy and Gate decide which findings are handed to remediation.
 	Autonomy findings.Autonomy
@@ -41,6 +45,11 @@ type Settings struct {
 	// ResolvedRetention is how long resolved findings are kept (0: the
 	// 30-day default).
 	ResolvedRetention time.Duration
+}
+
+// Prober probes guest reachability in place.
+type Prober interface {
+	Probe(ctx context.Context, snap *snapshot.Snapshot, now time.Time) probe.Result
 }
 
 // Options configure a Runner.
@@ -135,6 +144,10 @@ type RunOptions struct {
 	// source, with the problems its decoding found.
 	Snapshot *snapshot.Snapshot
 	Problems []snapshot.Problem
+	// Probe probes reachability on the given Snapshot too. Off by default
+	// so a run over a stored snapshot is reproducible; collected
+	// snapshots are always probed.
+	Probe bool
 }
 
 // Run executes one patrol run. It returns ErrBusy (as *BusyError) when a

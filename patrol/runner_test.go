@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
@@ -229,7 +230,7 @@ func TestOutboxRows(t *testing.T) {
 		switch x.Type {
 		case "patrold.finding.opened":
 			opened++
-		case patrol.TypeRunCompleted:
+		case bus.TypeRunCompleted:
 			completed++
 		default:
 			t.Errorf("unexpected event %s", x.Type)

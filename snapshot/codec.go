@@ -42,6 +42,10 @@ type Problem struct {
 	Warning bool   `json:"warning,omitempty"`
 }
 
+// SourceLevel reports whether the problem is about the source as a whole
+// (Index < 0, such as a failed query) rather than one resource.
+func (p Problem) SourceLevel() bool { return p.Index < 0 }
+
 func (p Problem) String() string {
 	who := p.ID
 	if who == "" {

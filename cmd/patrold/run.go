@@ -19,6 +19,7 @@ import (
 
 func newRunCmd(a *app) *cobra.Command {
 	var snapPath, output string
+	var doProbe bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one patrol now and print the run report",
@@ -42,9 +43,9 @@ func newRunCmd(a *app) *cobra.Command {
 					}
 					return usage(fmt.Errorf("--snapshot: %w", err))
 				}
-				ro = patrol.RunOptions{Snapshot: snap, Problems: probs}
+				ro = patrol.RunOptions{Snapshot: snap, Problems: probs, Probe: doProbe}
 			}
-			set, err := daemon.RunSettings(cfg, time.Now)
+			set, err := daemon.RunSettings(cfg, time.Now, nil)
 			if err != nil {
 				return usage(err)
 			}
@@ -71,6 +72,7 @@ func newRunCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&snapPath, "snapshot", "", "patrol this snapshot file instead of the configured source")
+	cmd.Flags().BoolVar(&doProbe, "probe", false, "with --snapshot: also probe guest addresses (off: the run is reproducible)")
 	outputFlag(cmd, &output)
 	return cmd
 }

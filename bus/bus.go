@@ -1,0 +1,249 @@
+// Package bus is patrold's NATS side: the embedded JetStream server used
+// when no URL is configured, the client connection, the PATROL stream, the
+// CloudEvents envelope and subjects, the outbox relay, the remediation
+// request/outcome transport and the leader lease. It moves events; it never
+// decides what is published.
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Connection defaults.
+const (
+	DefaultReconnectWait   = 2 * time.Second
+	DefaultReconnectJitter = time.Second
+	DefaultConnectTimeout  = 5 * time.Second
+	DefaultPublishTimeout  = 10 * time.Second
+	closeFlushTimeout      = 2 * time.Second
+	clientName             = "patrold"
+)
+
+// Bus owns the NATS connection and, when no URL is configured, the embedded
+// server. New validates; Start connects and ensures the stream; Close tears
+// down in reverse order.
+type Bus struct {
+	opts Options
+	log  *slog.Logger
+	m    connMetrics
+
+	// reconnectWait is DefaultReconnectWait; tests shorten it.
+	reconnectWait time.Duration
+
+	srv       *server.Server
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New validates opts (defaults fill zero values) and registers the
+// connection metrics on reg (nil: not exported).
+func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) (*Bus, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	setStr(&opts.Source, DefaultSource())
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newConnMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Bus{opts: opts, log: logger.With("component", "bus"), m: m, reconnectWait: DefaultReconnectWait}, nil
+}
+
+// Start starts the embedded server (URL empty) or connects to the
+// configured servers, then creates or updates the stream. An unreachable
+// external server at start is an error; later outages are reconnected
+// forever.
+func (b *Bus) Start(ctx context.Context) error {
+	if b.opts.URL == "" {
+		sopts, err := EmbeddedServerOptions(b.opts.Embedded.Listen, b.opts.Embedded.StoreDir)
+		if err != nil {
+			return err
+		}
+		if b.srv, err = StartEmbedded(sopts, b.log); err != nil {
+			return err
+		}
+		b.log.Info("embedded nats started", "url", b.srv.ClientURL(), "store_dir", b.opts.Embedded.StoreDir)
+	}
+	if err := b.connect(); err != nil {
+		return errors.Join(err, b.Close())
+	}
+	if err := b.ensureStream(ctx); err != nil {
+		return errors.Join(err, b.Close())
+	}
+	return nil
+}
+
+func (b *Bus) connect() error {
+	copts, err := b.clientOptions()
+	if err != nil {
+		return err
+	}
+	url := b.opts.URL
+	if b.srv != nil {
+		url = b.srv.ClientURL()
+		copts = append(copts, nats.InProcessServer(b.srv))
+	}
+	nc, err := nats.Connect(url, copts...)
+	if err != nil {
+		return fmt.Errorf("nats.url: connect to %s: %w", url, err)
+	}
+	b.m.connected.Set(1)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(DefaultPublishTimeout))
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	b.nc, b.js = nc, js
+	return nil
+}
+
+func (b *Bus) clientOptions() ([]nats.Option, error) {
+	o := b.opts
+	copts := []nats.Option{
+		nats.Name(clientName),
+		nats.Timeout(DefaultConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(b.reconnectWait),
+		nats.ReconnectJitter(min(DefaultReconnectJitter, b.reconnectWait), min(DefaultReconnectJitter, b.reconnectWait)),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			b.m.connected.Set(0)
+			b.log.Warn("nats disconnected", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			b.m.connected.Set(1)
+			b.m.reconnects.Inc()
+			b.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			b.log.Warn("nats async error", "subject", subj, "err", err)
+		}),
+	}
+	if o.URL == "" {
+		return copts, nil // in-process, no auth configured on the embedded server
+	}
+	switch {
+	case o.CredentialsFile != "":
+		if _, err := os.Stat(o.CredentialsFile); err != nil {
+			return nil, fmt.Errorf("nats.credentials_file: %w", err)
+		}
+		copts = append(copts, nats.UserCredentials(o.CredentialsFile))
+	case o.User != "":
+		copts = append(copts, nats.UserInfo(o.User, o.Password))
+	case o.TokenFile != "":
+		raw, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats.token_file: %w", err)
+		}
+		tok := strings.TrimSpace(string(raw))
+		if tok == "" {
+			return nil, fmt.Errorf("nats.token_file: %s is empty", o.TokenFile)
+		}
+		copts = append(copts, nats.Token(tok))
+	}
+	if o.TLS.CAFile != "" {
+		if _, err := os.Stat(o.TLS.CAFile); err != nil {
+			return nil, fmt.Errorf("nats.tls.ca_file: %w", err)
+		}
+		copts = append(copts, nats.RootCAs(o.TLS.CAFile))
+	}
+	if o.TLS.CertFile != "" {
+		for key, f := range map[string]string{"cert_file": o.TLS.CertFile, "key_file": o.TLS.KeyFile} {
+			if _, err := os.Stat(f); err != nil {
+				return nil, fmt.Errorf("nats.tls.%s: %w", key, err)
+			}
+		}
+		copts = append(copts, nats.ClientCert(o.TLS.CertFile, o.TLS.KeyFile))
+	}
+	return copts, nil
+}
+
+// StreamConfig is the configuration of the stream capturing `<prefix>.>`.
+func (o Options) StreamConfig() jetstream.StreamConfig {
+	o = o.withDefaults()
+	return jetstream.StreamConfig{
+		Name:        o.Stream.Name,
+		Description: "patrold events (CloudEvents 1.0, structured JSON)",
+		Subjects:    []string{o.SubjectPrefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		Storage:     jetstream.FileStorage,
+		MaxAge:      o.Stream.MaxAge,
+		MaxBytes:    o.Stream.MaxBytes,
+		Replicas:    o.Stream.Replicas,
+		Duplicates:  o.Stream.DuplicateWindow,
+	}
+}
+
+func (b *Bus) ensureStream(ctx context.Context) error {
+	cfg := b.opts.StreamConfig()
+	if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("nats.stream: create or update %s: %w", cfg.Name, err)
+	}
+	return nil
+}
+
+// Conn is the client connection; nil before Start.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// JetStream is the JetStream context; nil before Start.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Prefix is the subject prefix.
+func (b *Bus) Prefix() string { return b.opts.SubjectPrefix }
+
+// Source is the CloudEvents source.
+func (b *Bus) Source() string { return b.opts.Source }
+
+// StreamName is the name of the events stream.
+func (b *Bus) StreamName() string { return b.opts.Stream.Name }
+
+// ClientURL is the embedded server's client URL, or the configured URL.
+func (b *Bus) ClientURL() string {
+	if b.srv != nil {
+		return b.srv.ClientURL()
+	}
+	return b.opts.URL
+}
+
+// Close flushes and closes the connection, then shuts the embedded server
+// down. It is idempotent.
+func (b *Bus) Close() error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.nc != nil {
+			if err := b.nc.FlushTimeout(closeFlushTimeout); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				errs = append(errs, fmt.Errorf("flush nats: %w", err))
+			}
+			b.nc.Close()
+			b.m.connected.Set(0)
+		}
+		if b.srv != nil {
+			b.srv.Shutdown()
+			b.srv.WaitForShutdown()
+		}
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}

@@ -1,0 +1,157 @@
+package bus
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestBusEmbeddedServesTheStreamOnItsListener(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	store := t.TempDir()
+	b, err := New(Options{Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: store},
+		Stream: StreamOptions{MaxAge: 48 * time.Hour, MaxBytes: 64 << 20}}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Close() }()
+
+	// A separate TCP client (what `nats sub 'patrol.>'` would be) sees the
+	// stream the bus created.
+	_, js := connect(t, b.ClientURL())
+	st, err := js.Stream(ctx, "PATROL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if len(cfg.Subjects) != 1 || cfg.Subjects[0] != "patrol.>" || cfg.Storage != jetstream.FileStorage ||
+		cfg.MaxAge != 48*time.Hour || cfg.MaxBytes != 64<<20 || cfg.Replicas != 1 || cfg.Duplicates != DefaultStreamDuplicate {
+		t.Fatalf("stream config %+v", cfg)
+	}
+	if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
+		t.Fatalf("JetStream files not under the store dir: %v", err)
+	}
+	if got := testutil.ToFloat64(b.m.connected); got != 1 {
+		t.Fatalf("patrold_bus_connected %v", got)
+	}
+	if !strings.HasPrefix(b.Source(), "patrold/") {
+		t.Fatalf("default source %q", b.Source())
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := nats.Connect(b.ClientURL(), nats.Timeout(300*time.Millisecond)); err == nil {
+		t.Fatal("embedded server still accepts connections after Close")
+	}
+}
+
+// Restarting the bus on the same store dir keeps the stream's messages and
+// updates its limits.
+func TestBusRestartKeepsStreamAndAppliesNewLimits(t *testing.T) {
+	store := t.TempDir()
+	start := func(maxAge time.Duration) *Bus {
+		b, err := New(Options{Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: store},
+			Stream: StreamOptions{MaxAge: maxAge}}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := start(time.Hour)
+	if _, err := b.JetStream().Publish(context.Background(), "patrol.runs.completed", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	b = start(2 * time.Hour)
+	defer func() { _ = b.Close() }()
+	st, err := b.JetStream().Stream(context.Background(), "PATROL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.CachedInfo()
+	if info.State.Msgs != 1 || info.Config.MaxAge != 2*time.Hour {
+		t.Fatalf("after restart: %d msgs, max_age %s", info.State.Msgs, info.Config.MaxAge)
+	}
+}
+
+func TestBusConnectsToExternalServerWithTokenFile(t *testing.T) {
+	sopts, err := EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sopts.Authorization = "s3cret-token"
+	srv, err := StartEmbedded(sopts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("wrong"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	b, err := New(Options{URL: srv.ClientURL(), TokenFile: good}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatalf("start with the right token: %v", err)
+	}
+	if _, err := b.JetStream().Stream(ctx, "PATROL"); err != nil {
+		t.Fatalf("stream not created on the external server: %v", err)
+	}
+	_ = b.Close()
+	if srv.Running() == false {
+		t.Fatal("closing a bus with an external URL stopped the server")
+	}
+
+	b, err = New(Options{URL: srv.ClientURL(), TokenFile: bad}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err == nil || !strings.Contains(err.Error(), "nats.url") || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("wrong token: %v", err)
+	}
+}
+
+func TestBusStartErrorsNameTheKey(t *testing.T) {
+	cases := map[string]Options{
+		"nats.embedded.store_dir": {Embedded: EmbeddedOptions{Listen: "127.0.0.1:0"}},
+		"nats.token_file":         {URL: "nats://127.0.0.1:1", TokenFile: filepath.Join(t.TempDir(), "missing")},
+		"nats.credentials_file":   {URL: "nats://127.0.0.1:1", CredentialsFile: filepath.Join(t.TempDir(), "missing")},
+		"nats.tls.ca_file":        {URL: "nats://127.0.0.1:1", TLS: TLSOptions{CAFile: filepath.Join(t.TempDir(), "missing")}},
+	}
+	for key, o := range cases {
+		b, err := New(o, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: New: %v", key, err)
+		}
+		if err := b.Start(context.Background()); err == nil || !strings.HasPrefix(err.Error(), key+":") {
+			t.Errorf("%s: Start error %v", key, err)
+		}
+	}
+}

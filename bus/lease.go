@@ -1,0 +1,236 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Lease defaults.
+const (
+	DefaultLeaseKey    = "patrol"
+	leaseReleaseWait   = 2 * time.Second
+	leaseMinFollowPoll = 100 * time.Millisecond
+)
+
+// KeyValueStores is the part of jetstream.JetStream the lease uses.
+type KeyValueStores interface {
+	CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
+}
+
+var _ KeyValueStores = (jetstream.JetStream)(nil)
+
+// LeaseOptions configure a Lease.
+type LeaseOptions struct {
+	Bucket string // default DefaultLeaseBucket
+	Key    string // default DefaultLeaseKey
+	// Holder identifies this instance and must be unique among instances
+	// (e.g. hostname and pid, or an instance id).
+	Holder string
+	// TTL is how long a lease outlives its last renewal; at least 1 s.
+	TTL    time.Duration
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Lease is a leader lease on a JetStream KV key whose bucket has a TTL. The
+// holder renews every TTL/3 with a revision-checked update; others try to
+// create the key every TTL/5 and succeed once it expired or was released.
+// A holder counts itself leader only until TTL after the start of its last
+// successful write, which is never later than the server expires the key,
+// so two instances are never leader at once (clocks running at the same
+// rate assumed).
+type Lease struct {
+	js  KeyValueStores
+	o   LeaseOptions
+	log *slog.Logger
+
+	opMu sync.Mutex // serialises KV writes (renew, acquire, release)
+	kv   jetstream.KeyValue
+
+	mu         sync.Mutex // guards the fields below; never held across I/O
+	leader     bool
+	held       bool // the key was last written by us (released by Close)
+	rev        uint64
+	validUntil time.Time
+	closed     bool
+	done       chan struct{}
+}
+
+// NewLease validates the options.
+func NewLease(js KeyValueStores, o LeaseOptions) (*Lease, error) {
+	if js == nil {
+		return nil, errors.New("lease: JetStream is required")
+	}
+	setStr(&o.Bucket, DefaultLeaseBucket)
+	setStr(&o.Key, DefaultLeaseKey)
+	setNum(&o.TTL, DefaultLeaseTTL)
+	switch {
+	case !ValidToken(o.Bucket):
+		return nil, fmt.Errorf("nats.lease.bucket: %q must be letters, digits, - and _", o.Bucket)
+	case !ValidToken(o.Key):
+		return nil, fmt.Errorf("lease: Key %q must be letters, digits, - and _", o.Key)
+	case o.Holder == "":
+		return nil, errors.New("lease: Holder is required")
+	case o.TTL < minLeaseTTL:
+		return nil, fmt.Errorf("nats.lease.ttl: must be at least %s, got %s", minLeaseTTL, o.TTL)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := o.Logger.With("component", "lease", "bucket", o.Bucket, "holder", o.Holder)
+	return &Lease{js: js, o: o, log: log, done: make(chan struct{})}, nil
+}
+
+// IsLeader reports whether this instance holds a lease that has not run out.
+func (l *Lease) IsLeader() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leader && l.o.Now().Before(l.validUntil)
+}
+
+// Run creates the bucket, then acquires and renews the lease until ctx ends
+// or Close is called. It does not release the key; Close does.
+func (l *Lease) Run(ctx context.Context) error {
+	kv, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      l.o.Bucket,
+		Description: "patrold leader lease",
+		TTL:         l.o.TTL,
+		History:     1,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err)
+	}
+	l.opMu.Lock()
+	l.kv = kv
+	l.opMu.Unlock()
+	for {
+		wait := l.step(ctx)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-l.done:
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// step renews or tries to acquire once and returns the wait until the next.
+func (l *Lease) step(ctx context.Context) time.Duration {
+	l.opMu.Lock()
+	defer l.opMu.Unlock()
+	l.mu.Lock()
+	leader, rev, closed := l.leader, l.rev, l.closed
+	if leader && !l.o.Now().Before(l.validUntil) {
+		leader, l.leader = false, false
+		l.log.Warn("leader lease ran out before it could be renewed")
+	}
+	l.mu.Unlock()
+	if closed {
+		return l.o.TTL
+	}
+	opCtx, cancel := context.WithTimeout(ctx, l.o.TTL/3)
+	defer cancel()
+	start := l.o.Now()
+	if leader {
+		newRev, err := l.kv.Update(opCtx, l.o.Key, []byte(l.o.Holder), rev)
+		l.record(start, newRev, err, errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound))
+		return l.o.TTL / 3
+	}
+	newRev, err := l.kv.Create(opCtx, l.o.Key, []byte(l.o.Holder))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		newRev, err = l.reclaim(opCtx)
+	}
+	l.record(start, newRev, err, true)
+	if err == nil {
+		return l.o.TTL / 3
+	}
+	return max(l.o.TTL/5, leaseMinFollowPoll)
+}
+
+// reclaim takes over a key that still names this holder (a restart inside
+// the TTL); any other holder's key is left alone.
+func (l *Lease) reclaim(ctx context.Context) (uint64, error) {
+	e, err := l.kv.Get(ctx, l.o.Key)
+	if err != nil {
+		return 0, err
+	}
+	if string(e.Value()) != l.o.Holder {
+		return 0, jetstream.ErrKeyExists
+	}
+	return l.kv.Update(ctx, l.o.Key, []byte(l.o.Holder), e.Revision())
+}
+
+// record applies the result of a write that started at start. lose says
+// whether a failure ends leadership now (another holder, or a deleted key)
+// rather than when the current lease runs out.
+func (l *Lease) record(start time.Time, rev uint64, err error, lose bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.held, l.rev = true, rev
+	} else if lose {
+		l.held = false
+	}
+	if l.closed {
+		return
+	}
+	if err == nil {
+		if !l.leader {
+			l.log.Info("leader lease acquired", "ttl", l.o.TTL)
+		}
+		l.leader, l.validUntil = true, start.Add(l.o.TTL)
+		return
+	}
+	if l.leader && lose {
+		l.leader = false
+		l.log.Warn("leader lease lost", "err", err)
+	} else if l.leader {
+		l.log.Warn("leader lease renewal failed; still leader until the lease runs out", "err", err, "until", l.validUntil)
+	} else if !errors.Is(err, jetstream.ErrKeyExists) {
+		l.log.Debug("leader lease not acquired", "err", err)
+	}
+}
+
+// Close stops Run and releases a held lease (a revision-checked delete) so
+// another instance can take over at once. It is idempotent.
+func (l *Lease) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	l.leader = false
+	l.mu.Unlock()
+	l.opMu.Lock() // wait for a write in flight
+	defer l.opMu.Unlock()
+	l.mu.Lock()
+	held, rev := l.held, l.rev
+	l.held = false
+	l.mu.Unlock()
+	if !held || l.kv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseReleaseWait)
+	defer cancel()
+	if err := l.kv.Delete(ctx, l.o.Key, jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("release leader lease: %w", err)
+	}
+	l.log.Info("leader lease released")
+	return nil
+}

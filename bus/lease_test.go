@@ -1,0 +1,195 @@
+package bus
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const leaseTTL = time.Second
+
+type leaseHarness struct {
+	t      *testing.T
+	leases [2]*Lease
+	cancel [2]context.CancelFunc
+	ticks  [2]atomic.Int64
+	both   atomic.Int64 // samples where both claimed leadership
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// newLeaseHarness runs two lease holders on one server and a scheduler
+// loop per holder that "ticks" only while it is leader, like the patrol
+// scheduler would.
+func newLeaseHarness(t *testing.T, js jetstream.JetStream) *leaseHarness {
+	h := &leaseHarness{t: t, stop: make(chan struct{})}
+	for i, holder := range []string{"patrold-a", "patrold-b"} {
+		l, err := NewLease(js, LeaseOptions{Key: "scheduler", Holder: holder, TTL: leaseTTL, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		h.leases[i], h.cancel[i] = l, cancel
+		h.wg.Add(1)
+		go func() { defer h.wg.Done(); _ = l.Run(ctx) }()
+		if i == 0 { // make a the first leader
+			waitFor(t, 3*time.Second, "a leads", l.IsLeader)
+		}
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-tick.C:
+			}
+			a, b := h.leases[0].IsLeader(), h.leases[1].IsLeader()
+			if a && b {
+				h.both.Add(1)
+			}
+			if a {
+				h.ticks[0].Add(1)
+			}
+			if b {
+				h.ticks[1].Add(1)
+			}
+		}
+	}()
+	t.Cleanup(h.close)
+	return h
+}
+
+func (h *leaseHarness) close() {
+	select {
+	case <-h.stop:
+		return
+	default:
+	}
+	close(h.stop)
+	for i := range h.leases {
+		h.cancel[i]()
+		_ = h.leases[i].Close()
+	}
+	h.wg.Wait()
+}
+
+// untilLeader waits for holder i and returns how long it took.
+func (h *leaseHarness) untilLeader(i int, within time.Duration) time.Duration {
+	start := time.Now()
+	waitFor(h.t, within, "takeover", h.leases[i].IsLeader)
+	return time.Since(start)
+}
+
+func TestLeaseOneLeaderAndHandoverOnClose(t *testing.T) {
+	srv := startServer(t)
+	_, js := connect(t, srv.url())
+	h := newLeaseHarness(t, js)
+
+	time.Sleep(3 * leaseTTL) // several renewals: a keeps it, b never gets it
+	if h.ticks[0].Load() == 0 || h.ticks[1].Load() != 0 {
+		t.Fatalf("ticks a=%d b=%d, want only a", h.ticks[0].Load(), h.ticks[1].Load())
+	}
+	if err := h.leases[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	aTicks := h.ticks[0].Load()
+	took := h.untilLeader(1, 2*leaseTTL)
+	if took > leaseTTL {
+		t.Errorf("b took %s to lead after a released, want within one TTL (%s)", took, leaseTTL)
+	}
+	time.Sleep(leaseTTL)
+	if h.ticks[0].Load() != aTicks || h.ticks[1].Load() == 0 {
+		t.Errorf("after handover ticks a=%d (was %d) b=%d", h.ticks[0].Load(), aTicks, h.ticks[1].Load())
+	}
+	if n := h.both.Load(); n != 0 {
+		t.Fatalf("both were leader in %d samples", n)
+	}
+}
+
+// When the leader's renewals stop (hung or partitioned, never released),
+// it stops claiming leadership within one TTL of its last renewal and the
+// other holder takes over once the key expires.
+func TestLeaseTakeoverWhenRenewalsStop(t *testing.T) {
+	srv := startServer(t)
+	_, js := connect(t, srv.url())
+	h := newLeaseHarness(t, js)
+	time.Sleep(leaseTTL / 2)
+
+	h.cancel[0]() // a's Run returns: no more renewals, no release
+	stopped := time.Now()
+	waitFor(t, leaseTTL+100*time.Millisecond, "a gives up", func() bool { return !h.leases[0].IsLeader() })
+	if d := time.Since(stopped); d > leaseTTL {
+		t.Errorf("a still leader %s after its renewals stopped", d)
+	}
+	// Expiry is TTL after a's last write (at most TTL/3 before the stop),
+	// plus b's poll (TTL/5) and the server's expiry timer.
+	took := h.untilLeader(1, 3*leaseTTL)
+	if took > leaseTTL+leaseTTL/2 {
+		t.Errorf("b took %s to lead after a stopped renewing", took)
+	}
+	if n := h.both.Load(); n != 0 {
+		t.Fatalf("both were leader in %d samples", n)
+	}
+}
+
+// A holder whose key was taken over (here: deleted and re-created by
+// another holder) loses leadership on its next renewal instead of waiting
+// for the TTL.
+func TestLeaseLostOnRevisionMismatch(t *testing.T) {
+	srv := startServer(t)
+	_, js := connect(t, srv.url())
+	l, err := NewLease(js, LeaseOptions{Holder: "a", TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Run(ctx) }()
+	waitFor(t, 3*time.Second, "a leads", l.IsLeader)
+	kv, err := js.KeyValue(ctx, DefaultLeaseBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, DefaultLeaseKey, []byte("intruder")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "a loses at its next renewal", func() bool { return !l.IsLeader() })
+	time.Sleep(1500 * time.Millisecond)
+	if l.IsLeader() {
+		t.Fatal("a took back a key held by another holder")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, DefaultLeaseKey)
+	if err != nil || string(e.Value()) != "intruder" {
+		t.Fatalf("Close touched another holder's key: %v %v", e, err)
+	}
+}
+
+func TestNewLeaseNamesBadOptions(t *testing.T) {
+	var js KeyValueStores = jetstream.JetStream(nil)
+	if _, err := NewLease(js, LeaseOptions{Holder: "a"}); err == nil || !strings.Contains(err.Error(), "JetStream") {
+		t.Errorf("nil js: %v", err)
+	}
+	srv := startServer(t)
+	_, real := connect(t, srv.url())
+	for want, o := range map[string]LeaseOptions{
+		"Holder":            {},
+		"nats.lease.ttl":    {Holder: "a", TTL: 10 * time.Millisecond},
+		"nats.lease.bucket": {Holder: "a", Bucket: "bad bucket"},
+	} {
+		if _, err := NewLease(real, o); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/findings"
+)
+
+// Relay defaults.
+const (
+	DefaultRelayInterval   = time.Second
+	DefaultRelayAckTimeout = 10 * time.Second
+	relayBackoffMin        = 250 * time.Millisecond
+	relayBackoffMax        = 30 * time.Second
+	relayPruneEvery        = 10 * time.Minute
+	maxBatch               = 4000 // below nats.go's async pending cap
+)
+
+// Outbox is what the relay needs from the findings store. PendingEvents
+// returns unsent rows in ascending Seq.
+type Outbox interface {
+	PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error)
+	MarkSent(ctx context.Context, seqs []int64, at time.Time) error
+	PruneSent(ctx context.Context, before time.Time) (int64, error)
+	PendingCount(ctx context.Context) (int64, error)
+}
+
+// Publisher is the part of jetstream.JetStream the relay uses.
+type Publisher interface {
+	PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+}
+
+var _ Publisher = (jetstream.JetStream)(nil)
+
+// RelayOptions configure a Relay. Zero durations and sizes take defaults.
+type RelayOptions struct {
+	Outbox    Outbox
+	JetStream Publisher
+	Prefix    string // subject prefix, e.g. "patrol"
+	Source    string // CloudEvents source; "" = DefaultSource()
+	Batch     int    // rows per publish window
+	Retention time.Duration
+	// Interval is the polling fallback between kicks.
+	Interval time.Duration
+	// AckTimeout bounds the wait for one window's acks.
+	AckTimeout time.Duration
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Now        func() time.Time
+}
+
+// Relay publishes outbox rows to JetStream in Seq order and marks them sent
+// after the ack. Each row's id is the Nats-Msg-Id, so a row republished
+// after a crash or a lost ack is dropped by the stream's duplicate window.
+type Relay struct {
+	opts    RelayOptions
+	kick    chan struct{}
+	mu      sync.Mutex // serialises Flush
+	lastPrn time.Time
+	m       relayMetrics
+}
+
+// NewRelay validates the options and registers the outbox metrics.
+func NewRelay(o RelayOptions) (*Relay, error) {
+	switch {
+	case o.Outbox == nil:
+		return nil, errors.New("relay: Outbox is required")
+	case o.JetStream == nil:
+		return nil, errors.New("relay: JetStream is required")
+	case !ValidToken(o.Prefix):
+		return nil, fmt.Errorf("relay: Prefix %q is not a single NATS subject token", o.Prefix)
+	case o.Batch < 0 || o.Batch > maxBatch:
+		return nil, fmt.Errorf("relay: Batch must be 0..%d, got %d", maxBatch, o.Batch)
+	case o.Retention < 0 || o.Interval < 0 || o.AckTimeout < 0:
+		return nil, errors.New("relay: Retention, Interval and AckTimeout must not be negative")
+	}
+	setNum(&o.Batch, DefaultOutboxBatch)
+	setNum(&o.Retention, DefaultOutboxRetention)
+	setNum(&o.Interval, DefaultRelayInterval)
+	setNum(&o.AckTimeout, DefaultRelayAckTimeout)
+	setStr(&o.Source, DefaultSource())
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	m, err := newRelayMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	o.Logger = o.Logger.With("component", "outbox_relay")
+	return &Relay{opts: o, kick: make(chan struct{}, 1), m: m}, nil
+}
+
+// Kick wakes the relay now, e.g. right after a commit that wrote rows. It
+// never blocks.
+func (r *Relay) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run publishes until ctx ends: after every Kick, every Interval, and with
+// exponential backoff (capped at 30 s) while publishing fails. It returns
+// nil when ctx is cancelled.
+func (r *Relay) Run(ctx context.Context) error {
+	backoff := time.Duration(0)
+	for {
+		err := r.Flush(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := r.opts.Interval
+		if err != nil {
+			backoff = min(max(2*backoff, relayBackoffMin), relayBackoffMax)
+			wait = backoff
+			r.opts.Logger.Warn("outbox publish failed, retrying", "err", err, "retry_in", backoff)
+		} else {
+			backoff = 0
+			r.prune(ctx)
+		}
+		timer := time.NewTimer(wait)
+		kick := r.kick
+		if err != nil {
+			kick = nil // a kick must not cut a backoff short
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		case <-kick:
+			timer.Stop()
+		}
+	}
+}
+
+// Flush publishes every row pending when it is called, window by window,
+// and returns the first error. Rows are marked sent only after their ack,
+// and only as an unbroken prefix, so nothing is skipped or reordered.
+func (r *Relay) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer r.updatePending(ctx)
+	for {
+		rows, err := r.opts.Outbox.PendingEvents(ctx, r.opts.Batch)
+		if err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		acked, pubErr := r.publishWindow(ctx, rows)
+		if acked > 0 {
+			seqs := make([]int64, acked)
+			for i := range seqs {
+				seqs[i] = rows[i].Seq
+			}
+			if err := r.opts.Outbox.MarkSent(ctx, seqs, r.opts.Now()); err != nil {
+				return fmt.Errorf("mark %d outbox rows sent: %w", acked, err)
+			}
+			r.m.published.Add(float64(acked))
+		}
+		if pubErr != nil {
+			r.m.failures.Add(float64(len(rows) - acked))
+			return pubErr
+		}
+		if len(rows) < r.opts.Batch {
+			return nil
+		}
+	}
+}
+
+// publishWindow publishes rows asynchronously and waits for their acks in
+// order. It returns how many leading rows were acked.
+func (r *Relay) publishWindow(ctx context.Context, rows []findings.OutboxEvent) (int, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	var sendErr error
+	for _, row := range rows {
+		msg, err := r.message(row)
+		if err == nil {
+			var f jetstream.PubAckFuture
+			if f, err = r.opts.JetStream.PublishMsgAsync(msg); err == nil {
+				futures = append(futures, f)
+				continue
+			}
+		}
+		sendErr = fmt.Errorf("publish outbox seq %d (id %s): %w", row.Seq, row.ID, err)
+		break
+	}
+	acked, ackErr := r.awaitAcks(ctx, rows, futures)
+	if ackErr != nil {
+		return acked, ackErr // an earlier row failed first
+	}
+	return acked, sendErr
+}
+
+// awaitAcks waits for the futures in order and counts the unbroken prefix
+// of acks. A timeout or a cancelled ctx stops the wait.
+func (r *Relay) awaitAcks(ctx context.Context, rows []findings.OutboxEvent, futures []jetstream.PubAckFuture) (int, error) {
+	timer := time.NewTimer(r.opts.AckTimeout)
+	defer timer.Stop()
+	acked := 0
+	var firstErr error
+	for i, f := range futures {
+		var err error
+		stop := false
+		select {
+		case <-f.Ok():
+		case err = <-f.Err():
+		case <-timer.C:
+			err, stop = fmt.Errorf("no ack within %s", r.opts.AckTimeout), true
+		case <-ctx.Done():
+			err, stop = ctx.Err(), true
+		}
+		if err == nil {
+			if firstErr == nil {
+				acked++
+			}
+			continue
+		}
+		if firstErr == nil {
+			firstErr = fmt.Errorf("publish outbox seq %d (id %s): %w", rows[i].Seq, rows[i].ID, err)
+		}
+		if stop {
+			break
+		}
+	}
+	return acked, firstErr
+}
+
+func (r *Relay) message(row findings.OutboxEvent) (*nats.Msg, error) {
+	return EventMessage(r.opts.Prefix, r.opts.Source, row)
+}
+
+func (r *Relay) prune(ctx context.Context) {
+	now := r.opts.Now()
+	if !r.lastPrn.IsZero() && now.Sub(r.lastPrn) < relayPruneEvery {
+		return
+	}
+	r.lastPrn = now
+	n, err := r.opts.Outbox.PruneSent(ctx, now.Add(-r.opts.Retention))
+	if err != nil {
+		r.opts.Logger.Warn("prune sent outbox rows", "err", err)
+		return
+	}
+	if n > 0 {
+		r.opts.Logger.Debug("pruned sent outbox rows", "rows", n)
+	}
+}
+
+func (r *Relay) updatePending(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	n, err := r.opts.Outbox.PendingCount(ctx)
+	if err != nil {
+		r.opts.Logger.Warn("count pending outbox rows", "err", err)
+		return
+	}
+	r.m.pending.Set(float64(n))
+}

@@ -1,0 +1,78 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbeddedReadyTimeout bounds the wait for the embedded server to accept
+// connections.
+const EmbeddedReadyTimeout = 10 * time.Second
+
+const embeddedServerName = "patrold"
+
+// EmbeddedServerOptions are the nats-server options of the embedded server:
+// JetStream on, files under storeDir, listening on listen ("host:port"; port
+// 0 picks a free port). Tests use it to run the same server kind.
+func EmbeddedServerOptions(listen, storeDir string) (*server.Options, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("nats.embedded.listen: %q is not host:port: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("nats.embedded.listen: port %q must be 0..65535", portStr)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	if storeDir == "" {
+		return nil, errors.New("nats.embedded.store_dir: required for the embedded server (the daemon sets <data_dir>/nats)")
+	}
+	return &server.Options{
+		ServerName: embeddedServerName,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		NoSigs:     true,
+		// The daemon's HTTP API serves metrics; no NATS monitoring port.
+		HTTPPort: 0,
+	}, nil
+}
+
+// StartEmbedded starts an in-process nats-server with the given options and
+// waits until it accepts connections. logger may be nil.
+func StartEmbedded(opts *server.Options, logger *slog.Logger) (*server.Server, error) {
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if logger != nil {
+		srv.SetLoggerV2(serverLogger{logger.With("component", "nats_server")}, false, false, false)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(EmbeddedReadyTimeout) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("embedded nats: not ready to accept connections on %s:%d within %s", opts.Host, opts.Port, EmbeddedReadyTimeout)
+	}
+	return srv, nil
+}
+
+// serverLogger adapts slog to nats-server's Logger. Notices are logged at
+// debug level: the server is chatty at start and patrold logs its own
+// summary.
+type serverLogger struct{ l *slog.Logger }
+
+func (s serverLogger) Noticef(f string, v ...any) { s.l.Debug(fmt.Sprintf(f, v...)) }
+func (s serverLogger) Warnf(f string, v ...any)   { s.l.Warn(fmt.Sprintf(f, v...)) }
+func (s serverLogger) Fatalf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...)) }
+func (s serverLogger) Errorf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...)) }
+func (s serverLogger) Debugf(f string, v ...any)  { s.l.Debug(fmt.Sprintf(f, v...)) }
+func (s serverLogger) Tracef(f string, v ...any)  {}

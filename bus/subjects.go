@@ -1,0 +1,146 @@
+package bus
+
+import (
+	"fmt"
+
+	"github.com/patrold/patrold/findings"
+)
+
+// Subjects and CloudEvents types (CONTRACTS.md §4). Subjects here are
+// relative to the configured prefix: the outbox stores "findings.opened.warning"
+// and the relay publishes "<prefix>.findings.opened.warning". The helpers are
+// pure so the findings and patrol packages can call them while writing outbox
+// rows.
+
+// FindingEvent is a finding lifecycle event that is published.
+type FindingEvent string
+
+// Finding events.
+const (
+	FindingOpened     FindingEvent = "opened"
+	FindingUpdated    FindingEvent = "updated"
+	FindingRepeated   FindingEvent = "repeated"
+	FindingResolved   FindingEvent = "resolved"
+	FindingReopened   FindingEvent = "reopened"
+	FindingSuppressed FindingEvent = "suppressed"
+)
+
+// FindingEvents lists every finding event.
+var FindingEvents = []FindingEvent{FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed}
+
+// ApprovalEvent is an approval lifecycle event.
+type ApprovalEvent string
+
+// Approval events.
+const (
+	ApprovalRequested ApprovalEvent = "requested"
+	ApprovalApproved  ApprovalEvent = "approved"
+	ApprovalDenied    ApprovalEvent = "denied"
+	ApprovalExpired   ApprovalEvent = "expired"
+)
+
+// ApprovalEvents lists every approval event.
+var ApprovalEvents = []ApprovalEvent{ApprovalRequested, ApprovalApproved, ApprovalDenied, ApprovalExpired}
+
+// Severities a finding subject may carry (BEHAVIOUR.md §4).
+var Severities = []string{"info", "watch", "warning", "critical"}
+
+// Fixed relative subjects and their CloudEvents types.
+const (
+	SubjectRunCompleted        = "runs.completed"
+	TypeRunCompleted           = "patrold.run.completed"
+	SubjectRemediationRequests = "remediation.requests"
+	TypeRemediationRequest     = "patrold.remediation.request"
+	SubjectRemediationOutcomes = "remediation.outcomes"
+	TypeRemediationOutcome     = "patrold.remediation.outcome"
+	typeApprovalPrefix         = "patrold.approval."
+)
+
+// FindingSubject returns the relative subject and the type of a finding
+// event, e.g. ("findings.opened.warning", "patrold.finding.opened").
+func FindingSubject(event FindingEvent, severity string) (subject, typ string, err error) {
+	if !event.Valid() {
+		return "", "", fmt.Errorf("finding event %q is not one of %v", event, FindingEvents)
+	}
+	if !validSeverity(severity) {
+		return "", "", fmt.Errorf("severity %q is not one of %v", severity, Severities)
+	}
+	subject, typ = findings.FindingSubject(string(event), findings.Severity(severity))
+	return subject, typ, nil
+}
+
+// ApprovalSubject returns the relative subject and the type of an approval
+// event, e.g. ("approvals.requested", "patrold.approval.requested").
+func ApprovalSubject(event ApprovalEvent) (subject, typ string, err error) {
+	if !event.Valid() {
+		return "", "", fmt.Errorf("approval event %q is not one of %v", event, ApprovalEvents)
+	}
+	return "approvals." + string(event), typeApprovalPrefix + string(event), nil
+}
+
+// RunSubject returns the relative subject and type of a finished run.
+func RunSubject() (subject, typ string) { return SubjectRunCompleted, TypeRunCompleted }
+
+// RequestSubject returns the relative subject and type of a remediation request.
+func RequestSubject() (subject, typ string) {
+	return SubjectRemediationRequests, TypeRemediationRequest
+}
+
+// OutcomeSubject returns the relative subject and type of a remediation outcome.
+func OutcomeSubject() (subject, typ string) {
+	return SubjectRemediationOutcomes, TypeRemediationOutcome
+}
+
+// FullSubject joins the prefix and a relative subject.
+func FullSubject(prefix, relative string) string { return prefix + "." + relative }
+
+// Valid reports whether e is a known finding event.
+func (e FindingEvent) Valid() bool {
+	switch e {
+	case FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether e is a known approval event.
+func (e ApprovalEvent) Valid() bool {
+	switch e {
+	case ApprovalRequested, ApprovalApproved, ApprovalDenied, ApprovalExpired:
+		return true
+	}
+	return false
+}
+
+func validSeverity(s string) bool {
+	for _, v := range Severities {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// validRelative reports whether a relative subject from an outbox row is
+// publishable: tokens separated by dots, none empty, no wildcards or spaces.
+func validRelative(s string) bool {
+	if s == "" {
+		return false
+	}
+	tok := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if tok == 0 {
+				return false
+			}
+			tok = 0
+		case c == '*' || c == '>' || c <= ' ' || c == 0x7f:
+			return false
+		default:
+			tok++
+		}
+	}
+	return tok > 0
+}

@@ -1,0 +1,249 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/patrol"
+)
+
+// testConfig is a daemon on loopback with a file source under dir; cron
+// "" means hourly, natsURL "" an embedded server on a free port.
+func testConfig(t *testing.T, dir, cron, natsURL string) *config.Config {
+	t.Helper()
+	if cron == "" {
+		cron = "@every 1h"
+	}
+	base := "data_dir: " + dir + "\nlog: {level: warn}\n" +
+		"http: {listen: '127.0.0.1:0'}\n" +
+		"nats: {url: '" + natsURL + "', embedded: {listen: '127.0.0.1:0'}, lease: {ttl: 1s}}\n" +
+		"schedule: {cron: '" + cron + "', startup_delay: 1h}\n" +
+		"source: {kind: file, file: {path: " + filepath.Join(dir, "snapshot.json") + "}}\n"
+	cfg, err := config.Load([]byte(base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func useSnapshot(t *testing.T, dir, name string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func start(t *testing.T, cfg *config.Config) *daemon.Daemon {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	return d
+}
+
+type collector struct {
+	mu     sync.Mutex
+	byID   map[string]int
+	events []string // "type subject"
+}
+
+func subscribe(t *testing.T, url string) *collector {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c := &collector{byID: map[string]int{}}
+	_, err = nc.Subscribe("patrol.>", func(m *nats.Msg) {
+		var ev struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Subject string `json:"subject"`
+		}
+		if json.Unmarshal(m.Data, &ev) != nil {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.byID[ev.ID]++
+		c.events = append(c.events, ev.Type+" "+m.Subject)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	return c
+}
+
+func (c *collector) waitCount(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		if len(c.events) >= n {
+			out := append([]string(nil), c.events...)
+			c.mu.Unlock()
+			time.Sleep(200 * time.Millisecond) // and nothing more arrives
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.events) != n {
+				t.Fatalf("got %d events, want %d: %v", len(c.events), n, c.events)
+			}
+			for id, k := range c.byID {
+				if k != 1 {
+					t.Fatalf("event %s delivered %d times", id, k)
+				}
+			}
+			return out
+		}
+		c.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Fatalf("timed out with %d events, want %d: %v", len(c.events), n, c.events)
+	return nil
+}
+
+func count(events []string, prefix string) int {
+	n := 0
+	for _, e := range events {
+		if len(e) >= len(prefix) && e[:len(prefix)] == prefix {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPublishedEventsFollowThePolicy: a scripted sequence of runs produces
+// exactly the events the publish policy allows.
+func TestPublishedEventsFollowThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	d := start(t, testConfig(t, dir, "", ""))
+	sub := subscribe(t, d.NATSURL())
+	ctx := context.Background()
+	useSnapshot(t, dir, "faults.json")
+	if rep, err := d.RunNow(ctx, patrol.TriggerManual); err != nil || len(rep.Findings) != 9 {
+		t.Fatalf("run 1: %v %+v", err, rep)
+	}
+	d.RunNow(ctx, patrol.TriggerManual) // same faults: nothing but the run event
+	useSnapshot(t, dir, "healthy.json")
+	d.RunNow(ctx, patrol.TriggerManual) // all resolve
+	ev := sub.waitCount(t, 9+1+1+9+1)
+	if count(ev, "patrold.finding.opened patrol.findings.opened.") != 9 || count(ev, "patrold.finding.resolved patrol.findings.resolved.") != 9 ||
+		count(ev, "patrold.run.completed patrol.runs.completed") != 3 {
+		t.Fatalf("events: %v", ev)
+	}
+	if count(ev, "patrold.finding.opened patrol.findings.opened.critical") != 2 {
+		t.Fatalf("severity in subject: %v", ev)
+	}
+}
+
+// TestCommittedEventsSurviveACrash: a run committed with no relay running
+// (patrold run, or a crash before publishing) is delivered by the next
+// daemon on the same data dir.
+func TestCommittedEventsSurviveACrash(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, "", "")
+	useSnapshot(t, dir, "faults.json")
+	st, err := daemon.OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := daemon.RunSettings(cfg, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
+	if _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	// The daemon's embedded server starts empty (new store dir) but the
+	// outbox still holds the events: a subscriber attached before the
+	// relay's first pass sees them through the stream.
+	d := start(t, cfg)
+	nc, _ := nats.Connect(d.NATSURL())
+	defer nc.Close()
+	js, _ := nc.JetStream()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := js.StreamInfo("PATROL")
+		pending, _ := d.Store().PendingCount(context.Background())
+		if err == nil && info.State.Msgs == 10 && pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream: %+v %v", info, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLeaseOneSchedulerAtATime: two daemons on one NATS server; only the
+// lease holder runs scheduled ticks, and the other takes over within a TTL
+// or two when the holder stops.
+func TestLeaseOneSchedulerAtATime(t *testing.T) {
+	sopts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartEmbedded(sopts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	first, second := t.TempDir(), t.TempDir()
+	useSnapshot(t, first, "healthy.json")
+	useSnapshot(t, second, "healthy.json")
+	a := start(t, testConfig(t, first, "@every 1s", srv.ClientURL()))
+	time.Sleep(1500 * time.Millisecond) // a takes the lease first
+	b := start(t, testConfig(t, second, "@every 1s", srv.ClientURL()))
+	runs := func(d *daemon.Daemon) int {
+		list, err := d.Store().Runs(context.Background(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range list {
+			if r.Trigger == string(patrol.TriggerScheduled) {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(4 * time.Second)
+	ra, rb := runs(a), runs(b)
+	if ra < 3 || rb != 0 {
+		t.Fatalf("while a leads: a ran %d, b ran %d", ra, rb)
+	}
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	if got := runs(b); got < 2 {
+		t.Fatalf("b did not take over: %d runs", got)
+	}
+}

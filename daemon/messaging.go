@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+)
+
+// Consumer and lease names used by the daemon.
+const (
+	OutcomesDurable = "patrold-outcomes"
+	LeaseKey        = "scheduler"
+	flushTimeout    = 5 * time.Second
+)
+
+// messaging owns the NATS connection (and embedded server), the outbox
+// relay, the outcome consumer and the leader lease.
+type messaging struct {
+	bus    *bus.Bus
+	relay  *bus.Relay
+	lease  *bus.Lease
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// BusOptions completes the nats section for this data dir.
+func BusOptions(cfg *config.Config) bus.Options {
+	o := cfg.NATS
+	if o.URL == "" && o.Embedded.StoreDir == "" {
+		o.Embedded.StoreDir = filepath.Join(cfg.DataDir, "nats")
+	}
+	return o
+}
+
+func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messaging, error) {
+	b, err := bus.New(BusOptions(cfg), d.log, d.opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Start(ctx); err != nil {
+		return nil, err
+	}
+	m := &messaging{bus: b}
+	fail := func(err error) (*messaging, error) { return nil, errors.Join(err, b.Close()) }
+	m.relay, err = bus.NewRelay(bus.RelayOptions{
+		Outbox: d.store, JetStream: b.JetStream(), Prefix: b.Prefix(), Source: b.Source(),
+		Batch: cfg.NATS.Outbox.Batch, Retention: cfg.NATS.Outbox.Retention, Logger: d.log, Registerer: d.opts.Registerer,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	tr, err := bus.NewTransport(bus.TransportOptions{JetStream: b.JetStream(), Prefix: b.Prefix(), Stream: b.StreamName(),
+		Source: b.Source(), Logger: d.log, Registerer: d.opts.Registerer})
+	if err != nil {
+		return fail(err)
+	}
+	host, _ := os.Hostname()
+	m.lease, err = bus.NewLease(b.JetStream(), bus.LeaseOptions{Bucket: cfg.NATS.Lease.Bucket, Key: LeaseKey,
+		Holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), findings.NewID(d.opts.Now())[20:]), TTL: cfg.NATS.Lease.TTL, Logger: d.log})
+	if err != nil {
+		return fail(err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	m.goRun(func() error { return m.relay.Run(runCtx) })
+	m.goRun(func() error { return m.lease.Run(runCtx) })
+	m.goRun(func() error {
+		return tr.ConsumeOutcomes(runCtx, bus.ConsumerOptions{Stream: b.StreamName(), Durable: OutcomesDurable,
+			Subject: bus.FullSubject(b.Prefix(), bus.SubjectRemediationOutcomes)}, d.handleOutcome)
+	})
+	return m, nil
+}
+
+func (m *messaging) goRun(fn func() error) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		_ = fn()
+	}()
+}
+
+// leader reports whether this instance holds the scheduling lease.
+func (m *messaging) leader() bool { return m == nil || m.lease.IsLeader() }
+
+func (m *messaging) kick() {
+	if m != nil {
+		m.relay.Kick()
+	}
+}
+
+// stop flushes what is pending (bounded), releases the lease and closes
+// the connection and the embedded server.
+func (m *messaging) stop() error {
+	if m == nil {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	flushErr := m.relay.Flush(fctx)
+	cancel()
+	m.cancel()
+	m.wg.Wait()
+	return errors.Join(flushErr, m.lease.Close(), m.bus.Close())
+}
+
+// handleOutcome applies a remediation outcome to its finding. A finding
+// that no longer exists is acknowledged (nothing to update); other store
+// errors are retried by the consumer.
+func (d *Daemon) handleOutcome(ctx context.Context, o *bus.RemediationOutcome) error {
+	applied, err := d.store.RecordOutcome(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
+		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary}, d.opts.Now())
+	if errors.Is(err, findings.ErrNotFound) {
+		d.log.Warn("outcome for an unknown finding dropped", "finding", o.FindingID, "session", o.SessionID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if applied {
+		d.log.Info("remediation outcome recorded", "finding", o.FindingID, "attempt", o.Attempt, "outcome", o.Outcome)
+		d.msg.kick()
+	}
+	return nil
+}
