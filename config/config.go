@@ -9,6 +9,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
 	"github.com/patrold/patrold/snapshot/file"
@@ -27,7 +28,7 @@ type Config struct {
 	Schedule      ScheduleConfig      `koanf:"schedule" yaml:"schedule"`
 	Source        SourceConfig        `koanf:"source" yaml:"source"`
 	Alerts        alerts.Settings     `koanf:"alerts" yaml:"alerts"`
-	Model         ModelConfig         `koanf:"model" yaml:"model"`
+	Model         model.Options       `koanf:"model" yaml:"model"`
 	Patrol        PatrolConfig        `koanf:"patrol" yaml:"patrol"`
 	Findings      FindingsConfig      `koanf:"findings" yaml:"findings"`
 	Investigation InvestigationConfig `koanf:"investigation" yaml:"investigation"`
@@ -76,12 +77,6 @@ type SourceConfig struct {
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
 	Probe probe.Options `koanf:"probe" yaml:"probe"`
-}
-
-// ModelConfig selects the language model.
-type ModelConfig struct {
-	Provider   string        `koanf:"provider" yaml:"provider"` // none | openai | anthropic | script
-	MaxSkipAge time.Duration `koanf:"max_skip_age" yaml:"max_skip_age"`
 }
 
 // PatrolConfig configures patrol behaviour.
@@ -145,7 +140,7 @@ func Default() Config {
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
 			Probe:      probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency},
 		},
-		Model:  ModelConfig{Provider: "none", MaxSkipAge: 24 * time.Hour},
+		Model:  model.DefaultOptions(),
 		Patrol: PatrolConfig{Autonomy: "monitor"},
 		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: findings.DefaultRepeatInterval,
 			Flap: FlapConfig{Window: findings.DefaultFlapWindow, MaxTransitions: findings.DefaultFlapMaxTransitions}},

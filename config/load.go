@@ -16,6 +16,8 @@ import (
 	"github.com/knadh/koanf/v2"
 )
 
+const keyDelim = "\x1f"
+
 // EnvPrefix starts every environment override.
 const EnvPrefix = "PATROLD_"
 
@@ -38,7 +40,9 @@ func (e *Error) Error() string {
 // ("KEY=value"): defaults, then the file, then PATROLD_* overrides. It is a
 // pure function of its inputs. The result is validated.
 func Load(data []byte, environ []string) (*Config, error) {
-	k := koanf.New(".")
+	// The key delimiter is a control character, not ".", so map keys that
+	// contain dots (model names in model.prices, such as gpt-4.1) stay whole.
+	k := koanf.New(keyDelim)
 	if len(strings.TrimSpace(string(data))) > 0 {
 		if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
 			return nil, &Error{Problems: []string{"yaml: " + cleanYAMLError(err)}}
@@ -48,7 +52,7 @@ func Load(data []byte, environ []string) (*Config, error) {
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
 	}
-	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil {
+	if err := k.Load(confmap.Provider(envMap, "."), nil); err != nil { // env paths are dotted
 		return nil, &Error{Problems: []string{"environment: " + err.Error()}}
 	}
 	cfg := Default()

@@ -72,8 +72,7 @@ func (c *Config) Validate() error {
 			p.add("alerts", err.Error())
 		}
 	}
-	p.oneOf("model.provider", c.Model.Provider, "none", "openai", "anthropic", "script")
-	p.positive("model.max_skip_age", c.Model.MaxSkipAge)
+	p.err(c.Model.Validate())
 	p.oneOf("patrol.autonomy", c.Patrol.Autonomy, "monitor", "approval", "assisted", "full")
 	p.positive("findings.resolved_retention", c.Findings.ResolvedRetention)
 	p.positive("findings.repeat_interval", c.Findings.RepeatInterval)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -43,12 +44,19 @@ type Daemon struct {
 	runner *patrol.Runner
 	sched  *scheduler
 	msg    *messaging
+	met    *metrics
+
+	http      *http.Server
+	httpAddr  string
+	wgHTTP    sync.WaitGroup
+	startedAt time.Time
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
+	runCtx  context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // runs in progress
 }
 
 // New builds every component from opts.Config; nothing runs until Start.
@@ -80,6 +88,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.cfg.Store(opts.Config)
 	d.settings.Store(&set)
+	d.met = newMetrics(opts.Registerer, d)
 	return d, nil
 }
 
@@ -134,14 +143,19 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return fmt.Errorf("start nats: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.cancel = cancel
+	d.runCtx, d.cancel = runCtx, cancel
+	if err := d.startHTTP(); err != nil {
+		return err
+	}
 	d.sched, err = newScheduler(d, cfg)
 	if err != nil {
-		cancel()
 		return err
 	}
 	d.sched.start(runCtx)
-	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path())
+	d.startedAt = d.opts.Now()
+	go d.watchdog(runCtx)
+	d.notify("READY=1")
+	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil
 }
 
@@ -156,15 +170,19 @@ func (d *Daemon) afterRun(rep *patrol.Report) {
 	}
 }
 
-// Stop stops the scheduler (letting a run in progress finish until ctx is
-// done, then cancelling it) and closes the store. It is idempotent.
+// Stop refuses new runs, stops the scheduler, lets a run in progress
+// finish until ctx is done (then cancels it and waits for its error record),
+// stops the API, flushes the outbox, and closes the store: reverse order of
+// Start. It is idempotent and joins every error.
 func (d *Daemon) Stop(ctx context.Context) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if !d.started || d.stopped {
+		d.mu.Unlock()
 		return nil
 	}
 	d.stopped = true
+	d.mu.Unlock()
+	d.notify("STOPPING=1")
 	var errs []error
 	if d.sched != nil {
 		d.sched.stop()
@@ -174,12 +192,20 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		d.log.Warn("drain timeout: cancelling the run in progress", "run_id", d.runner.Current())
-		d.runner.CancelCurrent()
+		if d.runner != nil {
+			d.log.Warn("drain timeout: cancelling the run in progress", "run_id", d.runner.Current())
+			d.runner.CancelCurrent()
+		}
 		<-done
 	}
 	if d.cancel != nil {
 		d.cancel()
+	}
+	if d.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, d.http.Shutdown(sctx))
+		cancel()
+		d.wgHTTP.Wait()
 	}
 	errs = append(errs, d.msg.stop())
 	if d.store != nil {
@@ -189,27 +215,34 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// TriggerRun starts a run now in the background and returns its id, or a
-// *patrol.BusyError when one is in progress.
-func (d *Daemon) runInBackground(ctx context.Context, trigger patrol.Trigger) {
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		if _, err := d.runner.Run(ctx, trigger, patrol.RunOptions{}); err != nil {
-			if errors.Is(err, patrol.ErrBusy) {
-				d.log.Info("run skipped: another run is in progress", "trigger", trigger, "err", err)
-				return
-			}
-			d.log.Error("run failed", "trigger", trigger, "err", err)
+// runInBackground starts a scheduled or startup run; a busy runner skips
+// it (the runner counts skipped ticks).
+func (d *Daemon) runInBackground(trigger patrol.Trigger) {
+	if _, err := d.startRun(trigger); err != nil {
+		if errors.Is(err, patrol.ErrBusy) {
+			d.log.Info("run skipped: another run is in progress", "trigger", trigger, "err", err)
+			return
 		}
-	}()
+		d.log.Error("run not started", "trigger", trigger, "err", err)
+	}
 }
 
 // Reload re-reads and validates the configuration; on error the old one
 // stays in force. Thresholds and schedule apply without restart.
 func (d *Daemon) Reload() error {
+	d.notify("RELOADING=1")
+	defer d.notify("READY=1")
 	cfg, err := d.opts.LoadConfig()
 	if err == nil {
+		old := d.Config()
+		for key, changed := range map[string]bool{
+			"data_dir": cfg.DataDir != old.DataDir, "http.listen": cfg.HTTP.Listen != old.HTTP.Listen,
+			"http.tokens": fmt.Sprint(cfg.HTTP.Tokens) != fmt.Sprint(old.HTTP.Tokens), "nats": cfg.NATS.String() != old.NATS.String(),
+		} {
+			if changed {
+				d.log.Warn("configuration key changed on reload takes effect after a restart", "key", key)
+			}
+		}
 		var set patrol.Settings
 		set, err = RunSettings(cfg, d.opts.Now, d.opts.Registerer)
 		if err == nil {
@@ -220,6 +253,7 @@ func (d *Daemon) Reload() error {
 			}
 		}
 	}
+	d.met.reloaded(err == nil, d.opts.Now())
 	if err != nil {
 		d.log.Error("reload failed; keeping the previous configuration", "err", err)
 		return fmt.Errorf("reload: %w", err)

@@ -46,7 +46,7 @@ func (s *scheduler) startupRun(ctx context.Context, cfg *config.Config) {
 		s.d.log.Info("startup run skipped: a complete run finished recently", "finished_at", last.Format(time.RFC3339))
 		return
 	}
-	s.d.runInBackground(ctx, patrol.TriggerStartup)
+	s.d.runInBackground(patrol.TriggerStartup)
 }
 
 func (s *scheduler) tick() {
@@ -60,7 +60,7 @@ func (s *scheduler) tick() {
 		s.d.log.Debug("scheduled tick left to the lease holder")
 		return
 	}
-	s.d.runInBackground(ctx, patrol.TriggerScheduled)
+	s.d.runInBackground(patrol.TriggerScheduled)
 }
 
 // leading reports whether this instance holds the scheduling lease (always

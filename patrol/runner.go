@@ -154,31 +154,72 @@ type RunOptions struct {
 // run is in progress. A run that fails still returns its report (status
 // error) along with the error.
 func (r *Runner) Run(ctx context.Context, trigger Trigger, ro RunOptions) (*Report, error) {
-	started := r.opts.Now()
-	id := findings.NewID(started)
-	set := r.opts.Settings()
-	if set.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, set.Timeout)
-		defer cancel()
+	a, err := r.admit(ctx, trigger)
+	if err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := r.acquire(id, cancel); err != nil {
+	return a.run(ro)
+}
+
+// Start admits a run and executes it in the background, returning its id
+// at once (or *BusyError). done, if not nil, receives the result. The run
+// is bound to ctx, not to the caller's request.
+func (r *Runner) Start(ctx context.Context, trigger Trigger, ro RunOptions, done func(*Report, error)) (string, error) {
+	a, err := r.admit(ctx, trigger)
+	if err != nil {
+		return "", err
+	}
+	go func() {
+		rep, err := a.run(ro)
+		if done != nil {
+			done(rep, err)
+		}
+	}()
+	return a.id, nil
+}
+
+// admission is a run that holds the lock and has not executed yet.
+type admission struct {
+	r       *Runner
+	id      string
+	trigger Trigger
+	started time.Time
+	set     Settings
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// admit takes the run lock for a new run id (compare-and-clear on release).
+func (r *Runner) admit(ctx context.Context, trigger Trigger) (*admission, error) {
+	started := r.opts.Now()
+	a := &admission{r: r, id: findings.NewID(started), trigger: trigger, started: started, set: r.opts.Settings()}
+	if a.set.Timeout > 0 {
+		a.ctx, a.cancel = context.WithTimeout(ctx, a.set.Timeout)
+	} else {
+		a.ctx, a.cancel = context.WithCancel(ctx)
+	}
+	if err := r.acquire(a.id, a.cancel); err != nil {
+		a.cancel()
 		r.opts.Metrics.skippedRun(trigger)
 		return nil, err
 	}
-	defer r.release(id)
-	rep := newReport(id, trigger, started)
-	if err := r.opts.Store.StartRun(ctx, findings.RunRecord{ID: id, Trigger: string(trigger), Analysis: rep.Analysis, StartedAt: started}); err != nil {
+	return a, nil
+}
+
+func (a *admission) run(ro RunOptions) (*Report, error) {
+	r, ctx := a.r, a.ctx
+	defer a.cancel()
+	defer r.release(a.id)
+	rep := newReport(a.id, a.trigger, a.started)
+	if err := r.opts.Store.StartRun(ctx, findings.RunRecord{ID: a.id, Trigger: string(a.trigger), Analysis: rep.Analysis, StartedAt: a.started}); err != nil {
 		return nil, fmt.Errorf("record run start: %w", err)
 	}
-	err := r.execute(ctx, set, rep, ro)
+	err := r.execute(ctx, a.set, rep, ro)
 	if rep.Status != StatusError {
-		r.handOver(context.WithoutCancel(ctx), set, rep)
+		r.handOver(context.WithoutCancel(ctx), a.set, rep)
 	}
 	r.opts.Metrics.observe(rep)
-	if r.opts.AfterCommit != nil && rep.Status != StatusRunning {
+	if r.opts.AfterCommit != nil {
 		r.opts.AfterCommit(rep)
 	}
 	return rep, err

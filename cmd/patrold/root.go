@@ -40,6 +40,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	root.PersistentFlags().StringVar(&a.configPath, "config", "", "configuration file (default /etc/patrold/patrold.yaml, then ./patrold.yaml)")
+	daemon.Version, daemon.Commit = version, commit
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),

@@ -1,0 +1,166 @@
+// Package api serves patrold's HTTP API: the REST surface under /api/v1,
+// /metrics, /healthz, /readyz and /-/reload, with bearer-token auth and an
+// audit trail of every mutating call. It holds no business rules: it
+// decodes and validates input, calls the findings store or the daemon, and
+// maps their errors to stable codes. Client is the matching HTTP client the
+// CLI uses while the daemon runs.
+package api
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/patrold/patrold/findings"
+)
+
+// Defaults.
+const (
+	// DefaultMaxBodyBytes bounds request bodies (1 MiB).
+	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultRunsLimit is how many runs GET /api/v1/runs returns without ?limit.
+	DefaultRunsLimit = 50
+	// MaxRunsLimit is the largest ?limit accepted.
+	MaxRunsLimit = 1000
+)
+
+// Store is what the API needs of the findings store. Its DB handle is used
+// only to append audit events to the audit_events table.
+type Store interface {
+	List(ctx context.Context, filter findings.ListFilter) ([]findings.Finding, error)
+	Get(ctx context.Context, id string) (findings.Finding, error)
+	Events(ctx context.Context, id string) ([]findings.Event, error)
+	Investigations(ctx context.Context, id string) ([]findings.InvestigationRecord, error)
+	Act(ctx context.Context, id string, req findings.ActionRequest, now time.Time) (findings.Finding, error)
+	Runs(ctx context.Context, limit int) ([]findings.RunRecord, error)
+	Run(ctx context.Context, id string) (findings.RunRecord, error)
+	Silences(ctx context.Context, now time.Time, activeOnly bool) ([]findings.Silence, error)
+	AddSilence(ctx context.Context, sil findings.Silence, now time.Time) (findings.Silence, error)
+	ExpireSilence(ctx context.Context, id string, now time.Time) error
+	DB() *sql.DB
+}
+
+var _ Store = (*findings.Store)(nil)
+
+// Daemon is what the API needs of the running daemon.
+type Daemon interface {
+	// TriggerRun admits a run and returns its id without waiting for it to
+	// finish; the run must not depend on ctx (the request's context). When
+	// a run is in progress it returns *patrol.BusyError.
+	TriggerRun(ctx context.Context) (runID string, err error)
+	// Reload re-reads and applies the configuration.
+	Reload() error
+	// Status is served as JSON at GET /api/v1/status.
+	Status(ctx context.Context) (any, error)
+	// Ready returns nil when the daemon can serve (GET /readyz).
+	Ready(ctx context.Context) error
+}
+
+// Approvals lists and decides pending write approvals. Implementations
+// report an unknown id with ErrApprovalNotFound (findings.ErrNotFound is
+// accepted too), an expired one with ErrApprovalExpired and one already
+// decided with ErrApprovalDecided, wrapped as they like.
+type Approvals interface {
+	List(ctx context.Context) (any, error)
+	Approve(ctx context.Context, id, actor string) (any, error)
+	Deny(ctx context.Context, id, actor string) (any, error)
+}
+
+// Errors an Approvals implementation returns (wrapped) so the API can map
+// them to stable codes.
+var (
+	ErrApprovalNotFound = errors.New("approval not found")
+	ErrApprovalExpired  = errors.New("approval expired")
+	ErrApprovalDecided  = errors.New("approval already decided")
+)
+
+// Options configure an API.
+type Options struct {
+	Store  Store  // required
+	Daemon Daemon // required
+	// Approvals may be nil: the list is empty and approve/deny answer 404.
+	Approvals Approvals
+	// Tokens are the bearer tokens. None: reads are open, mutations refused.
+	Tokens []Token
+	// Capabilities is served at GET /api/v1/agent/capabilities (nil: 404).
+	Capabilities func() any
+	// Gatherer is served at GET /metrics (nil: 404).
+	Gatherer prometheus.Gatherer
+	// Registerer receives the API metrics (nil: a private registry).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// MaxBodyBytes bounds request bodies (0: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+}
+
+// API is the HTTP API. It is safe for concurrent use.
+type API struct {
+	opts    Options
+	log     *slog.Logger
+	auth    *authTable
+	metrics *metrics
+	audit   *auditor
+	prom    http.Handler // nil without a Gatherer
+	handler http.Handler
+}
+
+// New validates opts and builds the API.
+func New(opts Options) (*API, error) {
+	var errs []error
+	if opts.Store == nil {
+		errs = append(errs, errors.New("Store: required"))
+	}
+	if opts.Daemon == nil {
+		errs = append(errs, errors.New("Daemon: required"))
+	}
+	if opts.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxBodyBytes: %d is negative", opts.MaxBodyBytes))
+	}
+	if err := validateTokens(opts.Tokens); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	a := &API{opts: opts, log: opts.Logger.With("component", "api"), auth: newAuthTable(opts.Tokens)}
+	if opts.Gatherer != nil {
+		a.prom = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	}
+	routes := a.routes()
+	names := make([]string, 0, len(routes))
+	for _, r := range routes {
+		names = append(names, r.name)
+	}
+	m, err := newMetrics(opts.Registerer, names)
+	if err != nil {
+		return nil, fmt.Errorf("api: Registerer: %w", err)
+	}
+	a.metrics = m
+	a.audit = &auditor{db: opts.Store.DB(), log: a.log, failures: m.auditFailures}
+	a.handler = a.mount(routes)
+	return a, nil
+}
+
+// Handler returns the API's root handler. Serve it on loopback or behind a
+// proxy: /healthz, /readyz and /metrics answer without a token.
+func (a *API) Handler() http.Handler { return a.handler }

@@ -1,0 +1,181 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/patrold/patrold/findings"
+)
+
+// maxIDLen bounds ids and filter values taken from paths and queries.
+const maxIDLen = 256
+
+// FindingView is a finding with its derived loop state.
+type FindingView struct {
+	findings.Finding
+	State string `json:"state"`
+}
+
+// FindingList is the body of GET /api/v1/findings.
+type FindingList struct {
+	Findings []FindingView `json:"findings"`
+	Count    int           `json:"count"`
+}
+
+// FindingDetail is the body of GET /api/v1/findings/{id}.
+type FindingDetail struct {
+	Finding        FindingView                    `json:"finding"`
+	Events         []findings.Event               `json:"events"`
+	Investigations []findings.InvestigationRecord `json:"investigations"`
+}
+
+// FindingStates are the accepted values of ?state=.
+var FindingStates = []string{"", "active", "resolved", "all"}
+
+// checkQuery rejects query parameters outside allowed, naming the first.
+func checkQuery(q url.Values, allowed ...string) *Error {
+	for k, vs := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return invalid(k, "unknown query parameter (accepted: %s)", strings.Join(allowed, ", "))
+		}
+		if len(vs) > 1 {
+			return invalid(k, "given %d times", len(vs))
+		}
+	}
+	return nil
+}
+
+// checkText validates an id or free-text filter value.
+func checkText(field, v string) *Error {
+	if len(v) > maxIDLen {
+		return invalid(field, "longer than %d bytes", maxIDLen)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return invalid(field, "contains a control character")
+		}
+	}
+	return nil
+}
+
+// parseFindingFilter validates ?state=&severity=&resource=.
+func parseFindingFilter(q url.Values) (findings.ListFilter, *Error) {
+	var f findings.ListFilter
+	if e := checkQuery(q, "state", "severity", "resource"); e != nil {
+		return f, e
+	}
+	state := q.Get("state")
+	okState := false
+	for _, s := range FindingStates {
+		okState = okState || s == state
+	}
+	if !okState {
+		return f, invalid("state", "%q is not one of active, resolved, all (empty: active)", state)
+	}
+	f.Status = state
+	if sev := findings.Severity(q.Get("severity")); sev != "" {
+		if !sev.Valid() {
+			return f, invalid("severity", "%q is not one of info, watch, warning, critical", sev)
+		}
+		f.Severity = sev
+	}
+	f.ResourceID = q.Get("resource")
+	if e := checkText("resource", f.ResourceID); e != nil {
+		return f, e
+	}
+	return f, nil
+}
+
+func (a *API) view(f findings.Finding) FindingView {
+	return FindingView{Finding: f, State: findings.LoopStateAt(&f, a.opts.Now())}
+}
+
+func (a *API) listFindings(w http.ResponseWriter, r *http.Request, _ *call) error {
+	filter, e := parseFindingFilter(r.URL.Query())
+	if e != nil {
+		return e
+	}
+	list, err := a.opts.Store.List(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	out := FindingList{Findings: make([]FindingView, 0, len(list)), Count: len(list)}
+	for _, f := range list {
+		out.Findings = append(out.Findings, a.view(f))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) getFinding(w http.ResponseWriter, r *http.Request, _ *call) error {
+	id := r.PathValue("id")
+	if e := checkText("id", id); e != nil {
+		return e
+	}
+	f, err := a.opts.Store.Get(r.Context(), id)
+	if err != nil {
+		return findingError(id, err)
+	}
+	events, err := a.opts.Store.Events(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	inv, err := a.opts.Store.Investigations(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := FindingDetail{Finding: a.view(f), Events: events, Investigations: inv}
+	if out.Events == nil {
+		out.Events = []findings.Event{}
+	}
+	if out.Investigations == nil {
+		out.Investigations = []findings.InvestigationRecord{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) actOnFinding(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, action := r.PathValue("id"), r.PathValue("action")
+	if !knownAction(action) {
+		return newError(CodeNotFound, "no finding action %q", action)
+	}
+	if e := checkText("id", id); e != nil {
+		return e
+	}
+	body, e := readBody(r, a.opts.MaxBodyBytes)
+	if e != nil {
+		return e
+	}
+	req, e := decodeAction(action, body)
+	if e != nil {
+		return e
+	}
+	req.Actor = c.who.name
+	f, err := a.opts.Store.Act(r.Context(), id, req, a.opts.Now())
+	if err != nil {
+		return findingError(id, err)
+	}
+	writeJSON(w, http.StatusOK, a.view(f))
+	return nil
+}
+
+// findingError maps store errors about a finding to API errors.
+func findingError(id string, err error) error {
+	var in *findings.InputError
+	switch {
+	case errors.As(err, &in):
+		return invalid(in.Field, "%s", in.Problem)
+	case errors.Is(err, findings.ErrNotFound):
+		return newError(CodeFindingNotFound, "no finding %q", id).with("finding_id", id)
+	case errors.Is(err, findings.ErrActionNotAllowed):
+		return newError(CodeFindingActionNotAllowed, "%v", err).with("finding_id", id)
+	}
+	return err
+}

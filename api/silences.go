@@ -1,0 +1,80 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/patrold/patrold/findings"
+)
+
+// SilenceList is the body of GET /api/v1/silences.
+type SilenceList struct {
+	Silences []findings.Silence `json:"silences"`
+}
+
+// ExpireResponse is the body of DELETE /api/v1/silences/{id}.
+type ExpireResponse struct {
+	ID        string    `json:"id"`
+	ExpiredAt time.Time `json:"expired_at"`
+}
+
+func (a *API) listSilences(w http.ResponseWriter, r *http.Request, _ *call) error {
+	q := r.URL.Query()
+	if e := checkQuery(q, "active"); e != nil {
+		return e
+	}
+	active := false
+	switch v := q.Get("active"); v {
+	case "", "false":
+	case "true":
+		active = true
+	default:
+		return invalid("active", "%q is not true or false", v)
+	}
+	list, err := a.opts.Store.Silences(r.Context(), a.opts.Now(), active)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []findings.Silence{}
+	}
+	writeJSON(w, http.StatusOK, SilenceList{Silences: list})
+	return nil
+}
+
+func (a *API) addSilence(w http.ResponseWriter, r *http.Request, c *call) error {
+	body, e := readBody(r, a.opts.MaxBodyBytes)
+	if e != nil {
+		return e
+	}
+	now := a.opts.Now()
+	sil, e := decodeSilence(body, now, c.who.name)
+	if e != nil {
+		return e
+	}
+	out, err := a.opts.Store.AddSilence(r.Context(), sil, now)
+	if err != nil {
+		return err
+	}
+	c.target = out.ID
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) expireSilence(w http.ResponseWriter, r *http.Request, _ *call) error {
+	id := r.PathValue("id")
+	if e := checkText("id", id); e != nil {
+		return e
+	}
+	now := a.opts.Now()
+	err := a.opts.Store.ExpireSilence(r.Context(), id, now)
+	if errors.Is(err, findings.ErrNotFound) {
+		return newError(CodeNotFound, "no active silence %q", id).with("silence_id", id)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ExpireResponse{ID: id, ExpiredAt: now.UTC()})
+	return nil
+}

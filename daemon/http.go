@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/patrol"
+)
+
+// ErrStopping refuses new runs while the daemon shuts down.
+var ErrStopping = errors.New("daemon is stopping")
+
+var _ api.Daemon = (*Daemon)(nil)
+
+// startHTTP builds the API and starts serving it on http.listen.
+func (d *Daemon) startHTTP() error {
+	cfg := d.Config()
+	tokens, err := api.TokensFromConfig(cfg.HTTP.Tokens)
+	if err != nil {
+		return err
+	}
+	a, err := api.New(api.Options{
+		Store: d.store, Daemon: d, Tokens: tokens, Gatherer: d.opts.Gatherer, Registerer: d.opts.Registerer,
+		Logger: d.log, Now: d.opts.Now, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Capabilities: d.capabilities,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	d.httpAddr = ln.Addr().String()
+	d.http = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	d.wgHTTP.Add(1)
+	go func() {
+		defer d.wgHTTP.Done()
+		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("http server stopped", "err", err)
+		}
+	}()
+	d.log.Info("api listening", "addr", d.httpAddr)
+	return nil
+}
+
+// HTTPAddr is the address the API listens on (after Start).
+func (d *Daemon) HTTPAddr() string { return d.httpAddr }
+
+// capabilities is the agent capability manifest with the API's codes.
+func (d *Daemon) capabilities() any {
+	reg, _ := agent.NewRegistry()
+	return struct {
+		agent.Capabilities
+		APICodes []api.CodeInfo `json:"api_codes"`
+	}{agent.Manifest(reg, agent.Profile{Name: "detection"}), api.Codes()}
+}
+
+// TriggerRun admits a run now and returns its id; the run outlives the
+// request. While a run is in progress it returns *patrol.BusyError.
+func (d *Daemon) TriggerRun(ctx context.Context) (string, error) {
+	return d.startRun(patrol.TriggerAPI)
+}
+
+// startRun admits a run under the daemon's lifetime context.
+func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
+	d.mu.Lock()
+	if d.stopped || d.runCtx == nil {
+		d.mu.Unlock()
+		return "", ErrStopping
+	}
+	ctx := d.runCtx
+	d.wg.Add(1)
+	d.mu.Unlock()
+	id, err := d.runner.Start(ctx, trigger, patrol.RunOptions{}, func(rep *patrol.Report, err error) {
+		defer d.wg.Done()
+		if err != nil {
+			d.log.Error("run failed", "trigger", trigger, "err", err)
+		}
+	})
+	if err != nil {
+		d.wg.Done()
+	}
+	return id, err
+}
+
+// Status is served at GET /api/v1/status.
+type Status struct {
+	Version       string     `json:"version"`
+	StartedAt     time.Time  `json:"started_at"`
+	CurrentRunID  string     `json:"current_run_id,omitempty"`
+	LastRunID     string     `json:"last_run_id,omitempty"`
+	LastRunStatus string     `json:"last_run_status,omitempty"`
+	LastRunAt     *time.Time `json:"last_run_finished_at,omitempty"`
+	Leader        bool       `json:"scheduler_leader"`
+	NATSURL       string     `json:"nats_url"`
+	OutboxPending int64      `json:"outbox_pending"`
+	ActiveCount   int        `json:"active_findings"`
+	Source        string     `json:"source"`
+	Schedule      string     `json:"schedule"`
+	Autonomy      string     `json:"autonomy"`
+}
+
+// Status reports what the daemon is doing.
+func (d *Daemon) Status(ctx context.Context) (any, error) {
+	cfg := d.Config()
+	s := Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: d.msg.leader(),
+		NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
+	if runs, err := d.store.Runs(ctx, 1); err == nil && len(runs) > 0 {
+		s.LastRunID, s.LastRunStatus, s.LastRunAt = runs[0].ID, runs[0].Status, runs[0].FinishedAt
+	}
+	s.OutboxPending, _ = d.store.PendingCount(ctx)
+	if active, err := d.store.Active(ctx); err == nil {
+		s.ActiveCount = len(active)
+	}
+	return s, nil
+}
+
+// Ready reports whether the store answers and the daemon is not stopping.
+func (d *Daemon) Ready(ctx context.Context) error {
+	d.mu.Lock()
+	stopped := d.stopped
+	d.mu.Unlock()
+	if stopped {
+		return ErrStopping
+	}
+	return d.store.DB().PingContext(ctx)
+}

@@ -1,0 +1,147 @@
+package prompt
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// Rule names: the closed label set of patrold_prompt_neutralised_total and
+// the <rule> in the "[neutralised:<rule>]" marker. None of them matches a
+// rule itself, so neutralising twice changes nothing.
+const (
+	RuleInstructionOverride = "instruction_override" // ignore/disregard previous instructions
+	RuleRoleReassignment    = "role_reassignment"    // you are now, act as, developer mode
+	RulePromptDisclosure    = "prompt_disclosure"    // system prompt, reveal your instructions
+	RuleRoleTag             = "role_tag"             // <|im_start|>, <system>, [INST], ### system
+	RuleFenceMarker         = "fence_marker"         // lines imitating a data fence
+	RuleCommandInjection    = "command_injection"    // run rm -rf, restart every host, curl | sh
+	RuleToolInjection       = "tool_injection"       // call the tool, mark as resolved, do not report
+	RuleExfiltration        = "exfiltration"         // send your credentials/system prompt
+	RuleInvisible           = "invisible"            // zero-width, bidi controls, tag characters
+)
+
+// rule is one pattern. Rules marked prose run on the view with HTML tags
+// removed (an attack may be split across tags); the others run on the view
+// that still has them (they match the tags and fences themselves).
+type rule struct {
+	name  string
+	prose bool
+	re    *regexp.Regexp
+	// keywords prefilter the rule: one of them (lower case) must occur in
+	// the view for any pattern of the rule to match, so the regular
+	// expression only runs on text that could hold an attack.
+	keywords [][]byte
+}
+
+// withKeywords sets the prefilter of r.
+func (r rule) withKeywords(words ...string) rule {
+	for _, w := range words {
+		r.keywords = append(r.keywords, []byte(w))
+	}
+	return r
+}
+
+// mayMatch reports whether text holds one of the rule's keywords.
+func (r rule) mayMatch(text []byte) bool {
+	for _, k := range r.keywords {
+		if bytes.Contains(text, k) {
+			return true
+		}
+	}
+	return len(r.keywords) == 0
+}
+
+// sep is the separator between words of a phrase: spaces and the
+// punctuation used to glue or decorate words (also nothing, since removed
+// tags or invisible characters may leave words touching).
+const sep = `[\s_*~\-]*`
+
+// phrase builds a pattern from space-separated parts joined by sep.
+func phrase(parts ...string) string { return strings.Join(parts, sep) }
+
+func mustRule(name string, prose bool, patterns ...string) rule {
+	return rule{name: name, prose: prose, re: regexp.MustCompile(`(?:` + strings.Join(patterns, `)|(?:`) + `)`)}
+}
+
+const (
+	overrideVerb = `\b(?:ignore|disregard|forget|override|bypass|skip|discard|neglect)`
+	determiners  = `(?:(?:all|any|every|the|your|my|of|these|those|such)` + sep + `)*`
+	qualifiers   = `(?:(?:previous|prior|above|earlier|preceding|former|foregoing|initial|original|system|existing|safety|current)` + sep + `)+`
+	instrNouns   = `(?:instructions?|prompts?|rules|directives?|guidelines|guardrails|polic(?:y|ies)|context|constraints|commands|messages|orders|programming|restrictions)\b`
+	strongNouns  = `(?:instructions?|prompts?|guardrails|directives|programming)\b`
+	dangerousCmd = `(?:sudo\s+)?(?:rm\s*-[a-z]*[rf]|mkfs|dd\s*if=|shutdown|reboot|halt\b|poweroff|init\s*0|curl\s|wget\s|chmod\s*(?:-r\s*)?777|kill\s*-9|` +
+		`systemctl\s*(?:stop|disable|mask|poweroff|reboot)|qm\s*(?:destroy|stop|shutdown)|pct\s*(?:destroy|stop)|zfs\s*destroy|` +
+		`zpool\s*(?:destroy|labelclear)|wipefs|pvesh\s*(?:delete|set)|drop\s*(?:table|database)|truncate\s*table)`
+	massTargets = `(?:hosts?|nodes?|vms?|guests?|servers?|containers?|machines?|disks?|pools?|datastores?|storages?|instances?|cluster|backups?|snapshots?)\b`
+)
+
+// rules is the neutraliser's rule set, in reporting order.
+var rules = []rule{
+	mustRule(RuleInstructionOverride, true,
+		overrideVerb+sep+determiners+qualifiers+`(?:\w+`+sep+`)?`+instrNouns,
+		overrideVerb+sep+determiners+strongNouns,
+		overrideVerb+sep+`(?:(?:all|any|every|your)`+sep+`)+(?:rules|guidelines|polic(?:y|ies)|constraints|restrictions|safety)\b`,
+		`\b(?:ignore|disregard|forget)`+sep+`(?:(?:all|everything|anything)`+sep+`)?(?:(?:of|that)`+sep+`)?(?:the`+sep+`)?(?:above|said\b|before\b)`,
+		phrase(`\bforget`, `(?:everything|all)`, `(?:you|that|above|before|previous)`),
+	).withKeywords("ignore", "disregard", "forget", "override", "bypass", "skip", "discard", "neglect"),
+	mustRule(RuleRoleReassignment, true,
+		phrase(`\byou`, `are`, `now`, `(?:a|an|the|my|dan|root|admin|unrestricted|jailbroken|free|no`+sep+`longer|acting|operating|in`+sep+`(?:developer|god|jailbreak|unrestricted|dan)`+sep+`mode)\b`),
+		phrase(`\bfrom`, `now`, `on`)+`[\s,]*`+`(?:you|your)\b`,
+		phrase(`\bact`, `as`, `(?:if`+sep+`you|an?`+sep+`(?:ai|assistant|admin(?:istrator)?|root|hacker|unrestricted|different|new|system|developer|evil|jailbroken)|root|sysadmin|the`+sep+`(?:system|admin(?:istrator)?|assistant|developer|operator))\b`),
+		phrase(`\bpretend`, `(?:to`+sep+`be|you`+sep+`are|that`+sep+`you)\b`),
+		phrase(`\b(?:developer|dan|jailbreak|god|unrestricted)`, `mode\b`),
+		phrase(`\bnew`, `(?:system`+sep+`)?(?:instructions?|persona|directives?|role)`)+`\s*[:!]`,
+		phrase(`\byour`, `new`, `(?:instructions?|role|task|goal|persona|orders)\b`),
+		phrase(`\b(?:i`+sep+`am|this`+sep+`is)`, `your`, `(?:developer|creator|admin(?:istrator)?|owner|operator|master)\b`),
+	).withKeywords("you", "now", "act", "pretend", "mode", "new"),
+	mustRule(RulePromptDisclosure, true,
+		phrase(`\bsystem`, `(?:prompt|instructions?)\b`),
+		phrase(`\b(?:reveal|print|show|repeat|output|leak|dump|display|recite|echo|tell`+sep+`me)`, `(?:me`+sep+`)?your`, `(?:(?:full|entire|initial|original|hidden|secret|exact)`+sep+`)*(?:system`+sep+`)?(?:prompt|instructions|policy|rules|guidelines)\b`),
+		phrase(`\b(?:reveal|print|show|repeat|output|leak|dump|display|recite|echo|tell`+sep+`me)`, `(?:me`+sep+`)?the`, `(?:(?:full|entire|initial|original|hidden|secret|exact)`+sep+`)*(?:prompt|instructions)\b`),
+	).withKeywords("prompt", "instruction", "polic", "rules", "guideline"),
+	mustRule(RuleRoleTag, false,
+		`<\|[a-z_]{2,30}\|>`,
+		`<\s*/?\s*(?:system|assistant|user|human|instructions?|sys|tool_?(?:call|result|use)s?|function_?(?:call|result)s?|admin|developer|prompt|im_start|im_end)\s*>`,
+		`\[/?(?:inst|sys|system)\]`,
+		`<<\s*/?sys\s*>>`,
+		`(?m)^[ \t]*#{2,}[ \t]*(?:system|assistant|user|instructions?|response|human)[ \t]*:?[ \t]*$`,
+		`(?m)^[ \t]*(?:assistant|human)[ \t]*:`,
+		`(?m)^[ \t]*system[ \t]*:[ \t]*(?:you|ignore|disregard|new|from|act|override|the[ \t]+assistant)`,
+	).withKeywords("<", "[", "#", "assistant", "human", "system"),
+	mustRule(RuleFenceMarker, false,
+		`<{3,}[^\n]{0,100}?>{3,}`,
+		`<{3,}\s*/?\s*(?:end|untrusted|begin|data)`,
+		"(?m)^[ \\t]*(?:-{3,}|={3,}|\\*{3,}|#{3,}|~{3,}|`{3,})[ \\t]*(?:end|begin|start|close|open)[ \\t]*(?:of[ \\t]*)?(?:untrusted|data|context|tool|system|instructions?|input|document|fence|quote|user)",
+		phrase(`\bend`, `(?:of`+sep+`)?(?:untrusted|tool`+sep+`(?:output|result)|fenced)`)+`\b`,
+	).withKeywords("<<<", "untrusted", "fenced", "tool", "---", "===", "***", "###", "~~~", "```"),
+	mustRule(RuleCommandInjection, true,
+		`\b(?:run|execute|exec|invoke|type|enter|issue)`+sep+`(?:(?:the|this|these|following)`+sep+`)*(?:(?:shell`+sep+`)?(?:commands?|cmd|script)`+sep+`)?[:\x60'"]*\s*`+dangerousCmd+`[^\n;|&]{0,120}`,
+		`\b(?:restart|reboot|shut`+sep+`down|shutdown|stop|destroy|delete|remove|wipe|kill|format|erase|power`+sep+`off|poweroff|reinstall|suspend)`+sep+`(?:every|all|each)`+sep+`(?:(?:of`+sep+`)?the`+sep+`)?(?:\w+`+sep+`)?`+massTargets,
+		`\b(?:curl|wget)\s[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b`,
+		`\brm\s*-(?:rf|fr|r\s*-f|f\s*-r)\s*(?:/|~|\*)(?:\s|$|\*)`,
+		`--no-preserve-root`,
+		`:\(\)\s*\{\s*:\|:&\s*\};:`,
+		`\bdd\s*if=/dev/(?:zero|random|urandom)\s*of=/dev/`,
+	).withKeywords("run", "exec", "invoke", "type", "enter", "issue", "restart", "reboot", "shut", "stop", "destroy", "delete", "remove", "wipe", "kill", "format", "erase", "power", "reinstall", "suspend", "curl", "wget", "rm", "--no-preserve", ":(", "dd"),
+	mustRule(RuleToolInjection, true,
+		phrase(`\b(?:call|invoke|trigger)`, `(?:the`+sep+`)?(?:tool|function)\b`),
+		phrase(`\b(?:call|invoke|trigger|use)`, `(?:the`+sep+`)?[a-z]+_[a-z_]+`, `(?:tool|function)\b`),
+		phrase(`\bmark`, `(?:this|these|it|them|all|every|the)`, `(?:\w+`+sep+`)?(?:(?:findings?|alerts?|issues?|problems?|resources?)`+sep+`)?as`, `(?:resolved|healthy|fixed|ok|fine|dismissed|false`+sep+`positives?|not`+sep+`an?`+sep+`issue)\b`),
+		phrase(`\b(?:dismiss|resolve|suppress|silence|close)`, `(?:all|every|any)`, `(?:\w+`+sep+`)?(?:findings?|alerts?|issues?|warnings?)\b`),
+		phrase(`\b(?:do`+sep+`not|don'?t|never)`, `(?:report|file|flag|mention|raise|alert`+sep+`(?:on|about))`, `(?:this|these|that|any|the|it)\b`),
+		phrase(`\breport`, `(?:that`+sep+`)?(?:everything|all`+sep+`(?:systems|hosts|resources)|the`+sep+`(?:fleet|system|cluster))`, `(?:is|are)`, `(?:healthy|fine|ok|okay|normal|good)\b`),
+	).withKeywords("call", "invoke", "trigger", "use", "mark", "dismiss", "resolve", "suppress", "silence", "close", "not", "don", "never", "report"),
+	mustRule(RuleExfiltration, true,
+		phrase(`\b(?:send|post|upload|exfiltrate|forward|email|leak|transmit)`, `(?:all`+sep+`)?(?:(?:of`+sep+`)?(?:your|the|my|any)`+sep+`)?(?:system`+sep+`prompt|instructions|api`+sep+`keys?|credentials|secrets?|tokens?|passwords?|private`+sep+`keys?|ssh`+sep+`keys?|env(?:ironment)?`+sep+`variables?)\b`),
+	).withKeywords("send", "post", "upload", "exfiltrate", "forward", "email", "leak", "transmit"),
+}
+
+// Rules returns the rule names in reporting order.
+func Rules() []string {
+	names := make([]string, 0, len(rules)+1)
+	for _, r := range rules {
+		names = append(names, r.name)
+	}
+	return append(names, RuleInvisible)
+}
