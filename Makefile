@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 RUN_ENV  := PATROLD_SCHEDULE_CRON="@every 1m" PATROLD_SCHEDULE_STARTUP_DELAY=1s \
-            PATROLD_SOURCE_DEMO_CHANGE_EVERY=2m PATROLD_LOG_LEVEL=info
+            PATROLD_SOURCE_DEMO_CHANGE_EVERY=2m PATROLD_SOURCE_DEMO_FAULT_RATE=0.2 PATROLD_LOG_LEVEL=info
 BENCH    ?= .
 FUZZTIME ?= 20s
 

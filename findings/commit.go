@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -85,11 +86,16 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 		if err != nil {
 			return err
 		}
+		var touched []string
 		for i := range changes {
 			c := &changes[i]
 			c.Finding.Silenced = SilenceSet(silences).Silenced(&c.Finding)
 			f, d := in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
 			c.Finding = f
+			if !d.Publish && onlyTouched(c) {
+				touched = append(touched, f.ID)
+				continue
+			}
 			if err := up.write(ctx, &c.Finding); err != nil {
 				return err
 			}
@@ -103,6 +109,9 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 					return err
 				}
 			}
+		}
+		if err := touch(ctx, tx, touched, in.Now, in.RunID); err != nil {
+			return err
 		}
 		rec, extra, err := finish(changes)
 		if err != nil {
@@ -125,7 +134,9 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 }
 
 func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
-	existing, err := queryFindings(ctx, tx, "")
+	// Active findings are read whole; resolved history only for the ids
+	// observed again (a regression), one indexed lookup each.
+	existing, err := queryFindings(ctx, tx, "WHERE status = 'active'")
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +144,11 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 	for i := range existing {
 		byID[existing[i].ID] = &existing[i]
 	}
+	get, err := tx.PrepareContext(ctx, "SELECT "+findingColumns+" FROM findings WHERE id = ?")
+	if err != nil {
+		return nil, err
+	}
+	defer get.Close()
 	suppressed, err := suppressionSet(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -146,6 +162,15 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 		}
 		seen[id] = true
 		prev := byID[id]
+		if prev == nil {
+			f, err := scanFinding(get.QueryRowContext(ctx, id))
+			switch {
+			case err == nil:
+				prev = &f
+			case err != sql.ErrNoRows:
+				return nil, fmt.Errorf("read finding %s: %w", id, err)
+			}
+		}
 		if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
 			continue // a suppression rule drops new findings for this pair
 		}
@@ -156,7 +181,7 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 	}
 	for i := range existing {
 		f := &existing[i]
-		if !f.Active() || seen[f.ID] {
+		if seen[f.ID] {
 			continue
 		}
 		if reason := resolution(f, in); reason != "" {
@@ -251,4 +276,36 @@ func suppressionSet(ctx context.Context, q querier) (map[suppressionKey]bool, er
 		out[k] = true
 	}
 	return out, rows.Err()
+}
+
+// onlyTouched reports whether a change moved nothing but last_seen_at,
+// times_raised and last_run_id (a steady-state re-detection with the same
+// text): those rows are updated in one statement.
+func onlyTouched(c *Change) bool {
+	if c.Kind != ChangeUnchanged || c.Previous == nil {
+		return false
+	}
+	a, b := c.Previous, &c.Finding
+	return a.Severity == b.Severity && a.Title == b.Title && a.Description == b.Description && a.Recommendation == b.Recommendation &&
+		a.Evidence == b.Evidence && a.ResourceName == b.ResourceName && a.ResourceKind == b.ResourceKind &&
+		a.Silenced == b.Silenced && a.SeenWhileSuppressed == b.SeenWhileSuppressed && a.Flapping == b.Flapping &&
+		len(a.Transitions) == len(b.Transitions) && slices.Equal(a.ResourceTags, b.ResourceTags) &&
+		a.TimesRaised+1 == b.TimesRaised
+}
+
+// touch records a re-detection of many unchanged findings in one statement.
+func touch(ctx context.Context, tx *sql.Tx, ids []string, now time.Time, runID string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE findings SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
+		WHERE id IN (SELECT value FROM json_each(?))`, fmtTime(now), runID, string(list))
+	if err != nil {
+		return fmt.Errorf("touch findings: %w", err)
+	}
+	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 const findingColumns = `id, key, resource_id, resource_kind, resource_name, category, severity, source,
@@ -51,9 +53,7 @@ func scanFinding(sc scanner) (Finding, error) {
 	f.ResolvedAt, f.AcknowledgedAt, f.SnoozedUntil = parseTimePtr(resolved), parseTimePtr(acked), parseTimePtr(snoozed)
 	f.DismissedAt, f.InvestigationStarted, f.LastInvestigationAt = parseTimePtr(dismissed), parseTimePtr(invStarted), parseTimePtr(lastInv)
 	f.LastPublishedAt = parseTimePtr(lastPub)
-	if transitions != "" && transitions != "[]" {
-		_ = json.Unmarshal([]byte(transitions), &f.Transitions)
-	}
+	f.Transitions = parseTransitions(transitions)
 	if tags != "" && tags != "[]" {
 		_ = json.Unmarshal([]byte(tags), &f.ResourceTags)
 	}
@@ -61,10 +61,7 @@ func scanFinding(sc scanner) (Finding, error) {
 }
 
 func findingArgs(f *Finding) []any {
-	tr, _ := json.Marshal(f.Transitions)
-	if f.Transitions == nil {
-		tr = []byte("[]")
-	}
+	tr := formatTransitions(f.Transitions)
 	tags, _ := json.Marshal(f.ResourceTags)
 	if f.ResourceTags == nil {
 		tags = []byte("[]")
@@ -75,7 +72,7 @@ func findingArgs(f *Finding) []any {
 		fmtTimePtr(f.SnoozedUntil), f.DismissedReason, fmtTimePtr(f.DismissedAt), f.Suppressed, f.SeenWhileSuppressed,
 		f.Attempts, f.InvestigationStatus, fmtTimePtr(f.InvestigationStarted), fmtTimePtr(f.LastInvestigationAt),
 		f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary, fmtTimePtr(f.LastPublishedAt),
-		f.LastPublishedSeverity, f.LastPublishedEvent, string(tr), f.Flapping, string(tags), f.Silenced}
+		f.LastPublishedSeverity, f.LastPublishedEvent, tr, f.Flapping, string(tags), f.Silenced}
 }
 
 type querier interface {
@@ -226,4 +223,50 @@ func (s *Store) Count(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings").Scan(&n)
 	return n, err
+}
+
+// Transitions are stored as comma-separated Unix nanoseconds: cheap to read
+// back for every active finding on every run.
+func formatTransitions(ts []time.Time) string {
+	b := make([]byte, 0, len(ts)*20)
+	for i, t := range ts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, t.UnixNano(), 10)
+	}
+	return string(b)
+}
+
+func parseTransitions(s string) []time.Time {
+	if s == "" || s == "[]" {
+		return nil
+	}
+	out := make([]time.Time, 0, strings.Count(s, ",")+1)
+	for _, part := range strings.Split(s, ",") {
+		if n, err := strconv.ParseInt(part, 10, 64); err == nil {
+			out = append(out, time.Unix(0, n).UTC())
+		}
+	}
+	return out
+}
+
+// ActiveKeys returns the identity facts of every active finding: what
+// hysteresis needs before detection, without reading whole rows.
+func (s *Store) ActiveKeys(ctx context.Context) ([]Finding, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id, key, resource_id, category FROM findings WHERE status = 'active'")
+	if err != nil {
+		return nil, fmt.Errorf("active keys: %w", err)
+	}
+	defer rows.Close()
+	var out []Finding
+	for rows.Next() {
+		var f Finding
+		if err := rows.Scan(&f.ID, &f.Key, &f.ResourceID, &f.Category); err != nil {
+			return nil, err
+		}
+		f.Status = StatusActive
+		out = append(out, f)
+	}
+	return out, rows.Err()
 }

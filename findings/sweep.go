@@ -34,11 +34,19 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 			return fmt.Errorf("retention: %w", err)
 		}
 		res.Deleted, _ = r.RowsAffected()
-		active, err := queryFindings(ctx, tx, "WHERE status = 'active'")
+		silences, err := listSilences(ctx, tx, now, true)
 		if err != nil {
 			return err
 		}
-		silences, err := listSilences(ctx, tx, now, true)
+		// With silences in force every active finding is re-evaluated;
+		// otherwise only those still marked silenced and the reminders due.
+		where := "WHERE status = 'active'"
+		args := []any{}
+		if len(silences) == 0 {
+			where += " AND (silenced = 1 OR (dismissed_reason = ? AND dismissed_at <= ?))"
+			args = append(args, DismissWillFixLater, fmtTime(now.Add(-WillFixLaterRemind)))
+		}
+		active, err := queryFindings(ctx, tx, where, args...)
 		if err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	}
 	complete := len(rep.StatusReasons) == 0
 
-	active, err := r.opts.Store.Active(ctx)
+	active, err := r.opts.Store.ActiveKeys(ctx)
 	if err != nil {
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}

@@ -19,7 +19,7 @@ import (
 
 // Store is what the runner needs of the findings store.
 type Store interface {
-	Active(ctx context.Context) ([]findings.Finding, error)
+	ActiveKeys(ctx context.Context) ([]findings.Finding, error)
 	StartRun(ctx context.Context, r findings.RunRecord) error
 	CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error)
 	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)

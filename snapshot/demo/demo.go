@@ -112,12 +112,18 @@ type gen struct {
 	shape *rand.Rand
 }
 
-// faulty rolls a per-resource, per-epoch die: the same resource is faulty
-// for a whole epoch and the fault set shifts between epochs.
-func (g *gen) faulty(id, kind string) bool {
+// fault rolls one per-resource, per-epoch die: with probability FaultRate
+// the resource has exactly one of its possible faults for the whole epoch
+// ("" otherwise), and the fault set shifts between epochs. FaultRate is so
+// the fraction of faulty resources.
+func (g *gen) fault(id string, kinds ...string) string {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d|%s|%s|%d", g.o.Seed, id, kind, g.epoch)
-	return float64(h.Sum64()%1_000_000)/1_000_000 < g.o.FaultRate
+	fmt.Fprintf(h, "%d|%s|%d", g.o.Seed, id, g.epoch)
+	v := h.Sum64()
+	if float64(v%1_000_000)/1_000_000 >= g.o.FaultRate {
+		return ""
+	}
+	return kinds[(v/1_000_000)%uint64(len(kinds))]
 }
 
 func (g *gen) pct(lo, hi float64) float64 {
@@ -127,10 +133,10 @@ func (g *gen) pct(lo, hi float64) float64 {
 
 func (g *gen) node(id, name string) snapshot.Resource {
 	cpu, mem := g.pct(5, 55), g.pct(20, 70)
-	if g.faulty(id, "cpu") {
+	switch g.fault(id, "cpu", "memory") {
+	case "cpu":
 		cpu = g.pct(75, 99)
-	}
-	if g.faulty(id, "memory") {
+	case "memory":
 		mem = g.pct(82, 98)
 	}
 	return snapshot.Resource{ID: id, Kind: snapshot.KindNode, Name: name, Status: snapshot.StatusOnline,
@@ -140,7 +146,7 @@ func (g *gen) node(id, name string) snapshot.Resource {
 func (g *gen) storage(nodeID, nodeName, pool string) snapshot.Resource {
 	id := "storage/" + nodeName + "/" + pool
 	use := g.pct(10, 65)
-	if g.faulty(id, "usage") {
+	if g.fault(id, "usage") != "" {
 		use = g.pct(76, 99)
 	}
 	return snapshot.Resource{ID: id, Kind: snapshot.KindStorage, Name: pool, Parent: nodeID, Status: snapshot.StatusOnline,
@@ -151,12 +157,11 @@ func (g *gen) disk(nodeID, nodeName, dev string) snapshot.Resource {
 	id := "disk/" + nodeName + "/" + dev
 	wear, temp := int64(g.shape.IntN(30)+70), int64(g.shape.IntN(15)+30)
 	sm := &snapshot.Smart{Health: "PASSED", WearoutPercent: &wear, TemperatureC: &temp}
-	if g.faulty(id, "smart") {
-		if g.faulty(id, "smart-critical") || g.epoch%2 == 0 {
-			sm.PendingSectors = 2
-		} else {
-			sm.UDMACRCErrors = 4
-		}
+	switch g.fault(id, "pending", "crc") {
+	case "pending":
+		sm.PendingSectors = 2
+	case "crc":
+		sm.UDMACRCErrors = 4
 	}
 	return snapshot.Resource{ID: id, Kind: snapshot.KindDisk, Name: dev, Parent: nodeID, Smart: sm}
 }
@@ -172,14 +177,14 @@ func (g *gen) guest(nodeID string, n int) snapshot.Resource {
 		status = snapshot.StatusStopped
 	}
 	cpu, mem, disk := g.pct(1, 50), g.pct(10, 70), g.pct(10, 60)
-	if g.faulty(id, "memory") {
-		mem = g.pct(82, 99)
-	}
-	if g.faulty(id, "disk") {
-		disk = g.pct(76, 99)
-	}
 	reachable := true
-	if g.faulty(id, "reach") {
+	fault := g.fault(id, "memory", "disk", "reach", "backup")
+	switch fault {
+	case "memory":
+		mem = g.pct(82, 99)
+	case "disk":
+		disk = g.pct(76, 99)
+	case "reach":
 		reachable = false
 	}
 	last := g.at.Truncate(24 * time.Hour).Add(2 * time.Hour)
@@ -187,7 +192,7 @@ func (g *gen) guest(nodeID string, n int) snapshot.Resource {
 		last = last.Add(-24 * time.Hour)
 	}
 	bk := &snapshot.Backup{LastStatus: snapshot.BackupOK, LastFinishedAt: &last, LastSuccessAt: &last}
-	if g.faulty(id, "backup") {
+	if fault == "backup" {
 		bk.LastStatus, bk.LastError = snapshot.BackupFailed, "datastore full"
 		older := last.Add(-72 * time.Hour)
 		bk.LastSuccessAt = &older
