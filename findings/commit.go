@@ -22,6 +22,10 @@ type RunRecord struct {
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
 	Complete   bool            `json:"complete"`
 	Report     json.RawMessage `json:"report,omitempty"`
+	// Exchange is the run's recorded model exchange (for replay); CostUSD
+	// what the model calls cost (the spend ledger).
+	Exchange json.RawMessage `json:"-"`
+	CostUSD  float64         `json:"cost_usd,omitempty"`
 }
 
 // OutboxDraft is an event to write to the outbox; the store gives it an id
@@ -48,6 +52,10 @@ type RunInput struct {
 	// Reconcile false records the run without resolving anything (errored
 	// runs never resolve).
 	Reconcile bool
+	// Resolve resolves active findings by id with the given reason (a
+	// model "resolved" verdict the deterministic check confirmed). Ignored
+	// for findings observed in this run.
+	Resolve map[string]string
 	Policy    PublishPolicy
 }
 
@@ -184,7 +192,11 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 		if seen[f.ID] {
 			continue
 		}
-		if reason := resolution(f, in); reason != "" {
+		reason := resolution(f, in)
+		if explicit, ok := in.Resolve[f.ID]; ok && reason == "" {
+			reason = explicit
+		}
+		if reason != "" {
 			changes = append(changes, Resolve(*f, reason, "", in.Now, in.RunID))
 		}
 	}
@@ -251,8 +263,9 @@ func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
 	if len(report) == 0 {
 		report = json.RawMessage("{}")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report)
-		VALUES (?,?,?,?,?,?,?,?)`, r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, string(report))
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`, r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, string(report),
+		string(r.Exchange), r.CostUSD)
 	if err != nil {
 		return fmt.Errorf("write run %s: %w", r.ID, err)
 	}

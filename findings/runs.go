@@ -99,3 +99,21 @@ func (s *Store) LastCompleteRun(ctx context.Context) (*time.Time, error) {
 	}
 	return parseTimePtr(t), nil
 }
+
+// Spent returns what model calls of runs started since since cost, in US
+// dollars: the spend ledger for per-day and per-30-day budgets.
+func (s *Store) Spent(since time.Time) (float64, error) {
+	var v float64
+	err := s.db.QueryRow("SELECT coalesce(sum(cost_usd), 0) FROM runs WHERE started_at >= ?", fmtTime(since)).Scan(&v)
+	return v, err
+}
+
+// Exchange returns the recorded model exchange of a run ("" when none).
+func (s *Store) Exchange(ctx context.Context, runID string) (json.RawMessage, error) {
+	var ex string
+	err := s.db.QueryRowContext(ctx, "SELECT exchange FROM runs WHERE id = ?", runID).Scan(&ex)
+	if err == sql.ErrNoRows {
+		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	return json.RawMessage(ex), err
+}

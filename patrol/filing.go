@@ -85,6 +85,7 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 	rec := findings.RunRecord{
 		ID: rep.RunID, Trigger: string(rep.Trigger), Status: rep.Status, Analysis: rep.Analysis,
 		StartedAt: rep.StartedAt, FinishedAt: &fin, Complete: complete, Report: data,
+		Exchange: rep.exchange, CostUSD: rep.Usage.CostUSD,
 	}
 	byChange := map[string]int{}
 	for _, f := range rep.Findings {

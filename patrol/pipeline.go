@@ -65,12 +65,21 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
 	rep.Signals = sigs
 	byID := indexResources(snap)
-	// No model stage yet: every signal is unmatched and filed by the daemon.
-	obs := make([]findings.Observation, 0, len(sigs))
-	for i := range sigs {
-		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: sigs[i].Type, ResourceID: sigs[i].ResourceID})
-		o := observationFor(&sigs[i])
-		if res := byID[sigs[i].ResourceID]; res != nil {
+	var an *Analysis
+	if set.Analyst != nil && len(snap.Resources) > 0 {
+		an = r.analyze(ctx, set, rep, snap, sigs)
+	}
+	// Signals no finding of this run matched are filed by the daemon.
+	var obs []findings.Observation
+	var filed []signals.Filed
+	if an != nil {
+		obs, filed = append(obs, an.Observations...), an.Filed
+	}
+	_, unmatched := signals.Match(sigs, filed)
+	for i := range unmatched {
+		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
+		o := observationFor(&unmatched[i])
+		if res := byID[unmatched[i].ResourceID]; res != nil {
 			o.ResourceTags = res.Tags
 		}
 		obs = append(obs, o)
@@ -82,7 +91,40 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		Observations: obs, Complete: complete, Reconcile: true,
 		Check: checker(byID), Policy: set.Publish,
 	}
+	if an != nil {
+		in.Resolve = an.Resolve
+		rep.exchange = an.Exchange
+	}
 	return r.commit(ctx, rep, &in)
+}
+
+// analyze runs the model stages. A model failure never fails the run: it
+// degrades it, and every signal is still filed deterministically.
+func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *snapshot.Snapshot, sigs []signals.Signal) *Analysis {
+	active, err := r.opts.Store.Active(ctx)
+	if err != nil {
+		rep.Errors = append(rep.Errors, "model stages skipped: "+err.Error())
+		rep.addReason(ReasonModelFailed)
+		return nil
+	}
+	an, err := set.Analyst.Analyze(ctx, AnalysisInput{RunID: rep.RunID, Now: r.opts.Now(), Snapshot: snap, Signals: sigs, Active: active, Thresholds: set.Policy})
+	if an == nil {
+		an = &Analysis{}
+	}
+	if err != nil {
+		an.Errors = append(an.Errors, err.Error())
+		if len(an.Reasons) == 0 {
+			an.Reasons = append(an.Reasons, ReasonModelFailed)
+		}
+	}
+	rep.Analysis = AnalysisModel
+	rep.Usage = an.Usage
+	rep.Uncertain = an.Uncertain
+	rep.Errors = append(rep.Errors, an.Errors...)
+	for _, reason := range an.Reasons {
+		rep.addReason(reason)
+	}
+	return an
 }
 
 func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {

@@ -68,6 +68,9 @@ type Report struct {
 	Resolved         []string           `json:"resolved"`
 	Usage            Usage              `json:"usage"`
 	Errors           []string           `json:"errors"`
+	// Uncertain counts "uncertain" model verdicts (never healthy with any).
+	Uncertain int `json:"uncertain,omitempty"`
+	exchange  []byte
 	// Probe summarises the reachability probes of this run.
 	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.
@@ -138,7 +141,7 @@ func (r *Report) finalStatus(failed bool, open []findings.Finding) string {
 	switch {
 	case worst >= findings.SeverityCritical.Rank():
 		return StatusCritical
-	case worst >= findings.SeverityWarning.Rank():
+	case worst >= findings.SeverityWarning.Rank() || r.Uncertain > 0:
 		return StatusIssuesFound
 	}
 	return StatusHealthy

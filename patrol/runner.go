@@ -20,6 +20,7 @@ import (
 // Store is what the runner needs of the findings store.
 type Store interface {
 	ActiveKeys(ctx context.Context) ([]findings.Finding, error)
+	Active(ctx context.Context) ([]findings.Finding, error)
 	StartRun(ctx context.Context, r findings.RunRecord) error
 	CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error)
 	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)
@@ -35,6 +36,8 @@ type Settings struct {
 	Policy  *alerts.Policy
 	Publish findings.PublishPolicy
 	Source  snapshot.Source
+	// Analyst runs the model stages; nil is deterministic only.
+	Analyst Analyst
 	// Prober fills in reachability for running guests the source gave no
 	// verdict for; nil skips probing.
 	Prober  Prober
