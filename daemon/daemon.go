@@ -147,11 +147,11 @@ func (d *Daemon) Start(ctx context.Context) error {
 	if err := d.startHTTP(); err != nil {
 		return err
 	}
-	d.sched, err = newScheduler(d, cfg)
+	d.sched, err = newScheduler(d.schedHooks(), cfg)
 	if err != nil {
 		return err
 	}
-	d.sched.start(runCtx)
+	d.sched.start(runCtx, cfg)
 	d.startedAt = d.opts.Now()
 	go d.watchdog(runCtx)
 	d.notify("READY=1")

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,10 +12,21 @@ import (
 	"github.com/patrold/patrold/patrol"
 )
 
-// scheduler runs scheduled ticks on the configured cron schedule and the
-// startup run after the startup delay.
+// schedHooks is what the scheduler needs from the daemon; tests provide
+// their own.
+type schedHooks struct {
+	run          func(patrol.Trigger)
+	leading      func() bool
+	lastComplete func(context.Context) (*time.Time, error)
+	now          func() time.Time
+	log          *slog.Logger
+}
+
+// scheduler runs scheduled ticks on the configured cron schedule (UTC) and
+// the startup run after the startup delay, unless a complete run finished
+// within skip_startup_if_recent. Only the lease holder runs either.
 type scheduler struct {
-	d     *Daemon
+	h     schedHooks
 	cron  *cron.Cron
 	mu    sync.Mutex
 	entry cron.EntryID
@@ -23,30 +35,33 @@ type scheduler struct {
 	timer *time.Timer
 }
 
-func newScheduler(d *Daemon, cfg *config.Config) (*scheduler, error) {
-	s := &scheduler{d: d, cron: cron.New(cron.WithParser(config.CronParser), cron.WithLocation(time.UTC))}
+func newScheduler(h schedHooks, cfg *config.Config) (*scheduler, error) {
+	s := &scheduler{h: h, cron: cron.New(cron.WithParser(config.CronParser), cron.WithLocation(time.UTC))}
 	return s, s.reschedule(cfg)
 }
 
-func (s *scheduler) start(ctx context.Context) {
+func (d *Daemon) schedHooks() schedHooks {
+	return schedHooks{run: d.runInBackground, leading: d.msg.leader, lastComplete: d.store.LastCompleteRun, now: d.opts.Now, log: d.log}
+}
+
+func (s *scheduler) start(ctx context.Context, cfg *config.Config) {
 	s.mu.Lock()
 	s.ctx = ctx
-	cfg := s.d.Config()
-	s.timer = time.AfterFunc(cfg.Schedule.StartupDelay, func() { s.startupRun(ctx, cfg) })
+	s.timer = time.AfterFunc(cfg.Schedule.StartupDelay, func() { s.startupRun(ctx, cfg.Schedule.SkipStartupIfRecent) })
 	s.mu.Unlock()
 	s.cron.Start()
 }
 
-func (s *scheduler) startupRun(ctx context.Context, cfg *config.Config) {
-	if ctx.Err() != nil || !s.leading() {
+func (s *scheduler) startupRun(ctx context.Context, skipIfRecent time.Duration) {
+	if ctx.Err() != nil || !s.h.leading() {
 		return
 	}
-	last, err := s.d.store.LastCompleteRun(ctx)
-	if err == nil && last != nil && s.d.opts.Now().Sub(*last) < cfg.Schedule.SkipStartupIfRecent {
-		s.d.log.Info("startup run skipped: a complete run finished recently", "finished_at", last.Format(time.RFC3339))
+	last, err := s.h.lastComplete(ctx)
+	if err == nil && last != nil && s.h.now().Sub(*last) < skipIfRecent {
+		s.h.log.Info("startup run skipped: a complete run finished recently", "finished_at", last.Format(time.RFC3339))
 		return
 	}
-	s.d.runInBackground(patrol.TriggerStartup)
+	s.h.run(patrol.TriggerStartup)
 }
 
 func (s *scheduler) tick() {
@@ -56,16 +71,12 @@ func (s *scheduler) tick() {
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}
-	if !s.leading() {
-		s.d.log.Debug("scheduled tick left to the lease holder")
+	if !s.h.leading() {
+		s.h.log.Debug("scheduled tick left to the lease holder")
 		return
 	}
-	s.d.runInBackground(patrol.TriggerScheduled)
+	s.h.run(patrol.TriggerScheduled)
 }
-
-// leading reports whether this instance holds the scheduling lease (always
-// true without messaging).
-func (s *scheduler) leading() bool { return s.d.msg.leader() }
 
 // reschedule replaces the cron entry when the spec changed.
 func (s *scheduler) reschedule(cfg *config.Config) error {

@@ -68,12 +68,12 @@ func actionCmds(a *app) []*cobra.Command {
 
 // act applies an action through the store; bad input exits 2.
 func (a *app) act(cmd *cobra.Command, id string, req findings.ActionRequest) (findings.Finding, error) {
-	st, _, err := a.openStore(cmd.Context())
+	be, err := a.backend(cmd.Context(), true)
 	if err != nil {
 		return findings.Finding{}, err
 	}
-	defer st.Close()
-	f, err := st.Act(cmd.Context(), id, req, time.Now())
+	defer be.Close()
+	f, err := be.Act(cmd.Context(), id, req)
 	var ie *findings.InputError
 	if errors.As(err, &ie) {
 		return f, usage(fmt.Errorf("--%s", ie.Error()))

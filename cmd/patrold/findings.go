@@ -25,12 +25,12 @@ func newFindingsCmd(a *app) *cobra.Command {
 			if severity != "" && !findings.Severity(severity).Valid() {
 				return usage(fmt.Errorf("--severity: %q is not info, watch, warning or critical", severity))
 			}
-			st, _, err := a.openStore(cmd.Context())
+			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			list, err := st.List(cmd.Context(), findings.ListFilter{Status: state, Severity: findings.Severity(severity)})
+			defer be.Close()
+			list, err := be.List(cmd.Context(), findings.ListFilter{Status: state, Severity: findings.Severity(severity)})
 			if err != nil {
 				return err
 			}
@@ -53,16 +53,12 @@ func newFindingsCmd(a *app) *cobra.Command {
 			if err := checkOutput(showOutput); err != nil {
 				return err
 			}
-			st, _, err := a.openStore(cmd.Context())
+			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			f, err := st.Get(cmd.Context(), argv[0])
-			if err != nil {
-				return err
-			}
-			events, err := st.Events(cmd.Context(), f.ID)
+			defer be.Close()
+			f, events, err := be.Show(cmd.Context(), argv[0])
 			if err != nil {
 				return err
 			}
@@ -150,12 +146,12 @@ func newRunsCmd(a *app) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			st, _, err := a.openStore(cmd.Context())
+			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			runs, err := st.Runs(cmd.Context(), limit)
+			defer be.Close()
+			runs, err := be.Runs(cmd.Context(), limit)
 			if err != nil {
 				return err
 			}
@@ -180,16 +176,16 @@ func newRunsCmd(a *app) *cobra.Command {
 		Short: "Show one run's report",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			st, _, err := a.openStore(cmd.Context())
+			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			r, err := st.Run(cmd.Context(), argv[0])
+			defer be.Close()
+			report, err := be.Run(cmd.Context(), argv[0])
 			if err != nil {
 				return err
 			}
-			_, err = a.stdout.Write(append(indentJSON(r.Report), '\n'))
+			_, err = a.stdout.Write(append(indentJSON(report), '\n'))
 			return err
 		},
 	}

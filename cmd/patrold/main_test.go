@@ -20,6 +20,9 @@ type cli struct {
 func newCLI(t *testing.T, extra string) *cli {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "patrold.yaml")
+	if !strings.Contains(extra, "http:") {
+		extra += "http: {listen: '127.0.0.1:1'}\n" // no daemon answers: the database is used
+	}
 	if err := os.WriteFile(cfg, []byte("data_dir: "+filepath.Join(dir, "var")+"\n"+extra), 0o600); err != nil {
 		t.Fatal(err)
 	}

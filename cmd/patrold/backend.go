@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+)
+
+// backend is where store commands go: the running daemon's API, or the
+// database directly when no daemon answers. Behaviour is the same.
+type backend interface {
+	List(ctx context.Context, f findings.ListFilter) ([]findings.Finding, error)
+	Show(ctx context.Context, id string) (findings.Finding, []findings.Event, error)
+	Act(ctx context.Context, id string, req findings.ActionRequest) (findings.Finding, error)
+	Runs(ctx context.Context, limit int) ([]findings.RunRecord, error)
+	Run(ctx context.Context, id string) (json.RawMessage, error)
+	Close() error
+}
+
+// backend picks the API when the daemon answers on http.listen (with a
+// token from the configuration: admin for changes, read or admin for
+// reads), else the database. A daemon without an admin token cannot take
+// changes over HTTP; the change then goes to the database directly, which
+// SQLite serialises with the daemon's writes.
+func (a *app) backend(ctx context.Context, mutating bool) (backend, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if token, ok := pickToken(cfg, mutating); ok {
+		c, err := api.NewClient("http://"+cfg.HTTP.Listen, token, &http.Client{Timeout: 30 * time.Second})
+		if err == nil && c.Ping(ctx) == nil {
+			return &apiBackend{c: c}, nil
+		}
+	}
+	st, _, err := a.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &storeBackend{st: st}, nil
+}
+
+// pickToken returns a configured token good enough for the call ("" with
+// ok when no tokens are configured and the call only reads).
+func pickToken(cfg *config.Config, mutating bool) (string, bool) {
+	if len(cfg.HTTP.Tokens) == 0 {
+		return "", !mutating
+	}
+	best := ""
+	for _, t := range cfg.HTTP.Tokens {
+		if t.Scope != "admin" && mutating {
+			continue
+		}
+		secret := t.Token.Reveal()
+		if t.TokenFile != "" {
+			data, err := os.ReadFile(t.TokenFile)
+			if err != nil {
+				continue
+			}
+			secret = strings.TrimSpace(string(data))
+		}
+		if secret != "" && (best == "" || t.Scope == "admin") {
+			best = secret
+		}
+	}
+	return best, best != ""
+}
+
+type storeBackend struct{ st *findings.Store }
+
+func (b *storeBackend) List(ctx context.Context, f findings.ListFilter) ([]findings.Finding, error) {
+	return b.st.List(ctx, f)
+}
+
+func (b *storeBackend) Show(ctx context.Context, id string) (findings.Finding, []findings.Event, error) {
+	f, err := b.st.Get(ctx, id)
+	if err != nil {
+		return f, nil, err
+	}
+	ev, err := b.st.Events(ctx, id)
+	return f, ev, err
+}
+
+func (b *storeBackend) Act(ctx context.Context, id string, req findings.ActionRequest) (findings.Finding, error) {
+	return b.st.Act(ctx, id, req, time.Now())
+}
+
+func (b *storeBackend) Runs(ctx context.Context, limit int) ([]findings.RunRecord, error) {
+	return b.st.Runs(ctx, limit)
+}
+
+func (b *storeBackend) Run(ctx context.Context, id string) (json.RawMessage, error) {
+	r, err := b.st.Run(ctx, id)
+	return r.Report, err
+}
+
+func (b *storeBackend) Close() error { return b.st.Close() }
+
+type apiBackend struct{ c *api.Client }
+
+func (b *apiBackend) List(ctx context.Context, f findings.ListFilter) ([]findings.Finding, error) {
+	views, err := b.c.Findings(ctx, f)
+	out := make([]findings.Finding, 0, len(views))
+	for _, v := range views {
+		out = append(out, v.Finding)
+	}
+	return out, apiErr(err)
+}
+
+func (b *apiBackend) Show(ctx context.Context, id string) (findings.Finding, []findings.Event, error) {
+	d, err := b.c.Finding(ctx, id)
+	if err != nil {
+		return findings.Finding{}, nil, apiErr(err)
+	}
+	return d.Finding.Finding, d.Events, nil
+}
+
+func (b *apiBackend) Act(ctx context.Context, id string, req findings.ActionRequest) (findings.Finding, error) {
+	v, err := b.c.Act(ctx, id, req)
+	if err != nil {
+		return findings.Finding{}, apiErr(err)
+	}
+	return v.Finding, nil
+}
+
+func (b *apiBackend) Runs(ctx context.Context, limit int) ([]findings.RunRecord, error) {
+	r, err := b.c.RunsLimit(ctx, limit)
+	return r, apiErr(err)
+}
+
+func (b *apiBackend) Run(ctx context.Context, id string) (json.RawMessage, error) {
+	r, err := b.c.Run(ctx, id)
+	return r, apiErr(err)
+}
+
+func (b *apiBackend) Close() error { return nil }
+
+// apiErr maps API error codes onto the same errors the store returns, so
+// exit codes do not depend on the backend.
+func apiErr(err error) error {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch ae.Code {
+	case api.CodeFindingNotFound, api.CodeNotFound:
+		return fmt.Errorf("%s: %w", ae.Message, findings.ErrNotFound)
+	case api.CodeFindingActionNotAllowed:
+		return fmt.Errorf("%s: %w", ae.Message, findings.ErrActionNotAllowed)
+	case api.CodeInvalidRequest:
+		field, _ := ae.Details["field"].(string)
+		return &findings.InputError{Field: field, Problem: ae.Message}
+	}
+	return err
+}
