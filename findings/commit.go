@@ -56,7 +56,7 @@ type RunInput struct {
 	// model "resolved" verdict the deterministic check confirmed). Ignored
 	// for findings observed in this run.
 	Resolve map[string]string
-	Policy    PublishPolicy
+	Policy  PublishPolicy
 }
 
 // FinishFunc completes the run record from the changes, inside the
