@@ -20,8 +20,7 @@ run: build
 	$(RUN_ENV) ./$(BIN) serve --config /dev/null
 
 ## test: the whole suite (unit, integration, doc guards, fuzz seeds).
-test:
-	$(GO) vet ./...
+test: lint
 	$(GO) test -count=1 -timeout 9m ./...
 
 test-race:
