@@ -35,24 +35,6 @@ func (w *outboxWriter) add(ctx context.Context, d OutboxDraft) error {
 	return nil
 }
 
-// AddEvents writes outbox events in their own transaction (for changes made
-// outside a run, such as operator actions and outcomes).
-func (s *Store) AddEvents(ctx context.Context, now time.Time, drafts ...OutboxDraft) error {
-	return s.withTx(ctx, func(tx *sql.Tx) error {
-		w, err := newOutboxWriter(ctx, tx, now)
-		if err != nil {
-			return err
-		}
-		defer w.close()
-		for _, d := range drafts {
-			if err := w.add(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // PendingEvents returns up to limit unsent outbox events in Seq order.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?", limit)

@@ -56,27 +56,6 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error { return putRun(ctx, tx, r) })
 }
 
-// PutRun writes a run record on its own (runs that change no finding, such
-// as a rejected snapshot, still leave a record).
-func (s *Store) PutRun(ctx context.Context, r RunRecord, drafts ...OutboxDraft) error {
-	return s.withTx(ctx, func(tx *sql.Tx) error {
-		if err := putRun(ctx, tx, r); err != nil {
-			return err
-		}
-		w, err := newOutboxWriter(ctx, tx, time.Now())
-		if err != nil {
-			return err
-		}
-		defer w.close()
-		for _, d := range drafts {
-			if err := w.add(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // MarkInterrupted turns runs left "running" by a crash into errors with
 // reason interrupted, and returns how many there were.
 func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int64, error) {

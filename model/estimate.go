@@ -105,3 +105,18 @@ func (ps Prices) Lookup(model string) (Price, bool) {
 func (ps Prices) EstimateCost(model string, req Request, maxOutput int) float64 {
 	return ps.Cost(model, Usage{InputTokens: EstimateTokens(req), OutputTokens: maxOutput})
 }
+
+// FitOutput returns the output budget for req (the smaller of the
+// configured maximum and req.MaxTokens) and refuses, as a bad request of
+// provider, a request whose estimate plus that output exceeds the window.
+func FitOutput(provider string, req Request, maxOutput, contextWindow int) (int, error) {
+	out := maxOutput
+	if req.MaxTokens > 0 && req.MaxTokens < out {
+		out = req.MaxTokens
+	}
+	if est := EstimateTokens(req); est+out > contextWindow {
+		return 0, NewError(provider, ErrorBadRequest, 0,
+			fmt.Sprintf("request estimated at %d tokens plus %d output exceeds context window %d", est, out, contextWindow), nil)
+	}
+	return out, nil
+}

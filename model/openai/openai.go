@@ -105,13 +105,9 @@ func (c *Client) ContextWindow() int { return c.endpoint.ContextWindow }
 
 // Chat sends one chat completion request.
 func (c *Client) Chat(ctx context.Context, req model.Request) (*model.Response, error) {
-	maxOut := c.endpoint.MaxOutputTokens
-	if req.MaxTokens > 0 && req.MaxTokens < maxOut {
-		maxOut = req.MaxTokens
-	}
-	if est := model.EstimateTokens(req); est+maxOut > c.endpoint.ContextWindow {
-		return nil, model.NewError(Name, model.ErrorBadRequest, 0,
-			fmt.Sprintf("request estimated at %d tokens plus %d output exceeds context window %d", est, maxOut, c.endpoint.ContextWindow), nil)
+	maxOut, err := model.FitOutput(Name, req, c.endpoint.MaxOutputTokens, c.endpoint.ContextWindow)
+	if err != nil {
+		return nil, err
 	}
 	params, err := c.params(req, maxOut)
 	if err != nil {
