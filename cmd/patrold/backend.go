@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/patrold/patrold/api"
@@ -55,21 +53,14 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 	if len(cfg.HTTP.Tokens) == 0 {
 		return "", !mutating
 	}
+	tokens, err := api.TokensFromConfig(cfg.HTTP.Tokens)
+	if err != nil {
+		return "", false
+	}
 	best := ""
-	for _, t := range cfg.HTTP.Tokens {
-		if t.Scope != "admin" && mutating {
-			continue
-		}
-		secret := t.Token.Reveal()
-		if t.TokenFile != "" {
-			data, err := os.ReadFile(t.TokenFile)
-			if err != nil {
-				continue
-			}
-			secret = strings.TrimSpace(string(data))
-		}
-		if secret != "" && (best == "" || t.Scope == "admin") {
-			best = secret
+	for _, t := range tokens {
+		if t.Scope == api.ScopeAdmin || (!mutating && best == "") {
+			best = t.Secret
 		}
 	}
 	return best, best != ""
