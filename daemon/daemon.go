@@ -40,11 +40,12 @@ type Daemon struct {
 	cfg      atomic.Pointer[config.Config]
 	settings atomic.Pointer[patrol.Settings]
 
-	store  *findings.Store
-	runner *patrol.Runner
-	sched  *scheduler
-	msg    *messaging
-	met    *metrics
+	store   *findings.Store
+	runner  *patrol.Runner
+	sched   *scheduler
+	msg     *messaging
+	met     *metrics
+	analyst patrol.Analyst
 
 	http      *http.Server
 	httpAddr  string
@@ -86,6 +87,16 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.analyst, err = NewAnalyst(opts.Config, nil, ledgerFunc(func(since time.Time) (float64, error) {
+		if d.store == nil {
+			return 0, errors.New("store not open")
+		}
+		return d.store.Spent(since)
+	}), opts.Registerer, d.log, opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	set.Analyst = d.analyst
 	d.cfg.Store(opts.Config)
 	d.settings.Store(&set)
 	d.met = newMetrics(opts.Registerer, d)
@@ -238,6 +249,7 @@ func (d *Daemon) Reload() error {
 		for key, changed := range map[string]bool{
 			"data_dir": cfg.DataDir != old.DataDir, "http.listen": cfg.HTTP.Listen != old.HTTP.Listen,
 			"http.tokens": fmt.Sprint(cfg.HTTP.Tokens) != fmt.Sprint(old.HTTP.Tokens), "nats": cfg.NATS.String() != old.NATS.String(),
+			"model": fmt.Sprintf("%+v", cfg.Model) != fmt.Sprintf("%+v", old.Model),
 		} {
 			if changed {
 				d.log.Warn("configuration key changed on reload takes effect after a restart", "key", key)
@@ -245,6 +257,7 @@ func (d *Daemon) Reload() error {
 		}
 		var set patrol.Settings
 		set, err = RunSettings(cfg, d.opts.Now, d.opts.Registerer)
+		set.Analyst = d.analyst
 		if err == nil {
 			d.cfg.Store(cfg)
 			d.settings.Store(&set)

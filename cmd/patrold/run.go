@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
@@ -18,7 +22,7 @@ import (
 )
 
 func newRunCmd(a *app) *cobra.Command {
-	var snapPath, output string
+	var snapPath, output, replay string
 	var doProbe bool
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -54,6 +58,15 @@ func newRunCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			var provider model.Provider
+			if replay != "" {
+				if provider, err = replayProvider(cmd, st, replay); err != nil {
+					return err
+				}
+			}
+			if set.Analyst, err = daemon.NewAnalyst(cfg, provider, st, nil, nil, time.Now); err != nil {
+				return usage(err)
+			}
 			runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
 			if err != nil {
 				return err
@@ -72,6 +85,7 @@ func newRunCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&snapPath, "snapshot", "", "patrol this snapshot file instead of the configured source")
+	cmd.Flags().StringVar(&replay, "replay", "", "re-execute the model stages against the recorded exchange of run ID (use with the same --snapshot)")
 	cmd.Flags().BoolVar(&doProbe, "probe", false, "with --snapshot: also probe guest addresses (off: the run is reproducible)")
 	outputFlag(cmd, &output)
 	return cmd
@@ -181,4 +195,20 @@ func newDemoCmd(a *app) *cobra.Command {
 	export.Flags().StringVar(&at, "at", "", "generate the fleet as at this RFC 3339 time (default now)")
 	cmd.AddCommand(export)
 	return cmd
+}
+
+// replayProvider answers with the recorded model exchange of a past run.
+func replayProvider(cmd *cobra.Command, st *findings.Store, runID string) (model.Provider, error) {
+	raw, err := st.Exchange(cmd.Context(), runID)
+	if err != nil {
+		return nil, usage(fmt.Errorf("--replay: %w", err))
+	}
+	if len(raw) == 0 {
+		return nil, usage(fmt.Errorf("--replay: run %s made no model calls", runID))
+	}
+	var rec model.Recording
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("--replay: stored exchange of %s: %w", runID, err)
+	}
+	return script.NewReplay(rec)
 }

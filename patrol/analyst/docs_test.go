@@ -1,0 +1,138 @@
+package analyst_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/patrold/patrold/patrol/analyst"
+)
+
+// docConstants are the constants docs/MODEL_STAGES.md must state, with
+// their values read from the code.
+var docConstants = map[string]float64{
+	"DetectionTurnsBase": analyst.DetectionTurnsBase, "DetectionTurnsPerFlag": analyst.DetectionTurnsPerFlag,
+	"DetectionTurnsMin": analyst.DetectionTurnsMin, "DetectionTurnsMax": analyst.DetectionTurnsMax,
+	"EvaluationTurns": analyst.EvaluationTurns, "SweepTurnsExtra": analyst.SweepTurnsExtra, "SweepTurnsMax": analyst.SweepTurnsMax,
+	"WatchMargin": analyst.WatchMargin, "SeedContextPercent": analyst.SeedContextPercent,
+	"MinContextWindow": analyst.MinContextWindow, "DefaultContextWindow": analyst.DefaultContextWindow,
+	"DefaultMaxOutputTokens": analyst.DefaultMaxOutputTokens, "DefaultListLimit": analyst.DefaultListLimit,
+	"MaxListLimit": analyst.MaxListLimit, "MaxTitleChars": analyst.MaxTitleChars, "MaxTextChars": analyst.MaxTextChars,
+}
+
+var (
+	constRow = regexp.MustCompile("^\\| `([A-Za-z]+)` \\| ([0-9.]+) \\|")
+	toolRow  = regexp.MustCompile("^\\| `([a-z_]+)` \\| ([a-z_]+) \\| ([^|]+) \\| ([^|]+) \\|")
+)
+
+func readDoc(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "MODEL_STAGES.md"))
+	if err != nil {
+		t.Fatalf("docs/MODEL_STAGES.md: %v", err) // a missing doc fails, never skips
+	}
+	return strings.Split(string(data), "\n")
+}
+
+// checkConstants compares the guarded constants table with the code, in
+// both directions.
+func checkConstants(lines []string, want map[string]float64) []string {
+	var problems []string
+	seen := map[string]bool{}
+	in := false
+	for _, l := range lines {
+		if strings.Contains(l, "<!-- guard:constants -->") {
+			in = true
+			continue
+		}
+		m := constRow.FindStringSubmatch(l)
+		if !in || m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		code, ok := want[m[1]]
+		switch {
+		case !ok:
+			problems = append(problems, m[1]+" is documented but is not a guarded constant")
+		case code != v:
+			problems = append(problems, m[1]+": the doc says "+m[2]+", the code "+strconv.FormatFloat(code, 'g', -1, 64))
+		}
+		seen[m[1]] = true
+	}
+	for name := range want {
+		if !seen[name] {
+			problems = append(problems, name+" is missing from the constants table")
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+func TestDocConstants(t *testing.T) {
+	for _, p := range checkConstants(readDoc(t), docConstants) {
+		t.Error("docs/MODEL_STAGES.md: " + p)
+	}
+}
+
+// The guard fails when the code changes under it.
+func TestDocConstantsGuardBites(t *testing.T) {
+	changed := map[string]float64{}
+	for k, v := range docConstants {
+		changed[k] = v
+	}
+	changed["EvaluationTurns"]++
+	changed["NewConstant"] = 1
+	delete(changed, "SweepTurnsMax")
+	got := checkConstants(readDoc(t), changed)
+	if len(got) != 3 {
+		t.Errorf("guard found %v, want three problems", got)
+	}
+}
+
+// The tools table matches the registry's classification and the profiles.
+func TestDocTools(t *testing.T) {
+	profiles := analyst.Profiles()
+	documented := map[string]bool{}
+	for _, l := range readDoc(t) {
+		m := toolRow.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		name, kind, target := m[1], m[2], strings.Trim(strings.TrimSpace(m[3]), "`")
+		documented[name] = true
+		k, tg, ok := analyst.Classify(name)
+		if !ok {
+			t.Errorf("%s is documented but is not a stage tool", name)
+			continue
+		}
+		if k.String() != kind || (target != "-" && string(tg) != target) || (target == "-" && tg != "") {
+			t.Errorf("%s: doc says %s/%s, registry %s/%s", name, kind, target, k, tg)
+		}
+		var in []string
+		for _, stage := range []string{analyst.StageDetection, analyst.StageEvaluation, analyst.StageAssessment} {
+			if profiles[stage].Advertises(name) {
+				in = append(in, stage)
+			}
+		}
+		if got := strings.Join(in, ", "); got != strings.TrimSpace(m[4]) {
+			t.Errorf("%s: doc profiles %q, code %q", name, strings.TrimSpace(m[4]), got)
+		}
+	}
+	for _, p := range profiles {
+		for _, name := range p.Tools {
+			if !documented[name] {
+				t.Errorf("%s is not in the tools table", name)
+			}
+		}
+	}
+	if !slices.Equal(analyst.Profiles()[analyst.StageDetection].Tools, []string{
+		analyst.ToolListResources, analyst.ToolGetResource, analyst.ToolListFindings, analyst.ToolReportFinding, analyst.ToolAssessFinding,
+	}) {
+		t.Errorf("detection profile %v", analyst.Profiles()[analyst.StageDetection].Tools)
+	}
+}

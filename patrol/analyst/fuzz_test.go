@@ -1,0 +1,98 @@
+package analyst_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/patrol/analyst"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// FuzzDecodeReport: report_finding arguments come from the model. Any
+// input either decodes into fields within their limits, or fails with an
+// INVALID_INPUT tool error naming a field; never a panic.
+func FuzzDecodeReport(f *testing.F) {
+	for _, seed := range []string{
+		`{"resource_id":"storage/pve1/local-zfs","category":"capacity","key":"high_disk","severity":"critical","title":"t","evidence":"usage 96.3"}`,
+		`{"resource_id":"vm/1","category":"x","key":"k","severity":"info","title":"t","evidence":"e","extra":1}`,
+		`{"resource_id":1}`, `null`, ``, `[]`, `{"title":"` + strings.Repeat("a", 300) + `"}`, `{} {}`, "{\"evidence\":\"\xff\"}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		args, err := analyst.DecodeReport(data)
+		if err != nil {
+			checkToolError(t, err)
+			return
+		}
+		if strings.TrimSpace(args.ResourceID) == "" || strings.TrimSpace(args.Evidence) == "" || strings.TrimSpace(args.Title) == "" {
+			t.Fatalf("required field empty: %+v", args)
+		}
+		if utf8.RuneCountInString(args.Title) > analyst.MaxTitleChars || utf8.RuneCountInString(args.Evidence) > analyst.MaxTextChars {
+			t.Fatalf("limits not enforced: %+v", args)
+		}
+	})
+}
+
+// FuzzDecodeAssess: assess_finding arguments.
+func FuzzDecodeAssess(f *testing.F) {
+	for _, seed := range []string{
+		`{"finding_id":"3f1c0aa0b1c2d3e4","verdict":"resolved","evidence":"cpu 35"}`,
+		`{"finding_id":"x","verdict":"gone","evidence":"e"}`, `{"finding_id":""}`, `nope`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		args, err := analyst.DecodeAssess(data)
+		if err != nil {
+			checkToolError(t, err)
+			return
+		}
+		switch args.Verdict {
+		case analyst.VerdictPresent, analyst.VerdictResolved, analyst.VerdictUncertain:
+		default:
+			t.Fatalf("verdict %q accepted", args.Verdict)
+		}
+	})
+}
+
+func checkToolError(t *testing.T, err error) {
+	t.Helper()
+	var te *agent.ToolError
+	if !errors.As(err, &te) || te.Code != agent.CodeInvalidInput || te.Details["field"] == "" {
+		t.Fatalf("error %v is not an INVALID_INPUT naming a field", err)
+	}
+	if _, jerr := json.Marshal(te); jerr != nil {
+		t.Fatalf("tool error does not encode: %v", jerr)
+	}
+}
+
+// FuzzExtractClaims: every extracted figure is a number, every id is
+// canonical, and the text's own claims are supported once the text has
+// been seen as a tool result.
+func FuzzExtractClaims(f *testing.F) {
+	for _, seed := range []string{"usage 96.3% on storage/pve1/local-zfs", "VM/101 91% 2026-11-29T02:10:00Z", "pve1 sdb3 v1.2.3", "", "node/", "disk/a/b/c/ 007"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		c := analyst.ExtractClaims(text)
+		for _, fig := range c.Figures {
+			if _, err := strconv.ParseFloat(fig, 64); err != nil {
+				t.Fatalf("figure %q is not a number", fig)
+			}
+		}
+		for _, id := range c.IDs {
+			if snapshot.CanonicalID(id) != id {
+				t.Fatalf("id %q is not canonical", id)
+			}
+		}
+		if bad := analyst.Unsupported([]string{text}, text); len(bad) > 0 && len(c.Figures)+len(c.IDs) <= 64 {
+			t.Fatalf("claims of a text the model was shown are unsupported: %v", bad)
+		}
+	})
+}
