@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
@@ -46,10 +47,13 @@ type Daemon struct {
 	msg     *messaging
 	met     *metrics
 	analyst patrol.Analyst
+	shared  Shared
+	worker  *assistant.Worker
 
 	http      *http.Server
 	httpAddr  string
 	wgHTTP    sync.WaitGroup
+	wgWorker  sync.WaitGroup
 	startedAt time.Time
 
 	mu      sync.Mutex
@@ -87,12 +91,15 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.analyst, err = NewAnalyst(opts.Config, nil, ledgerFunc(func(since time.Time) (float64, error) {
+	if d.shared, err = NewShared(opts.Config, nil, opts.Registerer); err != nil {
+		return nil, err
+	}
+	d.analyst, err = NewAnalyst(opts.Config, d.shared, ledgerFunc(func(since time.Time) (float64, error) {
 		if d.store == nil {
 			return 0, errors.New("store not open")
 		}
 		return d.store.Spent(since)
-	}), opts.Registerer, d.log, opts.Now)
+	}), d.log, opts.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +162,11 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.runCtx, d.cancel = runCtx, cancel
+	if cfg.Assistant.Enabled {
+		if err := d.startWorker(runCtx, cfg); err != nil {
+			return fmt.Errorf("start assistant: %w", err)
+		}
+	}
 	if err := d.startHTTP(); err != nil {
 		return err
 	}
@@ -212,6 +224,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	if d.cancel != nil {
 		d.cancel()
 	}
+	d.wgWorker.Wait()
 	if d.http != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, d.http.Shutdown(sctx))

@@ -25,10 +25,14 @@ func (d *Daemon) startHTTP() error {
 	if err != nil {
 		return err
 	}
-	a, err := api.New(api.Options{
+	opts := api.Options{
 		Store: d.store, Daemon: d, Tokens: tokens, Gatherer: d.opts.Gatherer, Registerer: d.opts.Registerer,
 		Logger: d.log, Now: d.opts.Now, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Capabilities: d.capabilities,
-	})
+	}
+	if d.worker != nil {
+		opts.Approvals = d.worker.Assistant()
+	}
+	a, err := api.New(opts)
 	if err != nil {
 		return err
 	}

@@ -24,11 +24,12 @@ const (
 // messaging owns the NATS connection (and embedded server), the outbox
 // relay, the outcome consumer and the leader lease.
 type messaging struct {
-	bus    *bus.Bus
-	relay  *bus.Relay
-	lease  *bus.Lease
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	bus       *bus.Bus
+	transport *bus.Transport
+	relay     *bus.Relay
+	lease     *bus.Lease
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // BusOptions completes the nats section for this data dir.
@@ -62,6 +63,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if err != nil {
 		return fail(err)
 	}
+	m.transport = tr
 	host, _ := os.Hostname()
 	m.lease, err = bus.NewLease(b.JetStream(), bus.LeaseOptions{Bucket: cfg.NATS.Lease.Bucket, Key: LeaseKey,
 		Holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), findings.NewID(d.opts.Now())[20:]), TTL: cfg.NATS.Lease.TTL, Logger: d.log})

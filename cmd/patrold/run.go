@@ -64,7 +64,11 @@ func newRunCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
-			if set.Analyst, err = daemon.NewAnalyst(cfg, provider, st, nil, nil, time.Now); err != nil {
+			shared, err := daemon.NewShared(cfg, provider, nil)
+			if err != nil {
+				return usage(err)
+			}
+			if set.Analyst, err = daemon.NewAnalyst(cfg, shared, st, nil, time.Now); err != nil {
 				return usage(err)
 			}
 			runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})

@@ -1,0 +1,161 @@
+package assistant
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+)
+
+// Risk is an action's declared risk (YAML actions[].risk).
+type Risk string
+
+// Risks. An action declared RiskNever is never executed by a session.
+const (
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
+	RiskNever  Risk = "never"
+)
+
+// Risks lists every risk.
+var Risks = []Risk{RiskLow, RiskMedium, RiskHigh, RiskNever}
+
+// Placeholders substituted in an action's arguments (never in argv[0]).
+const (
+	PlaceholderResourceID = "{resource_id}"
+	PlaceholderFindingID  = "{finding_id}"
+	PlaceholderKey        = "{key}"
+)
+
+// Action is one declared remediation action.
+type Action struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Command     []string `json:"command"`
+	Risk        Risk     `json:"risk"`
+	// Signals restricts the action to findings with these keys
+	// (normalised); empty means any key for the model driver. The playbook
+	// only picks actions that name the key explicitly.
+	Signals []string `json:"signals,omitempty"`
+}
+
+var actionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ParseActions validates the declared actions, naming the key as
+// actions[i].field, and returns them with their signal keys normalised.
+func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
+	var errs []error
+	out := make([]Action, 0, len(cfgs))
+	seen := map[string]bool{}
+	for i, c := range cfgs {
+		key := fmt.Sprintf("actions[%d]", i)
+		switch {
+		case !actionName.MatchString(c.Name):
+			errs = append(errs, fmt.Errorf("%s.name: %q must match %s", key, c.Name, actionName))
+		case seen[c.Name]:
+			errs = append(errs, fmt.Errorf("%s.name: duplicate action %q", key, c.Name))
+		}
+		seen[c.Name] = true
+		if len(c.Command) == 0 || strings.TrimSpace(c.Command[0]) == "" {
+			errs = append(errs, fmt.Errorf("%s.command: required (argv, no shell)", key))
+		} else if strings.Contains(c.Command[0], "{") {
+			errs = append(errs, fmt.Errorf("%s.command[0]: placeholders are only substituted in arguments, not in the program %q", key, c.Command[0]))
+		}
+		if !slices.Contains(Risks, Risk(c.Risk)) {
+			errs = append(errs, fmt.Errorf("%s.risk: %q is not one of low, medium, high, never", key, c.Risk))
+		}
+		a := Action{Name: c.Name, Description: c.Description, Command: slices.Clone(c.Command), Risk: Risk(c.Risk)}
+		for j, s := range c.Signals {
+			if strings.TrimSpace(s) == "" {
+				errs = append(errs, fmt.Errorf("%s.signals[%d]: empty", key, j))
+				continue
+			}
+			a.Signals = append(a.Signals, findings.NormalizeKey(s))
+		}
+		out = append(out, a)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppliesTo reports whether the action may be used for a finding key.
+func (a Action) AppliesTo(key string) bool {
+	return len(a.Signals) == 0 || slices.Contains(a.Signals, findings.NormalizeKey(key))
+}
+
+// Declares reports whether the action names the key in its signals
+// explicitly (what the playbook requires).
+func (a Action) Declares(key string) bool {
+	return slices.Contains(a.Signals, findings.NormalizeKey(key))
+}
+
+// Decision is what the risk policy says about one write.
+type Decision string
+
+// Decisions.
+const (
+	DecisionRun      Decision = "run"
+	DecisionApproval Decision = "approval"
+	DecisionBlocked  Decision = "blocked"
+)
+
+// Decide applies BEHAVIOUR.md §6: monitor never writes; approval waits for
+// an operator on every write; assisted runs low-risk actions and waits on
+// the rest; full runs everything not declared never. risk never, an
+// unknown risk or an unknown autonomy is blocked (fail closed).
+func Decide(autonomy findings.Autonomy, risk Risk) Decision {
+	if risk == RiskNever || !slices.Contains(Risks, risk) {
+		return DecisionBlocked
+	}
+	switch autonomy {
+	case findings.AutonomyApproval:
+		return DecisionApproval
+	case findings.AutonomyAssisted:
+		if risk == RiskLow {
+			return DecisionRun
+		}
+		return DecisionApproval
+	case findings.AutonomyFull:
+		return DecisionRun
+	}
+	return DecisionBlocked
+}
+
+// autonomyRank orders the levels from the strictest; unknown is monitor.
+func autonomyRank(a findings.Autonomy) int {
+	switch a {
+	case findings.AutonomyApproval:
+		return 1
+	case findings.AutonomyAssisted:
+		return 2
+	case findings.AutonomyFull:
+		return 3
+	}
+	return 0
+}
+
+// Effective returns the stricter of the request's and the current
+// autonomy: lowering patrol.autonomy applies to queued requests too. An
+// empty request autonomy takes the current one.
+func Effective(request, current findings.Autonomy) findings.Autonomy {
+	if request == "" {
+		request = current
+	}
+	if autonomyRank(request) <= autonomyRank(current) {
+		if autonomyRank(request) == 0 {
+			return findings.AutonomyMonitor
+		}
+		return request
+	}
+	if autonomyRank(current) == 0 {
+		return findings.AutonomyMonitor
+	}
+	return current
+}

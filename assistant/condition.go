@@ -1,0 +1,83 @@
+package assistant
+
+import (
+	"time"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Condition is what check_condition found.
+type Condition string
+
+// Conditions. Only cleared lets a session report fix_verified.
+const (
+	ConditionPresent Condition = "present"
+	ConditionCleared Condition = "cleared"
+	ConditionUnknown Condition = "unknown"
+)
+
+// ConditionResult is the result of check_condition.
+type ConditionResult struct {
+	Condition  Condition `json:"condition"`
+	Key        string    `json:"key"`
+	ResourceID string    `json:"resource_id"`
+	Severity   string    `json:"severity,omitempty"`
+	Value      float64   `json:"value,omitempty"`
+	Threshold  float64   `json:"threshold,omitempty"`
+	Summary    string    `json:"summary,omitempty"`
+	// Reason explains an unknown verdict.
+	Reason  string    `json:"reason,omitempty"`
+	TakenAt time.Time `json:"taken_at"`
+}
+
+// CheckCondition runs the deterministic detector for the finding's key over
+// its resource in snap, with the current thresholds. The finding is active,
+// so the signal stays present until the value is below the clear threshold
+// (hysteresis). A key with no detector, a missing resource or a detector
+// without the data it needs is unknown, never cleared.
+func CheckCondition(snap *snapshot.Snapshot, th signals.Thresholds, f *findings.Finding) ConditionResult {
+	out := ConditionResult{Condition: ConditionUnknown, Key: f.Key, ResourceID: f.ResourceID, TakenAt: snap.TakenAt}
+	typ, ok := signals.Lookup(f.Key)
+	if !ok {
+		out.Reason = "no deterministic detector for key " + f.Key
+		return out
+	}
+	r := findResource(snap, f.ResourceID)
+	if r == nil {
+		out.Reason = "resource is not in the current snapshot"
+		return out
+	}
+	one := *snap
+	one.Resources = []snapshot.Resource{*r}
+	active := signals.Active{{Type: typ, ResourceID: r.ID}: true}
+	for _, s := range signals.Detect(&one, th, active) {
+		if s.Type == typ {
+			out.Condition, out.Severity, out.Value, out.Threshold, out.Summary = ConditionPresent, s.Severity, s.Value, s.Threshold, s.Summary
+			return out
+		}
+	}
+	if !signals.Evaluated(r, typ) {
+		out.Reason = "the detector lacks the data to decide (missing metric, stale metrics or no verdict)"
+		return out
+	}
+	out.Condition = ConditionCleared
+	return out
+}
+
+// findResource returns the resource with the canonical id, or nil.
+func findResource(snap *snapshot.Snapshot, id string) *snapshot.Resource {
+	for i := range snap.Resources {
+		if snap.Resources[i].ID == id {
+			return &snap.Resources[i]
+		}
+	}
+	want := snapshot.CanonicalID(id)
+	for i := range snap.Resources {
+		if snapshot.CanonicalID(snap.Resources[i].ID) == want {
+			return &snap.Resources[i]
+		}
+	}
+	return nil
+}

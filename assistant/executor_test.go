@@ -1,0 +1,92 @@
+package assistant
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+)
+
+func TestExpandArgsNeverTouchesTheProgram(t *testing.T) {
+	v := Vars{ResourceID: "vm/101", FindingID: "abcd", Key: "high_cpu"}
+	got := ExpandArgs([]string{"/opt/{key}/run", "--id={resource_id}", "{finding_id}:{key}", "{unknown}"}, v)
+	equal(t, "argv", got, []string{"/opt/{key}/run", "--id=vm/101", "abcd:high_cpu", "{unknown}"})
+}
+
+func TestExecutorNoShellNoDaemonEnv(t *testing.T) {
+	t.Setenv("PATROLD_TEST_SECRET", "hunter2")
+	e := executor{timeout: 5 * time.Second, maxOutput: 4096}
+	// A shell metacharacter in an argument is data, not syntax.
+	res, err := e.run(context.Background(), Action{Name: "echo", Command: []string{"/bin/echo", "{resource_id}"}}, Vars{ResourceID: "vm/1; rm -rf /"})
+	if err != nil || !res.OK() || strings.TrimSpace(res.Output) != "vm/1; rm -rf /" {
+		t.Fatalf("echo: %+v %v", res, err)
+	}
+	res, err = e.run(context.Background(), Action{Name: "env", Command: []string{"/usr/bin/env"}}, Vars{ResourceID: "vm/1", Key: "k"})
+	if err != nil || strings.Contains(res.Output, "hunter2") || !strings.Contains(res.Output, "PATROLD_RESOURCE_ID=vm/1") {
+		t.Fatalf("env leaked or missing: %q %v", res.Output, err)
+	}
+}
+
+func TestExecutorTimeoutKillsTheGroup(t *testing.T) {
+	e := executor{timeout: 200 * time.Millisecond, maxOutput: 4096}
+	start := time.Now()
+	// The child sleeps in the background too: the whole group must die.
+	res, err := e.run(context.Background(), Action{Name: "slow", Command: []string{"/bin/sh", "-c", "sleep 30 & sleep 30"}}, Vars{})
+	if err != nil || !res.TimedOut || res.OK() || time.Since(start) > 5*time.Second {
+		t.Fatalf("timeout: %+v %v after %s", res, err, time.Since(start))
+	}
+}
+
+func TestExecutorBoundsOutputAndReportsExit(t *testing.T) {
+	e := executor{timeout: 5 * time.Second, maxOutput: 100}
+	res, err := e.run(context.Background(), Action{Name: "loud", Command: []string{"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x; exit 4"}}, Vars{})
+	if err != nil || len(res.Output) != 100 || !res.Truncated || res.ExitCode != 4 || res.OK() {
+		t.Fatalf("loud: len %d %+v %v", len(res.Output), res.ExitCode, err)
+	}
+	res, _ = e.run(context.Background(), Action{Name: "missing", Command: []string{"/nonexistent/prog"}}, Vars{})
+	if res.OK() || res.Error == "" {
+		t.Fatalf("missing program: %+v", res)
+	}
+}
+
+func TestParseActionsNamesTheKey(t *testing.T) {
+	cases := []struct {
+		a    config.ActionConfig
+		want string
+	}{
+		{config.ActionConfig{Name: "", Command: []string{"/bin/true"}, Risk: "low"}, "actions[0].name:"},
+		{config.ActionConfig{Name: "x y", Command: []string{"/bin/true"}, Risk: "low"}, "actions[0].name:"},
+		{config.ActionConfig{Name: "a", Risk: "low"}, "actions[0].command: required"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/{key}"}, Risk: "low"}, "actions[0].command[0]: placeholders"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "extreme"}, `actions[0].risk: "extreme"`},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{" "}}, "actions[0].signals[0]: empty"},
+	}
+	for _, c := range cases {
+		_, err := ParseActions([]config.ActionConfig{c.a})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.a, err, c.want)
+		}
+	}
+	ok := config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{"CPU-High"}}
+	_, err := ParseActions([]config.ActionConfig{ok, ok})
+	if err == nil || !strings.Contains(err.Error(), `actions[1].name: duplicate action "a"`) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	got, err := ParseActions([]config.ActionConfig{ok})
+	if err != nil || !got[0].Declares("high_cpu") || got[0].Declares("high_disk") {
+		t.Fatalf("signals normalised: %+v %v", got, err)
+	}
+	fx := newFixture(t)
+	o := fx.options(findings.AutonomyFull, config.ActionConfig{Name: "a", Command: []string{"no-such-program-here"}, Risk: "low"})
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "actions[0].command[0]") {
+		t.Fatalf("missing program at New: %v", err)
+	}
+	o = fx.options(findings.AutonomyFull)
+	o.Store, o.Config.ApprovalTTL = nil, -time.Second
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "store: required") || !strings.Contains(err.Error(), "assistant.approval_ttl") {
+		t.Fatalf("validate: %v", err)
+	}
+}

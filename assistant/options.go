@@ -1,0 +1,175 @@
+// Package assistant runs gated remediation sessions for findings that
+// passed the investigation gate: the remediation tool profile (read tools
+// that re-collect live state, the declared actions as one write tool), the
+// action executor and its risk policy, operator approvals that park a
+// session and resume it from its persisted state machine, the playbook
+// driver used when no model is configured, the session transcript, and the
+// NATS worker that consumes remediation requests and publishes outcomes.
+//
+// Every call goes through the agent registry and state machine: a session
+// cannot write without a validated target, cannot write twice without
+// reading in between, and reports fix_verified only when check_condition,
+// read after the write, says the condition cleared.
+package assistant
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/prompt"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Defaults.
+const (
+	// DefaultMaxTurns bounds the model turns of one session (assistant.max_turns).
+	DefaultMaxTurns = agent.DefaultMaxTurns
+	// DefaultApprovalTTL is how long an approval waits (assistant.approval_ttl).
+	DefaultApprovalTTL = 5 * time.Minute
+	// DefaultActionTimeout bounds one action process; its process group is
+	// killed when it expires.
+	DefaultActionTimeout = 2 * time.Minute
+	// DefaultMaxOutputBytes bounds the combined output kept from an action.
+	DefaultMaxOutputBytes = 16 << 10
+	// DefaultSessionTimeout bounds one session (investigation.timeout).
+	DefaultSessionTimeout = findings.DefaultInvestigationTTL
+	// ProfileName names the remediation tool profile.
+	ProfileName = "remediation"
+)
+
+// Store is what sessions need of the findings store: the finding, and the
+// database handle for the assistant's own tables (migration 00005).
+type Store interface {
+	Get(ctx context.Context, id string) (findings.Finding, error)
+	DB() *sql.DB
+}
+
+var _ Store = (*findings.Store)(nil)
+
+// Publisher sends one event (approval lifecycle, remediation outcome). The
+// daemon backs it with the outbox or bus.Transport.Publish.
+type Publisher interface {
+	Publish(ctx context.Context, row findings.OutboxEvent) error
+}
+
+// Recorder applies an outcome to its finding directly; the CLI uses it
+// when no daemon consumes the outcomes subject.
+type Recorder interface {
+	RecordOutcome(ctx context.Context, o findings.Outcome, now time.Time) (bool, error)
+}
+
+// Operator answers ask_operator in interactive sessions.
+type Operator interface {
+	Ask(ctx context.Context, question string) (string, error)
+}
+
+// Options configure an Assistant.
+type Options struct {
+	Store Store // required
+	// Source returns the snapshot source live state is re-collected from.
+	Source func() snapshot.Source // required
+	// Thresholds returns the current effective thresholds.
+	Thresholds func() signals.Thresholds // required
+	// Actions are the declared remediation actions (YAML `actions`).
+	Actions []config.ActionConfig
+	// Autonomy returns the current patrol.autonomy. A request's autonomy
+	// can only make a session stricter, never more permissive.
+	Autonomy func() findings.Autonomy // required
+	// Provider drives sessions; nil selects the playbook driver.
+	Provider model.Provider
+	// Config is the assistant section (max_turns, approval_ttl).
+	Config config.AssistantConfig
+	// Publisher receives approval events and outcomes; nil publishes nothing.
+	Publisher Publisher
+	// Recorder, when set, records outcomes on the finding directly.
+	Recorder Recorder
+	// Operator, when set, makes sessions interactive (ask_operator).
+	Operator Operator
+	// ActionTimeout, MaxOutputBytes and SessionTimeout: 0 takes the default.
+	ActionTimeout  time.Duration
+	MaxOutputBytes int
+	SessionTimeout time.Duration
+	// AgentMetrics are shared agent runtime metrics (nil: none).
+	AgentMetrics *agent.Metrics
+	// Neutraliser scans untrusted resource text; nil builds an unregistered one.
+	Neutraliser *prompt.Neutraliser
+	Logger      *slog.Logger
+	// Registerer receives the assistant metrics (nil: a private registry).
+	Registerer prometheus.Registerer
+	Now        func() time.Time
+}
+
+// Validate reports every problem, naming the field or YAML key.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Store == nil {
+		errs = append(errs, errors.New("store: required"))
+	}
+	if o.Source == nil {
+		errs = append(errs, errors.New("source: required"))
+	}
+	if o.Thresholds == nil {
+		errs = append(errs, errors.New("thresholds: required"))
+	}
+	if o.Autonomy == nil {
+		errs = append(errs, errors.New("autonomy: required"))
+	}
+	if o.Config.MaxTurns < 0 {
+		errs = append(errs, fmt.Errorf("assistant.max_turns: must not be negative, got %d", o.Config.MaxTurns))
+	}
+	if o.Config.ApprovalTTL < 0 {
+		errs = append(errs, fmt.Errorf("assistant.approval_ttl: must not be negative, got %s", o.Config.ApprovalTTL))
+	}
+	if o.ActionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("action_timeout: must not be negative, got %s", o.ActionTimeout))
+	}
+	if o.MaxOutputBytes < 0 {
+		errs = append(errs, fmt.Errorf("max_output_bytes: must not be negative, got %d", o.MaxOutputBytes))
+	}
+	if o.SessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("session_timeout: must not be negative, got %s", o.SessionTimeout))
+	}
+	if _, err := ParseActions(o.Actions); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Config.MaxTurns == 0 {
+		o.Config.MaxTurns = DefaultMaxTurns
+	}
+	if o.Config.ApprovalTTL == 0 {
+		o.Config.ApprovalTTL = DefaultApprovalTTL
+	}
+	if o.ActionTimeout == 0 {
+		o.ActionTimeout = DefaultActionTimeout
+	}
+	if o.MaxOutputBytes == 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

@@ -1,0 +1,145 @@
+package assistant
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/findings"
+)
+
+// finishTimeout bounds storing and publishing a session's end, which runs
+// even when the session's context has ended.
+const finishTimeout = 15 * time.Second
+
+// Result is how a session (or a resumed session) ended.
+type Result struct {
+	Transcript Transcript `json:"transcript"`
+	Attempt    int        `json:"attempt"`
+	Summary    string     `json:"summary"`
+	// ApprovalID names the approval a fix_queued session waits for.
+	ApprovalID string `json:"approval_id,omitempty"`
+	// RestoredState is the state a resumed session's FSM was restored in.
+	RestoredState agent.State `json:"restored_state,omitempty"`
+	StartedAt     time.Time   `json:"started_at"`
+	FinishedAt    time.Time   `json:"finished_at"`
+}
+
+// Outcome returns the remediation outcome message for the result.
+func (r *Result) Outcome() *bus.RemediationOutcome {
+	return &bus.RemediationOutcome{
+		SessionID: r.Transcript.SessionID, FindingID: r.Transcript.FindingID, Attempt: r.Attempt,
+		Outcome: r.Transcript.Outcome, Driver: r.Transcript.Driver, Summary: r.Summary,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+	}
+}
+
+// verdict is what the outcome is decided from.
+type verdict struct {
+	queued      bool // a write waits for an approval
+	interrupted bool // the session's context ended
+	executed    int  // actions executed
+	actionOK    bool // the last executed action succeeded
+	unverified  bool // the FSM has a write nobody read back
+	afterWrite  Condition
+	modelFailed bool
+}
+
+// decideOutcome maps a session's end to exactly one contract outcome.
+// fix_verified needs check_condition, read after the last write, to say
+// cleared; anything short of that is never reported as a fix.
+func decideOutcome(v verdict) bus.Outcome {
+	switch {
+	case v.queued:
+		return bus.OutcomeFixQueued
+	case v.interrupted:
+		return bus.OutcomeTimedOut
+	case v.executed == 0 && v.modelFailed:
+		return bus.OutcomeNeedsAttention
+	case v.executed == 0:
+		return bus.OutcomeCannotFix
+	case v.unverified:
+		return bus.OutcomeFixVerificationUnknown
+	case v.afterWrite == ConditionCleared:
+		return bus.OutcomeFixVerified
+	case v.afterWrite == ConditionPresent && v.actionOK:
+		return bus.OutcomeFixVerificationFailed
+	case v.afterWrite == ConditionPresent:
+		return bus.OutcomeFixFailed
+	}
+	return bus.OutcomeFixVerificationUnknown
+}
+
+func (s *session) verdict(ctxErr error) verdict {
+	fsm := s.agent.FSM()
+	state := fsm.State()
+	s.env.mu.Lock()
+	defer s.env.mu.Unlock()
+	v := verdict{
+		queued: s.env.request != nil, interrupted: ctxErr != nil, executed: s.env.executed,
+		unverified: state == agent.StateWriting || (state == agent.StateVerifying && !fsm.ReadAfterWrite()),
+		afterWrite: s.env.afterWrite, modelFailed: s.providerErr != nil,
+	}
+	if s.env.lastExec != nil {
+		v.actionOK = s.env.lastExec.OK()
+	}
+	return v
+}
+
+// finish decides the outcome, stores the transcript (and the approval a
+// queued session waits for), then publishes and records the outcome. The
+// result is returned even when publishing fails.
+func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	now := a.nowUTC()
+	outcome := decideOutcome(s.verdict(ctxErr))
+	if outcome == bus.OutcomeTimedOut {
+		s.summary = "session interrupted: " + ctxErr.Error()
+	}
+	t := &s.state.Transcript
+	t.Outcome, t.FinalState = outcome, s.agent.FSM().State()
+	res := &Result{Transcript: *t, Attempt: s.state.Attempt, Summary: s.summary, RestoredState: s.restored,
+		StartedAt: s.state.StartedAt, FinishedAt: now}
+	if res.FinishedAt.Before(res.StartedAt) {
+		res.FinishedAt = res.StartedAt
+	}
+	var errs []error
+	if outcome == bus.OutcomeFixQueued {
+		ap, err := a.park(ctx, s, now)
+		if err != nil {
+			return res, err
+		}
+		res.ApprovalID = ap.ID
+		errs = append(errs, a.publishApproval(ctx, bus.ApprovalRequested, ap, now))
+	}
+	if err := a.saveSession(ctx, res); err != nil {
+		return res, err
+	}
+	a.metrics.session(res)
+	a.log.Info("remediation session ended", "session", res.Transcript.SessionID, "finding", res.Transcript.FindingID,
+		"driver", res.Transcript.Driver, "outcome", outcome, "steps", len(t.Steps))
+	errs = append(errs, a.emitOutcome(ctx, res))
+	return res, errors.Join(errs...)
+}
+
+// emitOutcome publishes the outcome and, with a Recorder, applies it.
+func (a *Assistant) emitOutcome(ctx context.Context, res *Result) error {
+	o := res.Outcome()
+	var errs []error
+	if a.opts.Publisher != nil {
+		row, err := bus.OutcomeEvent(outcomeEventID(res), o, res.FinishedAt)
+		if err == nil {
+			err = a.opts.Publisher.Publish(ctx, row)
+		}
+		errs = append(errs, err)
+	}
+	if a.opts.Recorder != nil {
+		_, err := a.opts.Recorder.RecordOutcome(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
+			Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary}, res.FinishedAt)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

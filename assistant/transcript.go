@@ -1,0 +1,134 @@
+package assistant
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/bus"
+)
+
+// Transcript is the record of one session (CONTRACTS.md §8), stored so a
+// session can be shown and replayed.
+type Transcript struct {
+	SessionID          string      `json:"session_id"`
+	FindingID          string      `json:"finding_id"`
+	Driver             bus.Driver  `json:"driver"`
+	Outcome            bus.Outcome `json:"outcome"`
+	FinalState         agent.State `json:"final_state"`
+	Steps              []Step      `json:"steps"`
+	FinalAnswer        string      `json:"final_answer"`
+	FinalAnswerBlocked int         `json:"final_answer_blocked"`
+}
+
+// Step is one tool call of a transcript.
+type Step struct {
+	Turn        int            `json:"turn"`
+	Tool        string         `json:"tool"`
+	Kind        agent.ToolKind `json:"kind"`
+	Status      agent.Status   `json:"status"`
+	Code        agent.Code     `json:"code"`
+	StateBefore agent.State    `json:"state_before"`
+	StateAfter  agent.State    `json:"state_after"`
+}
+
+// States returns the states the session went through, without repeats:
+// each step's state before, WRITING for an executed write, its state
+// after, and the final state.
+func (t *Transcript) States() []agent.State {
+	var out []agent.State
+	add := func(s agent.State) {
+		if s != "" && (len(out) == 0 || out[len(out)-1] != s) {
+			out = append(out, s)
+		}
+	}
+	for _, st := range t.Steps {
+		add(st.StateBefore)
+		if st.Kind == agent.KindWrite && (st.Status == agent.StatusOK || st.Status == agent.StatusError) {
+			add(agent.StateWriting)
+		}
+		add(st.StateAfter)
+	}
+	add(t.FinalState)
+	return out
+}
+
+// outcomeEventID is the outcome's CloudEvents id and JetStream message id:
+// derived from the stored session, so a republished outcome is a duplicate.
+func outcomeEventID(r *Result) string {
+	return fmt.Sprintf("%s-%d-%s", r.Transcript.SessionID, len(r.Transcript.Steps), r.Transcript.Outcome)
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// startSession records a session as running (a resumed session again).
+func (a *Assistant) startSession(ctx context.Context, s *session) error {
+	_, err := a.opts.Store.DB().ExecContext(ctx, `INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at)
+		VALUES (?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET outcome = '', finished_at = NULL`,
+		s.state.ID, s.state.FindingID, s.state.Attempt, string(s.state.Driver), fmtTime(s.state.StartedAt))
+	if err != nil {
+		return fmt.Errorf("assistant: record session: %w", err)
+	}
+	return nil
+}
+
+// saveSession stores a session's end and transcript.
+func (a *Assistant) saveSession(ctx context.Context, r *Result) error {
+	tj, err := json.Marshal(r.Transcript)
+	if err != nil {
+		return fmt.Errorf("assistant: encode transcript: %w", err)
+	}
+	_, err = a.opts.Store.DB().ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ? WHERE id = ?`,
+		string(r.Transcript.Outcome), r.Summary, fmtTime(r.FinishedAt), string(tj), r.Transcript.SessionID)
+	if err != nil {
+		return fmt.Errorf("assistant: store session %s: %w", r.Transcript.SessionID, err)
+	}
+	return nil
+}
+
+// ErrSessionNotFound: no stored session has that id.
+var ErrSessionNotFound = errors.New("session not found")
+
+// Session returns a stored session: its transcript and how it ended. An
+// unfinished session has an empty outcome.
+func (a *Assistant) Session(ctx context.Context, id string) (*Result, error) {
+	return a.querySession(ctx, "WHERE id = ?", id)
+}
+
+// LastSession returns the most recent session for a finding's attempt.
+func (a *Assistant) LastSession(ctx context.Context, findingID string, attempt int) (*Result, error) {
+	return a.querySession(ctx, "WHERE finding_id = ? AND attempt = ? ORDER BY started_at DESC, id DESC LIMIT 1", findingID, attempt)
+}
+
+func (a *Assistant) querySession(ctx context.Context, where string, args ...any) (*Result, error) {
+	var r Result
+	var id, finding, driver, outcome, started, tj string
+	var finished sql.NullString
+	err := a.opts.Store.DB().QueryRowContext(ctx, `SELECT id, finding_id, attempt, driver, outcome, summary, started_at, finished_at, transcript
+		FROM remediation_sessions `+where, args...).Scan(&id, &finding, &r.Attempt, &driver, &outcome, &r.Summary, &started, &finished, &tj)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("assistant: %w", ErrSessionNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("assistant: load session: %w", err)
+	}
+	if finished.Valid {
+		if err := json.Unmarshal([]byte(tj), &r.Transcript); err != nil {
+			return nil, fmt.Errorf("assistant: session %s: transcript: %w", id, err)
+		}
+		r.FinishedAt = parseTime(finished.String)
+	}
+	r.Transcript.SessionID, r.Transcript.FindingID = id, finding
+	r.Transcript.Driver, r.Transcript.Outcome = bus.Driver(driver), bus.Outcome(outcome)
+	r.StartedAt = parseTime(started)
+	return &r, nil
+}

@@ -1,0 +1,183 @@
+package assistant
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/findings"
+)
+
+const testPrefix = "patrol"
+
+// startNATS runs a real embedded JetStream server in a temp dir and
+// returns a transport over it.
+func startNATS(t *testing.T) (jetstream.JetStream, *bus.Transport) {
+	t.Helper()
+	opts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartEmbedded(opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, bus.DefaultOptions().StreamConfig()); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := bus.NewTransport(bus.TransportOptions{JetStream: js, Prefix: testPrefix, Source: "patrold/test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, tr
+}
+
+// streamOutcomes returns every outcome message in the stream.
+func streamOutcomes(t *testing.T, js jetstream.JetStream) []*bus.RemediationOutcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, bus.DefaultStreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{bus.FullSubject(testPrefix, bus.SubjectRemediationOutcomes)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*bus.RemediationOutcome
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		o, err := bus.DecodeOutcome(m.Data())
+		if err != nil {
+			t.Fatalf("outcome on the wire does not decode: %v", err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func TestWorkerOverEmbeddedNATS(t *testing.T) {
+	fx := newFixture(t)
+	js, tr := startNATS(t)
+	o := fx.options(findings.AutonomyFull, fx.fixAction("low"))
+	o.Publisher, o.Recorder = nil, nil // the worker publishes through the transport
+	w, err := NewWorker(WorkerOptions{Options: o, Transport: tr, MaxConcurrent: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker run: %v", err)
+		}
+	}()
+
+	req := &bus.RemediationRequest{FindingID: fx.finding.ID, ResourceID: testResource, Category: "capacity", Key: testKey,
+		Severity: "critical", Title: "storage almost full", Autonomy: "full", Attempt: 1, RunID: "run1", RequestedAt: t0}
+	row, err := bus.RequestEvent("req-1", req, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The durable consumer delivers new messages only: publish once it exists.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := js.Consumer(ctx, bus.DefaultStreamName, DefaultDurable); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("consumer never appeared")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := tr.Publish(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	var outs []*bus.RemediationOutcome
+	for len(outs) == 0 && time.Now().Before(deadline) {
+		outs = streamOutcomes(t, js)
+	}
+	if len(outs) != 1 || outs[0].Outcome != bus.OutcomeFixVerified || outs[0].Attempt != 1 || outs[0].Driver != bus.DriverPlaybook || outs[0].FindingID != fx.finding.ID {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	// A redelivered request does not act again; it republishes the same
+	// outcome, which JetStream drops as a duplicate.
+	if err := w.Handle(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if again := streamOutcomes(t, js); len(again) != 1 {
+		t.Fatalf("after redelivery: %d outcomes", len(again))
+	}
+	if n := len(splitLines(fx.fixLog())); n != 1 {
+		t.Fatalf("action ran %d times", n)
+	}
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func TestWorkerDoesNotRerunAnInterruptedSession(t *testing.T) {
+	fx := newFixture(t)
+	o := fx.options(findings.AutonomyFull, fx.fixAction("low"))
+	w, err := NewWorker(WorkerOptions{Options: o, Transport: noTransport{fx.pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A session for attempt 1 started and never finished (a crash).
+	_, err = fx.st.DB().Exec(`INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at) VALUES ('s-crashed', ?, 1, 'playbook', ?)`,
+		fx.finding.ID, fmtTime(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &bus.RemediationRequest{FindingID: fx.finding.ID, Attempt: 1, Autonomy: "full"}
+	if err := w.Handle(context.Background(), req); err == nil {
+		t.Fatal("a session that may still be running was abandoned")
+	}
+	fx.clock.advance(DefaultSessionTimeout + time.Minute)
+	if err := w.Handle(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	outs := fx.pub.outcomes(t)
+	if len(outs) != 1 || outs[0].Outcome != bus.OutcomeNeedsAttention || outs[0].SessionID != "s-crashed" || fx.fixLog() != "" {
+		t.Fatalf("outcomes %+v, action log %q", outs, fx.fixLog())
+	}
+}
+
+// noTransport publishes to a recorder and never consumes.
+type noTransport struct{ *published }
+
+func (noTransport) Consume(ctx context.Context, _ bus.ConsumerOptions, _ func(context.Context, *bus.RemediationRequest) error) error {
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/providers"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+func newAssistantCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "assistant", Short: "Remediation session commands"}
+	var findingID, output string
+	run := &cobra.Command{
+		Use:   "run --finding ID",
+		Short: "Run one remediation session now in the foreground and print its transcript and outcome",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if findingID == "" {
+				return usage(fmt.Errorf("--finding: required"))
+			}
+			st, _, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f, err := st.Get(cmd.Context(), findingID)
+			if err != nil {
+				return fmt.Errorf("finding %s: %w", findingID, err)
+			}
+			// The outcome is recorded on the finding only when an
+			// investigation is running for it; otherwise it is printed only.
+			req := assistant.Request{FindingID: f.ID}
+			var rec assistant.Recorder
+			if f.InvestigationStatus == findings.InvestigationRunning {
+				req.Attempt, rec = f.Attempts, st
+			}
+			asst, err := a.newAssistant(st, rec)
+			if err != nil {
+				return err
+			}
+			res, err := asst.Run(cmd.Context(), req)
+			if res != nil {
+				if output == "json" {
+					if perr := a.printJSON(res.Transcript); perr != nil {
+						return perr
+					}
+				} else {
+					printTranscript(a.stdout, res)
+				}
+			}
+			return err
+		},
+	}
+	run.Flags().StringVar(&findingID, "finding", "", "id of the finding to remediate")
+	outputFlag(run, &output)
+	cmd.AddCommand(run)
+	return cmd
+}
+
+// newAssistant builds an Assistant over the configured source, thresholds,
+// actions, autonomy and model, on this process's store. It publishes
+// nothing (the CLI does not start NATS); rec, when set, records outcomes.
+func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder) (*assistant.Assistant, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	pol, err := alerts.New(cfg.Alerts)
+	if err != nil {
+		return nil, usage(err)
+	}
+	src, err := daemon.NewSource(cfg, time.Now, nil)
+	if err != nil {
+		return nil, usage(err)
+	}
+	provider, err := providers.New(cfg.Model, nil)
+	if err != nil {
+		return nil, usage(err)
+	}
+	asst, err := assistant.New(assistant.Options{
+		Store: st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
+		Actions: cfg.Actions, Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
+		Provider: provider, Config: cfg.Assistant, Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
+	})
+	if err != nil {
+		return nil, usage(err)
+	}
+	return asst, nil
+}
+
+func printTranscript(w io.Writer, res *assistant.Result) {
+	t := res.Transcript
+	fmt.Fprintf(w, "session %s  finding %s  driver=%s  attempt=%d\n", t.SessionID, t.FindingID, t.Driver, res.Attempt)
+	for _, s := range t.Steps {
+		code := ""
+		if s.Code != "" {
+			code = " " + string(s.Code)
+		}
+		fmt.Fprintf(w, "  %2d %-16s %-10s %-17s %s -> %s%s\n", s.Turn, s.Tool, s.Kind, s.Status, s.StateBefore, s.StateAfter, code)
+	}
+	states := make([]string, 0, 5)
+	for _, s := range t.States() {
+		states = append(states, string(s))
+	}
+	fmt.Fprintf(w, "states: %s\n", strings.Join(states, " -> "))
+	if t.FinalAnswer != "" {
+		fmt.Fprintf(w, "answer: %s\n", t.FinalAnswer)
+	}
+	if t.FinalAnswerBlocked > 0 {
+		fmt.Fprintf(w, "final answers refused (unverified write): %d\n", t.FinalAnswerBlocked)
+	}
+	if res.ApprovalID != "" {
+		fmt.Fprintf(w, "approval: %s (patrold approvals approve %s)\n", res.ApprovalID, res.ApprovalID)
+	}
+	fmt.Fprintf(w, "outcome: %s  final_state=%s  %s\n", t.Outcome, t.FinalState, res.Summary)
+}

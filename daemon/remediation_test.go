@@ -1,0 +1,97 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
+)
+
+// TestRemediationEndToEnd: a run hands the critical storage finding over
+// NATS to the assistant worker, whose playbook runs the declared action,
+// verifies with a fresh read, and publishes fix_verified; the daemon's
+// outcome consumer resolves the finding.
+func TestRemediationEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	useSnapshot(t, dir, "faults.json")
+	healthy, _ := filepath.Abs(filepath.Join("testdata", "healthy.json"))
+	action := filepath.Join(dir, "grow-pool.sh")
+	body := "#!/bin/sh\n# $1 is the resource id\ncp " + healthy + " " + filepath.Join(dir, "snapshot.json") + "\necho grew $1\n"
+	if err := os.WriteFile(action, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
+		"http: {listen: '127.0.0.1:0'}\n" +
+		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
+		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" +
+		"source: {kind: file, file: {path: " + filepath.Join(dir, "snapshot.json") + "}}\n" +
+		"patrol: {autonomy: full}\n" +
+		"investigation: {max_concurrent: 10}\n" +
+		"actions: [{name: grow-pool, command: [" + action + ", '{resource_id}'], risk: low, signals: [high_disk]}]\n"
+	cfg, err := config.Load([]byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(context.Background())
+	rep, err := d.RunNow(context.Background(), patrol.TriggerManual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := findings.ID("storage/pve1/local-zfs", findings.CategoryCapacity, "high_disk")
+	handed := false
+	for _, h := range rep.HandedOver {
+		handed = handed || h == id
+	}
+	if !handed {
+		t.Fatalf("not handed over: %v", rep.HandedOver)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f, err := d.Store().Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.LastOutcome == findings.OutcomeFixVerified {
+			if f.Status != findings.StatusResolved || f.ResolveReason != findings.ResolveFixVerified || f.Attempts != 1 {
+				t.Fatalf("verified but not resolved: %+v", f)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fix_verified outcome: %+v", f.Investigation)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A finding with no declared action ends cannot_fix, never verified.
+	cpu := findings.ID("node/pve2", findings.CategoryPerformance, "high_cpu")
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		f, _ := d.Store().Get(context.Background(), cpu)
+		if f.LastOutcome != "" {
+			if f.LastOutcome == findings.OutcomeFixVerified {
+				t.Fatalf("a finding without an action claims fix_verified")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no outcome for %s", cpu)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// startWorker starts the assistant worker: it consumes remediation requests
+// from the shared durable consumer and publishes outcomes, which the
+// daemon's outcome consumer applies to the findings.
+func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
+	if d.msg == nil {
+		return fmt.Errorf("assistant.enabled needs NATS")
+	}
+	b := d.msg.bus
+	w, err := assistant.NewWorker(assistant.WorkerOptions{
+		Options: assistant.Options{
+			Store:      d.store,
+			Source:     func() snapshot.Source { return d.settings.Load().Source },
+			Thresholds: func() signals.Thresholds { return d.settings.Load().Policy },
+			Autonomy:   func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) },
+			Actions:    cfg.Actions, Config: cfg.Assistant, Provider: d.shared.Provider,
+			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.AgentMetrics, Neutraliser: d.shared.Neutraliser,
+			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now,
+		},
+		Transport: d.msg.transport, Stream: b.StreamName(),
+		Subject:       bus.FullSubject(b.Prefix(), bus.SubjectRemediationRequests),
+		MaxConcurrent: cfg.Investigation.MaxConcurrent, SweepInterval: assistant.DefaultSweepInterval,
+	})
+	if err != nil {
+		return err
+	}
+	d.worker = w
+	d.wgWorker.Add(1)
+	go func() {
+		defer d.wgWorker.Done()
+		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("assistant worker stopped", "err", err)
+		}
+	}()
+	return nil
+}
