@@ -99,12 +99,19 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.sweep(ctx)
 		}()
 	}
-	err := w.opts.Transport.Consume(ctx, bus.ConsumerOptions{
-		Stream: w.opts.Stream, Durable: w.opts.Durable, Subject: w.opts.Subject,
-		MaxInFlight: w.opts.MaxConcurrent, AckWait: w.a.opts.SessionTimeout + finishTimeout + ackMargin,
-	}, w.Handle)
+	err := w.opts.Transport.Consume(ctx, w.ConsumerOptions(), w.Handle)
 	wg.Wait()
 	return err
+}
+
+// ConsumerOptions is the durable request consumer the worker uses; a
+// process creates it before it may publish requests (consumers start with
+// new messages).
+func (w *Worker) ConsumerOptions() bus.ConsumerOptions {
+	return bus.ConsumerOptions{
+		Stream: w.opts.Stream, Durable: w.opts.Durable, Subject: w.opts.Subject,
+		MaxInFlight: w.opts.MaxConcurrent, AckWait: w.a.opts.SessionTimeout + finishTimeout + ackMargin,
+	}
 }
 
 func (w *Worker) sweep(ctx context.Context) {

@@ -141,14 +141,25 @@ func (o ConsumerOptions) validate() error {
 	return nil
 }
 
-func consume[T any](ctx context.Context, t *Transport, kind, relSubject string, o ConsumerOptions,
-	decode func([]byte) (*T, error), h func(context.Context, *T) error) error {
-	if h == nil {
-		return errors.New("consumer: handler is required")
-	}
+// EnsureRequestConsumer and EnsureOutcomeConsumer create (or update) the
+// durable consumer now. Consumers start with new messages, so a process
+// must ensure its consumers exist before anything it publishes could be
+// meant for them; Consume would otherwise create them only when it starts.
+func (t *Transport) EnsureRequestConsumer(ctx context.Context, o ConsumerOptions) error {
+	_, _, err := ensureConsumer(ctx, t, SubjectRemediationRequests, o)
+	return err
+}
+
+// EnsureOutcomeConsumer is EnsureRequestConsumer for outcomes.
+func (t *Transport) EnsureOutcomeConsumer(ctx context.Context, o ConsumerOptions) error {
+	_, _, err := ensureConsumer(ctx, t, SubjectRemediationOutcomes, o)
+	return err
+}
+
+func ensureConsumer(ctx context.Context, t *Transport, relSubject string, o ConsumerOptions) (jetstream.Consumer, ConsumerOptions, error) {
 	o = o.withDefaults(t.opts.Stream, FullSubject(t.opts.Prefix, relSubject))
 	if err := o.validate(); err != nil {
-		return err
+		return nil, o, err
 	}
 	cons, err := t.opts.JetStream.CreateOrUpdateConsumer(ctx, o.Stream, jetstream.ConsumerConfig{
 		Durable:       o.Durable,
@@ -160,7 +171,19 @@ func consume[T any](ctx context.Context, t *Transport, kind, relSubject string, 
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 	})
 	if err != nil {
-		return fmt.Errorf("consumer %s on %s: %w", o.Durable, o.Subject, err)
+		return nil, o, fmt.Errorf("consumer %s on %s: %w", o.Durable, o.Subject, err)
+	}
+	return cons, o, nil
+}
+
+func consume[T any](ctx context.Context, t *Transport, kind, relSubject string, o ConsumerOptions,
+	decode func([]byte) (*T, error), h func(context.Context, *T) error) error {
+	if h == nil {
+		return errors.New("consumer: handler is required")
+	}
+	cons, o, err := ensureConsumer(ctx, t, relSubject, o)
+	if err != nil {
+		return err
 	}
 	log := t.log.With("durable", o.Durable, "subject_kind", kind)
 	d := &dispatcher[T]{t: t, kind: kind, o: o, log: log, decode: decode, h: h}

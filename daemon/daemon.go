@@ -167,6 +167,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 			return fmt.Errorf("start assistant: %w", err)
 		}
 	}
+	d.msg.startRelay()
 	if err := d.startHTTP(); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ type messaging struct {
 	relay     *bus.Relay
 	lease     *bus.Lease
 	cancel    context.CancelFunc
+	runCtx    context.Context
 	wg        sync.WaitGroup
 }
 
@@ -70,15 +71,24 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if err != nil {
 		return fail(err)
 	}
+	// The outcome consumer exists before anything is published: consumers
+	// start with new messages.
+	outcomes := bus.ConsumerOptions{Stream: b.StreamName(), Durable: OutcomesDurable,
+		Subject: bus.FullSubject(b.Prefix(), bus.SubjectRemediationOutcomes)}
+	if err := tr.EnsureOutcomeConsumer(ctx, outcomes); err != nil {
+		return fail(err)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.cancel = cancel
-	m.goRun(func() error { return m.relay.Run(runCtx) })
+	m.cancel, m.runCtx = cancel, runCtx
 	m.goRun(func() error { return m.lease.Run(runCtx) })
-	m.goRun(func() error {
-		return tr.ConsumeOutcomes(runCtx, bus.ConsumerOptions{Stream: b.StreamName(), Durable: OutcomesDurable,
-			Subject: bus.FullSubject(b.Prefix(), bus.SubjectRemediationOutcomes)}, d.handleOutcome)
-	})
+	m.goRun(func() error { return tr.ConsumeOutcomes(runCtx, outcomes, d.handleOutcome) })
 	return m, nil
+}
+
+// startRelay starts publishing the outbox; call it once every consumer this
+// process needs exists.
+func (m *messaging) startRelay() {
+	m.goRun(func() error { return m.relay.Run(m.runCtx) })
 }
 
 func (m *messaging) goRun(fn func() error) {

@@ -35,6 +35,9 @@ func TestRemediationEndToEnd(t *testing.T) {
 		"source: {kind: file, file: {path: " + filepath.Join(dir, "snapshot.json") + "}}\n" +
 		"patrol: {autonomy: full}\n" +
 		"investigation: {max_concurrent: 10}\n" +
+		// Only local-zfs is high_disk: the action rewrites the whole
+		// snapshot, which would clear a second pool under another session.
+		"alerts: {overrides: [{match: {id: 'storage/pve2/*'}, storage: {usage: {trigger: 85}}}]}\n" +
 		"actions: [{name: grow-pool, command: [" + action + ", '{resource_id}'], risk: low, signals: [high_disk]}]\n"
 	cfg, err := config.Load([]byte(yaml), nil)
 	if err != nil {

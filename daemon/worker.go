@@ -37,6 +37,9 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	if err := d.msg.transport.EnsureRequestConsumer(ctx, w.ConsumerOptions()); err != nil {
+		return err
+	}
 	d.worker = w
 	d.wgWorker.Add(1)
 	go func() {
