@@ -263,7 +263,8 @@ func (d *Daemon) Reload() error {
 		for key, changed := range map[string]bool{
 			"data_dir": cfg.DataDir != old.DataDir, "http.listen": cfg.HTTP.Listen != old.HTTP.Listen,
 			"http.tokens": fmt.Sprint(cfg.HTTP.Tokens) != fmt.Sprint(old.HTTP.Tokens), "nats": cfg.NATS.String() != old.NATS.String(),
-			"model": fmt.Sprintf("%+v", cfg.Model) != fmt.Sprintf("%+v", old.Model),
+			"model": fmt.Sprintf("%+v", cfg.Model) != fmt.Sprintf("%+v", old.Model), "log": cfg.Log != old.Log,
+			"assistant": cfg.Assistant != old.Assistant, "actions": fmt.Sprint(cfg.Actions) != fmt.Sprint(old.Actions),
 		} {
 			if changed {
 				d.log.Warn("configuration key changed on reload takes effect after a restart", "key", key)
