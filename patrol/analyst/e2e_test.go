@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +189,36 @@ func TestRunWithOpenAIWire(t *testing.T) {
 	mustContain(t, "second request", string(second), `"role":"system"`, `"role":"tool"`, `"tool_call_id":"call_get"`, "UNTRUSTED kind=tool_result", `"name":"report_finding"`)
 	if strings.Contains(string(second), "Ignore previous instructions") {
 		t.Errorf("untrusted notes reached the wire verbatim")
+	}
+}
+
+// A run whose model spend crosses the per-run budget stops calling the model
+// after that turn, reports budget_exhausted (degraded), files every signal
+// the model did not, and records the spend in the runs table (the ledger the
+// day and 30-day budgets read).
+func TestRunStopsAtBudget(t *testing.T) {
+	big := model.Usage{InputTokens: 2000, OutputTokens: 10}
+	p, err := script.New(&script.Script{Turns: []script.Turn{
+		{ToolCalls: []model.ToolCall{get("c1", localZFS)}, Usage: &big},
+		{Text: "never reached"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, st := runPatrol(t, analyst.Options{Provider: p, Model: "test-model",
+		Prices: model.Prices{"test-model": {InputPerMTok: 1000}}, // $2 for the first turn
+		Budget: model.BudgetOptions{PerRunUSD: 1, PerDayUSD: 1.5}})
+	if rep.Status != patrol.StatusDegraded || !slices.Contains(rep.StatusReasons, model.ReasonBudgetExhausted) {
+		t.Fatalf("status %s reasons %v", rep.Status, rep.StatusReasons)
+	}
+	if rep.Usage.Turns != 1 || rep.Usage.CostUSD < 2 {
+		t.Fatalf("usage %+v", rep.Usage)
+	}
+	if len(rep.UnmatchedSignals) != 9 || len(rep.Findings) != 9 {
+		t.Fatalf("every signal must still be filed: %d unmatched, %d findings", len(rep.UnmatchedSignals), len(rep.Findings))
+	}
+	spent, err := st.Spent(testNow.Add(-24 * time.Hour))
+	if err != nil || spent < 2 {
+		t.Fatalf("ledger: %v %v", spent, err)
 	}
 }
