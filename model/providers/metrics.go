@@ -1,11 +1,9 @@
 package providers
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/internal/metricsreg"
 	"github.com/patrold/patrold/model"
 )
 
@@ -48,16 +46,16 @@ func newMetrics(reg prometheus.Registerer, provider string) (*metrics, error) {
 		Name: "patrold_model_circuit_state", Help: "Circuit breaker state: 0 closed, 1 half open, 2 open.",
 	}, []string{"provider"})
 	var err error
-	if requests, err = register(reg, requests); err != nil {
+	if requests, err = metricsreg.Register(reg, requests); err != nil {
 		return nil, err
 	}
-	if tokens, err = register(reg, tokens); err != nil {
+	if tokens, err = metricsreg.Register(reg, tokens); err != nil {
 		return nil, err
 	}
-	if duration, err = register(reg, duration); err != nil {
+	if duration, err = metricsreg.Register(reg, duration); err != nil {
 		return nil, err
 	}
-	if circuit, err = register(reg, circuit); err != nil {
+	if circuit, err = metricsreg.Register(reg, circuit); err != nil {
 		return nil, err
 	}
 	m := &metrics{
@@ -76,21 +74,3 @@ func newMetrics(reg prometheus.Registerer, provider string) (*metrics, error) {
 }
 
 func (m *metrics) breakerState(_, to model.BreakerState) { m.circuit.Set(breakerValues[to]) }
-
-// register registers c on reg, returning the collector already there when
-// the daemon rebuilds its provider on reload.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("register model metrics: %w", err)
-	}
-	return c, nil
-}

@@ -1,9 +1,9 @@
 package probe
 
 import (
-	"errors"
-
 	promclient "github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/internal/metricsreg"
 )
 
 // metrics of the prober; every label value is pre-created.
@@ -40,10 +40,10 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.addresses, err = register(reg, m.addresses); err != nil {
+	if m.addresses, err = metricsreg.Register(reg, m.addresses); err != nil {
 		return nil, err
 	}
-	if m.guests, err = register(reg, m.guests); err != nil {
+	if m.guests, err = metricsreg.Register(reg, m.guests); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -59,19 +59,4 @@ func (m *metrics) guest(reachable *bool) {
 		v = verdictUnreachable
 	}
 	m.guests.WithLabelValues(v).Inc()
-}
-
-// register registers c, or returns the collector already registered under
-// the same name (a prober rebuilt on reload keeps counting into it).
-func register(reg promclient.Registerer, c *promclient.CounterVec) (*promclient.CounterVec, error) {
-	if err := reg.Register(c); err != nil {
-		var are promclient.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*promclient.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, err
-	}
-	return c, nil
 }

@@ -1,9 +1,9 @@
 package prometheus
 
 import (
-	"errors"
-
 	promclient "github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/internal/metricsreg"
 )
 
 // metrics of the Prometheus source; every query label is pre-created.
@@ -38,30 +38,15 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	m.duration, err = register(reg, m.duration)
+	m.duration, err = metricsreg.Register(reg, m.duration)
 	if err != nil {
 		return nil, err
 	}
-	if m.failures, err = register(reg, m.failures); err != nil {
+	if m.failures, err = metricsreg.Register(reg, m.failures); err != nil {
 		return nil, err
 	}
-	if m.skipped, err = register(reg, m.skipped); err != nil {
+	if m.skipped, err = metricsreg.Register(reg, m.skipped); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same name (a source rebuilt on reload keeps counting into it).
-func register[C promclient.Collector](reg promclient.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are promclient.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
