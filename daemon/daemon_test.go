@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -245,5 +247,35 @@ func TestLeaseOneSchedulerAtATime(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	if got := runs(b); got < 2 {
 		t.Fatalf("b did not take over: %d runs", got)
+	}
+}
+
+// TestCrashedRunMarkedInterrupted: a run left "running" by a crash is an
+// error (interrupted) after the next start; nothing it committed is lost.
+func TestCrashedRunMarkedInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, "", "")
+	useSnapshot(t, dir, "faults.json")
+	st, err := daemon.OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := daemon.RunSettings(cfg, time.Now, nil)
+	r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
+	if _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crashed := findings.RunRecord{ID: findings.NewID(time.Now()), Trigger: "scheduled", Analysis: "deterministic", StartedAt: time.Now()}
+	if err := st.StartRun(context.Background(), crashed); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	d := start(t, cfg)
+	run, err := d.Store().Run(context.Background(), crashed.ID)
+	if err != nil || run.Status != patrol.StatusError || !strings.Contains(string(run.Report), "interrupted") {
+		t.Fatalf("crashed run: %+v %v", run, err)
+	}
+	if n, _ := d.Store().Count(context.Background()); n != 9 {
+		t.Fatalf("findings of the committed run: %d", n)
 	}
 }
