@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/patrold/patrold/bus"
@@ -98,4 +99,23 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 		Resolved: len(rep.Resolved), Errors: rep.Errors,
 	}}
 	return rec, []findings.OutboxDraft{ev}, nil
+}
+
+// patrold's own finding about its source (a synthetic finding: recorded and
+// published, never investigated).
+const (
+	SourceResourceID = findings.SyntheticResourcePrefix + "source"
+	KeySourceFailing = "source_failing"
+)
+
+// sourceFailing is the observation a run files when it cannot collect.
+func sourceFailing(err error) findings.Observation {
+	return findings.Observation{
+		Key: KeySourceFailing, ResourceID: SourceResourceID, ResourceKind: "patrold", ResourceName: "snapshot source",
+		Category: findings.CategoryReliability, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic,
+		Title:          "patrold cannot collect a snapshot",
+		Description:    "The last run could not collect a snapshot, so nothing in the fleet is being checked: " + err.Error(),
+		Recommendation: "Check the source configuration (source.*) and the collector; the finding resolves at the next run that collects.",
+		Evidence:       "error=" + strconv.Quote(err.Error()),
+	}
 }

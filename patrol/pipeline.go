@@ -18,7 +18,14 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.addReason(ReasonCollectFailed)
-		if cerr := r.commit(ctx, rep, nil); cerr != nil {
+		// The run fails and touches no finding of the fleet, but patrold
+		// files one about itself: a patrol that cannot see must say so.
+		// A run cancelled from outside (shutdown) is not the source's fault.
+		in := &findings.RunInput{Policy: set.Publish}
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			in.Observations = []findings.Observation{sourceFailing(err)}
+		}
+		if cerr := r.commit(ctx, rep, in, true); cerr != nil {
 			return errors.Join(err, cerr)
 		}
 		return err
@@ -95,7 +102,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		in.Resolve = an.Resolve
 		rep.exchange = an.Exchange
 	}
-	return r.commit(ctx, rep, &in)
+	return r.commit(ctx, rep, &in, false)
 }
 
 // analyze runs the model stages. A model failure never fails the run: it
@@ -154,22 +161,24 @@ func runCtxErr(err error) error {
 // fail records the run as an error without touching any finding.
 func (r *Runner) fail(ctx context.Context, rep *Report, err error) error {
 	rep.Errors = append(rep.Errors, err.Error())
-	if cerr := r.commit(ctx, rep, nil); cerr != nil {
+	if cerr := r.commit(ctx, rep, nil, true); cerr != nil {
 		return errors.Join(err, cerr)
 	}
 	return err
 }
 
-// commit persists the run in one transaction. With in == nil the run
-// failed: only the run record (and its completion event) is written and no
-// finding is touched.
-func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput) error {
-	failed := in == nil
+// commit persists the run in one transaction. A failed run writes its run
+// record (and completion event) and at most the observations it is given
+// (patrold's own finding); it never reconciles, so nothing is resolved.
+func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput, failed bool) error {
 	if !failed && ctx.Err() != nil {
 		return r.fail(ctx, rep, runCtxErr(ctx.Err()))
 	}
-	if failed {
+	if in == nil {
 		in = &findings.RunInput{}
+	}
+	if failed {
+		in.Reconcile, in.Complete = false, false
 	}
 	now := r.opts.Now()
 	in.RunID, in.Now = rep.RunID, now
@@ -222,6 +231,9 @@ func indexResources(snap *snapshot.Snapshot) map[string]*snapshot.Resource {
 // checker tells reconciliation what this snapshot knows about a finding.
 func checker(byID map[string]*snapshot.Resource) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
+		if f.ResourceID == SourceResourceID {
+			return findings.CheckCleared // this run collected a snapshot
+		}
 		res := byID[snapshot.CanonicalID(f.ResourceID)]
 		if res == nil {
 			return findings.CheckAbsent

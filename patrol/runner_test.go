@@ -187,6 +187,15 @@ func TestIncompleteDataNeverResolves(t *testing.T) {
 	if rep.Status != patrol.StatusError || len(rep.Resolved) != 0 || len(rep.Errors) != 1 {
 		t.Fatalf("error run: %+v", rep)
 	}
+	// patrold files a finding about itself, and only that.
+	if len(rep.Findings) != 1 || rep.Findings[0].ResourceID != patrol.SourceResourceID || rep.Findings[0].Change != findings.ChangeNew ||
+		rep.Findings[0].Severity != findings.SeverityCritical {
+		t.Fatalf("self finding: %+v", rep.Findings)
+	}
+	if ok, why := findings.DefaultGate().ShouldInvestigate(&findings.Finding{ResourceID: patrol.SourceResourceID, Status: findings.StatusActive,
+		Severity: findings.SeverityCritical}, findings.AutonomyFull, e.now); ok || why != findings.RefuseSynthetic {
+		t.Fatalf("self finding passes the gate: %s", why)
+	}
 	e.srcErr = nil
 	// Offline node: metrics stale, finding kept. Storage absent in a
 	// complete run: resource gone, resolved.
@@ -194,12 +203,23 @@ func TestIncompleteDataNeverResolves(t *testing.T) {
 		{ID: "node/n1", Kind: "node", Status: "offline", Metrics: map[string]float64{"cpu_percent": 1}},
 	}}
 	rep = e.run()
-	if len(rep.Resolved) != 1 {
+	if len(rep.Resolved) != 2 {
 		t.Fatalf("complete run: resolved %v", rep.Resolved)
 	}
-	f, _ := e.store.Get(context.Background(), rep.Resolved[0])
-	if f.ResourceID != "storage/s" || f.ResolveReason != findings.ResolveResourceGone {
-		t.Fatalf("resolved the wrong finding: %+v", f)
+	for _, id := range rep.Resolved {
+		f, _ := e.store.Get(context.Background(), id)
+		switch f.ResourceID {
+		case "storage/s":
+			if f.ResolveReason != findings.ResolveResourceGone {
+				t.Fatalf("storage resolved as %s", f.ResolveReason)
+			}
+		case patrol.SourceResourceID:
+			if f.ResolveReason != findings.ResolveConditionCleared {
+				t.Fatalf("self finding resolved as %s", f.ResolveReason)
+			}
+		default:
+			t.Fatalf("resolved the wrong finding: %+v", f)
+		}
 	}
 	active, _ := e.store.Active(context.Background())
 	if len(active) != 1 || active[0].ResourceID != "node/n1" {
