@@ -166,3 +166,14 @@ func (e *env) view(r *snapshot.Resource) snapshot.Resource {
 	}
 	return v
 }
+
+// Capabilities describes the remediation profile with the configured
+// actions (the capability manifest served by the API).
+func (a *Assistant) Capabilities() (agent.Capabilities, error) {
+	e := &env{a: a}
+	reg, err := agent.NewRegistry(e.tools()...)
+	if err != nil {
+		return agent.Capabilities{}, err
+	}
+	return agent.Manifest(reg, agent.Profile{Name: ProfileName, Tools: reg.Names()}), nil
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/patrol/analyst"
 )
 
 // ErrStopping refuses new runs while the daemon shuts down.
@@ -56,13 +57,26 @@ func (d *Daemon) startHTTP() error {
 // HTTPAddr is the address the API listens on (after Start).
 func (d *Daemon) HTTPAddr() string { return d.httpAddr }
 
-// capabilities is the agent capability manifest with the API's codes.
+// Capabilities is the manifest served at GET /api/v1/agent/capabilities:
+// the tools of every profile with their kinds and write targets, the agent
+// runtime's declared error codes and limits, and the API's error codes.
+type Capabilities struct {
+	Profiles []agent.Capabilities `json:"profiles"`
+	Codes    []agent.CodeInfo     `json:"codes"`
+	APICodes []api.CodeInfo       `json:"api_codes"`
+}
+
 func (d *Daemon) capabilities() any {
-	reg, _ := agent.NewRegistry()
-	return struct {
-		agent.Capabilities
-		APICodes []api.CodeInfo `json:"api_codes"`
-	}{agent.Manifest(reg, agent.Profile{Name: "detection"}), api.Codes()}
+	c := Capabilities{Codes: agent.Codes(), APICodes: api.Codes()}
+	if stages, err := analyst.Capabilities(); err == nil {
+		c.Profiles = append(c.Profiles, stages...)
+	}
+	if d.worker != nil {
+		if rem, err := d.worker.Assistant().Capabilities(); err == nil {
+			c.Profiles = append(c.Profiles, rem)
+		}
+	}
+	return c
 }
 
 // TriggerRun admits a run now and returns its id; the run outlives the

@@ -52,6 +52,24 @@ func TestRemediationEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Stop(context.Background())
+	// The capability manifest lists every profile's tools with their kinds.
+	code, caps := call(t, "GET", "http://"+d.HTTPAddr()+"/api/v1/agent/capabilities", "", "")
+	if code != 200 {
+		t.Fatalf("capabilities: %d", code)
+	}
+	kinds := map[string]string{}
+	for _, p := range caps["profiles"].([]any) {
+		for _, tool := range p.(map[string]any)["tools"].([]any) {
+			tm := tool.(map[string]any)
+			kinds[p.(map[string]any)["profile"].(string)+"/"+tm["name"].(string)] = tm["kind"].(string)
+		}
+	}
+	for tool, kind := range map[string]string{"detection/report_finding": "write", "detection/get_resource": "read",
+		"remediation/run_action": "discriminated", "remediation/check_condition": "read", "remediation/resolve_target": "resolve"} {
+		if kinds[tool] != kind {
+			t.Errorf("manifest: %s is %q, want %q (all: %v)", tool, kinds[tool], kind, kinds)
+		}
+	}
 	rep, err := d.RunNow(context.Background(), patrol.TriggerManual)
 	if err != nil {
 		t.Fatal(err)

@@ -218,3 +218,17 @@ func Classify(name string) (kind agent.ToolKind, target agent.WriteTarget, ok bo
 	kind, target = reg.Classify(name, nil)
 	return kind, target, true
 }
+
+// Capabilities describes the tools of every model stage (the capability
+// manifest served by the API). No run state is touched.
+func Capabilities() ([]agent.Capabilities, error) {
+	reg, err := (&run{}).registry()
+	if err != nil {
+		return nil, err
+	}
+	var out []agent.Capabilities
+	for _, stage := range []string{StageDetection, StageEvaluation, StageAssessment} {
+		out = append(out, agent.Manifest(reg, Profiles()[stage]))
+	}
+	return out, nil
+}
