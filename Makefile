@@ -9,7 +9,7 @@ RUN_ENV  := PATROLD_SCHEDULE_CRON="@every 1m" PATROLD_SCHEDULE_STARTUP_DELAY=1s 
 BENCH    ?= .
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-race bench fuzz lint vet clean
+.PHONY: build run test test-race bench fuzz lint vet clean mutate
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/patrold
@@ -32,6 +32,10 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./snapshot
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config
+
+## mutate: remove each investigation-gate condition in turn; every removal must fail a test.
+mutate:
+	python3 scripts/mutate_gate.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)
