@@ -28,7 +28,7 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 			Autonomy:   func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) },
 			Actions:    cfg.Actions, Config: cfg.Assistant, Provider: d.shared.Provider,
 			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.AgentMetrics, Neutraliser: d.shared.Neutraliser,
-			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now,
+			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now, Publisher: outboxPublisher{d},
 		},
 		Transport: d.msg.transport, Stream: b.StreamName(),
 		Subject:       bus.FullSubject(b.Prefix(), bus.SubjectRemediationRequests),
@@ -48,5 +48,18 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 			d.log.Error("assistant worker stopped", "err", err)
 		}
 	}()
+	return nil
+}
+
+// outboxPublisher sends the assistant's events (outcomes, approvals)
+// through the outbox, like everything else patrold publishes: a NATS outage
+// delays them, never loses them.
+type outboxPublisher struct{ d *Daemon }
+
+func (p outboxPublisher) Publish(ctx context.Context, row findings.OutboxEvent) error {
+	if err := p.d.store.Enqueue(ctx, row); err != nil {
+		return err
+	}
+	p.d.msg.kick()
 	return nil
 }

@@ -88,3 +88,25 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE sent_at IS NULL").Scan(&n)
 	return n, err
 }
+
+// Enqueue writes ready-made outbox rows (events built elsewhere, such as a
+// remediation session's outcome) in one transaction. A row whose id is
+// already in the outbox is skipped, so re-sending an event is harmless.
+func (s *Store) Enqueue(ctx context.Context, rows ...OutboxEvent) error {
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO outbox (id, subject, type, resource_id, time, data) VALUES (?,?,?,?,?,?)")
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, r := range rows {
+			if r.ID == "" || r.Subject == "" || r.Type == "" {
+				return fmt.Errorf("enqueue: id, subject and type are required (id %q)", r.ID)
+			}
+			if _, err := st.ExecContext(ctx, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), []byte(r.Data)); err != nil {
+				return fmt.Errorf("enqueue %s: %w", r.ID, err)
+			}
+		}
+		return nil
+	})
+}

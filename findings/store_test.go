@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,5 +300,23 @@ func TestConcurrentActionsAndRuns(t *testing.T) {
 		if (i%2 == 0 && f.AcknowledgedAt == nil) || (i%2 == 1 && f.SnoozedUntil == nil) || f.TimesRaised != 11 {
 			t.Fatalf("finding %d lost an update: ack=%v snooze=%v raised=%d", i, f.AcknowledgedAt, f.SnoozedUntil, f.TimesRaised)
 		}
+	}
+}
+
+func TestEnqueueIsIdempotent(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	row := findings.OutboxEvent{ID: "01TESTEVENT", Subject: "remediation.outcomes", Type: "patrold.remediation.outcome", Time: now, Data: []byte(`{"x":1}`)}
+	if err := st.Enqueue(ctx, row, row); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Enqueue(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.PendingCount(ctx); n != 1 {
+		t.Fatalf("%d pending, want the one event once", n)
+	}
+	if err := st.Enqueue(ctx, findings.OutboxEvent{ID: "x"}); err == nil || !strings.Contains(err.Error(), "subject") {
+		t.Fatalf("a row without subject: %v", err)
 	}
 }
