@@ -92,3 +92,37 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFirstRun measures a run that creates every finding: a fresh
+// store, so each finding is inserted with its event and opened event.
+func BenchmarkFirstRun(b *testing.B) {
+	pol, _ := alerts.New(alerts.Settings{})
+	for _, n := range benchSizes {
+		data := fleet(b, n)
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				st, err := findings.Open(context.Background(), filepath.Join(b.TempDir(), fmt.Sprintf("first-%d.db", i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+				r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings {
+					return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy()}
+				}})
+				b.StartTimer()
+				snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{Snapshot: snap, Problems: probs}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				st.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
