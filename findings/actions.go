@@ -193,7 +193,7 @@ func writeOne(ctx context.Context, tx *sql.Tx, f *Finding, ev *Event) error {
 		return err
 	}
 	if ev != nil && ev.Kind != "" {
-		return up.addEvent(ctx, *ev)
+		return up.addEvent(ctx, *ev, false)
 	}
 	return nil
 }

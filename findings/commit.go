@@ -108,7 +108,7 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 				return err
 			}
 			if kind, detail := eventFor(*c); kind != "" {
-				if err := up.addEvent(ctx, Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}); err != nil {
+				if err := up.addEvent(ctx, Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}, c.Kind == ChangeNew); err != nil {
 					return err
 				}
 			}

@@ -142,9 +142,15 @@ func (u *upserter) write(ctx context.Context, f *Finding) error {
 	return nil
 }
 
-func (u *upserter) addEvent(ctx context.Context, e Event) error {
+// addEvent appends a lifecycle event and trims the history to
+// MaxEventsPerFinding; fresh is true for a finding created in this
+// transaction, whose history cannot need trimming.
+func (u *upserter) addEvent(ctx context.Context, e Event, fresh bool) error {
 	if _, err := u.event.ExecContext(ctx, e.FindingID, fmtTime(e.At), e.Kind, e.Detail, e.RunID); err != nil {
 		return fmt.Errorf("write event for %s: %w", e.FindingID, err)
+	}
+	if fresh {
+		return nil
 	}
 	if _, err := u.trim.ExecContext(ctx, e.FindingID, MaxEventsPerFinding); err != nil {
 		return fmt.Errorf("trim events for %s: %w", e.FindingID, err)

@@ -320,3 +320,22 @@ func TestEnqueueIsIdempotent(t *testing.T) {
 		t.Fatalf("a row without subject: %v", err)
 	}
 }
+
+func TestEventHistoryIsBounded(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	ch := commit(t, st, now, true, fobs("node/a", "high_cpu", "warning", "x"))
+	id := ch[0].Finding.ID
+	for i := 0; i < findings.MaxEventsPerFinding+10; i++ {
+		if _, err := st.Act(ctx, id, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: fmt.Sprint(i)}, now.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, err := st.Events(ctx, id)
+	if err != nil || len(ev) != findings.MaxEventsPerFinding {
+		t.Fatalf("%d events kept, want %d: %v", len(ev), findings.MaxEventsPerFinding, err)
+	}
+	if ev[0].Kind == "detected" || !strings.HasSuffix(ev[len(ev)-1].Detail, fmt.Sprint(findings.MaxEventsPerFinding+9)) {
+		t.Fatalf("oldest not dropped first: first %+v last %+v", ev[0], ev[len(ev)-1])
+	}
+}
