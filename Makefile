@@ -8,6 +8,7 @@ RUN_ENV  := PATROLD_SCHEDULE_CRON="@every 1m" PATROLD_SCHEDULE_STARTUP_DELAY=1s 
             PATROLD_SOURCE_DEMO_CHANGE_EVERY=2m PATROLD_SOURCE_DEMO_FAULT_RATE=0.2 PATROLD_LOG_LEVEL=info
 BENCH    ?= .
 FUZZTIME ?= 20s
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build run test test-race bench fuzz lint vet clean mutate
 
@@ -39,6 +40,7 @@ mutate:
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)
+	$(GO) run $(STATICCHECK) ./...
 
 vet:
 	$(GO) vet ./...

@@ -127,9 +127,7 @@ func (p *problems) err(err error) {
 	if err == nil {
 		return
 	}
-	for _, line := range strings.Split(err.Error(), "\n") {
-		p.list = append(p.list, line)
-	}
+	p.list = append(p.list, strings.Split(err.Error(), "\n")...)
 }
 
 func (p *problems) oneOf(key, v string, allowed ...string) {

@@ -33,9 +33,6 @@ const (
 	InvestigationRunning          = "running"
 )
 
-// LoopState derives the state of a finding now (time.Now for snoozes).
-func LoopState(f *Finding) string { return LoopStateAt(f, time.Now()) }
-
 // LoopStateAt derives the state of a finding at now.
 func LoopStateAt(f *Finding, now time.Time) string {
 	switch {

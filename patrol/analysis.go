@@ -56,8 +56,3 @@ type Analysis struct {
 	// so it can be replayed.
 	Exchange json.RawMessage
 }
-
-// ActiveFindings is what the runner needs to give the analyst whole rows.
-type ActiveFindings interface {
-	Active(ctx context.Context) ([]findings.Finding, error)
-}
