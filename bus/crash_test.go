@@ -123,8 +123,13 @@ func TestRelayAckedButNotMarkedIsDeduplicated(t *testing.T) {
 		t.Fatalf("stream holds %d after the crash, want %d", got, DefaultOutboxBatch)
 	}
 
+	reconnects := js.Conn().Stats().Reconnects
 	srv.restart()
-	waitFor(t, 5*time.Second, "client reconnected", func() bool { return js.Conn().IsConnected() })
+	// Connected again after a reconnect: right after the restart the client
+	// may not have noticed the old connection is gone yet.
+	waitFor(t, 10*time.Second, "client reconnected", func() bool {
+		return js.Conn().Stats().Reconnects > reconnects && js.Conn().IsConnected()
+	})
 	r2 := newTestRelay(t, ob, js)
 	if err := r2.Flush(ctx); err != nil {
 		t.Fatal(err)
