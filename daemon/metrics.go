@@ -68,11 +68,9 @@ func (c *findingsCollector) Collect(ch chan<- prometheus.Metric) {
 	if st := c.d.store; st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		list, err := st.List(ctx, findings.ListFilter{Status: "all"})
-		if err == nil {
-			now := c.d.opts.Now()
-			for i := range list {
-				counts[[2]string{findings.LoopStateAt(&list[i], now), string(list[i].Severity)}]++
+		if list, err := st.StateCounts(ctx, c.d.opts.Now()); err == nil {
+			for _, sc := range list {
+				counts[[2]string{sc.State, string(sc.Severity)}] += sc.Count
 			}
 		}
 	}

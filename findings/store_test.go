@@ -339,3 +339,32 @@ func TestEventHistoryIsBounded(t *testing.T) {
 		t.Fatalf("oldest not dropped first: first %+v last %+v", ev[0], ev[len(ev)-1])
 	}
 }
+
+func TestStateCounts(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	ch := commit(t, st, now, true, fobs("node/a", "high_cpu", "warning", "x"), fobs("node/b", "high_cpu", "critical", "x"), fobs("node/c", "high_cpu", "warning", "x"))
+	st.Act(ctx, ch[0].Finding.ID, findings.ActionRequest{Action: findings.ActionSnooze, For: 2 * time.Hour}, now)
+	st.Act(ctx, ch[2].Finding.ID, findings.ActionRequest{Action: findings.ActionSuppress}, now)
+	got := map[string]int{}
+	list, err := st.StateCounts(ctx, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list {
+		got[c.State+"/"+string(c.Severity)] += c.Count
+	}
+	want := map[string]int{"snoozed/warning": 1, "detected/critical": 1, "suppressed/warning": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// After the snooze ends the finding counts as detected again.
+	list, _ = st.StateCounts(ctx, now.Add(3*time.Hour))
+	got = map[string]int{}
+	for _, c := range list {
+		got[c.State+"/"+string(c.Severity)] += c.Count
+	}
+	if got["detected/warning"] != 1 || got["snoozed/warning"] != 0 {
+		t.Fatalf("after the snooze: %v", got)
+	}
+}
