@@ -133,7 +133,7 @@ func (d *Daemon) Status(ctx context.Context) (any, error) {
 		s.LastRunID, s.LastRunStatus, s.LastRunAt = runs[0].ID, runs[0].Status, runs[0].FinishedAt
 	}
 	s.OutboxPending, _ = d.store.PendingCount(ctx)
-	if active, err := d.store.Active(ctx); err == nil {
+	if active, err := d.store.ActiveKeys(ctx); err == nil {
 		s.ActiveCount = len(active)
 	}
 	return s, nil
