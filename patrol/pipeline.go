@@ -238,8 +238,8 @@ func checker(byID map[string]*snapshot.Resource) func(f *findings.Finding) findi
 		if res == nil {
 			return findings.CheckAbsent
 		}
-		typ, ok := signals.Lookup(f.Key)
-		if !ok || typ.Category() != string(f.Category) {
+		typ, ok := signals.Covering(f.Key, string(f.Category))
+		if !ok {
 			return findings.CheckPresent
 		}
 		if signals.Evaluated(res, typ) {
@@ -254,7 +254,7 @@ func checker(byID map[string]*snapshot.Resource) func(f *findings.Finding) findi
 func activeSignals(active []findings.Finding) signals.Active {
 	out := make(signals.Active, len(active))
 	for i := range active {
-		if typ, ok := signals.Lookup(active[i].Key); ok && typ.Category() == string(active[i].Category) {
+		if typ, ok := signals.Covering(active[i].Key, string(active[i].Category)); ok {
 			out[signals.Key{Type: typ, ResourceID: active[i].ResourceID}] = true
 		}
 	}

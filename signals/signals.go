@@ -170,6 +170,17 @@ func metricOf(t Type) string {
 	return snapshot.MetricMemory
 }
 
+// Covering returns the catalogue type that decides a finding with this key
+// and category: the key names a signal type of that same category. Only
+// then is deterministic detection authoritative for the finding.
+func Covering(key, category string) (Type, bool) {
+	t, ok := Lookup(key)
+	if !ok || t.Category() != category {
+		return "", false
+	}
+	return t, true
+}
+
 // Lookup returns the catalogue type named key, if it is one.
 func Lookup(key string) (Type, bool) {
 	for _, t := range Types {

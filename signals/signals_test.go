@@ -254,3 +254,15 @@ func TestMatch(t *testing.T) {
 		t.Fatalf("matched %v unmatched %v", m, u)
 	}
 }
+
+func TestCovering(t *testing.T) {
+	if typ, ok := signals.Covering("high_disk", "capacity"); !ok || typ != signals.TypeHighDisk {
+		t.Error("high_disk/capacity is covered")
+	}
+	if _, ok := signals.Covering("high_disk", "performance"); ok {
+		t.Error("a catalogue key filed under another category is not covered")
+	}
+	if _, ok := signals.Covering("zfs-fragmentation", "capacity"); ok {
+		t.Error("a model-only key is not covered")
+	}
+}

@@ -180,8 +180,8 @@ func reconfirm(f *findings.Finding, evidence string) findings.Observation {
 // had the data it needs on the resource in this snapshot, and no signal
 // of that type is present for it. Anything inconclusive fails closed.
 func (r *run) confirmResolved(f *findings.Finding) (bool, string) {
-	typ, ok := signals.Lookup(f.Key)
-	if !ok || typ.Category() != string(f.Category) {
+	typ, ok := signals.Covering(f.Key, string(f.Category))
+	if !ok {
 		return false, "the key is not a catalogue signal of this category, so patrold cannot check it"
 	}
 	id := snapshot.CanonicalID(f.ResourceID)
