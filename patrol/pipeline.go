@@ -65,7 +65,14 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	}
 	complete := len(rep.StatusReasons) == 0
 
-	active, err := r.opts.Store.ActiveKeys(ctx)
+	// The model stages need the active findings whole; detection needs only
+	// their keys, so without a model only the keys are read.
+	withModel := set.Analyst != nil && len(snap.Resources) > 0
+	load := r.opts.Store.ActiveKeys
+	if withModel {
+		load = r.opts.Store.Active
+	}
+	active, err := load(ctx)
 	if err != nil {
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}
@@ -73,8 +80,8 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	rep.Signals = sigs
 	byID := indexResources(snap)
 	var an *Analysis
-	if set.Analyst != nil && len(snap.Resources) > 0 {
-		an = r.analyze(ctx, set, rep, snap, sigs)
+	if withModel {
+		an = r.analyze(ctx, set, rep, snap, sigs, active)
 	}
 	// Signals no finding of this run matched are filed by the daemon.
 	var obs []findings.Observation
@@ -107,13 +114,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 
 // analyze runs the model stages. A model failure never fails the run: it
 // degrades it, and every signal is still filed deterministically.
-func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *snapshot.Snapshot, sigs []signals.Signal) *Analysis {
-	active, err := r.opts.Store.Active(ctx)
-	if err != nil {
-		rep.Errors = append(rep.Errors, "model stages skipped: "+err.Error())
-		rep.addReason(ReasonModelFailed)
-		return nil
-	}
+func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *snapshot.Snapshot, sigs []signals.Signal, active []findings.Finding) *Analysis {
 	an, err := set.Analyst.Analyze(ctx, AnalysisInput{RunID: rep.RunID, Now: r.opts.Now(), Snapshot: snap, Signals: sigs, Active: active, Thresholds: set.Policy})
 	if an == nil {
 		an = &Analysis{}
