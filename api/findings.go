@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/patrold/patrold/findings"
 )
@@ -92,9 +93,13 @@ func parseFindingFilter(q url.Values) (findings.ListFilter, *Error) {
 	return f, nil
 }
 
-func (a *API) view(f findings.Finding) FindingView {
-	return FindingView{Finding: f, State: findings.LoopStateAt(&f, a.opts.Now())}
+// NewFindingView is f with its state derived at now, as the API and the CLI
+// show it.
+func NewFindingView(f findings.Finding, now time.Time) FindingView {
+	return FindingView{Finding: f, State: findings.LoopStateAt(&f, now)}
 }
+
+func (a *API) view(f findings.Finding) FindingView { return NewFindingView(f, a.opts.Now()) }
 
 func (a *API) listFindings(w http.ResponseWriter, r *http.Request, _ *call) error {
 	filter, e := parseFindingFilter(r.URL.Query())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -63,7 +64,7 @@ func newFindingsCmd(a *app) *cobra.Command {
 				return err
 			}
 			if showOutput == "json" {
-				return a.printJSON(map[string]any{"finding": withState(f), "events": events})
+				return a.printJSON(map[string]any{"finding": api.NewFindingView(f, time.Now()), "events": events})
 			}
 			printFinding(a.stdout, &f, events)
 			return nil
@@ -75,20 +76,11 @@ func newFindingsCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// FindingView is a finding with its derived state, as the CLI and API show it.
-type FindingView struct {
-	findings.Finding
-	State string `json:"state"`
-}
-
-func withState(f findings.Finding) FindingView {
-	return FindingView{Finding: f, State: findings.LoopStateAt(&f, time.Now())}
-}
-
-func withStates(list []findings.Finding) []FindingView {
-	out := make([]FindingView, 0, len(list))
+func withStates(list []findings.Finding) []api.FindingView {
+	now := time.Now()
+	out := make([]api.FindingView, 0, len(list))
 	for _, f := range list {
-		out = append(out, withState(f))
+		out = append(out, api.NewFindingView(f, now))
 	}
 	return out
 }
