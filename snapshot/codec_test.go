@@ -116,7 +116,7 @@ func TestStrictWarnings(t *testing.T) {
 
 func TestExamplesDecode(t *testing.T) {
 	for _, name := range []string{"small-healthy.json", "small-faults.json"} {
-		data, err := os.ReadFile("../../shared/examples/" + name)
+		data, err := os.ReadFile("../examples/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestExamplesDecode(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	data, _ := os.ReadFile("../../shared/examples/small-faults.json")
+	data, _ := os.ReadFile("../examples/small-faults.json")
 	a, _, _ := snapshot.Decode(data, snapshot.DecodeOptions{})
 	out, err := snapshot.Encode(a)
 	if err != nil {
@@ -162,7 +162,7 @@ func TestGlob(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"small-healthy.json", "small-faults.json"} {
-		data, _ := os.ReadFile("../../shared/examples/" + name)
+		data, _ := os.ReadFile("../examples/" + name)
 		f.Add(data, true)
 	}
 	f.Add([]byte(`{"version":1,"resources":[{"id":"a","kind":"vm","metrics":{"cpu_percent":1e308}}]}`), false)

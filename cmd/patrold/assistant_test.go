@@ -15,8 +15,8 @@ import (
 // resumed session verifies the fix with a fresh read.
 func TestAssistantAndApprovalsCLI(t *testing.T) {
 	dir := t.TempDir()
-	faults, _ := filepath.Abs("../../../shared/examples/small-faults.json")
-	healthy, _ := filepath.Abs("../../../shared/examples/small-healthy.json")
+	faults, _ := filepath.Abs("../../examples/small-faults.json")
+	healthy, _ := filepath.Abs("../../examples/small-healthy.json")
 	snap := filepath.Join(dir, "snapshot.json")
 	data, _ := os.ReadFile(faults)
 	os.WriteFile(snap, data, 0o600)

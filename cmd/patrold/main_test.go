@@ -51,7 +51,7 @@ func hashDB(t *testing.T, dir string) string {
 
 func TestRunAndMalformedSnapshot(t *testing.T) {
 	c := newCLI(t, "")
-	out, code := c.run("run", "--snapshot", "../../../shared/examples/small-faults.json", "--output", "json")
+	out, code := c.run("run", "--snapshot", "../../examples/small-faults.json", "--output", "json")
 	if code != 0 {
 		t.Fatalf("run: %d %s", code, out)
 	}

@@ -26,8 +26,8 @@ func freeAddr(t *testing.T) string {
 // TestCLIThroughRunningDaemon: with the daemon up, store commands go
 // through its API (the audit trail proves it) and behave the same.
 func TestCLIThroughRunningDaemon(t *testing.T) {
-	snap, _ := filepath.Abs("../../../shared/examples/small-healthy.json")
-	faults, _ := filepath.Abs("../../../shared/examples/small-faults.json")
+	snap, _ := filepath.Abs("../../examples/small-healthy.json")
+	faults, _ := filepath.Abs("../../examples/small-faults.json")
 	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"', tokens: [{name: ops, token: cli-admin-token, scope: admin}]}\n"+
 		"nats: {embedded: {listen: '127.0.0.1:0'}}\nlog: {level: warn}\n"+
 		"schedule: {startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n")
