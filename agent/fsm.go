@@ -51,6 +51,7 @@ type FSM struct {
 	lastWriteAt      time.Time
 	verifyBlocks     int
 	pending          map[string]PendingRecovery
+	refused          int // moves the transition table refused
 }
 
 // NewFSM returns a state machine in RESOLVING.
@@ -105,38 +106,106 @@ func (f *FSM) block(kind ToolKind, tool, reason string) *FSMBlockedError {
 	return &FSMBlockedError{State: f.state, Tool: tool, Kind: kind, Reason: reason, Recoverable: true}
 }
 
-// BeginWrite marks an admitted write as executing: READING (or a verified
-// VERIFYING) -> WRITING. The pipeline applies it during pre-check so that a
-// second write in the same batch is refused.
-func (f *FSM) BeginWrite(tool string) {
+// phase returns the current phase. Callers hold f.mu.
+func (f *FSM) phase() Phase {
+	return Phase{State: f.state, ReadAfterWrite: f.state == StateVerifying && f.readAfterWrite}
+}
+
+// Apply applies one event through the transition table and returns nil,
+// or a *TransitionError (leaving the machine unchanged) when the table does
+// not sanction the move.
+func (f *FSM) Apply(ev Event, tool string, now time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lazyInit()
-	if f.state != StateWriting {
-		f.beforeWrite = f.state
+	return f.applyLocked(ev, tool, now)
+}
+
+func (f *FSM) applyLocked(ev Event, tool string, now time.Time) error {
+	from := f.phase()
+	to, ok := Transition(from, ev)
+	if !ok {
+		f.refused++
+		return &TransitionError{From: from, Event: ev}
 	}
-	f.state = StateWriting
+	if to == phaseBefore {
+		to = Phase{State: f.beforeWrite, ReadAfterWrite: f.beforeWrite == StateVerifying}
+		if !f.beforeWrite.Valid() || f.beforeWrite == StateWriting {
+			to = phReading
+		}
+	}
+	switch ev {
+	case EventBeginWrite:
+		f.beforeWrite = from.State
+	case EventWriteDone:
+		f.wroteThisEpisode = true
+		f.lastWriteTool = tool
+		f.lastWriteAt = now
+		f.verifyBlocks = 0
+	case EventVerifyingRead:
+		if from == phUnverified {
+			f.verifyBlocks = 0
+		}
+	case EventReset:
+		f.beforeWrite = ""
+		f.wroteThisEpisode = false
+		f.lastWriteTool = ""
+		f.lastWriteAt = time.Time{}
+		f.verifyBlocks = 0
+		f.pending = map[string]PendingRecovery{}
+	case EventResetKeepProgress:
+		f.verifyBlocks = 0
+		f.pending = map[string]PendingRecovery{}
+	}
+	f.state = to.State
+	switch {
+	case to.State == StateVerifying:
+		f.readAfterWrite = to.ReadAfterWrite
+	case ev == EventReset || ev == EventResetKeepProgress:
+		f.readAfterWrite = false
+	}
+	return nil
+}
+
+// Refused counts moves the transition table refused (telemetry).
+func (f *FSM) Refused() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
+// BeginWrite marks an admitted write as executing: READING (or a verified
+// VERIFYING) -> WRITING. The pipeline applies it during pre-check so that a
+// second write in the same batch is refused. In any other phase the move is
+// refused and nothing changes (a caller cannot open a write the gate would
+// refuse).
+func (f *FSM) BeginWrite(tool string) {
+	_ = f.Apply(EventBeginWrite, tool, time.Time{})
 }
 
 // CancelWrite undoes BeginWrite for a write that never ran (an approval is
-// required, or policy refused it): WRITING -> the state before BeginWrite.
+// required, or policy refused it): WRITING -> the phase before BeginWrite.
 func (f *FSM) CancelWrite() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lazyInit()
-	if f.state == StateWriting && f.beforeWrite.Valid() {
-		f.state = f.beforeWrite
-	}
+	_ = f.Apply(EventCancelWrite, "", time.Time{})
 }
 
-// OnToolSuccess applies a successful call.
+// OnToolSuccess applies a successful call. A resolve or read counts as a
+// verifying read (this method cannot know better; the pipeline applies
+// EventRead for tools not declared Verifies).
 func (f *FSM) OnToolSuccess(kind ToolKind, tool string, now time.Time) {
+	f.OnToolSuccessVerifies(kind, tool, true, now)
+}
+
+// OnToolSuccessVerifies applies a successful call; verifies says whether a
+// resolve or read re-collected the target's live state (only then does it
+// verify a write).
+func (f *FSM) OnToolSuccessVerifies(kind ToolKind, tool string, verifies bool, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lazyInit()
 	f.expire(now)
 	delete(f.pending, tool)
-	f.apply(kind, tool, now)
+	_ = f.applyLocked(eventFor(kind, verifies), tool, now)
 }
 
 // OnToolFailure applies a failed call. A failed write still moves to
@@ -147,28 +216,21 @@ func (f *FSM) OnToolFailure(kind ToolKind, tool string, now time.Time) {
 	f.lazyInit()
 	f.expire(now)
 	if kind == KindWrite {
-		f.apply(kind, tool, now)
+		_ = f.applyLocked(EventWriteDone, tool, now)
 	}
 }
 
-func (f *FSM) apply(kind ToolKind, tool string, now time.Time) {
+func eventFor(kind ToolKind, verifies bool) Event {
 	switch kind {
 	case KindResolve, KindRead:
-		switch f.state {
-		case StateResolving:
-			f.state = StateReading
-		case StateVerifying:
-			f.readAfterWrite = true
-			f.verifyBlocks = 0
+		if verifies {
+			return EventVerifyingRead
 		}
-	case KindWrite:
-		f.state = StateVerifying
-		f.readAfterWrite = false
-		f.wroteThisEpisode = true
-		f.lastWriteTool = tool
-		f.lastWriteAt = now
-		f.verifyBlocks = 0
+		return EventRead
+	case KindUserInput:
+		return EventUserInput
 	}
+	return EventWriteDone
 }
 
 // CanFinalAnswer returns nil when the session may finish, else an
@@ -190,44 +252,22 @@ func (f *FSM) CanFinalAnswer() error {
 // CompleteVerification moves a verified VERIFYING to READING (keeping
 // WroteThisEpisode) and reports whether it did.
 func (f *FSM) CompleteVerification() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lazyInit()
-	if f.state != StateVerifying || !f.readAfterWrite {
-		return false
-	}
-	f.state = StateReading
-	return true
+	return f.Apply(EventCompleteVerification, "", time.Time{}) == nil
 }
 
 // Reset returns to RESOLVING and clears all tracking, pending recoveries
 // included.
 func (f *FSM) Reset() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lazyInit()
-	f.state = StateResolving
-	f.beforeWrite = ""
-	f.readAfterWrite = false
-	f.wroteThisEpisode = false
-	f.lastWriteTool = ""
-	f.lastWriteAt = time.Time{}
-	f.verifyBlocks = 0
-	f.pending = map[string]PendingRecovery{}
+	_ = f.Apply(EventReset, "", time.Time{})
 }
 
-// ResetKeepProgress drops verification tracking and moves VERIFYING (or
-// WRITING) to READING, keeping the established target and WroteThisEpisode.
+// ResetKeepProgress drops verification bookkeeping (blocked-write counter,
+// pending recoveries) and moves a verified VERIFYING to READING, keeping the
+// established target and WroteThisEpisode. It never waives verification:
+// with a write nobody read back (or one still executing) the move is
+// refused and the machine stays where it is.
 func (f *FSM) ResetKeepProgress() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lazyInit()
-	if f.state == StateVerifying || f.state == StateWriting {
-		f.state = StateReading
-	}
-	f.readAfterWrite = false
-	f.verifyBlocks = 0
-	f.pending = map[string]PendingRecovery{}
+	_ = f.Apply(EventResetKeepProgress, "", time.Time{})
 }
 
 // WroteThisEpisode reports whether the session wrote (or tried to) at all.

@@ -28,21 +28,23 @@ func gate(f *FSM) FSMSnapshot {
 }
 
 type fsmOp struct {
-	Action  string // call, final, reset, keep, roundtrip, burst
-	Kind    ToolKind
-	Tool    string
-	Success bool
-	Burst   int
+	Action   string // call, final, reset, keep, roundtrip, burst
+	Kind     ToolKind
+	Tool     string
+	Verifies bool
+	Success  bool
+	Burst    int
 }
 
 func genOp() *rapid.Generator[fsmOp] {
 	return rapid.Custom(func(t *rapid.T) fsmOp {
 		return fsmOp{
-			Action:  rapid.SampledFrom([]string{"call", "call", "call", "call", "call", "final", "reset", "keep", "roundtrip", "burst"}).Draw(t, "action"),
-			Kind:    rapid.SampledFrom(Kinds()).Draw(t, "kind"),
-			Tool:    rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "tool"),
-			Success: rapid.Bool().Draw(t, "success"),
-			Burst:   rapid.IntRange(1, 5).Draw(t, "burst"),
+			Action:   rapid.SampledFrom([]string{"call", "call", "call", "call", "call", "final", "reset", "keep", "roundtrip", "burst"}).Draw(t, "action"),
+			Kind:     rapid.SampledFrom(Kinds()).Draw(t, "kind"),
+			Tool:     rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "tool"),
+			Verifies: rapid.Bool().Draw(t, "verifies"),
+			Success:  rapid.Bool().Draw(t, "success"),
+			Burst:    rapid.IntRange(1, 5).Draw(t, "burst"),
 		}
 	})
 }
@@ -99,8 +101,10 @@ func stepFSM(rt *rapid.T, f *FSM, sh *shadow, op fsmOp, now time.Time) {
 		f.Reset()
 		*sh = shadow{}
 	case "keep":
-		f.ResetKeepProgress() // deliberate escape: verification tracking dropped
-		sh.needRead = false
+		f.ResetKeepProgress() // never waives a pending verification
+		if sh.needRead && f.State() != StateVerifying {
+			rt.Fatalf("ResetKeepProgress left VERIFYING with an unverified write")
+		}
 	case "roundtrip":
 		b, err := json.Marshal(f)
 		if err != nil {
@@ -150,7 +154,7 @@ func callFSM(rt *rapid.T, f *FSM, sh *shadow, op fsmOp, now time.Time) {
 		}
 	}
 	if op.Success {
-		f.OnToolSuccess(op.Kind, op.Tool, now)
+		f.OnToolSuccessVerifies(op.Kind, op.Tool, op.Verifies, now)
 	} else {
 		f.OnToolFailure(op.Kind, op.Tool, now)
 	}
@@ -159,7 +163,9 @@ func callFSM(rt *rapid.T, f *FSM, sh *shadow, op fsmOp, now time.Time) {
 		sh.needRead = true
 	case (op.Kind == KindRead || op.Kind == KindResolve) && op.Success:
 		sh.hasTarget = true
-		sh.needRead = false
+		if op.Verifies {
+			sh.needRead = false // only a verifying read verifies
+		}
 	}
 }
 

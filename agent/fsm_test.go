@@ -86,9 +86,29 @@ func TestFSMCancelAndKeepProgress(t *testing.T) {
 	}
 	f.BeginWrite("restart")
 	f.OnToolSuccess(KindWrite, "restart", t0)
+	// read -> write -> ResetKeepProgress -> write: the reset never waives
+	// the read the first write owes.
+	f.ResetKeepProgress()
+	if f.State() != StateVerifying || f.ReadAfterWrite() || f.CanExecute(KindWrite, "restart") == nil {
+		t.Fatalf("ResetKeepProgress on an unverified write: %s raw %v", f.State(), f.ReadAfterWrite())
+	}
+	f.BeginWrite("restart") // refused by the table: nothing changes
+	if f.State() != StateVerifying || f.Refused() != 2 {
+		t.Fatalf("BeginWrite in unverified VERIFYING: %s refused %d", f.State(), f.Refused())
+	}
+	f.OnToolSuccessVerifies(KindRead, "get_finding", false, t0) // patrold's own record: not a verification
+	if f.ReadAfterWrite() || f.CanExecute(KindWrite, "restart") == nil {
+		t.Fatal("a non-verifying read verified the write")
+	}
+	f.OnToolSuccess(KindRead, "check", t0)
 	f.ResetKeepProgress()
 	if f.State() != StateReading || !f.WroteThisEpisode() || f.ReadAfterWrite() {
-		t.Fatalf("ResetKeepProgress: %s wrote %v", f.State(), f.WroteThisEpisode())
+		t.Fatalf("ResetKeepProgress after a verified write: %s wrote %v", f.State(), f.WroteThisEpisode())
+	}
+	g := NewFSM()
+	g.BeginWrite("restart")
+	if g.State() != StateResolving {
+		t.Fatalf("BeginWrite accepted in RESOLVING: %s", g.State())
 	}
 }
 
