@@ -27,6 +27,7 @@ const (
 	CodeBudgetExhausted   Code = "BUDGET_EXHAUSTED"
 	CodeSkipped           Code = "SKIPPED"
 	CodeLookFirst         Code = "LOOK_FIRST"
+	CodeTargetUnresolved  Code = "TARGET_UNRESOLVED"
 )
 
 // codeCatalogue describes every declared code, in manifest order. It is part
@@ -38,13 +39,14 @@ var codeCatalogue = []CodeInfo{
 	{CodeUnknownTool, "no tool of that name is registered", false},
 	{CodeInvalidInput, "the arguments do not match the tool's JSON schema or were rejected by the tool", true},
 	{CodeNotFound, "the tool could not find the object it was asked about", true},
-	{CodeApprovalRequired, "the write waits for an operator approval", true},
-	{CodePolicyBlocked, "the write is forbidden by policy (autonomy level or action risk)", true},
+	{CodeApprovalRequired, "the write waits for an operator approval", false},
+	{CodePolicyBlocked, "the write is forbidden by policy (resource kind, signal, autonomy level, action risk, condition not present, already executed)", false},
 	{CodeExecutionFailed, "the tool ran and failed", true},
 	{CodeTimeout, "the tool did not finish within its timeout", true},
 	{CodeBudgetExhausted, "the session's call or model budget is spent", false},
 	{CodeSkipped, "the call was not run because an operator question in the same turn runs alone", false},
 	{CodeLookFirst, "ask the operator only after trying a real tool", false},
+	{CodeTargetUnresolved, "the write's target has not been resolved live in this session: call the resolve tool first", false},
 }
 
 // CodeInfo describes one declared code.
@@ -73,9 +75,11 @@ func handlerMayReturn(c Code) bool {
 }
 
 // ToolError is an error carrying a structured code. Handlers return it to
-// report NOT_FOUND, APPROVAL_REQUIRED, POLICY_BLOCKED, INVALID_INPUT or
-// EXECUTION_FAILED; the runtime uses it for its own refusals. Any other error
-// from a handler reaches the model as EXECUTION_FAILED.
+// report NOT_FOUND, INVALID_INPUT, EXECUTION_FAILED or TIMEOUT; the runtime
+// uses it for its own refusals. Any other error from a handler, including a
+// ToolError carrying a runtime-only code (FSM_BLOCKED, POLICY_BLOCKED,
+// APPROVAL_REQUIRED, ...) or an *FSMBlockedError, reaches the model as
+// EXECUTION_FAILED: a handler cannot impersonate the runtime.
 type ToolError struct {
 	Code    Code           `json:"code"`
 	Message string         `json:"message"`
@@ -109,13 +113,9 @@ func (e *ToolError) With(key string, value any) *ToolError {
 	return e
 }
 
-// codeOf extracts the structured code of err: FSM blocks, ToolErrors (only
-// declared handler codes pass; anything else becomes EXECUTION_FAILED).
+// codeOf extracts the structured code of a handler's error: only declared
+// handler codes pass; anything else becomes EXECUTION_FAILED.
 func codeOf(err error) Code {
-	var blocked *FSMBlockedError
-	if errors.As(err, &blocked) {
-		return CodeFSMBlocked
-	}
 	var te *ToolError
 	if errors.As(err, &te) && handlerMayReturn(te.Code) {
 		return te.Code

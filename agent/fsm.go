@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 )
@@ -51,7 +52,8 @@ type FSM struct {
 	lastWriteAt      time.Time
 	verifyBlocks     int
 	pending          map[string]PendingRecovery
-	refused          int // moves the transition table refused
+	refused          int             // moves the transition table refused
+	executed         map[string]bool // infrastructure writes executed this episode
 }
 
 // NewFSM returns a state machine in RESOLVING.
@@ -67,6 +69,35 @@ func (f *FSM) lazyInit() {
 	if f.pending == nil {
 		f.pending = map[string]PendingRecovery{}
 	}
+	if f.executed == nil {
+		f.executed = map[string]bool{}
+	}
+}
+
+// MarkExecuted records that the write named key ran (or was attempted) in
+// this episode; Reset forgets it.
+func (f *FSM) MarkExecuted(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lazyInit()
+	f.executed[key] = true
+}
+
+// Executed reports whether the write named key already ran this episode.
+func (f *FSM) Executed(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lazyInit()
+	return f.executed[key]
+}
+
+func (f *FSM) executedSorted() []string {
+	out := make([]string, 0, len(f.executed))
+	for k := range f.executed {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // State returns the current state.
@@ -153,6 +184,7 @@ func (f *FSM) applyLocked(ev Event, tool string, now time.Time) error {
 		f.lastWriteAt = time.Time{}
 		f.verifyBlocks = 0
 		f.pending = map[string]PendingRecovery{}
+		f.executed = map[string]bool{}
 	case EventResetKeepProgress:
 		f.verifyBlocks = 0
 		f.pending = map[string]PendingRecovery{}

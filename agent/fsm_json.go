@@ -45,6 +45,9 @@ type FSMSnapshot struct {
 	LastWriteAt             time.Time         `json:"last_write_at,omitzero"`
 	ConsecutiveVerifyBlocks int               `json:"consecutive_verify_blocks"`
 	PendingRecoveries       []PendingRecovery `json:"pending_recoveries,omitempty"`
+	// ExecutedWrites names the infrastructure writes already executed this
+	// episode (each runs at most once per session).
+	ExecutedWrites []string `json:"executed_writes,omitempty"`
 }
 
 // Validate checks a decoded snapshot, naming the offending field.
@@ -63,6 +66,19 @@ func (s FSMSnapshot) Validate() error {
 	}
 	if s.State == StateVerifying && !s.WroteThisEpisode {
 		return fmt.Errorf("state: VERIFYING without wrote_this_episode")
+	}
+	done := map[string]bool{}
+	for i, w := range s.ExecutedWrites {
+		if w == "" {
+			return fmt.Errorf("executed_writes[%d]: empty", i)
+		}
+		if done[w] {
+			return fmt.Errorf("executed_writes[%d]: duplicate %q", i, w)
+		}
+		done[w] = true
+	}
+	if len(s.ExecutedWrites) > 0 && !s.WroteThisEpisode {
+		return fmt.Errorf("executed_writes: set without wrote_this_episode")
 	}
 	seen := map[string]bool{}
 	for i, p := range s.PendingRecoveries {
@@ -91,6 +107,7 @@ func (f *FSM) Snapshot() FSMSnapshot {
 		LastWriteAt:             f.lastWriteAt,
 		ConsecutiveVerifyBlocks: f.verifyBlocks,
 		PendingRecoveries:       f.pendingSorted(),
+		ExecutedWrites:          f.executedSorted(),
 	}
 }
 
@@ -109,6 +126,9 @@ func RestoreFSM(s FSMSnapshot) (*FSM, error) {
 	f.verifyBlocks = s.ConsecutiveVerifyBlocks
 	for _, p := range s.PendingRecoveries {
 		f.pending[p.Tool] = p
+	}
+	for _, w := range s.ExecutedWrites {
+		f.executed[w] = true
 	}
 	return f, nil
 }
@@ -134,6 +154,6 @@ func (f *FSM) UnmarshalJSON(b []byte) error {
 	f.state, f.beforeWrite = g.state, g.beforeWrite
 	f.readAfterWrite, f.wroteThisEpisode = g.readAfterWrite, g.wroteThisEpisode
 	f.lastWriteTool, f.lastWriteAt = g.lastWriteTool, g.lastWriteAt
-	f.verifyBlocks, f.pending = g.verifyBlocks, g.pending
+	f.verifyBlocks, f.pending, f.executed = g.verifyBlocks, g.pending, g.executed
 	return nil
 }

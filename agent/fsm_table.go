@@ -57,6 +57,9 @@ func Phases() []Phase {
 }
 
 func (p Phase) String() string {
+	if p == phaseBefore {
+		return "(phase before the write)"
+	}
 	if p.State == StateVerifying {
 		if p.ReadAfterWrite {
 			return "VERIFYING(read)"
@@ -76,7 +79,7 @@ var (
 
 // phaseBefore marks the target of EventCancelWrite: the phase the machine
 // was in when the write began.
-var phaseBefore = Phase{State: "(before write)"}
+var phaseBefore = Phase{State: "before-write"}
 
 // transitions is the whole state machine: phase x event -> phase. A pair
 // that is absent is an unsanctioned move and is refused. Notable absences:

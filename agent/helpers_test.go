@@ -94,9 +94,9 @@ func testTools(cnt *calls) []Tool {
 		}
 	}
 	return []Tool{
-		{Name: "get_resource", Kind: KindResolve, Schema: json.RawMessage(idSchema), Handler: ok("get_resource")},
-		{Name: "read_logs", Kind: KindRead, Schema: json.RawMessage(idSchema), Handler: ok("read_logs")},
-		{Name: "restart", Kind: KindWrite, Target: TargetInfrastructure, Schema: json.RawMessage(idSchema), Handler: ok("restart")},
+		{Name: "get_resource", Kind: KindResolve, Verifies: true, Schema: json.RawMessage(idSchema), Handler: ok("get_resource")},
+		{Name: "read_logs", Kind: KindRead, Verifies: true, Schema: json.RawMessage(idSchema), Handler: ok("read_logs")},
+		{Name: "restart", Kind: KindWrite, Target: TargetInfrastructure, Authority: &testAuthority{}, Schema: json.RawMessage(idSchema), Handler: ok("restart")},
 		{Name: "report_finding", Kind: KindWrite, Target: TargetPatrolState, WritesFindings: true, Handler: ok("report_finding")},
 		{Name: "list_findings", Kind: KindRead, ReadsFindings: true, Handler: ok("list_findings")},
 		{Name: "ask_operator", Kind: KindUserInput, Handler: ok("ask_operator")},
@@ -167,4 +167,32 @@ func stepCodes(steps []Step) []string {
 		out[i] = fmt.Sprintf("%d:%s:%s:%s", s.Turn, s.Tool, s.Status, s.Code)
 	}
 	return out
+}
+
+// testAuthority admits everything except what its fields refuse; each
+// refusal is returned by the hook of that name.
+type testAuthority struct {
+	mu      sync.Mutex
+	refuse  map[Check]error
+	calls   []Check
+	episode string
+}
+
+func (a *testAuthority) hook(c Check) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, c)
+	return a.refuse[c]
+}
+
+func (a *testAuthority) TargetResolved(json.RawMessage) error { return a.hook(CheckTargetResolved) }
+func (a *testAuthority) TargetKind(json.RawMessage) error     { return a.hook(CheckTargetKind) }
+func (a *testAuthority) Signal(json.RawMessage) error         { return a.hook(CheckSignal) }
+func (a *testAuthority) AutonomyRisk(json.RawMessage) error   { return a.hook(CheckAutonomyRisk) }
+func (a *testAuthority) Approval(json.RawMessage) error       { return a.hook(CheckApproval) }
+func (a *testAuthority) ConditionPresent(context.Context, json.RawMessage) error {
+	return a.hook(CheckConditionPresent)
+}
+func (a *testAuthority) EpisodeKey(args json.RawMessage) string {
+	return a.episode + string(canonicalArgs(args))
 }

@@ -10,7 +10,19 @@ type Capabilities struct {
 	States       []string         `json:"states"`
 	WriteTargets []string         `json:"write_targets"`
 	Codes        []CodeInfo       `json:"codes"`
-	Limits       Limits           `json:"limits"`
+	// Prechecks are the checks every call passes before any handler runs,
+	// in the order they run (the registry's authority).
+	Prechecks []PrecheckInfo `json:"prechecks"`
+	// Events and Transitions are the state machine's transition table.
+	Transitions []TransitionInfo `json:"transitions"`
+	Limits      Limits           `json:"limits"`
+}
+
+// TransitionInfo is one sanctioned move of the state machine.
+type TransitionInfo struct {
+	From  string `json:"from"`
+	Event Event  `json:"event"`
+	To    string `json:"to"`
 }
 
 // ToolCapability describes one advertised tool.
@@ -23,12 +35,15 @@ type ToolCapability struct {
 	Cases         map[string]string `json:"cases,omitempty"`
 	WriteTarget   WriteTarget       `json:"write_target,omitempty"`
 	Idempotent    bool              `json:"idempotent"`
+	Verifies      bool              `json:"verifies"`
 	TimeoutMs     int64             `json:"timeout_ms"`
 }
 
 // Limits are the runtime's tuned constants.
 type Limits struct {
 	MaxParallelTools     int   `json:"max_parallel_tools"`
+	MaxStringBytes       int   `json:"max_string_bytes"`
+	MaxArrayItems        int   `json:"max_array_items"`
 	MaxToolResultChars   int   `json:"max_tool_result_chars"`
 	LoopThreshold        int   `json:"loop_threshold"`
 	LookFirstMaxRefusals int   `json:"look_first_max_refusals"`
@@ -39,16 +54,26 @@ type Limits struct {
 // registry does not hold are left out (Profile.Validate reports them).
 func Manifest(reg *Registry, profile Profile) Capabilities {
 	c := Capabilities{
-		Profile: profile.Name,
-		Tools:   []ToolCapability{},
-		Codes:   Codes(),
+		Profile:   profile.Name,
+		Tools:     []ToolCapability{},
+		Codes:     Codes(),
+		Prechecks: Prechecks(),
 		Limits: Limits{
 			MaxParallelTools:     MaxParallelTools,
+			MaxStringBytes:       MaxStringBytes,
+			MaxArrayItems:        MaxArrayItems,
 			MaxToolResultChars:   MaxToolResultChars,
 			LoopThreshold:        LoopThreshold,
 			LookFirstMaxRefusals: LookFirstMaxRefusals,
 			RecoveryTTLMs:        RecoveryTTL.Milliseconds(),
 		},
+	}
+	for _, from := range Phases() {
+		for _, ev := range Events() {
+			if to, ok := Transition(from, ev); ok {
+				c.Transitions = append(c.Transitions, TransitionInfo{From: from.String(), Event: ev, To: to.String()})
+			}
+		}
 	}
 	for _, k := range Kinds() {
 		c.Kinds = append(c.Kinds, k.String())
@@ -72,7 +97,7 @@ func Manifest(reg *Registry, profile Profile) Capabilities {
 func toolCapability(t Tool) ToolCapability {
 	tc := ToolCapability{
 		Name: t.Name, Description: t.Description, Kind: t.Kind.String(),
-		Idempotent: t.Idempotent, TimeoutMs: t.timeout().Milliseconds(),
+		Idempotent: t.Idempotent, Verifies: t.Verifies, TimeoutMs: t.timeout().Milliseconds(),
 	}
 	if t.Discriminator != "" {
 		tc.Kind = "discriminated"

@@ -30,10 +30,11 @@ type CallResult struct {
 // Batch is the outcome of one model turn's tool calls, in provider order.
 type Batch struct {
 	Results []CallResult
-	// LoopDetected: a call was refused as a repeat; the next turn is text-only.
+	// LoopDetected: a call was refused as a repeat; the next turn offers the
+	// read tools only.
 	LoopDetected bool
 	// AllBlocked: every call was refused by a runtime check (LOOK_FIRST
-	// aside); the next turn is text-only.
+	// aside); the next turn offers the read tools only.
 	AllBlocked bool
 	// ApprovalRequired: a write is waiting for an operator approval.
 	ApprovalRequired bool
@@ -43,10 +44,12 @@ type Batch struct {
 // session's full profile advertised. Playbooks (the no-model driver) use it
 // directly; Run uses it for every model turn.
 func (s *Session) ExecuteBatch(ctx context.Context, turn int, calls []model.ToolCall) Batch {
-	return s.executeBatch(ctx, turn, calls, true)
+	return s.executeBatch(ctx, turn, calls, nil)
 }
 
-func (s *Session) executeBatch(ctx context.Context, turn int, tcs []model.ToolCall, advertised bool) Batch {
+// executeBatch runs one batch; advertised, when not nil, narrows the
+// profile for this turn (a restricted turn offers the read tools only).
+func (s *Session) executeBatch(ctx context.Context, turn int, tcs []model.ToolCall, advertised func(string) bool) Batch {
 	calls := make([]*call, len(tcs))
 	for i, tc := range tcs {
 		if tc.ID == "" {
@@ -54,7 +57,7 @@ func (s *Session) executeBatch(ctx context.Context, turn int, tcs []model.ToolCa
 		}
 		calls[i] = &call{tc: tc}
 	}
-	s.precheck(calls, advertised, s.now())
+	s.precheck(ctx, calls, &judgeInput{advertised: advertised, now: s.now()})
 	s.execute(ctx, calls)
 	return s.postprocess(turn, calls)
 }
@@ -71,9 +74,13 @@ func (s *Session) postprocess(turn int, calls []*call) Batch {
 		if c.refusal != nil {
 			step.Code = c.refusal.Code
 			step.Status = StatusBlocked
-			if c.refusal.Code == CodeSkipped {
+			switch c.refusal.Code {
+			case CodeSkipped:
 				step.Status = StatusSkipped
+			case CodeApprovalRequired:
+				step.Status = StatusApprovalRequired
 			}
+			b.ApprovalRequired = b.ApprovalRequired || step.Status == StatusApprovalRequired
 			content = encodeError(c.refusal)
 			b.LoopDetected = b.LoopDetected || c.refusal.Code == CodeLoopDetected
 			lookFirst = lookFirst || c.refusal.Code == CodeLookFirst
@@ -100,24 +107,20 @@ func (s *Session) applyResult(c *call) (Code, Status, string) {
 		s.realTried = true
 	}
 	fsmMoves := c.kind != KindWrite || c.target == TargetInfrastructure
+	if c.infraWrite() {
+		// The handler ran: successful or not, the write counts as executed.
+		s.fsm.MarkExecuted(episodeKey(c))
+		s.loops.reset()
+	}
 	if c.err == nil {
 		if fsmMoves {
-			s.fsm.OnToolSuccess(c.kind, c.tc.Name, now)
-		}
-		if c.infraWrite() {
-			s.loops.reset()
+			s.fsm.OnToolSuccessVerifies(c.kind, c.tc.Name, c.entry.tool.Verifies, now)
 		}
 		return "", StatusOK, encodeOK(c.result)
 	}
 	code := codeOf(c.err)
-	switch {
-	case c.infraWrite() && (code == CodeApprovalRequired || code == CodePolicyBlocked):
-		s.fsm.CancelWrite() // the write never ran
-	case fsmMoves:
+	if fsmMoves {
 		s.fsm.OnToolFailure(c.kind, c.tc.Name, now)
-		if c.infraWrite() {
-			s.loops.reset()
-		}
 	}
 	s.log.Debug("tool call failed", "tool", c.tc.Name, "code", string(code), "err", c.err)
 	return code, statusFor(code), encodeError(toolErrorFor(code, c.err))

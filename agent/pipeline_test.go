@@ -109,7 +109,7 @@ func TestFailedWriteNeedsRead(t *testing.T) {
 	var cnt calls
 	tools := testTools(&cnt)
 	fails := true
-	tools = replace(tools, Tool{Name: "restart", Kind: KindWrite, Target: TargetInfrastructure, Handler: func(context.Context, json.RawMessage) (any, error) {
+	tools = replace(tools, Tool{Name: "restart", Kind: KindWrite, Target: TargetInfrastructure, Authority: &testAuthority{}, Handler: func(context.Context, json.RawMessage) (any, error) {
 		cnt.inc("restart")
 		if fails {
 			fails = false
@@ -123,7 +123,9 @@ func TestFailedWriteNeedsRead(t *testing.T) {
 		turn(tc("restart", `{}`)),
 		turn(tc("restart", `{}`)),
 		turn(tc("read_logs", `{"id":"vm/1"}`)),
-		turn(tc("restart", `{}`)),
+		turn(tc("restart", `{}`)), // the same write again: once per episode
+		turn(tc("get_resource", `{"id":"vm/2"}`)),
+		turn(tc("restart", `{"id":"vm/1"}`)),
 		turn(tc("read_logs", `{"id":"vm/1"}`)),
 		text("restarted and verified"),
 	}}
@@ -133,7 +135,7 @@ func TestFailedWriteNeedsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"1:get_resource:ok:", "2:restart:error:EXECUTION_FAILED", "3:restart:blocked:FSM_BLOCKED",
-		"4:restart:blocked:TOOL_NOT_ADVERTISED", "5:read_logs:ok:", "6:restart:ok:", "7:read_logs:ok:"}
+		"4:restart:blocked:TOOL_NOT_ADVERTISED", "5:read_logs:ok:", "6:restart:blocked:POLICY_BLOCKED", "7:get_resource:ok:", "8:restart:ok:", "9:read_logs:ok:"}
 	if got := stepCodes(res.Steps); !slices.Equal(got, want) {
 		t.Fatalf("steps %v\nwant  %v", got, want)
 	}
@@ -143,12 +145,26 @@ func TestFailedWriteNeedsRead(t *testing.T) {
 	if cnt.get("restart") != 2 || !res.Verified || res.StopReason != StopFinalAnswer || res.FinalState != StateReading {
 		t.Fatalf("restart ran %d, result %+v", cnt.get("restart"), res)
 	}
-	// The turn after a fully blocked turn is text-only (a call made anyway
-	// is refused as not advertised), and the penalty lasts one turn.
-	reqs := p.requests()
-	if len(reqs[2].Tools) == 0 || len(reqs[3].Tools) != 0 || len(reqs[4].Tools) == 0 {
-		t.Fatalf("tools advertised in turns 3-5: %d %d %d", len(reqs[2].Tools), len(reqs[3].Tools), len(reqs[4].Tools))
+	if e := decodeEnvelope(t, res.Messages[len(res.Messages)-8].Content); e.Error == nil || e.Error.Details["check"] != string(CheckOncePerEpisode) {
+		t.Fatalf("repeat write refusal: %+v", e.Error)
 	}
+	// The turn after a fully blocked turn offers the read tools only (a
+	// write made anyway is refused as not advertised), for one turn.
+	reqs := p.requests()
+	if got := toolNames(reqs[3].Tools); !slices.Equal(got, []string{"get_resource", "read_logs", "list_findings"}) {
+		t.Fatalf("tools of the turn after a refused turn: %v", got)
+	}
+	if len(reqs[2].Tools) != len(tools) || len(reqs[4].Tools) != len(tools) {
+		t.Fatalf("tools advertised in turns 3 and 5: %d %d", len(reqs[2].Tools), len(reqs[4].Tools))
+	}
+}
+
+func toolNames(defs []model.ToolDef) []string {
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	return out
 }
 
 // TestLoopCounterResetsAtWrite: the verifying read after a write is never a
@@ -178,8 +194,8 @@ func TestLoopCounterResetsAtWrite(t *testing.T) {
 				t.Fatalf("fourth identical read: %v", stepCodes(res.Steps))
 			}
 			reqs := p.requests()
-			if len(reqs[4].Tools) == 0 || len(reqs[5].Tools) != 0 {
-				t.Fatal("the turn after LOOP_DETECTED must be text-only")
+			if len(reqs[4].Tools) != 6 || !slices.Equal(toolNames(reqs[5].Tools), []string{"get_resource", "read_logs", "list_findings"}) {
+				t.Fatalf("the turn after LOOP_DETECTED must offer the read tools only: %v", toolNames(reqs[5].Tools))
 			}
 		}
 	}

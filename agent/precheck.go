@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/patrold/patrold/model"
@@ -24,16 +27,139 @@ func (c *call) admitted() bool { return c.refusal == nil }
 
 func (c *call) infraWrite() bool { return c.kind == KindWrite && c.target == TargetInfrastructure }
 
+// Check names one pre-check. Prechecks lists them in the order they run.
+type Check string
+
+// Pre-checks, in order.
+const (
+	CheckRegistered       Check = "registered"
+	CheckAdvertised       Check = "advertised"
+	CheckArguments        Check = "arguments"
+	CheckLookFirst        Check = "look_first"
+	CheckStateMachine     Check = "state_machine"
+	CheckTargetResolved   Check = "target_resolved"
+	CheckTargetKind       Check = "target_kind"
+	CheckSignal           Check = "signal"
+	CheckAutonomyRisk     Check = "autonomy_risk"
+	CheckApproval         Check = "approval"
+	CheckConditionPresent Check = "condition_present"
+	CheckBudget           Check = "budget"
+	CheckOncePerEpisode   Check = "once_per_episode"
+	CheckLoop             Check = "loop"
+)
+
+// checkScope selects the calls a check applies to.
+type checkScope string
+
+const (
+	scopeAll   checkScope = "all"
+	scopeWrite checkScope = "writes"                // any write, patrold's own state included
+	scopeInfra checkScope = "infrastructure_writes" // writes that change infrastructure
+)
+
+func (sc checkScope) applies(c *call) bool {
+	switch sc {
+	case scopeWrite:
+		return c.kind == KindWrite
+	case scopeInfra:
+		return c.infraWrite()
+	}
+	return true
+}
+
+// precheckFn judges one call; nil admits it as far as this check goes.
+type precheckFn func(ctx context.Context, s *Session, c *call, in *judgeInput) *ToolError
+
+// precheck is one entry of the ordered pre-check.
+type precheck struct {
+	check Check
+	code  Code // the code every refusal of this check carries
+	// scope: which calls the check applies to.
+	scope       checkScope
+	description string
+	fn          precheckFn
+}
+
+// prechecks is the whole authority of the registry: every call passes
+// these, in this order, before any handler runs. The first refusal wins;
+// a refusal's code is the check's own, whatever an Authority hook returned,
+// so no hook can impersonate another check. The capability manifest lists
+// exactly this table.
+var prechecks = []precheck{
+	{CheckRegistered, CodeUnknownTool, scopeAll, "the tool is registered", checkRegistered},
+	{CheckAdvertised, CodeToolNotAdvertised, scopeAll, "the tool is advertised in this profile and this turn", checkAdvertised},
+	{CheckArguments, CodeInvalidInput, scopeAll, "the arguments match the schema and are bounded (strings 2 KiB unless declared, arrays 64 items)", checkArguments},
+	{CheckLookFirst, CodeLookFirst, scopeAll, "an operator question comes after a real tool was tried", checkLookFirst},
+	{CheckStateMachine, CodeFSMBlocked, scopeWrite, "the session state machine admits a write now", checkStateMachine},
+	{CheckTargetResolved, CodeTargetUnresolved, scopeInfra, "the write's target was resolved live in this session", checkTargetResolved},
+	{CheckTargetKind, CodePolicyBlocked, scopeInfra, "the target's resource kind is one the action declares (kinds)", checkTargetKind},
+	{CheckSignal, CodePolicyBlocked, scopeInfra, "the finding's signal is one the action declares (signals)", checkSignal},
+	{CheckAutonomyRisk, CodePolicyBlocked, scopeInfra, "the autonomy level and the action's risk allow it to run", checkAutonomyRisk},
+	{CheckApproval, CodeApprovalRequired, scopeInfra, "an operator approved it when the policy requires approval", checkApproval},
+	{CheckConditionPresent, CodePolicyBlocked, scopeInfra, "a live check shows the condition still present", checkConditionPresent},
+	{CheckBudget, CodeBudgetExhausted, scopeAll, "the session's call budgets have room", checkBudget},
+	{CheckOncePerEpisode, CodePolicyBlocked, scopeInfra, "the same write has not already executed in this session", checkOncePerEpisode},
+	{CheckLoop, CodeLoopDetected, scopeAll, "the same call was not repeated too often since the last write", checkLoop},
+}
+
+// PrecheckInfo describes one pre-check in the capability manifest.
+type PrecheckInfo struct {
+	Check       Check  `json:"check"`
+	Code        Code   `json:"code"`
+	AppliesTo   string `json:"applies_to"`
+	Description string `json:"description"`
+}
+
+// Prechecks returns the pre-checks in the order they run.
+func Prechecks() []PrecheckInfo {
+	out := make([]PrecheckInfo, len(prechecks))
+	for i, p := range prechecks {
+		out[i] = PrecheckInfo{Check: p.check, Code: p.code, AppliesTo: string(p.scope), Description: p.description}
+	}
+	return out
+}
+
+// Authority holds the checks of an infrastructure write that need the
+// caller's knowledge of the world (the resolved target, the declared
+// action, the policy, the live condition). The runtime calls them in the
+// order of Prechecks. A hook returns nil to admit, or an error explaining
+// the refusal (a *ToolError keeps its message and details; its code is
+// replaced by the check's). Registration refuses an infrastructure write
+// tool without one.
+type Authority interface {
+	// TargetResolved: the write's target was resolved live in this session.
+	TargetResolved(args json.RawMessage) error
+	// TargetKind: the target's resource kind is one the write declares.
+	TargetKind(args json.RawMessage) error
+	// Signal: the finding's signal is one the write declares.
+	Signal(args json.RawMessage) error
+	// AutonomyRisk: the autonomy level and risk allow the write at all.
+	AutonomyRisk(args json.RawMessage) error
+	// Approval: nil when no approval is needed or one was granted;
+	// otherwise the hook records the request and explains.
+	Approval(args json.RawMessage) error
+	// ConditionPresent re-checks, live, that what the write fixes is there.
+	ConditionPresent(ctx context.Context, args json.RawMessage) error
+	// EpisodeKey names the write for once-per-episode ("" = the tool name).
+	EpisodeKey(args json.RawMessage) string
+}
+
+// judgeInput is what a check may read besides the call.
+type judgeInput struct {
+	advertised func(string) bool
+	now        time.Time
+}
+
 // precheck judges every call of a batch, sequentially in provider order,
 // before any runs. An operator question is judged first: when it is
 // admitted it runs alone and every sibling is SKIPPED.
-func (s *Session) precheck(calls []*call, advertised bool, now time.Time) {
+func (s *Session) precheck(ctx context.Context, calls []*call, in *judgeInput) {
 	for _, c := range calls {
 		c.entry = s.reg.tools[c.tc.Name]
 		c.kind, c.target = s.reg.Classify(c.tc.Name, c.tc.Arguments)
 	}
 	if q := firstQuestion(calls); q != nil {
-		s.judge(q, advertised, now)
+		s.judge(ctx, q, in)
 		if q.admitted() {
 			for _, c := range calls {
 				if c != q {
@@ -46,7 +172,7 @@ func (s *Session) precheck(calls []*call, advertised bool, now time.Time) {
 	}
 	for _, c := range calls {
 		if c.stateBefore == "" {
-			s.judge(c, advertised, now)
+			s.judge(ctx, c, in)
 		}
 	}
 }
@@ -63,9 +189,9 @@ func firstQuestion(calls []*call) *call {
 // judge runs the ordered checks on one call and, when it is admitted,
 // reserves what it uses: a loop count, budget slots and, for an
 // infrastructure write, the FSM's WRITING state.
-func (s *Session) judge(c *call, advertised bool, now time.Time) {
+func (s *Session) judge(ctx context.Context, c *call, in *judgeInput) {
 	c.stateBefore = s.fsm.State()
-	c.refusal = s.refuse(c, advertised, now)
+	c.refusal = s.refuse(ctx, c, in)
 	if c.refusal != nil {
 		return
 	}
@@ -80,44 +206,149 @@ func (s *Session) judge(c *call, advertised bool, now time.Time) {
 	}
 }
 
-// refuse applies the checks in order: registered, advertised, arguments,
-// look-first, FSM gate, budget, loop detection.
-func (s *Session) refuse(c *call, advertised bool, now time.Time) *ToolError {
-	name := c.tc.Name
+// refuse applies the pre-checks in order; the first refusal wins.
+func (s *Session) refuse(ctx context.Context, c *call, in *judgeInput) *ToolError {
+	c.loopKey = loopKey(c.tc.Name, c.tc.Arguments)
+	for _, p := range prechecks {
+		if !p.scope.applies(c) {
+			continue
+		}
+		if te := p.fn(ctx, s, c, in); te != nil {
+			te.Code = p.code
+			return te.With("check", string(p.check))
+		}
+	}
+	return nil
+}
+
+func checkRegistered(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
 	if c.entry == nil {
-		return NewToolError(CodeUnknownTool, "no tool named %q exists", name).With("tool", name)
+		return NewToolError(CodeUnknownTool, "no tool named %q exists", c.tc.Name).With("tool", c.tc.Name)
 	}
-	if !advertised || !s.profile.Advertises(name) {
-		return NewToolError(CodeToolNotAdvertised, "tool %q is not available in this turn", name).With("tool", name)
+	return nil
+}
+
+func checkAdvertised(_ context.Context, s *Session, c *call, in *judgeInput) *ToolError {
+	if !s.profile.Advertises(c.tc.Name) || (in.advertised != nil && !in.advertised(c.tc.Name)) {
+		return NewToolError(CodeToolNotAdvertised, "tool %q is not available in this turn", c.tc.Name).With("tool", c.tc.Name)
 	}
+	return nil
+}
+
+func checkArguments(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
 	if err := c.entry.schema.validateArgs(c.tc.Arguments); err != nil {
-		return NewToolError(CodeInvalidInput, "%v", err).With("tool", name)
+		return NewToolError(CodeInvalidInput, "%v", err).With("tool", c.tc.Name)
 	}
+	return nil
+}
+
+func checkLookFirst(_ context.Context, s *Session, c *call, _ *judgeInput) *ToolError {
 	if c.kind == KindUserInput && !s.realTried && s.lookFirst < LookFirstMaxRefusals {
 		s.lookFirst++
 		s.metrics.lookFirstRefusal()
 		return NewToolError(CodeLookFirst, "try the available read tools before asking the operator").
 			With("refusals_left", LookFirstMaxRefusals-s.lookFirst)
 	}
-	if c.kind == KindWrite {
-		if err := s.fsm.CanExecute(c.kind, name); err != nil {
-			blocked := err.(*FSMBlockedError)
-			s.fsm.RecordBlock(blocked, now)
-			s.metrics.fsmBlock(blocked.State, blocked.Kind)
-			return &ToolError{Code: CodeFSMBlocked, Message: blocked.Reason, Details: blocked.details(), Err: blocked}
-		}
+	return nil
+}
+
+func checkStateMachine(_ context.Context, s *Session, c *call, in *judgeInput) *ToolError {
+	err := s.fsm.CanExecute(c.kind, c.tc.Name)
+	if err == nil {
+		return nil
 	}
+	blocked := err.(*FSMBlockedError)
+	s.fsm.RecordBlock(blocked, in.now)
+	s.metrics.fsmBlock(blocked.State, blocked.Kind)
+	return &ToolError{Code: CodeFSMBlocked, Message: blocked.Reason, Details: blocked.details(), Err: blocked}
+}
+
+// hook runs one Authority hook; tools without an Authority (patrold's own
+// state) never reach the write-only checks.
+func hook(c *call, fn func(Authority) error) *ToolError {
+	a := c.entry.tool.Authority
+	if a == nil {
+		return NewToolError(CodePolicyBlocked, "tool %s declares no authority for infrastructure writes", c.tc.Name)
+	}
+	err := fn(a)
+	if err == nil {
+		return nil
+	}
+	var te *ToolError
+	if errors.As(err, &te) {
+		return &ToolError{Message: te.Message, Details: cloneDetails(te.Details)}
+	}
+	return &ToolError{Message: err.Error()}
+}
+
+func cloneDetails(d map[string]any) map[string]any {
+	if d == nil {
+		return nil
+	}
+	out := make(map[string]any, len(d))
+	for k, v := range d {
+		out[k] = v
+	}
+	return out
+}
+
+func checkTargetResolved(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	return hook(c, func(a Authority) error { return a.TargetResolved(c.tc.Arguments) })
+}
+
+func checkTargetKind(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	return hook(c, func(a Authority) error { return a.TargetKind(c.tc.Arguments) })
+}
+
+func checkSignal(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	return hook(c, func(a Authority) error { return a.Signal(c.tc.Arguments) })
+}
+
+func checkAutonomyRisk(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	return hook(c, func(a Authority) error { return a.AutonomyRisk(c.tc.Arguments) })
+}
+
+func checkApproval(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	return hook(c, func(a Authority) error { return a.Approval(c.tc.Arguments) })
+}
+
+func checkConditionPresent(ctx context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	return hook(c, func(a Authority) error { return a.ConditionPresent(ctx, c.tc.Arguments) })
+}
+
+func checkBudget(_ context.Context, s *Session, c *call, _ *judgeInput) *ToolError {
 	for _, b := range s.budgets {
-		if b.applies(name, c.kind, c.target) && b.exhausted() {
+		if b.applies(c.tc.Name, c.kind, c.target) && b.exhausted() {
 			return NewToolError(CodeBudgetExhausted, "the %s budget of %d calls is spent", b.Name, b.Limit).
 				With("budget", b.Name)
 		}
 	}
-	c.loopKey = loopKey(name, c.tc.Arguments)
+	return nil
+}
+
+// episodeKey names an infrastructure write for once-per-episode.
+func episodeKey(c *call) string {
+	if a := c.entry.tool.Authority; a != nil {
+		if k := a.EpisodeKey(c.tc.Arguments); k != "" {
+			return c.tc.Name + ":" + k
+		}
+	}
+	return c.tc.Name
+}
+
+func checkOncePerEpisode(_ context.Context, s *Session, c *call, _ *judgeInput) *ToolError {
+	if key := episodeKey(c); s.fsm.Executed(key) {
+		return NewToolError(CodePolicyBlocked, "%s already executed in this session; it runs at most once per session", key).
+			With("write", key)
+	}
+	return nil
+}
+
+func checkLoop(_ context.Context, s *Session, c *call, _ *judgeInput) *ToolError {
 	if s.loops.repeated(c.loopKey) {
 		s.metrics.loopDetected()
-		return NewToolError(CodeLoopDetected, "%s was already called %d times with these arguments since the last write; use what you have", name, LoopThreshold).
-			With("tool", name)
+		return NewToolError(CodeLoopDetected, "%s was already called %d times with these arguments since the last write; use what you have", c.tc.Name, LoopThreshold).
+			With("tool", c.tc.Name)
 	}
 	return nil
 }

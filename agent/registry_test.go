@@ -15,7 +15,7 @@ func discriminated() Tool {
 	return Tool{
 		Name: "guest", Schema: json.RawMessage(actionSchema), Discriminator: "op",
 		Cases:  map[string]ToolKind{"status": KindRead, "find": KindResolve, "restart": KindWrite},
-		Target: TargetInfrastructure, Handler: nop,
+		Target: TargetInfrastructure, Authority: &testAuthority{}, Handler: nop,
 	}
 }
 
@@ -71,7 +71,12 @@ func TestRegistryRejects(t *testing.T) {
 		{[]Tool{{Name: "k", Kind: ToolKind(7), Handler: nop}}, "tools[0].kind: invalid"},
 		{[]Tool{{Name: "d", Discriminator: "op", Target: TargetInfrastructure, Handler: nop}}, "tools[0].cases: required"},
 		{[]Tool{{Name: "d", Discriminator: "op", Cases: map[string]ToolKind{"a": KindRead}, Handler: nop, Schema: json.RawMessage(actionSchema)}}, "tools[0].target:"},
-		{[]Tool{{Name: "d", Discriminator: "nope", Cases: map[string]ToolKind{"a": KindRead}, Target: TargetInfrastructure, Handler: nop, Schema: json.RawMessage(actionSchema)}}, "tools[0].discriminator:"},
+		{[]Tool{{Name: "d", Discriminator: "nope", Cases: map[string]ToolKind{"a": KindRead}, Target: TargetInfrastructure, Authority: &testAuthority{}, Handler: nop, Schema: json.RawMessage(actionSchema)}}, "tools[0].discriminator:"},
+		{[]Tool{{Name: "w", Kind: KindWrite, Target: TargetInfrastructure, Handler: nop}}, "tools[0].authority: required"},
+		{[]Tool{{Name: "w", Kind: KindWrite, Target: TargetInfrastructure, Authority: &testAuthority{}, Idempotent: true, Handler: nop}}, "tools[0].idempotent: a tool that can write is never retried"},
+		{[]Tool{{Name: "w", Kind: KindWrite, Target: TargetPatrolState, Idempotent: true, Handler: nop}}, "tools[0].idempotent:"},
+		{[]Tool{{Name: "q", Kind: KindUserInput, Verifies: true, Handler: nop}}, "tools[0].verifies: only a resolve or read tool"},
+		{[]Tool{{Name: "s", Kind: KindRead, Handler: nop, Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","maxLength":0}}}`)}}, "properties.a.maxLength: must be at least 1"},
 		{[]Tool{{Name: "s", Kind: KindRead, Handler: nop, Schema: json.RawMessage(`{"type":"object","oneOf":[]}`)}}, "tools[0].schema: oneOf: unsupported keyword"},
 		{[]Tool{{Name: "t", Kind: KindRead, Handler: nop, Timeout: -1}}, "tools[0].timeout:"},
 	}

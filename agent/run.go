@@ -51,7 +51,8 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 	}
 	res := &Result{Messages: append([]model.Message(nil), messages...)}
 	defs := s.reg.ToolDefs(s.profile)
-	textOnly := false
+	readDefs := s.reg.ToolDefs(s.readProfile())
+	restricted := false
 	for turn := 1; res.StopReason == "" && turn <= s.opts.MaxTurns; turn++ {
 		if s.opts.TurnBudget != nil {
 			if err := s.opts.TurnBudget(turn-1, res.Usage); err != nil {
@@ -59,9 +60,9 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 				break
 			}
 		}
-		req := model.Request{System: s.opts.System, Messages: res.Messages, MaxTokens: s.opts.MaxTokens}
-		if !textOnly {
-			req.Tools = defs
+		req := model.Request{System: s.opts.System, Messages: res.Messages, MaxTokens: s.opts.MaxTokens, Tools: defs}
+		if restricted {
+			req.Tools = readDefs
 		}
 		resp, err := s.opts.Provider.Chat(ctx, req)
 		if err != nil {
@@ -74,10 +75,14 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 		res.Messages = append(res.Messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
 			s.finalAnswer(res, resp.Text)
-			textOnly = false
+			restricted = false
 			continue
 		}
-		batch := s.executeBatch(ctx, turn, resp.ToolCalls, !textOnly)
+		var narrow func(string) bool
+		if restricted {
+			narrow = s.readOnly
+		}
+		batch := s.executeBatch(ctx, turn, resp.ToolCalls, narrow)
 		for i, r := range batch.Results {
 			tc := resp.ToolCalls[i]
 			res.Messages = append(res.Messages, model.Message{Role: model.RoleTool, Content: r.Content, ToolCallID: r.Step.CallID, ToolName: tc.Name})
@@ -85,15 +90,42 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 		if batch.ApprovalRequired {
 			res.StopReason = StopApprovalRequired
 		}
-		// A text-only turn is a one-turn penalty: calls made during it are
-		// refused as not advertised, but they do not extend the penalty.
-		textOnly = !textOnly && (batch.LoopDetected || batch.AllBlocked)
+		// A turn after a refused turn offers the read tools only (so the
+		// verifying read a refusal asks for stays possible); calls to other
+		// tools during it are refused as not advertised, and they do not
+		// extend the restriction.
+		restricted = !restricted && (batch.LoopDetected || batch.AllBlocked)
 	}
 	if res.StopReason == "" {
 		res.StopReason = StopTurnLimit
 	}
 	s.finish(res)
 	return res, nil
+}
+
+// readProfile is the profile narrowed to the tools that can only resolve
+// or read: what a restricted turn offers.
+func (s *Session) readProfile() Profile {
+	p := Profile{Name: s.profile.Name}
+	for _, name := range s.profile.Tools {
+		if s.readOnly(name) {
+			p.Tools = append(p.Tools, name)
+		}
+	}
+	return p
+}
+
+// readOnly reports whether every call of the named tool is a resolve or read.
+func (s *Session) readOnly(name string) bool {
+	e, ok := s.reg.tools[name]
+	if !ok {
+		return false
+	}
+	t := e.tool
+	if t.Discriminator == "" {
+		return t.Kind == KindResolve || t.Kind == KindRead
+	}
+	return false
 }
 
 // finalAnswer accepts a turn without tool calls as the final answer, unless

@@ -23,13 +23,25 @@ type schema struct {
 	Enum       []any
 	Items      *schema
 	Closed     bool // additionalProperties: false
+	MaxLength  int  // strings: bytes; 0 = MaxStringBytes
+	MaxItems   int  // arrays: items; 0 = MaxArrayItems
 }
+
+// Argument bounds (BEHAVIOUR.md §9): a string argument is at most
+// MaxStringBytes unless its schema declares maxLength, an array at most
+// MaxArrayItems unless it declares maxItems; larger is INVALID_INPUT.
+const (
+	MaxStringBytes = 2 << 10
+	MaxArrayItems  = 64
+)
 
 var schemaTypes = []string{"object", "string", "number", "integer", "boolean", "array"}
 
 var annotationKeywords = map[string]bool{"description": true, "title": true, "default": true, "examples": true, "$schema": true}
 
-// compileSchema parses a tool's JSON schema. The top level must be an object.
+// compileSchema parses a tool's JSON schema (type, properties, required,
+// enum, items, additionalProperties, maxLength, maxItems). The top level
+// must be an object.
 func compileSchema(raw json.RawMessage) (*schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return &schema{Type: "object"}, nil
@@ -72,6 +84,16 @@ func compileNode(raw json.RawMessage, path string) (*schema, error) {
 			}
 		case "items":
 			s.Items, err = compileNode(val, join(path, "items"))
+		case "maxLength":
+			err = json.Unmarshal(val, &s.MaxLength)
+			if err == nil && s.MaxLength < 1 {
+				err = fmt.Errorf("must be at least 1, got %d", s.MaxLength)
+			}
+		case "maxItems":
+			err = json.Unmarshal(val, &s.MaxItems)
+			if err == nil && s.MaxItems < 1 {
+				err = fmt.Errorf("must be at least 1, got %d", s.MaxItems)
+			}
 		case "additionalProperties":
 			var open bool
 			err = json.Unmarshal(val, &open)
@@ -136,8 +158,20 @@ func (s *schema) check(v any, path string) error {
 	switch val := v.(type) {
 	case map[string]any:
 		return s.checkObject(val, path)
+	case string:
+		if limit := boundOr(s.MaxLength, MaxStringBytes); len(val) > limit {
+			return fmt.Errorf("%s: %d bytes, at most %d allowed", path, len(val), limit)
+		}
 	case []any:
+		if limit := boundOr(s.MaxItems, MaxArrayItems); len(val) > limit {
+			return fmt.Errorf("%s: %d items, at most %d allowed", path, len(val), limit)
+		}
 		if s.Items == nil {
+			for i, item := range val {
+				if err := checkBounds(item, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		for i, item := range val {
@@ -147,6 +181,42 @@ func (s *schema) check(v any, path string) error {
 		}
 	}
 	return nil
+}
+
+// checkBounds applies the default bounds to a value no schema describes.
+func checkBounds(v any, path string) error {
+	switch val := v.(type) {
+	case string:
+		if len(val) > MaxStringBytes {
+			return fmt.Errorf("%s: %d bytes, at most %d allowed", path, len(val), MaxStringBytes)
+		}
+	case []any:
+		if len(val) > MaxArrayItems {
+			return fmt.Errorf("%s: %d items, at most %d allowed", path, len(val), MaxArrayItems)
+		}
+		for i, item := range val {
+			if err := checkBounds(item, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, item := range val {
+			if len(k) > MaxStringBytes {
+				return fmt.Errorf("%s: a key of %d bytes, at most %d allowed", path, len(k), MaxStringBytes)
+			}
+			if err := checkBounds(item, join(path, k)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func boundOr(declared, def int) int {
+	if declared > 0 {
+		return declared
+	}
+	return def
 }
 
 func (s *schema) checkObject(obj map[string]any, path string) error {
@@ -165,6 +235,9 @@ func (s *schema) checkObject(obj map[string]any, path string) error {
 		if !ok {
 			if s.Closed {
 				return fmt.Errorf("%s: unknown argument", join(path, k))
+			}
+			if err := checkBounds(obj[k], join(path, k)); err != nil {
+				return err
 			}
 			continue
 		}

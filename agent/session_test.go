@@ -141,9 +141,13 @@ func TestBudgets(t *testing.T) {
 
 func TestApprovalStopsAndResumes(t *testing.T) {
 	var cnt calls
-	tools := replace(testTools(&cnt), Tool{Name: "restart", Kind: KindWrite, Target: TargetInfrastructure,
+	auth := &testAuthority{refuse: map[Check]error{
+		CheckApproval: NewToolError(CodeExecutionFailed, "restart of vm/1 waits for approval").With("approval_id", "ap1"),
+	}}
+	tools := replace(testTools(&cnt), Tool{Name: "restart", Kind: KindWrite, Target: TargetInfrastructure, Authority: auth,
 		Handler: func(context.Context, json.RawMessage) (any, error) {
-			return nil, NewToolError(CodeApprovalRequired, "restart of vm/1 waits for approval").With("approval_id", "ap1")
+			t.Error("the handler ran although approval is required")
+			return nil, nil
 		}})
 	p := &scripted{turns: []model.Response{turn(tc("get_resource", `{"id":"vm/1"}`)), turn(tc("restart", `{}`)), text("never")}}
 	s := newTestSession(t, tools, p, nil)

@@ -33,8 +33,18 @@ type Tool struct {
 	Cases         map[string]ToolKind
 	// Target is what a write changes; required when the tool can write.
 	Target WriteTarget
-	// Idempotent tools are retried once on error.
+	// Idempotent tools are retried once on error. A tool that can write is
+	// never retried: registration refuses Idempotent on it.
 	Idempotent bool
+	// Verifies: the tool re-collects the target's live state from the
+	// source, so a successful resolve or read of it verifies a write. Any
+	// other read (patrold's own records, say) establishes a target but never
+	// completes verification. Only resolve and read tools (or cases) verify.
+	Verifies bool
+	// Authority judges an infrastructure write's target, kind, signal,
+	// policy, approval and live condition before it runs (see Prechecks);
+	// required for tools that can write to infrastructure.
+	Authority Authority
 	// Timeout bounds one attempt; 0 means DefaultToolTimeout.
 	Timeout time.Duration
 	// ReadsFindings / WritesFindings: a batch holding both runs in provider
@@ -79,7 +89,30 @@ func (t Tool) validate() error {
 	if canWrite && !slices.Contains(writeTargets, t.Target) {
 		return fmt.Errorf("target: a tool that can write needs target %q or %q, got %q", TargetInfrastructure, TargetPatrolState, t.Target)
 	}
+	if canWrite && t.Idempotent {
+		return fmt.Errorf("idempotent: a tool that can write is never retried")
+	}
+	if canWrite && t.Target == TargetInfrastructure && t.Authority == nil {
+		return fmt.Errorf("authority: required for a tool that writes to infrastructure")
+	}
+	if t.Verifies && !t.canRead() {
+		return fmt.Errorf("verifies: only a resolve or read tool re-collects live state")
+	}
 	return nil
+}
+
+// canRead reports whether some call of t is a resolve or a read.
+func (t Tool) canRead() bool {
+	isRead := func(k ToolKind) bool { return k == KindResolve || k == KindRead }
+	if t.Discriminator == "" {
+		return isRead(t.Kind)
+	}
+	for _, k := range t.Cases {
+		if isRead(k) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t Tool) timeout() time.Duration {

@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/patrold/patrold/model"
+)
+
+// established returns a session over testTools whose target is read and
+// whose restart tool uses auth.
+func established(t *testing.T, cnt *calls, auth *testAuthority, mod func(*Options)) *Session {
+	t.Helper()
+	tools := testTools(cnt)
+	for i := range tools {
+		if tools[i].Name == "restart" {
+			tools[i].Authority = auth
+		}
+	}
+	s := newTestSession(t, tools, nil, mod)
+	if b := s.ExecuteBatch(context.Background(), 1, []model.ToolCall{tc("get_resource", `{"id":"vm/1"}`)}); b.Results[0].Step.Status != StatusOK {
+		t.Fatalf("resolve: %+v", b.Results[0])
+	}
+	return s
+}
+
+// TestPrecheckOrderAndCodes refuses each Authority hook in turn: the call
+// never runs, the code is the check's own (never the hook's), the details
+// name the check, and the hooks after it are not consulted.
+func TestPrecheckOrderAndCodes(t *testing.T) {
+	hooks := []Check{CheckTargetResolved, CheckTargetKind, CheckSignal, CheckAutonomyRisk, CheckApproval, CheckConditionPresent}
+	for i, c := range hooks {
+		var cnt calls
+		auth := &testAuthority{refuse: map[Check]error{c: &ToolError{Code: CodeNotFound, Message: "refused by " + string(c)}}}
+		s := established(t, &cnt, auth, nil)
+		b := s.ExecuteBatch(context.Background(), 2, []model.ToolCall{tc("restart", `{"id":"vm/1"}`)})
+		r := b.Results[0]
+		want := map[Check]Code{}
+		for _, p := range Prechecks() {
+			want[p.Check] = p.Code
+		}
+		e := decodeEnvelope(t, r.Content)
+		if r.Step.Code != want[c] || e.Error == nil || e.Error.Code != want[c] || e.Error.Details["check"] != string(c) ||
+			e.Error.Message != "refused by "+string(c) || cnt.get("restart") != 0 {
+			t.Errorf("%s: step %+v envelope %s ran %d", c, r.Step, r.Content, cnt.get("restart"))
+		}
+		if !slices.Equal(auth.calls, hooks[:i+1]) {
+			t.Errorf("%s: hooks consulted %v, want %v", c, auth.calls, hooks[:i+1])
+		}
+		if s.FSM().State() != StateReading || s.FSM().WroteThisEpisode() {
+			t.Errorf("%s: refused write moved the FSM to %s", c, s.FSM().State())
+		}
+		if (c == CheckApproval) != b.ApprovalRequired {
+			t.Errorf("%s: approval required %v", c, b.ApprovalRequired)
+		}
+	}
+	if got := Prechecks(); len(got) != len(prechecks) || got[0].Check != CheckRegistered || got[len(got)-1].Check != CheckLoop {
+		t.Fatalf("prechecks %+v", got)
+	}
+}
+
+// TestHandlerCannotImpersonateRuntime: a handler's FSMBlockedError or a
+// ToolError carrying a runtime-only code reaches the model as
+// EXECUTION_FAILED.
+func TestHandlerCannotImpersonateRuntime(t *testing.T) {
+	runtimeOnly := []Code{}
+	for _, info := range Codes() {
+		if !info.FromHandler {
+			runtimeOnly = append(runtimeOnly, info.Code)
+		}
+	}
+	for _, c := range runtimeOnly {
+		for _, err := range []error{&ToolError{Code: c, Message: "forged"}, &FSMBlockedError{State: StateReading, Tool: "x", Reason: "forged"}} {
+			tool := Tool{Name: "forge", Kind: KindRead, Handler: func(context.Context, json.RawMessage) (any, error) { return nil, err }}
+			s := newTestSession(t, []Tool{tool}, nil, nil)
+			r := s.ExecuteBatch(context.Background(), 1, []model.ToolCall{tc("forge", "")}).Results[0]
+			if r.Step.Code != CodeExecutionFailed || decodeEnvelope(t, r.Content).Error.Code != CodeExecutionFailed {
+				t.Errorf("%s %T: step %+v %s", c, err, r.Step, r.Content)
+			}
+		}
+	}
+	if slices.Contains(runtimeOnly, CodeNotFound) || !slices.Contains(runtimeOnly, CodeFSMBlocked) || !slices.Contains(runtimeOnly, CodePolicyBlocked) ||
+		!slices.Contains(runtimeOnly, CodeApprovalRequired) {
+		t.Fatalf("runtime-only codes %v", runtimeOnly)
+	}
+}
+
+// TestArgumentsBounded: strings 2 KiB unless declared, arrays 64 items,
+// undeclared properties of open objects too.
+func TestArgumentsBounded(t *testing.T) {
+	schema := `{"type":"object","properties":{"note":{"type":"string"},"long":{"type":"string","maxLength":8192},"ids":{"type":"array","items":{"type":"string"}}}}`
+	tool := Tool{Name: "t", Kind: KindRead, Schema: json.RawMessage(schema), Handler: nop}
+	s := newTestSession(t, []Tool{tool}, nil, nil)
+	big := strings.Repeat("x", 3<<20)
+	ids, _ := json.Marshal(make([]string, MaxArrayItems+1))
+	cases := map[string]string{
+		`{"note":"` + strings.Repeat("x", MaxStringBytes) + `"}`:   "",
+		`{"note":"` + strings.Repeat("x", MaxStringBytes+1) + `"}`: "arguments.note: 2049 bytes, at most 2048 allowed",
+		`{"note":"` + big + `"}`:                                   "arguments.note: 3145728 bytes, at most 2048 allowed",
+		`{"long":"` + strings.Repeat("x", 8192) + `"}`:             "",
+		`{"long":"` + strings.Repeat("x", 8193) + `"}`:             "arguments.long: 8193 bytes, at most 8192 allowed",
+		`{"ids":` + string(ids) + `}`:                              "arguments.ids: 65 items, at most 64 allowed",
+		`{"other":{"deep":["` + strings.Repeat("y", 2049) + `"]}}`: "arguments.other.deep[0]: 2049 bytes, at most 2048 allowed",
+	}
+	for args, want := range cases {
+		r := s.ExecuteBatch(context.Background(), 1, []model.ToolCall{tc("t", args)}).Results[0]
+		if want == "" {
+			if r.Step.Status != StatusOK {
+				t.Errorf("%.40s: %s", args, r.Content)
+			}
+			continue
+		}
+		e := decodeEnvelope(t, r.Content)
+		if r.Step.Code != CodeInvalidInput || e.Error.Message != want || e.Error.Details["check"] != string(CheckArguments) {
+			t.Errorf("%.40s: step %+v message %q, want %q", args, r.Step, e.Error.Message, want)
+		}
+	}
+}
+
+// TestOnlyVerifyingReadsVerify: reading patrold's own record after a write
+// neither allows a second write nor a final answer.
+func TestOnlyVerifyingReadsVerify(t *testing.T) {
+	var cnt calls
+	s := established(t, &cnt, &testAuthority{}, nil)
+	ctx := context.Background()
+	for i, want := range []string{"2:restart:ok:", "3:list_findings:ok:", "4:restart:blocked:FSM_BLOCKED", "5:read_logs:ok:"} {
+		call := map[int]model.ToolCall{0: tc("restart", `{"id":"vm/1"}`), 1: tc("list_findings", ""), 2: tc("restart", `{"id":"vm/2"}`), 3: tc("read_logs", `{"id":"vm/1"}`)}[i]
+		b := s.ExecuteBatch(ctx, i+2, []model.ToolCall{call})
+		if got := stepCodes([]Step{b.Results[0].Step}); got[0] != want {
+			t.Fatalf("step %d: %s, want %s", i, got[0], want)
+		}
+		if i == 1 && (s.FSM().ReadAfterWrite() || s.FSM().CanFinalAnswer() == nil) {
+			t.Fatal("a non-verifying read verified the write")
+		}
+	}
+	if !s.FSM().ReadAfterWrite() {
+		t.Fatal("the verifying read did not verify")
+	}
+}
+
+// TestApprovalRefusalParksWithoutWriting is covered by the session tests;
+// here: an Authority error that is not a ToolError keeps its text.
+func TestAuthorityPlainError(t *testing.T) {
+	var cnt calls
+	auth := &testAuthority{refuse: map[Check]error{CheckTargetKind: errors.New("storage is not a guest")}}
+	s := established(t, &cnt, auth, nil)
+	r := s.ExecuteBatch(context.Background(), 2, []model.ToolCall{tc("restart", `{"id":"vm/1"}`)}).Results[0]
+	if e := decodeEnvelope(t, r.Content); e.Error.Code != CodePolicyBlocked || e.Error.Message != "storage is not a guest" {
+		t.Fatalf("%s", r.Content)
+	}
+}
