@@ -40,7 +40,7 @@ var codeCatalogue = []CodeInfo{
 	{CodeInvalidInput, "the arguments do not match the tool's JSON schema or were rejected by the tool", true},
 	{CodeNotFound, "the tool could not find the object it was asked about", true},
 	{CodeApprovalRequired, "the write waits for an operator approval", false},
-	{CodePolicyBlocked, "the write is forbidden by policy (resource kind, signal, autonomy level, action risk, condition not present, already executed)", false},
+	{CodePolicyBlocked, "the write is forbidden by policy (resource kind, signal, autonomy level, action risk, condition not present, already executed); a handler may return it to refuse a write to patrold's own state", true},
 	{CodeExecutionFailed, "the tool ran and failed", true},
 	{CodeTimeout, "the tool did not finish within its timeout", true},
 	{CodeBudgetExhausted, "the session's call or model budget is spent", false},
@@ -77,8 +77,8 @@ func handlerMayReturn(c Code) bool {
 // ToolError is an error carrying a structured code. Handlers return it to
 // report NOT_FOUND, INVALID_INPUT, EXECUTION_FAILED or TIMEOUT; the runtime
 // uses it for its own refusals. Any other error from a handler, including a
-// ToolError carrying a runtime-only code (FSM_BLOCKED, POLICY_BLOCKED,
-// APPROVAL_REQUIRED, ...) or an *FSMBlockedError, reaches the model as
+// ToolError carrying a runtime-only code (FSM_BLOCKED, APPROVAL_REQUIRED,
+// LOOP_DETECTED, TOOL_NOT_ADVERTISED, ...) or an *FSMBlockedError, reaches the model as
 // EXECUTION_FAILED: a handler cannot impersonate the runtime.
 type ToolError struct {
 	Code    Code           `json:"code"`

@@ -83,7 +83,7 @@ func TestHandlerCannotImpersonateRuntime(t *testing.T) {
 			}
 		}
 	}
-	if slices.Contains(runtimeOnly, CodeNotFound) || !slices.Contains(runtimeOnly, CodeFSMBlocked) || !slices.Contains(runtimeOnly, CodePolicyBlocked) ||
+	if slices.Contains(runtimeOnly, CodeNotFound) || !slices.Contains(runtimeOnly, CodeFSMBlocked) || slices.Contains(runtimeOnly, CodePolicyBlocked) ||
 		!slices.Contains(runtimeOnly, CodeApprovalRequired) {
 		t.Fatalf("runtime-only codes %v", runtimeOnly)
 	}
