@@ -113,6 +113,8 @@ type AssistantConfig struct {
 	Enabled     bool          `koanf:"enabled" yaml:"enabled"`
 	MaxTurns    int           `koanf:"max_turns" yaml:"max_turns"`
 	ApprovalTTL time.Duration `koanf:"approval_ttl" yaml:"approval_ttl"`
+	// MaxTokens bounds the model tokens (input + output) of one session.
+	MaxTokens int `koanf:"max_tokens" yaml:"max_tokens"`
 }
 
 // ActionConfig declares one remediation action.
@@ -121,8 +123,22 @@ type ActionConfig struct {
 	Description string   `koanf:"description" yaml:"description"`
 	Command     []string `koanf:"command" yaml:"command"`
 	Risk        string   `koanf:"risk" yaml:"risk"` // low | medium | high | never
-	Signals     []string `koanf:"signals" yaml:"signals"`
+	// Kinds are the resource kinds the action may target (required).
+	Kinds []string `koanf:"kinds" yaml:"kinds"`
+	// Signals are the signal types it is declared for (required; ["*"] is
+	// the explicit "any signal").
+	Signals []string `koanf:"signals" yaml:"signals"`
 }
+
+// ActionKinds are the values actions[].kinds accepts ("guest" is vm and
+// container).
+var ActionKinds = []string{"node", "vm", "container", "storage", "disk", "guest"}
+
+// AnySignal in actions[].signals declares an action for every signal.
+const AnySignal = "*"
+
+// DefaultAssistantMaxTokens is assistant.max_tokens' default.
+const DefaultAssistantMaxTokens = 200000
 
 // Default returns the configuration with every default applied: an empty
 // file yields exactly this.
@@ -148,6 +164,6 @@ func Default() Config {
 			TimeoutCooldown: findings.DefaultTimeoutCooldown, FixRetryCooldown: findings.DefaultFixRetryCooldown,
 			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
 		NATS:      bus.DefaultOptions(),
-		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute},
+		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute, MaxTokens: DefaultAssistantMaxTokens},
 	}
 }

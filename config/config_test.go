@@ -167,7 +167,13 @@ func TestBreakOneField(t *testing.T) {
 		{"model: {provider: gpt}", "model.provider"},
 		{"alerts: {defaults: {backup: {max_age: -1h}}}", "alerts.defaults.backup.max_age"},
 		{"alerts: {overrides: [{match: {id: ' x'}}]}", "alerts.overrides[0].match.id"},
-		{"actions: [{name: restart, command: [systemctl], risk: maybe}]", "actions[0].risk"},
+		{"actions: [{name: restart, command: [systemctl], risk: maybe, kinds: [vm], signals: ['*']}]", "actions[0].risk"},
+		{"actions: [{name: restart, command: [systemctl], risk: low, signals: [high_cpu]}]", "actions[0].kinds"},
+		{"actions: [{name: restart, command: [systemctl], risk: low, kinds: [vm, pool], signals: [high_cpu]}]", "actions[0].kinds[1]"},
+		{"actions: [{name: restart, command: [systemctl], risk: low, kinds: [vm]}]", "actions[0].signals"},
+		{"actions: [{name: restart, command: [systemctl], risk: low, kinds: [vm], signals: []}]", "actions[0].signals"},
+		{"actions: [{name: restart, command: [systemctl], risk: low, kinds: [vm], signals: ['*', high_cpu]}]", "actions[0].signals[0]"},
+		{"assistant: {max_tokens: 0}", "assistant.max_tokens"},
 		{"schedule: {startup_delay: -5s}", "schedule.startup_delay"},
 	}
 	for _, c := range cases {

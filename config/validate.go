@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +100,9 @@ func (c *Config) Validate() error {
 		p.add("assistant.max_turns", "must be at least 1")
 	}
 	p.positive("assistant.approval_ttl", c.Assistant.ApprovalTTL)
+	if c.Assistant.MaxTokens < 1 {
+		p.add("assistant.max_tokens", "must be at least 1")
+	}
 	actions := map[string]bool{}
 	for i, a := range c.Actions {
 		key := fmt.Sprintf("actions[%d]", i)
@@ -112,6 +116,7 @@ func (c *Config) Validate() error {
 			p.add(key+".command", "required")
 		}
 		p.oneOf(key+".risk", a.Risk, "low", "medium", "high", "never")
+		validateActionScope(&p, key, a)
 	}
 	if len(p.list) > 0 {
 		return &Error{Problems: p.list}
@@ -159,4 +164,28 @@ func (c Config) String() string {
 		return "config: " + err.Error()
 	}
 	return string(out)
+}
+
+// validateActionScope checks an action's kinds and signals: both required,
+// so an action is never silently "for anything".
+func validateActionScope(p *problems, key string, a ActionConfig) {
+	if len(a.Kinds) == 0 {
+		p.add(key+".kinds", "required: the resource kinds the action may target ("+strings.Join(ActionKinds, ", ")+")")
+	}
+	for j, k := range a.Kinds {
+		if !slices.Contains(ActionKinds, k) {
+			p.add(fmt.Sprintf("%s.kinds[%d]", key, j), fmt.Sprintf("%q is not one of %s", k, strings.Join(ActionKinds, ", ")))
+		}
+	}
+	if len(a.Signals) == 0 {
+		p.add(key+".signals", `required: the signal types the action is declared for, or ["*"] for any signal`)
+	}
+	for j, s := range a.Signals {
+		switch {
+		case strings.TrimSpace(s) == "":
+			p.add(fmt.Sprintf("%s.signals[%d]", key, j), "empty")
+		case s == AnySignal && len(a.Signals) > 1:
+			p.add(fmt.Sprintf("%s.signals[%d]", key, j), `"*" (any signal) must be the only entry`)
+		}
+	}
 }

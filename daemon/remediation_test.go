@@ -38,7 +38,7 @@ func TestRemediationEndToEnd(t *testing.T) {
 		// Only local-zfs is high_disk: the action rewrites the whole
 		// snapshot, which would clear a second pool under another session.
 		"alerts: {overrides: [{match: {id: 'storage/pve2/*'}, storage: {usage: {trigger: 85}}}]}\n" +
-		"actions: [{name: grow-pool, command: [" + action + ", '{resource_id}'], risk: low, signals: [high_disk]}]\n"
+		"actions: [{name: grow-pool, command: [" + action + ", '{resource_id}'], risk: low, kinds: [storage], signals: [high_disk]}]\n"
 	cfg, err := config.Load([]byte(yaml), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestAssistantAndApprovalsCLI(t *testing.T) {
 	action := filepath.Join(dir, "grow.sh")
 	os.WriteFile(action, []byte("#!/bin/sh\ncp "+healthy+" "+snap+"\n"), 0o755)
 	c := newCLI(t, "source: {kind: file, file: {path: "+snap+"}}\npatrol: {autonomy: approval}\n"+
-		"actions: [{name: grow-pool, command: ["+action+", '{resource_id}'], risk: low, signals: [high_disk]}]\n")
+		"actions: [{name: grow-pool, command: ["+action+", '{resource_id}'], risk: low, kinds: [storage], signals: [high_disk]}]\n")
 	if out, code := c.run("run", "--snapshot", faults); code != 0 {
 		t.Fatal(out)
 	}
