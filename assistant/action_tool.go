@@ -13,11 +13,17 @@ import (
 // result) before the agent runtime abandons the handler.
 const actionTimeoutMargin = 5 * time.Second
 
+// MaxReasonBytes bounds run_action's model-written reason argument.
+const MaxReasonBytes = 512
+
 // actionTool declares run_action: one write tool whose `action` argument
 // picks a declared action. Every case is an infrastructure write; a
 // missing or unknown action is a write too (fail closed) and is refused by
 // the schema before anything runs. Without declared actions there is no
-// run_action tool.
+// run_action tool. The env is its Authority: the registry's pre-check asks
+// it, in order, whether the target was resolved, whether its kind and the
+// finding's signal are declared, what autonomy and risk allow, whether an
+// operator approved, and whether the condition is still present live.
 func (e *env) actionTool() (agent.Tool, bool) {
 	if len(e.a.actions) == 0 {
 		return agent.Tool{}, false
@@ -31,44 +37,141 @@ func (e *env) actionTool() (agent.Tool, bool) {
 		desc += fmt.Sprintf(" %s (risk %s): %s;", a.Name, a.Risk, a.Description)
 	}
 	enum, _ := json.Marshal(names)
-	schema := `{"type":"object","properties":{"action":{"type":"string","enum":` + string(enum) +
-		`},"reason":{"type":"string","description":"why this action fixes the finding"}},"required":["action"],"additionalProperties":false}`
+	schema := fmt.Sprintf(`{"type":"object","properties":{"action":{"type":"string","enum":%s},"reason":{"type":"string","maxLength":%d,"description":"why this action fixes the finding"}},"required":["action"],"additionalProperties":false}`,
+		enum, MaxReasonBytes)
 	return agent.Tool{
 		Name: ToolRunAction, Description: desc, Schema: json.RawMessage(schema),
-		Discriminator: "action", Cases: cases, Target: agent.TargetInfrastructure,
+		Discriminator: "action", Cases: cases, Target: agent.TargetInfrastructure, Authority: e,
 		Timeout: e.a.opts.ActionTimeout + actionTimeoutMargin, Handler: e.runAction,
 	}, true
 }
 
-// runAction applies the policy, then executes. Refusals (POLICY_BLOCKED,
-// APPROVAL_REQUIRED) never run anything, so the state machine undoes its
-// WRITING; an executed action, successful or not, moves it to VERIFYING.
-func (e *env) runAction(ctx context.Context, args json.RawMessage) (any, error) {
-	var in struct {
-		Action string `json:"action"`
-	}
+var _ agent.Authority = (*env)(nil)
+
+type actionArgs struct {
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+}
+
+func decodeActionArgs(args json.RawMessage) actionArgs {
+	var in actionArgs
 	_ = json.Unmarshal(args, &in)
+	return in
+}
+
+// declared returns the action a call names; the schema's enum has already
+// refused any other name, so a miss here is a registry bug (fail closed).
+func (e *env) declared(args json.RawMessage) (Action, error) {
+	in := decodeActionArgs(args)
 	act, ok := e.a.action(in.Action)
 	if !ok {
-		return nil, agent.NewToolError(agent.CodePolicyBlocked, "no declared action named %q", in.Action).With("action", in.Action)
+		return Action{}, agent.NewToolError(agent.CodePolicyBlocked, "no declared action named %q", in.Action).With("action", in.Action)
+	}
+	return act, nil
+}
+
+// TargetResolved: resolve_target has confirmed the finding's resource live
+// in this session.
+func (e *env) TargetResolved(json.RawMessage) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.resolved == nil {
+		return agent.NewToolError(agent.CodeTargetUnresolved, "the finding's resource has not been resolved in this session: call %s first", ToolResolveTarget)
+	}
+	return nil
+}
+
+// TargetKind: the resolved resource's live kind is one the action declares.
+func (e *env) TargetKind(args json.RawMessage) error {
+	act, err := e.declared(args)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	kind := e.resolved.Kind
+	e.mu.Unlock()
+	if !act.AllowsKind(kind) {
+		return agent.NewToolError(agent.CodePolicyBlocked, "action %s is not declared for resources of kind %s", act.Name, kind).
+			With("action", act.Name).With("kind", string(kind)).With("kinds", act.Kinds)
+	}
+	return nil
+}
+
+// Signal: the finding's signal is one the action declares (or it declares ["*"]).
+func (e *env) Signal(args json.RawMessage) error {
+	act, err := e.declared(args)
+	if err != nil {
+		return err
 	}
 	if !act.AppliesTo(e.finding.Key) {
-		return nil, agent.NewToolError(agent.CodePolicyBlocked, "action %s is not declared for signal %s", act.Name, e.finding.Key).
+		return agent.NewToolError(agent.CodePolicyBlocked, "action %s is not declared for signal %s", act.Name, safeName(e.finding.Key)).
 			With("action", act.Name).With("signals", act.Signals)
 	}
-	switch Decide(e.autonomy, act.Risk) {
-	case DecisionBlocked:
-		return nil, agent.NewToolError(agent.CodePolicyBlocked, "action %s (risk %s) may not run at autonomy %s", act.Name, act.Risk, e.autonomy).
-			With("action", act.Name).With("risk", string(act.Risk)).With("autonomy", string(e.autonomy))
-	case DecisionApproval:
-		if !e.takeGrant(act.Name) {
-			e.mu.Lock()
-			e.request = &writeRequest{Action: act, Args: append(json.RawMessage(nil), args...)}
-			e.mu.Unlock()
-			return nil, agent.NewToolError(agent.CodeApprovalRequired, "action %s (risk %s) waits for an operator approval", act.Name, act.Risk).
-				With("action", act.Name).With("risk", string(act.Risk))
-		}
+	return nil
+}
+
+// AutonomyRisk: BEHAVIOUR.md §6 (risk never, monitor: never runs).
+func (e *env) AutonomyRisk(args json.RawMessage) error {
+	act, err := e.declared(args)
+	if err != nil {
+		return err
 	}
+	if Decide(e.autonomy, act.Risk) == DecisionBlocked {
+		return agent.NewToolError(agent.CodePolicyBlocked, "action %s (risk %s) may not run at autonomy %s", act.Name, act.Risk, e.autonomy).
+			With("action", act.Name).With("risk", string(act.Risk)).With("autonomy", string(e.autonomy))
+	}
+	return nil
+}
+
+// Approval: a write the policy sends to an operator is recorded as the
+// session's pending request, unless the operator's grant for this very
+// action is held (a resumed session).
+func (e *env) Approval(args json.RawMessage) error {
+	act, err := e.declared(args)
+	if err != nil {
+		return err
+	}
+	if Decide(e.autonomy, act.Risk) != DecisionApproval || e.holdsGrant(act.Name) {
+		return nil
+	}
+	e.mu.Lock()
+	e.request = &writeRequest{Action: act, Args: append(json.RawMessage(nil), args...), Reason: safeText(decodeActionArgs(args).Reason, maxReasonRunes)}
+	e.mu.Unlock()
+	return agent.NewToolError(agent.CodeApprovalRequired, "action %s (risk %s) waits for an operator approval", act.Name, act.Risk).
+		With("action", act.Name).With("risk", string(act.Risk))
+}
+
+// ConditionPresent re-collects live state and runs the finding's detector:
+// a write is admitted only while the condition is present (never on a
+// cleared or unknown condition, model driver and playbook alike).
+func (e *env) ConditionPresent(ctx context.Context, _ json.RawMessage) error {
+	snap, err := e.collect(ctx)
+	if err != nil {
+		return err
+	}
+	res := CheckCondition(snap, e.a.opts.Thresholds(), &e.finding)
+	if res.Condition != ConditionPresent {
+		msg := fmt.Sprintf("a live check finds the condition %s, not present: nothing to fix", res.Condition)
+		if res.Reason != "" {
+			msg += " (" + res.Reason + ")"
+		}
+		return agent.NewToolError(agent.CodePolicyBlocked, "%s", msg).With("condition", string(res.Condition))
+	}
+	return nil
+}
+
+// EpisodeKey: each declared action runs at most once per session.
+func (e *env) EpisodeKey(args json.RawMessage) string { return decodeActionArgs(args).Action }
+
+// runAction executes an action the pre-check admitted. It decides nothing:
+// every refusal is the registry's. An executed action, successful or not,
+// moves the state machine to VERIFYING.
+func (e *env) runAction(ctx context.Context, args json.RawMessage) (any, error) {
+	act, err := e.declared(args)
+	if err != nil {
+		return nil, err
+	}
+	e.takeGrant(act.Name)
 	res, err := e.a.exec.run(ctx, act, Vars{ResourceID: e.finding.ResourceID, FindingID: e.finding.ID, Key: e.finding.Key, SessionID: e.sessionID})
 	e.mu.Lock()
 	e.executed++
@@ -87,13 +190,19 @@ func (e *env) runAction(ctx context.Context, args json.RawMessage) (any, error) 
 	return res, nil
 }
 
-// takeGrant consumes an operator's approval for the named action.
-func (e *env) takeGrant(name string) bool {
+// holdsGrant reports whether an operator's approval for the named action
+// is held and not yet used.
+func (e *env) holdsGrant(name string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.grant != "" && e.grant == name {
+	return e.grant != "" && e.grant == name
+}
+
+// takeGrant consumes an operator's approval for the named action.
+func (e *env) takeGrant(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.grant == name {
 		e.grant = ""
-		return true
 	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/snapshot"
 )
 
 // Risk is an action's declared risk (YAML actions[].risk).
@@ -38,10 +39,13 @@ type Action struct {
 	Description string   `json:"description,omitempty"`
 	Command     []string `json:"command"`
 	Risk        Risk     `json:"risk"`
+	// Kinds are the resource kinds the action may target ("guest"
+	// expanded to vm and container).
+	Kinds []snapshot.Kind `json:"kinds"`
 	// Signals restricts the action to findings with these keys
-	// (normalised); empty means any key for the model driver. The playbook
-	// only picks actions that name the key explicitly.
-	Signals []string `json:"signals,omitempty"`
+	// (normalised); ["*"] is the explicit "any key". The playbook only picks
+	// actions that name the key explicitly.
+	Signals []string `json:"signals"`
 }
 
 var actionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -70,12 +74,34 @@ func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
 			errs = append(errs, fmt.Errorf("%s.risk: %q is not one of low, medium, high, never", key, c.Risk))
 		}
 		a := Action{Name: c.Name, Description: c.Description, Command: slices.Clone(c.Command), Risk: Risk(c.Risk)}
-		for j, s := range c.Signals {
-			if strings.TrimSpace(s) == "" {
-				errs = append(errs, fmt.Errorf("%s.signals[%d]: empty", key, j))
-				continue
+		if len(c.Kinds) == 0 {
+			errs = append(errs, fmt.Errorf("%s.kinds: required: the resource kinds the action may target (%s)", key, strings.Join(config.ActionKinds, ", ")))
+		}
+		for j, k := range c.Kinds {
+			switch {
+			case k == "guest":
+				a.Kinds = append(a.Kinds, snapshot.KindVM, snapshot.KindContainer)
+			case slices.Contains(config.ActionKinds, k):
+				a.Kinds = append(a.Kinds, snapshot.Kind(k))
+			default:
+				errs = append(errs, fmt.Errorf("%s.kinds[%d]: %q is not one of %s", key, j, k, strings.Join(config.ActionKinds, ", ")))
 			}
-			a.Signals = append(a.Signals, findings.NormalizeKey(s))
+		}
+		if len(c.Signals) == 0 {
+			errs = append(errs, fmt.Errorf(`%s.signals: required: the signal types the action is declared for, or ["*"] for any signal`, key))
+		}
+		for j, s := range c.Signals {
+			switch {
+			case strings.TrimSpace(s) == "":
+				errs = append(errs, fmt.Errorf("%s.signals[%d]: empty", key, j))
+			case s == config.AnySignal:
+				if len(c.Signals) > 1 {
+					errs = append(errs, fmt.Errorf(`%s.signals[%d]: "*" (any signal) must be the only entry`, key, j))
+				}
+				a.Signals = append(a.Signals, config.AnySignal)
+			default:
+				a.Signals = append(a.Signals, findings.NormalizeKey(s))
+			}
 		}
 		out = append(out, a)
 	}
@@ -85,10 +111,14 @@ func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
 	return out, nil
 }
 
-// AppliesTo reports whether the action may be used for a finding key.
+// AppliesTo reports whether the action may be used for a finding key:
+// declared for it, or for any signal (["*"]). No signals means none.
 func (a Action) AppliesTo(key string) bool {
-	return len(a.Signals) == 0 || slices.Contains(a.Signals, findings.NormalizeKey(key))
+	return slices.Equal(a.Signals, []string{config.AnySignal}) || slices.Contains(a.Signals, findings.NormalizeKey(key))
 }
+
+// AllowsKind reports whether the action may target a resource of kind k.
+func (a Action) AllowsKind(k snapshot.Kind) bool { return slices.Contains(a.Kinds, k) }
 
 // Declares reports whether the action names the key in its signals
 // explicitly (what the playbook requires).
