@@ -130,7 +130,7 @@ func (cv *Conversation) ToolResult(call model.ToolCall, content string) {
 func (cv *Conversation) Counts() map[string]int { return maps.Clone(cv.counts) }
 
 func (cv *Conversation) neutralise(s string) string {
-	res := cv.c.neut.Neutralise(s)
+	res := cv.c.neut.NeutraliseDocument(s)
 	for rule, n := range res.Counts {
 		cv.counts[rule] += n
 	}

@@ -64,18 +64,33 @@ type span struct {
 // the name of the one that starts first (the longest on a tie); every rule
 // involved is still counted. Invalid UTF-8 is kept as it is.
 func (n *Neutraliser) Neutralise(text string) Result {
+	out, counts := replaceSpans(text, nil)
+	n.count(counts)
+	return Result{Text: out, Counts: counts}
+}
+
+// count adds one to each rule that matched in a document.
+func (n *Neutraliser) count(counts map[string]int) {
+	if n == nil {
+		return
+	}
+	for name := range counts {
+		n.neutralised.WithLabelValues(name).Inc()
+	}
+}
+
+// replaceSpans replaces every matched span of text with its marker and adds
+// the matches to counts (allocated when nil and something matched).
+func replaceSpans(text string, counts map[string]int) (string, map[string]int) {
 	spans := findSpans(text)
 	if len(spans) == 0 {
-		return Result{Text: text}
+		return text, counts
 	}
-	counts := map[string]int{}
+	if counts == nil {
+		counts = map[string]int{}
+	}
 	for _, s := range spans {
 		counts[s.rule]++
-	}
-	if n != nil {
-		for name := range counts {
-			n.neutralised.WithLabelValues(name).Inc()
-		}
 	}
 	sort.Slice(spans, func(i, j int) bool {
 		if spans[i].start != spans[j].start {
@@ -98,7 +113,7 @@ func (n *Neutraliser) Neutralise(text string) Result {
 		pos = cur.end
 	}
 	b.WriteString(text[pos:])
-	return Result{Text: b.String(), Counts: counts}
+	return b.String(), counts
 }
 
 // findSpans returns the original-text spans every rule matched.
