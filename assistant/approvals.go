@@ -36,6 +36,9 @@ type Approval struct {
 	Action     string          `json:"action"`
 	Args       json.RawMessage `json:"args"`
 	Risk       Risk            `json:"risk"`
+	// Reason is the model's reason for the write, neutralised and capped
+	// (what the approver is shown).
+	Reason     string          `json:"reason,omitempty"`
 	State      ApprovalState   `json:"state"`
 	CreatedAt  time.Time       `json:"created_at"`
 	ExpiresAt  time.Time       `json:"expires_at"`
@@ -51,7 +54,7 @@ type parked struct {
 }
 
 const approvalColumns = `id, finding_id, session_id, attempt, resource_id, action, args, risk, state, created_at, expires_at,
-	decided_at, decided_by, driver, autonomy, started_at, turns, fsm, transcript, messages`
+	decided_at, decided_by, driver, autonomy, started_at, turns, fsm, transcript, messages, reason`
 
 // park persists the approval a session waits for, with the session's
 // state machine snapshot, transcript and conversation.
@@ -61,7 +64,7 @@ func (a *Assistant) park(ctx context.Context, s *session, now time.Time) (Approv
 	s.env.mu.Unlock()
 	ap := Approval{
 		ID: findings.NewID(now), FindingID: s.state.FindingID, SessionID: s.state.ID, Attempt: s.state.Attempt,
-		ResourceID: s.env.finding.ResourceID, Action: req.Action.Name, Args: req.Args, Risk: req.Action.Risk,
+		ResourceID: s.env.finding.ResourceID, Action: req.Action.Name, Args: req.Args, Risk: req.Action.Risk, Reason: req.Reason,
 		State: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(a.opts.Config.ApprovalTTL),
 	}
 	fsm, err := json.Marshal(s.agent.FSM().Snapshot())
@@ -70,10 +73,10 @@ func (a *Assistant) park(ctx context.Context, s *session, now time.Time) (Approv
 	}
 	tj, _ := json.Marshal(s.state.Transcript)
 	msgs, _ := json.Marshal(s.state.Messages)
-	_, err = a.opts.Store.DB().ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?)`,
+	_, err = a.opts.Store.DB().ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?,?)`,
 		ap.ID, ap.FindingID, ap.SessionID, ap.Attempt, ap.ResourceID, ap.Action, string(ap.Args), string(ap.Risk), string(ap.State),
 		fmtTime(ap.CreatedAt), fmtTime(ap.ExpiresAt), string(s.state.Driver), string(s.state.Autonomy), fmtTime(s.state.StartedAt),
-		s.state.Turns, string(fsm), string(tj), string(msgs))
+		s.state.Turns, string(fsm), string(tj), string(msgs), ap.Reason)
 	if err != nil {
 		return ap, fmt.Errorf("assistant: store approval: %w", err)
 	}
@@ -87,7 +90,7 @@ func scanParked(sc rowScanner) (*parked, error) {
 	var args, risk, state, created, expires, driver, autonomy, started, fsm, tj, msgs string
 	var decided sql.NullString
 	err := sc.Scan(&p.ID, &p.FindingID, &p.SessionID, &p.Attempt, &p.ResourceID, &p.Action, &args, &risk, &state, &created, &expires,
-		&decided, &p.DecidedBy, &driver, &autonomy, &started, &p.state.Turns, &fsm, &tj, &msgs)
+		&decided, &p.DecidedBy, &driver, &autonomy, &started, &p.state.Turns, &fsm, &tj, &msgs, &p.Reason)
 	if err != nil {
 		return nil, err
 	}

@@ -59,10 +59,12 @@ func TestApprovalQueuesThenResumesFromPersistedFSM(t *testing.T) {
 	if d.Outcome != bus.OutcomeFixVerified || d.Approval.State != ApprovalApproved || d.Approval.DecidedBy != "ops" || fx.fixLog() == "" {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
-	// Resumed from READING (a fresh FSM would be RESOLVING and refuse the write).
+	// Resumed from READING (a fresh FSM would be RESOLVING and refuse the
+	// write); the target is resolved live again before the approved call.
 	equal(t, "resumed steps", stepLines(tr.Steps)[3:], []string{
-		"4:run_action:ok::READING>VERIFYING",
-		"5:check_condition:ok::VERIFYING>VERIFYING",
+		"4:resolve_target:ok::READING>READING",
+		"5:run_action:ok::READING>VERIFYING",
+		"6:check_condition:ok::VERIFYING>VERIFYING",
 	})
 	if tr.SessionID != queued.Transcript.SessionID || tr.FinalState != agent.StateReading {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
@@ -179,8 +181,9 @@ func TestModelApprovalResumesConversation(t *testing.T) {
 	equal(t, "steps", stepLines(tr.Steps), []string{
 		"1:resolve_target:ok::RESOLVING>READING",
 		"2:run_action:approval_required:APPROVAL_REQUIRED:READING>READING",
-		"3:run_action:ok::READING>VERIFYING",
-		"5:check_condition:ok::VERIFYING>VERIFYING",
+		"3:resolve_target:ok::READING>READING",
+		"4:run_action:ok::READING>VERIFYING",
+		"6:check_condition:ok::VERIFYING>VERIFYING",
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model/prompt"
@@ -124,11 +123,3 @@ func (a *Assistant) Run(ctx context.Context, req Request) (*Result, error) {
 
 // nowUTC is the assistant clock in UTC.
 func (a *Assistant) nowUTC() time.Time { return a.opts.Now().UTC() }
-
-// agentOptions are the agent session options for one session.
-func (a *Assistant) agentOptions(reg *agent.Registry, profile agent.Profile, fsm *agent.FSM) agent.Options {
-	return agent.Options{
-		Provider: a.opts.Provider, Registry: reg, Profile: profile, System: systemPolicy,
-		MaxTurns: a.opts.Config.MaxTurns, FSM: fsm, Metrics: a.opts.AgentMetrics, Logger: a.log, Now: a.opts.Now,
-	}
-}

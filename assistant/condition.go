@@ -54,7 +54,8 @@ func CheckCondition(snap *snapshot.Snapshot, th signals.Thresholds, f *findings.
 	active := signals.Active{{Type: typ, ResourceID: r.ID}: true}
 	for _, s := range signals.Detect(&one, th, active) {
 		if s.Type == typ {
-			out.Condition, out.Severity, out.Value, out.Threshold, out.Summary = ConditionPresent, s.Severity, s.Value, s.Threshold, s.Summary
+			out.Condition, out.Severity, out.Value, out.Threshold = ConditionPresent, s.Severity, s.Value, s.Threshold
+			out.Summary = safeText(s.Summary, maxSummaryRunes) // detector text embeds resource names
 			return out
 		}
 	}

@@ -166,11 +166,18 @@ func (a *Assistant) resume(ctx context.Context, p *parked) (*Result, error) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.SessionTimeout)
 	defer cancel()
+	// The target is resolved live again before the approved call: its
+	// pre-check (target, kind, signal, policy, live condition, once per
+	// session) runs in full, only the approval is granted.
+	resolve := toolCall("resume_resolve_"+p.ID, ToolResolveTarget, struct{}{})
+	rb := s.batch(sctx, resolve)
 	call := model.ToolCall{ID: "approved_" + p.ID, Name: ToolRunAction, Arguments: p.Args}
 	b := s.batch(sctx, call)
 	if s.state.Driver == bus.DriverModel {
 		msgs := append(s.state.Messages,
-			model.Message{Role: model.RoleUser, Content: fmt.Sprintf("An operator approved action %s; it was run for you.", p.Action)},
+			model.Message{Role: model.RoleUser, Content: fmt.Sprintf("An operator approved action %s; patrold resolved the target again and ran it for you.", p.Action)},
+			model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{resolve}},
+			model.Message{Role: model.RoleTool, Content: rb.Results[0].Content, ToolCallID: resolve.ID, ToolName: resolve.Name},
 			model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call}},
 			model.Message{Role: model.RoleTool, Content: b.Results[0].Content, ToolCallID: call.ID, ToolName: call.Name})
 		s.driveModel(sctx, msgs)

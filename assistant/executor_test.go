@@ -57,12 +57,12 @@ func TestParseActionsNamesTheKey(t *testing.T) {
 		a    config.ActionConfig
 		want string
 	}{
-		{config.ActionConfig{Name: "", Command: []string{"/bin/true"}, Risk: "low"}, "actions[0].name:"},
-		{config.ActionConfig{Name: "x y", Command: []string{"/bin/true"}, Risk: "low"}, "actions[0].name:"},
-		{config.ActionConfig{Name: "a", Risk: "low"}, "actions[0].command: required"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/{key}"}, Risk: "low"}, "actions[0].command[0]: placeholders"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "extreme"}, `actions[0].risk: "extreme"`},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{" "}}, "actions[0].signals[0]: empty"},
+		{config.ActionConfig{Name: "", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].name:"},
+		{config.ActionConfig{Name: "x y", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].name:"},
+		{config.ActionConfig{Name: "a", Risk: "low", Kinds: []string{"storage"}, Signals: []string{"*"}}, "actions[0].command: required"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/{key}"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].command[0]: placeholders"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "extreme", Signals: []string{"*"}}, `actions[0].risk: "extreme"`},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{" "}}, "actions[0].signals[0]: empty"},
 	}
 	for _, c := range cases {
 		_, err := ParseActions([]config.ActionConfig{c.a})
@@ -70,7 +70,7 @@ func TestParseActionsNamesTheKey(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", c.a, err, c.want)
 		}
 	}
-	ok := config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{"CPU-High"}}
+	ok := config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"CPU-High"}}
 	_, err := ParseActions([]config.ActionConfig{ok, ok})
 	if err == nil || !strings.Contains(err.Error(), `actions[1].name: duplicate action "a"`) {
 		t.Fatalf("duplicate: %v", err)
@@ -80,7 +80,7 @@ func TestParseActionsNamesTheKey(t *testing.T) {
 		t.Fatalf("signals normalised: %+v %v", got, err)
 	}
 	fx := newFixture(t)
-	o := fx.options(findings.AutonomyFull, config.ActionConfig{Name: "a", Command: []string{"no-such-program-here"}, Risk: "low"})
+	o := fx.options(findings.AutonomyFull, config.ActionConfig{Name: "a", Command: []string{"no-such-program-here"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}})
 	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "actions[0].command[0]") {
 		t.Fatalf("missing program at New: %v", err)
 	}

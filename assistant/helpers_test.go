@@ -169,7 +169,7 @@ func (fx *fixture) script(name, body string) string {
 func (fx *fixture) fixAction(risk string) config.ActionConfig {
 	s := fx.script("fix.sh", fmt.Sprintf(`echo "$@" >> %q; cp %q %q`, filepath.Join(fx.dir, "fix.log"), fx.goodPath, fx.snapPath))
 	return config.ActionConfig{Name: "prune_snapshots", Description: "prune old ZFS snapshots", Command: []string{s, "{resource_id}", "{key}", "{finding_id}"},
-		Risk: risk, Signals: []string{testKey}}
+		Kinds: []string{"storage"}, Risk: risk, Signals: []string{testKey}}
 }
 
 func (fx *fixture) fixLog() string {

@@ -127,7 +127,7 @@ func TestUnknownActionIsRefused(t *testing.T) {
 
 func TestActionRestrictedToSignals(t *testing.T) {
 	fx := newFixture(t)
-	cpuOnly := config.ActionConfig{Name: "restart", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{"cpu-high"}}
+	cpuOnly := config.ActionConfig{Name: "restart", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"cpu-high"}}
 	o := fx.options(findings.AutonomyFull, cpuOnly)
 	o.Provider = scripted(t, call(ToolResolveTarget, `{}`), call(ToolRunAction, `{"action":"restart"}`), say("no"))
 	res := fx.run(fx.assistant(o))

@@ -44,6 +44,9 @@ const (
 	DefaultMaxOutputBytes = 16 << 10
 	// DefaultSessionTimeout bounds one session (investigation.timeout).
 	DefaultSessionTimeout = findings.DefaultInvestigationTTL
+	// DefaultEvidenceBudget is investigation.evidence_budget's default: the
+	// resolve and read calls one session may make.
+	DefaultEvidenceBudget = 10
 	// ProfileName names the remediation tool profile.
 	ProfileName = "remediation"
 )
@@ -88,6 +91,21 @@ type Options struct {
 	Autonomy func() findings.Autonomy // required
 	// Provider drives sessions; nil selects the playbook driver.
 	Provider model.Provider
+	// ModelName prices the provider's usage (model.prices); MaxOutputTokens
+	// bounds one answer (0: the provider's default).
+	ModelName       string
+	MaxOutputTokens int
+	// Prices and Budget are model.prices and model.budget: per_run_usd
+	// bounds one session, per_day_usd and per_30d_usd the spend of runs and
+	// sessions together.
+	Prices model.Prices
+	Budget model.BudgetOptions
+	// Ledger reports the spend of finished runs; sessions add their own.
+	// nil uses the Store when it is a model.SpendLedger.
+	Ledger model.SpendLedger
+	// EvidenceBudget bounds the resolve and read calls of one session
+	// (investigation.evidence_budget); 0 takes the default.
+	EvidenceBudget int
 	// Config is the assistant section (max_turns, approval_ttl).
 	Config config.AssistantConfig
 	// Publisher receives approval events and outcomes; nil publishes nothing.
@@ -137,6 +155,15 @@ func (o Options) Validate() error {
 	if o.MaxOutputBytes < 0 {
 		errs = append(errs, fmt.Errorf("max_output_bytes: must not be negative, got %d", o.MaxOutputBytes))
 	}
+	if o.EvidenceBudget < 0 {
+		errs = append(errs, fmt.Errorf("investigation.evidence_budget: must not be negative, got %d", o.EvidenceBudget))
+	}
+	if o.Config.MaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("assistant.max_tokens: must not be negative, got %d", o.Config.MaxTokens))
+	}
+	if o.MaxOutputTokens < 0 {
+		errs = append(errs, fmt.Errorf("max_output_tokens: must not be negative, got %d", o.MaxOutputTokens))
+	}
 	if o.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("session_timeout: must not be negative, got %s", o.SessionTimeout))
 	}
@@ -149,6 +176,12 @@ func (o Options) Validate() error {
 func (o Options) withDefaults() Options {
 	if o.Config.MaxTurns == 0 {
 		o.Config.MaxTurns = DefaultMaxTurns
+	}
+	if o.Config.MaxTokens == 0 {
+		o.Config.MaxTokens = config.DefaultAssistantMaxTokens
+	}
+	if o.EvidenceBudget == 0 {
+		o.EvidenceBudget = DefaultEvidenceBudget
 	}
 	if o.Config.ApprovalTTL == 0 {
 		o.Config.ApprovalTTL = DefaultApprovalTTL

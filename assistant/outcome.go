@@ -25,6 +25,10 @@ type Result struct {
 	RestoredState agent.State `json:"restored_state,omitempty"`
 	StartedAt     time.Time   `json:"started_at"`
 	FinishedAt    time.Time   `json:"finished_at"`
+	// CostUSD is what the session's model calls cost.
+	CostUSD float64 `json:"cost_usd"`
+	// exchange is the recorded model exchange (JSON), stored for replay.
+	exchange []byte
 }
 
 // Outcome returns the remediation outcome message for the result.
@@ -45,6 +49,8 @@ type verdict struct {
 	unverified  bool // the FSM has a write nobody read back
 	afterWrite  Condition
 	modelFailed bool
+	stopped     bool // a budget stopped the model
+	escalated   bool // the disclosure guard withheld a reply
 }
 
 // decideOutcome maps a session's end to exactly one contract outcome.
@@ -52,11 +58,13 @@ type verdict struct {
 // cleared; anything short of that is never reported as a fix.
 func decideOutcome(v verdict) bus.Outcome {
 	switch {
+	case v.escalated:
+		return bus.OutcomeNeedsAttention
 	case v.queued:
 		return bus.OutcomeFixQueued
 	case v.interrupted:
 		return bus.OutcomeTimedOut
-	case v.executed == 0 && v.modelFailed:
+	case v.executed == 0 && (v.modelFailed || v.stopped):
 		return bus.OutcomeNeedsAttention
 	case v.executed == 0:
 		return bus.OutcomeCannotFix
@@ -81,6 +89,7 @@ func (s *session) verdict(ctxErr error) verdict {
 		queued: s.env.request != nil, interrupted: ctxErr != nil, executed: s.env.executed,
 		unverified: state == agent.StateWriting || (state == agent.StateVerifying && !fsm.ReadAfterWrite()),
 		afterWrite: s.env.afterWrite, modelFailed: s.providerErr != nil,
+		stopped: s.stopped, escalated: s.escalation != "",
 	}
 	if s.env.lastExec != nil {
 		v.actionOK = s.env.lastExec.OK()
@@ -97,12 +106,20 @@ func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Resu
 	now := a.nowUTC()
 	outcome := decideOutcome(s.verdict(ctxErr))
 	if outcome == bus.OutcomeTimedOut {
-		s.summary = "session interrupted: " + ctxErr.Error()
+		s.reason = "session interrupted: " + ctxErr.Error()
 	}
+	summary := s.summaryFor(outcome)
 	t := &s.state.Transcript
-	t.Outcome, t.FinalState = outcome, s.agent.FSM().State()
-	res := &Result{Transcript: *t, Attempt: s.state.Attempt, Summary: s.summary, RestoredState: s.restored,
-		StartedAt: s.state.StartedAt, FinishedAt: now}
+	t.Outcome, t.FinalState, t.Escalation = outcome, s.agent.FSM().State(), s.escalation
+	if s.playbookDone {
+		t.FinalAnswer = summary
+	}
+	exchange, err := s.recording()
+	if err != nil {
+		a.log.Warn("session exchange not recorded", "session", s.state.ID, "err", err)
+	}
+	res := &Result{Transcript: *t, Attempt: s.state.Attempt, Summary: summary, RestoredState: s.restored,
+		StartedAt: s.state.StartedAt, FinishedAt: now, CostUSD: s.spent(), exchange: exchange}
 	if res.FinishedAt.Before(res.StartedAt) {
 		res.FinishedAt = res.StartedAt
 	}

@@ -15,7 +15,7 @@ import (
 // a cleared or unknown condition ends the session before any write.
 func (s *session) drivePlaybook(ctx context.Context) {
 	if b := s.batch(ctx, toolCall("pb_resolve", ToolResolveTarget, struct{}{})); !stepOK(b) {
-		s.summary = "target not resolved: " + failure(b)
+		s.reason = "target not resolved: " + failure(b)
 		return
 	}
 	cond, ok := s.checkCondition(ctx, "pb_check")
@@ -23,15 +23,15 @@ func (s *session) drivePlaybook(ctx context.Context) {
 	case !ok:
 		return
 	case cond.Condition == ConditionCleared:
-		s.summary = "condition already cleared; nothing to do"
+		s.reason = "condition already cleared; nothing to do"
 		return
 	case cond.Condition == ConditionUnknown:
-		s.summary = "condition unknown (" + cond.Reason + "); not acting without seeing it"
+		s.reason = "condition unknown (" + cond.Reason + "); not acting without seeing it"
 		return
 	}
 	act, found := s.playbookAction()
 	if !found {
-		s.summary = fmt.Sprintf("no declared action names signal %s", s.env.finding.Key)
+		s.reason = fmt.Sprintf("no declared action names signal %s", s.env.finding.Key)
 		return
 	}
 	b := s.batch(ctx, toolCall("pb_action", ToolRunAction, map[string]string{"action": act.Name}))
@@ -44,27 +44,23 @@ func (s *session) afterAction(ctx context.Context, b agent.Batch, name string) {
 	step := b.Results[0].Step
 	switch step.Status {
 	case agent.StatusApprovalRequired:
-		s.summary = fmt.Sprintf("action %s waits for an operator approval", name)
+		s.reason = fmt.Sprintf("action %s waits for an operator approval", name)
 		return
 	case agent.StatusBlocked, agent.StatusSkipped:
-		s.summary = fmt.Sprintf("action %s refused: %s", name, failure(b))
+		s.reason = fmt.Sprintf("action %s refused: %s", name, failure(b))
 		return
 	}
 	ran := "succeeded"
 	if step.Status != agent.StatusOK {
 		ran = "failed (" + failure(b) + ")"
 	}
-	cond, ok := s.checkCondition(ctx, "pb_verify")
-	if !ok {
-		s.summary = fmt.Sprintf("action %s %s; verification failed: %s", name, ran, s.summary)
+	if _, ok := s.checkCondition(ctx, "pb_verify"); !ok {
+		s.reason = fmt.Sprintf("action %s %s; verification failed: %s", name, ran, s.reason)
 		return
 	}
 	s.finalise()
-	s.summary = fmt.Sprintf("action %s %s; condition now %s", name, ran, cond.Condition)
-	if cond.Summary != "" {
-		s.summary += ": " + cond.Summary
-	}
-	s.state.Transcript.FinalAnswer = s.summary
+	s.reason = ""
+	s.playbookDone = true
 }
 
 // checkCondition runs check_condition as one batch and decodes its result.
@@ -74,7 +70,7 @@ func (s *session) checkCondition(ctx context.Context, id string) (ConditionResul
 		Result ConditionResult `json:"result"`
 	}
 	if !stepOK(b) || json.Unmarshal([]byte(b.Results[0].Content), &env) != nil {
-		s.summary = "check_condition failed: " + failure(b)
+		s.reason = "check_condition failed: " + failure(b)
 		return ConditionResult{}, false
 	}
 	return env.Result, true

@@ -3,7 +3,9 @@ package assistant
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/agent"
@@ -25,6 +27,10 @@ Finish with a short plain answer saying what you did and what check_condition sh
 // withheldAnswer replaces a final answer that repeats the policy.
 const withheldAnswer = "[withheld: the reply repeated the system policy]"
 
+// EscalationDisclosure marks a session whose reply the disclosure guard
+// withheld; such a session ends needs_attention.
+const EscalationDisclosure = "disclosure_withheld"
+
 // sessionState is what a session persists while it waits for an approval.
 type sessionState struct {
 	ID         string            `json:"session_id"`
@@ -40,15 +46,26 @@ type sessionState struct {
 
 // session is one running remediation session.
 type session struct {
-	a        *Assistant
-	state    sessionState
-	env      *env
-	agent    *agent.Session
+	a     *Assistant
+	state sessionState
+	env   *env
+	agent *agent.Session
+	// rec records the model exchange; cv is the composed conversation.
+	rec      *model.Recorder
+	cv       *prompt.Conversation
+	budget   *model.Budget
+	meter    *meter
 	consumed int // agent steps already copied into the transcript
-	summary  string
+	// reason says, in patrold's words, why the session stopped where it did.
+	reason string
 	// restored is the state the FSM was restored in (resumed sessions).
 	restored    agent.State
 	providerErr error
+	stopped     bool // a budget stopped the model
+	escalation  string
+	// playbookDone: the playbook read its action back; its final answer is
+	// the summary.
+	playbookDone bool
 }
 
 // newSession builds the registry, profile and agent session. fsm is nil
@@ -63,20 +80,86 @@ func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.F
 	if err != nil {
 		return nil, fmt.Errorf("assistant: remediation tools: %w", err)
 	}
-	opts := a.agentOptions(reg, agent.Profile{Name: ProfileName, Tools: reg.Names()}, fsm)
-	opts.MaxTurns = max(a.opts.Config.MaxTurns-st.Turns, 1)
+	if st.Transcript.SessionID == "" {
+		st.Transcript = Transcript{SessionID: st.ID, FindingID: st.FindingID, Driver: st.Driver, Steps: []Step{}}
+	}
+	s := &session{a: a, state: st, env: e}
+	evidence, err := agent.NewCallBudget("evidence", a.opts.EvidenceBudget, func(_ string, k agent.ToolKind, _ agent.WriteTarget) bool {
+		return k == agent.KindResolve || k == agent.KindRead
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assistant: investigation.evidence_budget: %w", err)
+	}
+	opts := agent.Options{
+		Registry: reg, Profile: agent.Profile{Name: ProfileName, Tools: reg.Names()}, System: systemPolicy,
+		MaxTurns: max(a.opts.Config.MaxTurns-st.Turns, 1), MaxTokens: a.opts.MaxOutputTokens, FSM: fsm,
+		Budgets: []*agent.CallBudget{evidence}, Metrics: a.opts.AgentMetrics, Logger: a.log, Now: a.opts.Now,
+	}
+	if a.opts.Provider != nil && st.Driver == bus.DriverModel {
+		if err := s.modelSide(&opts); err != nil {
+			return nil, err
+		}
+	}
 	ag, err := agent.NewSession(opts)
 	if err != nil {
 		return nil, fmt.Errorf("assistant: %w", err)
 	}
-	if st.Transcript.SessionID == "" {
-		st.Transcript = Transcript{SessionID: st.ID, FindingID: st.FindingID, Driver: st.Driver, Steps: []Step{}}
-	}
-	s := &session{a: a, state: st, env: e, agent: ag}
+	s.agent = ag
 	if fsm != nil {
 		s.restored = fsm.State()
 	}
 	return s, nil
+}
+
+// modelSide wires the model driver: the recorder, the composed
+// conversation, and the cost and token budgets checked before every turn.
+func (s *session) modelSide(opts *agent.Options) error {
+	a := s.a
+	rec, err := model.NewRecorder(a.opts.Provider, a.opts.Now)
+	if err != nil {
+		return fmt.Errorf("assistant: %w", err)
+	}
+	budget, err := model.NewBudget(a.opts.Budget, a.opts.Prices, a.ledger())
+	if err != nil {
+		return fmt.Errorf("assistant: model.budget: %w", err)
+	}
+	cv, err := s.conversation()
+	if err != nil {
+		return fmt.Errorf("assistant: %w", err)
+	}
+	s.rec, s.cv, s.budget = rec, cv, budget
+	s.meter = &meter{s: s}
+	opts.Provider = &composed{next: rec, cv: cv, guard: prompt.Guard(systemPolicy), skip: 1}
+	opts.TurnBudget = s.meter.check
+	return nil
+}
+
+// meter charges every turn to the session's cost budget and its token
+// budget (assistant.max_tokens).
+type meter struct {
+	s    *session
+	prev model.Usage
+}
+
+func (m *meter) check(_ int, u model.Usage) error {
+	m.charge(u)
+	if err := m.s.budget.Err(); err != nil {
+		m.s.stopped = true
+		return err
+	}
+	if total := u.InputTokens + u.OutputTokens; total >= m.s.a.opts.Config.MaxTokens {
+		m.s.stopped = true
+		return fmt.Errorf("assistant.max_tokens %d reached (used %d)", m.s.a.opts.Config.MaxTokens, total)
+	}
+	return nil
+}
+
+func (m *meter) charge(u model.Usage) {
+	d := model.Usage{InputTokens: u.InputTokens - m.prev.InputTokens, OutputTokens: u.OutputTokens - m.prev.OutputTokens}
+	m.prev = u
+	if _, err := m.s.budget.Record(m.s.a.opts.Now(), d, m.s.a.opts.ModelName); err != nil {
+		m.s.a.log.Warn("model budget", "err", err)
+	}
 }
 
 // batch runs one playbook (or approval) turn through the agent pipeline.
@@ -104,20 +187,24 @@ func toolCall(id, name string, args any) model.ToolCall {
 	return model.ToolCall{ID: id, Name: name, Arguments: raw}
 }
 
-// initialMessages open a model-driven session with the finding's facts
-// (identity fields only: model-written prose is not passed on).
+// initialMessages open a model-driven session. The real opening is in the
+// composed conversation; the agent session sees a placeholder.
 func (s *session) initialMessages() []model.Message {
-	f := s.env.finding
-	facts, _ := json.Marshal(map[string]any{
-		"finding_id": f.ID, "resource_id": f.ResourceID, "resource_kind": f.ResourceKind, "key": f.Key,
-		"category": f.Category, "severity": f.Severity, "autonomy": s.state.Autonomy,
-	})
-	return []model.Message{{Role: model.RoleUser, Content: "Remediate this finding: " + string(facts)}}
+	return []model.Message{{Role: model.RoleUser, Content: openingPlaceholder}}
 }
 
 // driveModel lets the model drive from msgs until it finishes, hits the
-// turn limit, waits for an approval or the context ends.
+// turn limit or a budget, waits for an approval or the context ends.
 func (s *session) driveModel(ctx context.Context, msgs []model.Message) {
+	if s.budget == nil {
+		s.reason = "no model is configured to continue this model-driven session"
+		return
+	}
+	if err := s.budget.Allow(s.a.opts.Now(), 0); err != nil {
+		s.stopped = true
+		s.reason = "model budget exhausted before the first turn: " + err.Error()
+		return
+	}
 	offset := s.state.Turns
 	res, err := s.agent.Run(ctx, msgs)
 	s.providerErr = err
@@ -129,19 +216,38 @@ func (s *session) driveModel(ctx context.Context, msgs []model.Message) {
 	s.state.Messages = res.Messages
 	s.state.Transcript.FinalAnswerBlocked += res.FinalAnswerBlocked
 	if res.FinalAnswer != "" {
-		s.state.Transcript.FinalAnswer = res.FinalAnswer
-		if !prompt.Guard(systemPolicy).Check(res.FinalAnswer) {
-			s.state.Transcript.FinalAnswer = withheldAnswer
-		}
+		s.note(res)
 	}
 	switch {
 	case err != nil:
-		s.summary = "model failed: " + err.Error()
+		s.reason = "model failed: " + err.Error()
+	case res.StopReason == agent.StopBudgetExhausted:
+		s.stopped = true
+		s.reason = "stopped calling the model: " + res.BudgetError
 	case res.StopReason == agent.StopTurnLimit:
-		s.summary = fmt.Sprintf("turn limit of %d reached", s.a.opts.Config.MaxTurns)
-	default:
-		s.summary = s.state.Transcript.FinalAnswer
+		s.reason = fmt.Sprintf("turn limit of %d reached", s.a.opts.Config.MaxTurns)
+	case res.StopReason == agent.StopApprovalRequired:
+		s.reason = "a write waits for an operator approval"
 	}
+}
+
+// note keeps the model's final text only as a note: withheld (and the
+// session escalated) when it repeats the policy, else with every figure
+// and id no tool result of this session supports stripped.
+func (s *session) note(res *agent.Result) {
+	t := &s.state.Transcript
+	if !prompt.Guard(systemPolicy).Check(res.FinalAnswer) {
+		t.FinalAnswer, s.escalation = withheldAnswer, EscalationDisclosure
+		return
+	}
+	var evidence []string
+	for _, m := range res.Messages {
+		if m.Role == model.RoleTool {
+			evidence = append(evidence, m.Content)
+		}
+	}
+	text, stripped := groundNote(res.FinalAnswer, evidence)
+	t.FinalAnswer, t.NoteStripped = safeText(text, maxNoteRunes), stripped
 }
 
 // finalise lets a playbook finish the way a model's final answer does:
@@ -152,4 +258,71 @@ func (s *session) finalise() {
 		return
 	}
 	s.agent.FSM().CompleteVerification()
+}
+
+// summaryFor builds the published outcome summary from the outcome and the
+// evidence (the last action's result, the last live check) in patrold's
+// own words; no model text goes into it.
+func (s *session) summaryFor(outcome bus.Outcome) string {
+	parts := []string{string(outcome)}
+	if s.reason != "" {
+		parts = append(parts, s.reason)
+	}
+	s.env.mu.Lock()
+	exec, check := s.env.lastExec, s.env.lastCheck
+	s.env.mu.Unlock()
+	if exec != nil {
+		if exec.OK() {
+			parts = append(parts, fmt.Sprintf("action %s succeeded", exec.Action))
+		} else {
+			parts = append(parts, fmt.Sprintf("action %s failed: %s", exec.Action, exec.Error))
+		}
+	}
+	if check != nil {
+		c := "check_condition: " + string(check.Condition)
+		if check.Summary != "" {
+			c += " (" + check.Summary + ")"
+		}
+		if check.Reason != "" {
+			c += " (" + check.Reason + ")"
+		}
+		parts = append(parts, c)
+	}
+	if s.escalation != "" {
+		parts = append(parts, "escalated: the model's reply was withheld (it repeated the system policy)")
+	}
+	return safeText(strings.Join(parts, "; "), maxSummaryRunes)
+}
+
+// recording returns the session's model exchange as JSON, replies the
+// disclosure guard refuses withheld; nil without model calls.
+func (s *session) recording() ([]byte, error) {
+	if s.rec == nil {
+		return nil, nil
+	}
+	rec := s.rec.Recording()
+	if len(rec.Exchanges) == 0 {
+		return nil, nil
+	}
+	guard := prompt.Guard(systemPolicy)
+	for i := range rec.Exchanges {
+		if resp := rec.Exchanges[i].Response; resp != nil && !guard.Check(resp.Text) {
+			cp := *resp
+			cp.Text = prompt.WithheldText
+			rec.Exchanges[i].Response = &cp
+		}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, errors.New("encode model exchange: " + err.Error())
+	}
+	return b, nil
+}
+
+// spent is the session's model spend so far.
+func (s *session) spent() float64 {
+	if s.budget == nil {
+		return 0
+	}
+	return s.budget.Spent()
 }

@@ -34,30 +34,34 @@ type env struct {
 	autonomy  findings.Autonomy
 
 	mu         sync.Mutex
-	grant      string        // action an operator approved; consumed by one run
+	resolved   *snapshot.Resource // the finding's resource as resolve_target last saw it live
+	grant      string             // action an operator approved; consumed by one run
 	request    *writeRequest // a write waiting for approval
 	executed   int           // actions executed (successful or not)
 	lastExec   *ExecResult
 	afterWrite Condition // last check_condition verdict since the last executed action
+	lastCheck  *ConditionResult
 }
 
 // writeRequest is a write that needs an operator's approval.
 type writeRequest struct {
 	Action Action
 	Args   json.RawMessage
+	// Reason is the model's reason, neutralised and capped.
+	Reason string
 }
 
 // tools declares the remediation profile's tools for this session.
 func (e *env) tools() []agent.Tool {
 	ts := []agent.Tool{
-		{Name: ToolResolveTarget, Kind: agent.KindResolve, Schema: json.RawMessage(emptySchema), Idempotent: true,
+		{Name: ToolResolveTarget, Kind: agent.KindResolve, Schema: json.RawMessage(emptySchema), Idempotent: true, Verifies: true,
 			Description: "Re-collect live state and confirm the finding's resource exists; returns it.", Handler: e.resolveTarget},
 		{Name: ToolGetResource, Kind: agent.KindRead, Schema: json.RawMessage(resourceSchema), Idempotent: true,
 			Description: "Fresh state of one resource (default: the finding's resource).", Handler: e.getResource},
-		{Name: ToolCheckCondition, Kind: agent.KindRead, Schema: json.RawMessage(emptySchema), Idempotent: true,
+		{Name: ToolCheckCondition, Kind: agent.KindRead, Schema: json.RawMessage(emptySchema), Idempotent: true, Verifies: true,
 			Description: "Run the deterministic detector for the finding's key on fresh state: present, cleared or unknown.", Handler: e.checkCondition},
 		{Name: ToolGetFinding, Kind: agent.KindRead, Schema: json.RawMessage(emptySchema), Idempotent: true,
-			Description: "The finding being remediated, as stored now.", Handler: e.getFinding},
+			Description: "The finding being remediated, as patrold stored it (not live state).", Handler: e.getFinding},
 	}
 	if t, ok := e.actionTool(); ok {
 		ts = append(ts, t)
@@ -84,9 +88,13 @@ func (e *env) resolveTarget(ctx context.Context, _ json.RawMessage) (any, error)
 	}
 	r := findResource(snap, e.finding.ResourceID)
 	if r == nil {
-		return nil, agent.NewToolError(agent.CodeNotFound, "resource %s is not in the current snapshot", e.finding.ResourceID).
+		return nil, agent.NewToolError(agent.CodeNotFound, "resource %s is not in the current snapshot", safeName(e.finding.ResourceID)).
 			With("resource_id", e.finding.ResourceID)
 	}
+	live := *r
+	e.mu.Lock()
+	e.resolved = &live
+	e.mu.Unlock()
 	return map[string]any{"finding_id": e.finding.ID, "key": e.finding.Key, "resource": e.view(r), "taken_at": snap.TakenAt}, nil
 }
 
@@ -104,7 +112,7 @@ func (e *env) getResource(ctx context.Context, args json.RawMessage) (any, error
 	}
 	r := findResource(snap, in.ID)
 	if r == nil {
-		return nil, agent.NewToolError(agent.CodeNotFound, "resource %s is not in the current snapshot", in.ID).With("resource_id", in.ID)
+		return nil, agent.NewToolError(agent.CodeNotFound, "resource %s is not in the current snapshot", safeName(in.ID)).With("resource_id", in.ID)
 	}
 	return e.view(r), nil
 }
@@ -117,6 +125,7 @@ func (e *env) checkCondition(ctx context.Context, _ json.RawMessage) (any, error
 	res := CheckCondition(snap, e.a.opts.Thresholds(), &e.finding)
 	e.mu.Lock()
 	e.afterWrite = res.Condition // reset by every executed action
+	e.lastCheck = &res
 	e.mu.Unlock()
 	return res, nil
 }
@@ -147,7 +156,10 @@ func (e *env) askOperator(ctx context.Context, args json.RawMessage) (any, error
 	return map[string]string{"answer": answer}, nil
 }
 
-// view is a resource as the model sees it: untrusted text neutralised.
+// view is a resource as the model sees it: every text field a source
+// supplies (id, name, parent, notes, tags, labels, logs, addresses, backup
+// status and error) neutralised when it is read, on the raw text. The
+// composer neutralises the encoded result once more and fences it.
 func (e *env) view(r *snapshot.Resource) snapshot.Resource {
 	v := *r
 	n := e.a.neut.Neutralise
@@ -163,6 +175,16 @@ func (e *env) view(r *snapshot.Resource) snapshot.Resource {
 	v.Labels = make(map[string]string, len(r.Labels))
 	for k, l := range r.Labels {
 		v.Labels[n(k).Text] = n(l).Text
+	}
+	v.ID, v.Parent = n(r.ID).Text, n(r.Parent).Text
+	if r.Backup != nil {
+		b := *r.Backup
+		b.LastError, b.LastStatus = n(b.LastError).Text, n(b.LastStatus).Text
+		v.Backup = &b
+	}
+	v.Addresses = make([]string, len(r.Addresses))
+	for i, a := range r.Addresses {
+		v.Addresses[i] = n(a).Text
 	}
 	return v
 }

@@ -21,8 +21,16 @@ type Transcript struct {
 	Outcome            bus.Outcome `json:"outcome"`
 	FinalState         agent.State `json:"final_state"`
 	Steps              []Step      `json:"steps"`
-	FinalAnswer        string      `json:"final_answer"`
-	FinalAnswerBlocked int         `json:"final_answer_blocked"`
+	// FinalAnswer is the model's final text kept as a note (figures and
+	// ids no tool result of the session supports stripped), or the
+	// playbook's summary. It is never the published summary.
+	FinalAnswer        string `json:"final_answer"`
+	FinalAnswerBlocked int    `json:"final_answer_blocked"`
+	// NoteStripped lists what was stripped from the note as ungrounded.
+	NoteStripped []string `json:"note_stripped,omitempty"`
+	// Escalation names why the session was escalated to an operator
+	// (disclosure_withheld).
+	Escalation string `json:"escalation,omitempty"`
 }
 
 // Step is one tool call of a transcript.
@@ -87,8 +95,9 @@ func (a *Assistant) saveSession(ctx context.Context, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("assistant: encode transcript: %w", err)
 	}
-	_, err = a.opts.Store.DB().ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ? WHERE id = ?`,
-		string(r.Transcript.Outcome), r.Summary, fmtTime(r.FinishedAt), string(tj), r.Transcript.SessionID)
+	_, err = a.opts.Store.DB().ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ?,
+		exchange = CASE WHEN ? = '' THEN exchange ELSE ? END, cost_usd = cost_usd + ? WHERE id = ?`,
+		string(r.Transcript.Outcome), r.Summary, fmtTime(r.FinishedAt), string(tj), string(r.exchange), string(r.exchange), r.CostUSD, r.Transcript.SessionID)
 	if err != nil {
 		return fmt.Errorf("assistant: store session %s: %w", r.Transcript.SessionID, err)
 	}
