@@ -38,12 +38,12 @@ type Approval struct {
 	Risk       Risk            `json:"risk"`
 	// Reason is the model's reason for the write, neutralised and capped
 	// (what the approver is shown).
-	Reason     string          `json:"reason,omitempty"`
-	State      ApprovalState   `json:"state"`
-	CreatedAt  time.Time       `json:"created_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
-	DecidedBy  string          `json:"decided_by,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	State     ApprovalState `json:"state"`
+	CreatedAt time.Time     `json:"created_at"`
+	ExpiresAt time.Time     `json:"expires_at"`
+	DecidedAt *time.Time    `json:"decided_at,omitempty"`
+	DecidedBy string        `json:"decided_by,omitempty"`
 }
 
 // parked is an approval with the session state it resumes.

@@ -36,8 +36,8 @@ type env struct {
 	mu         sync.Mutex
 	resolved   *snapshot.Resource // the finding's resource as resolve_target last saw it live
 	grant      string             // action an operator approved; consumed by one run
-	request    *writeRequest // a write waiting for approval
-	executed   int           // actions executed (successful or not)
+	request    *writeRequest      // a write waiting for approval
+	executed   int                // actions executed (successful or not)
 	lastExec   *ExecResult
 	afterWrite Condition // last check_condition verdict since the last executed action
 	lastCheck  *ConditionResult

@@ -15,12 +15,12 @@ import (
 // Transcript is the record of one session (CONTRACTS.md §8), stored so a
 // session can be shown and replayed.
 type Transcript struct {
-	SessionID          string      `json:"session_id"`
-	FindingID          string      `json:"finding_id"`
-	Driver             bus.Driver  `json:"driver"`
-	Outcome            bus.Outcome `json:"outcome"`
-	FinalState         agent.State `json:"final_state"`
-	Steps              []Step      `json:"steps"`
+	SessionID  string      `json:"session_id"`
+	FindingID  string      `json:"finding_id"`
+	Driver     bus.Driver  `json:"driver"`
+	Outcome    bus.Outcome `json:"outcome"`
+	FinalState agent.State `json:"final_state"`
+	Steps      []Step      `json:"steps"`
 	// FinalAnswer is the model's final text kept as a note (figures and
 	// ids no tool result of the session supports stripped), or the
 	// playbook's summary. It is never the published summary.
