@@ -10,6 +10,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/model"
 )
 
 // Transcript is the record of one session (CONTRACTS.md §8), stored so a
@@ -140,4 +141,28 @@ func (a *Assistant) querySession(ctx context.Context, where string, args ...any)
 	r.Transcript.Driver, r.Transcript.Outcome = bus.Driver(driver), bus.Outcome(outcome)
 	r.StartedAt = parseTime(started)
 	return &r, nil
+}
+
+// ErrNoExchange: the session made no model calls, so there is nothing to replay.
+var ErrNoExchange = errors.New("session made no model calls")
+
+// SessionExchange returns the recorded model exchange of a stored session,
+// to re-execute it against a replay (script.NewReplay).
+func SessionExchange(ctx context.Context, db *sql.DB, sessionID string) (model.Recording, error) {
+	var raw string
+	err := db.QueryRowContext(ctx, `SELECT exchange FROM remediation_sessions WHERE id = ?`, sessionID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return model.Recording{}, fmt.Errorf("session %s: %w", sessionID, ErrSessionNotFound)
+	}
+	if err != nil {
+		return model.Recording{}, fmt.Errorf("session %s: %w", sessionID, err)
+	}
+	if raw == "" {
+		return model.Recording{}, fmt.Errorf("session %s: %w", sessionID, ErrNoExchange)
+	}
+	var rec model.Recording
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return model.Recording{}, fmt.Errorf("session %s: stored exchange: %w", sessionID, err)
+	}
+	return rec, nil
 }

@@ -20,6 +20,11 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("assistant.enabled needs NATS")
 	}
 	b := d.msg.bus
+	var modelName string
+	var maxOut int
+	if ep, ok := cfg.Model.Endpoint(); ok {
+		modelName, maxOut = ep.Model, ep.MaxOutputTokens
+	}
 	w, err := assistant.NewWorker(assistant.WorkerOptions{
 		Options: assistant.Options{
 			Store:      d.store,
@@ -29,6 +34,8 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 			Actions:    cfg.Actions, Config: cfg.Assistant, Provider: d.shared.Provider,
 			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.AgentMetrics, Neutraliser: d.shared.Neutraliser,
 			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now, Publisher: outboxPublisher{d},
+			Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
+			ModelName: modelName, MaxOutputTokens: maxOut,
 		},
 		Transport: d.msg.transport, Stream: b.StreamName(),
 		Subject:       bus.FullSubject(b.Prefix(), bus.SubjectRemediationRequests),

@@ -132,7 +132,7 @@ func (a *app) withApprovals(ctx context.Context, mutating bool, viaAPI func(*api
 		return err
 	}
 	defer st.Close()
-	asst, err := a.newAssistant(st, st)
+	asst, err := a.newAssistant(st, st, nil)
 	if err != nil {
 		return err
 	}

@@ -12,14 +12,16 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/providers"
+	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
 
 func newAssistantCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "assistant", Short: "Remediation session commands"}
-	var findingID, output string
+	var findingID, output, replay string
 	run := &cobra.Command{
 		Use:   "run --finding ID",
 		Short: "Run one remediation session now in the foreground and print its transcript and outcome",
@@ -47,7 +49,13 @@ func newAssistantCmd(a *app) *cobra.Command {
 			if f.InvestigationStatus == findings.InvestigationRunning {
 				req.Attempt, rec = f.Attempts, st
 			}
-			asst, err := a.newAssistant(st, rec)
+			var provider model.Provider
+			if replay != "" {
+				if provider, err = sessionReplay(cmd, st, replay); err != nil {
+					return err
+				}
+			}
+			asst, err := a.newAssistant(st, rec, provider)
 			if err != nil {
 				return err
 			}
@@ -65,6 +73,7 @@ func newAssistantCmd(a *app) *cobra.Command {
 		},
 	}
 	run.Flags().StringVar(&findingID, "finding", "", "id of the finding to remediate")
+	run.Flags().StringVar(&replay, "replay", "", "drive the session with the recorded model exchange of session ID (re-execution against a replay)")
 	outputFlag(run, &output)
 	cmd.AddCommand(run)
 	return cmd
@@ -72,8 +81,9 @@ func newAssistantCmd(a *app) *cobra.Command {
 
 // newAssistant builds an Assistant over the configured source, thresholds,
 // actions, autonomy and model, on this process's store. It publishes
-// nothing (the CLI does not start NATS); rec, when set, records outcomes.
-func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder) (*assistant.Assistant, error) {
+// nothing (the CLI does not start NATS); rec, when set, records outcomes;
+// provider, when set, replaces the configured model (a replay).
+func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder, provider model.Provider) (*assistant.Assistant, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, err
@@ -86,19 +96,34 @@ func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder) (*assista
 	if err != nil {
 		return nil, usage(err)
 	}
-	provider, err := providers.New(cfg.Model, nil)
-	if err != nil {
-		return nil, usage(err)
+	if provider == nil {
+		if provider, err = providers.New(cfg.Model, nil); err != nil {
+			return nil, usage(err)
+		}
 	}
-	asst, err := assistant.New(assistant.Options{
+	o := assistant.Options{
 		Store: st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
 		Actions: cfg.Actions, Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
 		Provider: provider, Config: cfg.Assistant, Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
-	})
+		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
+	}
+	if ep, ok := cfg.Model.Endpoint(); ok {
+		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
+	}
+	asst, err := assistant.New(o)
 	if err != nil {
 		return nil, usage(err)
 	}
 	return asst, nil
+}
+
+// sessionReplay answers with the recorded model exchange of a past session.
+func sessionReplay(cmd *cobra.Command, st *findings.Store, sessionID string) (model.Provider, error) {
+	rec, err := assistant.SessionExchange(cmd.Context(), st.DB(), sessionID)
+	if err != nil {
+		return nil, usage(fmt.Errorf("--replay: %w", err))
+	}
+	return script.NewReplay(rec)
 }
 
 func printTranscript(w io.Writer, res *assistant.Result) {
@@ -118,6 +143,12 @@ func printTranscript(w io.Writer, res *assistant.Result) {
 	fmt.Fprintf(w, "states: %s\n", strings.Join(states, " -> "))
 	if t.FinalAnswer != "" {
 		fmt.Fprintf(w, "answer: %s\n", t.FinalAnswer)
+	}
+	if len(t.NoteStripped) > 0 {
+		fmt.Fprintf(w, "note: %d ungrounded figures or ids stripped\n", len(t.NoteStripped))
+	}
+	if t.Escalation != "" {
+		fmt.Fprintf(w, "escalated: %s\n", t.Escalation)
 	}
 	if t.FinalAnswerBlocked > 0 {
 		fmt.Fprintf(w, "final answers refused (unverified write): %d\n", t.FinalAnswerBlocked)
