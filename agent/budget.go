@@ -63,12 +63,6 @@ func (b *CallBudget) Remaining() int {
 	return max(b.Limit-b.used, 0)
 }
 
-func (b *CallBudget) exhausted() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used >= b.Limit
-}
-
 func (b *CallBudget) take() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

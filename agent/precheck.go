@@ -316,10 +316,21 @@ func checkConditionPresent(ctx context.Context, _ *Session, c *call, _ *judgeInp
 	return hook(c, func(a Authority) error { return a.ConditionPresent(ctx, c.tc.Arguments) })
 }
 
+// checkBudget refuses a call its budgets have no room for. An
+// infrastructure write also needs room for the read that must verify it
+// (when the budget counts reads), so a budget never admits a write it
+// would then leave unverified.
 func checkBudget(_ context.Context, s *Session, c *call, _ *judgeInput) *ToolError {
 	for _, b := range s.budgets {
-		if b.applies(c.tc.Name, c.kind, c.target) && b.exhausted() {
-			return NewToolError(CodeBudgetExhausted, "the %s budget of %d calls is spent", b.Name, b.Limit).
+		if !b.applies(c.tc.Name, c.kind, c.target) {
+			continue
+		}
+		need := 1
+		if c.infraWrite() && b.applies("", KindRead, "") {
+			need = 2
+		}
+		if b.Remaining() < need {
+			return NewToolError(CodeBudgetExhausted, "the %s budget of %d calls has %d left; this call needs %d", b.Name, b.Limit, b.Remaining(), need).
 				With("budget", b.Name)
 		}
 	}

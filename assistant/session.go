@@ -84,9 +84,9 @@ func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.F
 		st.Transcript = Transcript{SessionID: st.ID, FindingID: st.FindingID, Driver: st.Driver, Steps: []Step{}}
 	}
 	s := &session{a: a, state: st, env: e}
-	evidence, err := agent.NewCallBudget("evidence", a.opts.EvidenceBudget, func(_ string, k agent.ToolKind, _ agent.WriteTarget) bool {
-		return k == agent.KindResolve || k == agent.KindRead
-	})
+	// The evidence budget counts every call but operator questions; a
+	// write is admitted only with room left for its verifying read.
+	evidence, err := agent.NewCallBudget("evidence", a.opts.EvidenceBudget, nil)
 	if err != nil {
 		return nil, fmt.Errorf("assistant: investigation.evidence_budget: %w", err)
 	}

@@ -109,6 +109,8 @@ func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder, provider 
 	}
 	if ep, ok := cfg.Model.Endpoint(); ok {
 		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
+	} else if provider != nil {
+		o.ModelName = provider.Name() // the script provider prices as "script"
 	}
 	asst, err := assistant.New(o)
 	if err != nil {
