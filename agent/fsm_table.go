@@ -58,7 +58,7 @@ func Phases() []Phase {
 
 func (p Phase) String() string {
 	if p == phaseBefore {
-		return "(phase before the write)"
+		return string(p.State)
 	}
 	if p.State == StateVerifying {
 		if p.ReadAfterWrite {
@@ -78,7 +78,7 @@ var (
 )
 
 // phaseBefore marks the target of EventCancelWrite: the phase the machine
-// was in when the write began.
+// was in when the write began ("before-write" in the manifest).
 var phaseBefore = Phase{State: "before-write"}
 
 // transitions is the whole state machine: phase x event -> phase. A pair

@@ -31,7 +31,7 @@ type schema struct {
 // MaxStringBytes unless its schema declares maxLength, an array at most
 // MaxArrayItems unless it declares maxItems; larger is INVALID_INPUT.
 const (
-	MaxStringBytes = 2 << 10
+	MaxStringBytes = 2048
 	MaxArrayItems  = 64
 )
 
