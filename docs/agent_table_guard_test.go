@@ -249,7 +249,7 @@ func TestAgentTablesGuardFailsOnDrift(t *testing.T) {
 		src    map[string]string
 		safety string
 	}{
-		"precheck removed in code": {mutate("\t{CheckConditionPresent, CodePolicyBlocked,", "\t// {CheckConditionPresent, CodePolicyBlocked,"), safety},
+		"precheck removed in code":   {mutate("\t{CheckConditionPresent, CodePolicyBlocked,", "\t// {CheckConditionPresent, CodePolicyBlocked,"), safety},
 		"precheck reordered in code": {mutate("\t{CheckBudget, CodeBudgetExhausted, scopeAll,", "\t{CheckLoop, CodeLoopDetected, scopeAll, \"\", checkLoop},\n\t{CheckBudget, CodeBudgetExhausted, scopeAll,"), safety},
 		"transition added in code": {mutate("EventBeginWrite: phWriting, EventWriteDone: phUnverified,\n\t\tEventReset: phResolving, EventResetKeepProgress: phReading,\n\t},\n\tphWriting",
 			"EventBeginWrite: phWriting, EventWriteDone: phUnverified,\n\t\tEventReset: phResolving, EventResetKeepProgress: phReading, EventCompleteVerification: phReading,\n\t},\n\tphWriting"), safety},
@@ -257,8 +257,8 @@ func TestAgentTablesGuardFailsOnDrift(t *testing.T) {
 			"EventWriteDone: phUnverified, EventReset: phResolving, EventResetKeepProgress: phReading,\n\t},\n\tphVerified"), safety},
 		"handler code widened in code": {mutate(`{CodeFSMBlocked, "the session state machine refused the call (e.g. a write before verifying the previous one)", false}`,
 			`{CodeFSMBlocked, "the session state machine refused the call (e.g. a write before verifying the previous one)", true}`), safety},
-		"doc drops a transition": {src, agentEdit(t, safety, "| `READING` | `begin_write` | `WRITING` |\n", "")},
-		"doc reorders prechecks": {src, agentEdit(t, safety, "| 12 | `budget` | `BUDGET_EXHAUSTED` |", "| 12 | `loop` | `LOOP_DETECTED` |")},
+		"doc drops a transition":     {src, agentEdit(t, safety, "| `READING` | `begin_write` | `WRITING` |\n", "")},
+		"doc reorders prechecks":     {src, agentEdit(t, safety, "| 12 | `budget` | `BUDGET_EXHAUSTED` |", "| 12 | `loop` | `LOOP_DETECTED` |")},
 		"doc says handler may forge": {src, agentEdit(t, safety, "the state machine refused the call | runtime |", "the state machine refused the call | runtime, handler |")},
 	}
 	for name, c := range cases {
