@@ -153,3 +153,27 @@ func TestAuthorityPlainError(t *testing.T) {
 		t.Fatalf("%s", r.Content)
 	}
 }
+
+// TestRepliesStoredBounded: a reply's text and an oversized argument object
+// are bounded in the conversation the session keeps (and persists), while
+// the call is still judged on what the model sent.
+func TestRepliesStoredBounded(t *testing.T) {
+	var cnt calls
+	huge := strings.Repeat("z", 3<<20)
+	p := &scripted{turns: []model.Response{{Text: huge, ToolCalls: []model.ToolCall{tc("read_logs", `{"id":"`+huge+`"}`)}}, text("done")}}
+	s := newTestSession(t, testTools(&cnt), p, nil)
+	res, err := s.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := res.Messages[0]
+	if n := len([]rune(reply.Content)); n != MaxToolResultChars+len(" [cut]") {
+		t.Fatalf("stored reply text has %d characters", n)
+	}
+	if got := string(reply.ToolCalls[0].Arguments); got != `{"argument_bytes_not_kept":3145737}` {
+		t.Fatalf("stored arguments %.80s", got)
+	}
+	if res.Steps[0].Code != CodeInvalidInput || cnt.get("read_logs") != 0 {
+		t.Fatalf("oversized call: %+v ran %d", res.Steps[0], cnt.get("read_logs"))
+	}
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/patrold/patrold/model"
@@ -72,7 +73,7 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 		}
 		res.Turns = turn
 		res.Usage = res.Usage.Add(resp.Usage)
-		res.Messages = append(res.Messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		res.Messages = append(res.Messages, storedReply(resp))
 		if len(resp.ToolCalls) == 0 {
 			s.finalAnswer(res, resp.Text)
 			restricted = false
@@ -101,6 +102,29 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 	}
 	s.finish(res)
 	return res, nil
+}
+
+// Bounds on what a session keeps of a model reply (its conversation is
+// stored, persisted with approvals and sent back): the text is cut at
+// MaxToolResultChars characters and an argument object larger than
+// MaxStoredArgumentBytes is replaced by a note of its size. The calls
+// themselves are judged on what the model sent (and an oversized argument
+// fails the schema bounds anyway).
+const MaxStoredArgumentBytes = 16 << 10
+
+func storedReply(resp *model.Response) model.Message {
+	m := model.Message{Role: model.RoleAssistant, Content: resp.Text}
+	if r := []rune(m.Content); len(r) > MaxToolResultChars {
+		m.Content = string(r[:MaxToolResultChars]) + " [cut]"
+	}
+	for _, tc := range resp.ToolCalls {
+		if len(tc.Arguments) > MaxStoredArgumentBytes {
+			note, _ := json.Marshal(map[string]int{"argument_bytes_not_kept": len(tc.Arguments)})
+			tc.Arguments = note
+		}
+		m.ToolCalls = append(m.ToolCalls, tc)
+	}
+	return m
 }
 
 // readProfile is the profile narrowed to the tools that can only resolve

@@ -185,6 +185,19 @@ func TestModelApprovalResumesConversation(t *testing.T) {
 		"4:run_action:ok::READING>VERIFYING",
 		"6:check_condition:ok::VERIFYING>VERIFYING",
 	})
+	// One recording for the whole session, before and after the approval.
+	rec, err := SessionExchange(context.Background(), fx.st.DB(), tr.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, ex := range rec.Exchanges {
+		seqs = append(seqs, ex.Seq)
+	}
+	equal(t, "exchange seqs", seqs, []int{1, 2, 3, 4, 5})
+	if last := rec.Exchanges[4].Response; last == nil || last.Text != "Pruned; the condition cleared." {
+		t.Fatalf("last exchange %+v", rec.Exchanges[4])
+	}
 }
 
 func TestConcurrentApprovalsRunTheActionOnce(t *testing.T) {

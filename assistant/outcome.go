@@ -115,6 +115,10 @@ func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Resu
 		t.FinalAnswer = summary
 	}
 	exchange, err := s.recording()
+	if err == nil && exchange != nil && s.restored != "" {
+		// A resumed session continues the exchange recorded before it parked.
+		exchange, err = a.appendExchange(ctx, s.state.ID, exchange)
+	}
 	if err != nil {
 		a.log.Warn("session exchange not recorded", "session", s.state.ID, "err", err)
 	}

@@ -166,3 +166,24 @@ func SessionExchange(ctx context.Context, db *sql.DB, sessionID string) (model.R
 	}
 	return rec, nil
 }
+
+// appendExchange returns the stored exchange of a session followed by more
+// (renumbered), so a session resumed after an approval keeps one recording.
+func (a *Assistant) appendExchange(ctx context.Context, sessionID string, more []byte) ([]byte, error) {
+	prev, err := SessionExchange(ctx, a.opts.Store.DB(), sessionID)
+	if errors.Is(err, ErrNoExchange) {
+		return more, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var next model.Recording
+	if err := json.Unmarshal(more, &next); err != nil {
+		return nil, err
+	}
+	for _, ex := range next.Exchanges {
+		ex.Seq = len(prev.Exchanges) + 1
+		prev.Exchanges = append(prev.Exchanges, ex)
+	}
+	return json.Marshal(prev)
+}

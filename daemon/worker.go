@@ -24,6 +24,8 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 	var maxOut int
 	if ep, ok := cfg.Model.Endpoint(); ok {
 		modelName, maxOut = ep.Model, ep.MaxOutputTokens
+	} else if d.shared.Provider != nil {
+		modelName = d.shared.Provider.Name() // the script provider prices as "script"
 	}
 	w, err := assistant.NewWorker(assistant.WorkerOptions{
 		Options: assistant.Options{
