@@ -50,7 +50,7 @@ var _ agent.Authority = (*env)(nil)
 
 type actionArgs struct {
 	Action string `json:"action"`
-	Reason string `json:"reason"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func decodeActionArgs(args json.RawMessage) actionArgs {
@@ -134,8 +134,12 @@ func (e *env) Approval(args json.RawMessage) error {
 	if Decide(e.autonomy, act.Risk) != DecisionApproval || e.holdsGrant(act.Name) {
 		return nil
 	}
+	// What is stored and shown to the approver is patrold's own rendering:
+	// the action, and the model's reason neutralised and capped.
+	reason := safeText(decodeActionArgs(args).Reason, maxReasonRunes)
+	stored, _ := json.Marshal(actionArgs{Action: act.Name, Reason: reason})
 	e.mu.Lock()
-	e.request = &writeRequest{Action: act, Args: append(json.RawMessage(nil), args...), Reason: safeText(decodeActionArgs(args).Reason, maxReasonRunes)}
+	e.request = &writeRequest{Action: act, Args: stored, Reason: reason}
 	e.mu.Unlock()
 	return agent.NewToolError(agent.CodeApprovalRequired, "action %s (risk %s) waits for an operator approval", act.Name, act.Risk).
 		With("action", act.Name).With("risk", string(act.Risk))

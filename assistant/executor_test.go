@@ -2,12 +2,14 @@ package assistant
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/snapshot"
 )
 
 func TestExpandArgsNeverTouchesTheProgram(t *testing.T) {
@@ -63,6 +65,11 @@ func TestParseActionsNamesTheKey(t *testing.T) {
 		{config.ActionConfig{Name: "a", Command: []string{"/bin/{key}"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].command[0]: placeholders"},
 		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "extreme", Signals: []string{"*"}}, `actions[0].risk: "extreme"`},
 		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{" "}}, "actions[0].signals[0]: empty"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{"*"}}, "actions[0].kinds: required"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"pool"}, Risk: "low", Signals: []string{"*"}}, `actions[0].kinds[0]: "pool" is not one of`},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low"}, "actions[0].signals: required"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low", Signals: []string{}}, "actions[0].signals: required"},
+		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low", Signals: []string{"*", "high_cpu"}}, `actions[0].signals[0]: "*" (any signal) must be the only entry`},
 	}
 	for _, c := range cases {
 		_, err := ParseActions([]config.ActionConfig{c.a})
@@ -78,6 +85,12 @@ func TestParseActionsNamesTheKey(t *testing.T) {
 	got, err := ParseActions([]config.ActionConfig{ok})
 	if err != nil || !got[0].Declares("high_cpu") || got[0].Declares("high_disk") {
 		t.Fatalf("signals normalised: %+v %v", got, err)
+	}
+	anyGuest := config.ActionConfig{Name: "g", Command: []string{"/bin/true"}, Kinds: []string{"guest"}, Risk: "low", Signals: []string{"*"}}
+	got, err = ParseActions([]config.ActionConfig{anyGuest})
+	if err != nil || !slices.Equal(got[0].Kinds, []snapshot.Kind{snapshot.KindVM, snapshot.KindContainer}) ||
+		!got[0].AppliesTo("high_disk") || got[0].Declares("high_disk") || got[0].AllowsKind(snapshot.KindStorage) {
+		t.Fatalf("guest and any signal: %+v %v", got, err)
 	}
 	fx := newFixture(t)
 	o := fx.options(findings.AutonomyFull, config.ActionConfig{Name: "a", Command: []string{"no-such-program-here"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}})

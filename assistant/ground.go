@@ -13,7 +13,7 @@ const UngroundedMarker = "[ungrounded]"
 var (
 	// noteID matches id-shaped tokens: resource ids (kind/node/name) and
 	// patrold's 16-hex finding and session ids.
-	noteID = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9_.:-]*(?:/[A-Za-z0-9_.:-]+)+|\b[0-9a-f]{16}\b`)
+	noteID = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9_.:-]*(?:/[A-Za-z0-9_.:-]*[A-Za-z0-9_])+|\b[0-9a-f]{16}\b`)
 	// noteFigure matches numbers, with an optional unit suffix kept out.
 	noteFigure = regexp.MustCompile(`-?\d+(?:[.,]\d+)?`)
 	// evidenceNumber finds every number in tool results (JSON or text).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/model/prompt"
 )
 
 // approvalsClientSlack is added to investigation.timeout for the HTTP
@@ -47,7 +48,10 @@ func newApprovalsCmd(a *app) *cobra.Command {
 				return a.printJSON(out)
 			}
 			for _, ap := range out {
-				fmt.Fprintf(a.stdout, "%s  finding %s  %s on %s  risk=%s  expires %s\n", ap.ID, ap.FindingID, ap.Action, ap.ResourceID, ap.Risk, ap.ExpiresAt.Format(time.RFC3339))
+				fmt.Fprintf(a.stdout, "%s  finding %s  %s on %s  risk=%s  expires %s\n", ap.ID, ap.FindingID, ap.Action, prompt.Name(ap.ResourceID), ap.Risk, ap.ExpiresAt.Format(time.RFC3339))
+				if ap.Reason != "" {
+					fmt.Fprintf(a.stdout, "  reason: %s\n", ap.Reason)
+				}
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(a.stdout, "no pending approvals")

@@ -81,6 +81,7 @@ type attack struct {
 		// Approvals: approvals stored; ApprovalReasonLacks: text absent from them.
 		Approvals           int      `yaml:"approvals"`
 		ApprovalReasonLacks []string `yaml:"approval_reason_lacks"`
+		ApprovalReasonHas   []string `yaml:"approval_reason_has"`
 		// NoLiveInjection: no request the provider received carries a
 		// live injection (see liveInjections).
 		NoLiveInjection bool `yaml:"no_live_injection"`
@@ -477,14 +478,20 @@ func runAttack(t *testing.T, a *attack) {
 	}
 	var approvals int
 	var reasons string
-	rows, err := db.Query(`SELECT reason FROM approvals`)
+	rows, err := db.Query(`SELECT reason, args FROM approvals`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
+		var r, args string
+		if err := rows.Scan(&r, &args); err != nil {
 			t.Fatal(err)
+		}
+		var decoded struct {
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal([]byte(args), &decoded); err != nil || decoded.Reason != r {
+			t.Errorf("stored args %q do not carry the stored reason %q (%v)", args, r, err)
 		}
 		approvals++
 		reasons += r
@@ -492,6 +499,14 @@ func runAttack(t *testing.T, a *attack) {
 	rows.Close()
 	if approvals != a.Expect.Approvals {
 		t.Errorf("%d approvals stored, want %d", approvals, a.Expect.Approvals)
+	}
+	for _, s := range a.Expect.ApprovalReasonHas {
+		if !strings.Contains(reasons, s) {
+			t.Errorf("approval reason lacks %q: %q", s, reasons)
+		}
+	}
+	if n := len([]rune(reasons)); approvals == 1 && n > 280 {
+		t.Errorf("approval reason has %d characters", n)
 	}
 	for _, s := range a.Expect.ApprovalReasonLacks {
 		if strings.Contains(reasons, s) {
