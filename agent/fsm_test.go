@@ -170,6 +170,9 @@ func TestFSMJSONRejects(t *testing.T) {
 		`{"state":"READING","pending_recoveries":[{"tool":""}]}`:               "pending_recoveries[0].tool: required",
 		`{"state":"READING","pending_recoveries":[{"tool":"a"},{"tool":"a"}]}`: "pending_recoveries[1].tool: duplicate",
 		`[]`: "decode fsm",
+		`{"state":"READING","wrote_this_episode":true,"executed_writes":["a","a"]}`: "executed_writes[1]: duplicate",
+		`{"state":"READING","wrote_this_episode":true,"executed_writes":[""]}`:      "executed_writes[0]: empty",
+		`{"state":"READING","executed_writes":["a"]}`:                               "executed_writes: set without wrote_this_episode",
 	}
 	for in, want := range cases {
 		var f FSM
@@ -205,6 +208,7 @@ func FuzzFSMUnmarshal(f *testing.F) {
 		`{"state":"VERIFYING","wrote_this_episode":true,"last_write_tool":"x","last_write_at":"2026-01-01T00:00:00Z"}`,
 		`{"state":"READING","pending_recoveries":[{"tool":"a","reason":"r","blocked_at":"2026-01-01T00:00:00Z"}]}`,
 		`{"state":"WRITING","before_write":"READING","wrote_this_episode":true}`,
+		`{"state":"READING","wrote_this_episode":true,"executed_writes":["run_action:fix"]}`,
 		`null`, `{}`, `{"state":1}`,
 	} {
 		f.Add([]byte(seed))
