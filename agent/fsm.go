@@ -58,7 +58,7 @@ type FSM struct {
 
 // NewFSM returns a state machine in RESOLVING.
 func NewFSM() *FSM {
-	return &FSM{state: StateResolving, pending: map[string]PendingRecovery{}}
+	return &FSM{state: StateResolving, pending: map[string]PendingRecovery{}, executed: map[string]bool{}}
 }
 
 // lazyInit makes the zero FSM a valid one in RESOLVING (fail closed).
