@@ -38,6 +38,7 @@ fuzz:
 ## mutate: remove each investigation-gate condition in turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
+	python3 scripts/mutate_net.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)
