@@ -85,12 +85,11 @@ func TestNeutraliseDocumentPlainTextAndBrokenJSON(t *testing.T) {
 }
 
 func TestComposerToolResultIsStructural(t *testing.T) {
-	c, err := New(Options{Policy: "policy", Neutraliser: (*Neutraliser)(nil)})
-	if err == nil {
-		t.Fatal("a nil neutraliser was accepted")
+	if _, err := New(Options{Policy: "policy", Neutraliser: (*Neutraliser)(nil)}); err == nil || !strings.Contains(err.Error(), "neutraliser: required") {
+		t.Fatalf("a nil neutraliser: %v", err)
 	}
 	n, _ := newTestNeutraliser(t)
-	c, err = New(Options{Policy: "policy", Neutraliser: n})
+	c, err := New(Options{Policy: "policy", Neutraliser: n})
 	if err != nil {
 		t.Fatal(err)
 	}
