@@ -35,10 +35,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz FuzzNeutraliseDocument -fuzztime $(FUZZTIME) ./model/prompt
 
-## mutate: remove each investigation-gate condition, then each registry pre-check, in turn;
-## every removal must fail a test.
+## mutate: remove each investigation-gate condition, each rule of the deterministic net, then
+## each registry pre-check, in turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
+	python3 scripts/mutate_net.py
 	python3 scripts/mutate_registry.py
 
 lint: vet

@@ -54,7 +54,8 @@ type RunInput struct {
 	Reconcile bool
 	// Resolve resolves active findings by id with the given reason (a
 	// model "resolved" verdict the deterministic check confirmed). Ignored
-	// for findings observed in this run.
+	// for findings observed in this run and for those whose condition this
+	// run detected (CheckDetected).
 	Resolve map[string]string
 	Policy  PublishPolicy
 }
@@ -192,11 +193,7 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 		if seen[f.ID] {
 			continue
 		}
-		reason := resolution(f, in)
-		if explicit, ok := in.Resolve[f.ID]; ok && reason == "" {
-			reason = explicit
-		}
-		if reason != "" {
+		if reason := resolution(f, in); reason != "" {
 			changes = append(changes, Resolve(*f, reason, "", in.Now, in.RunID))
 		}
 	}
@@ -211,6 +208,10 @@ func resolution(f *Finding, in RunInput) string {
 		check = in.Check(f)
 	}
 	switch check {
+	case CheckDetected:
+		// The net has the last word: a condition detected in this run
+		// keeps its finding open, whatever a model verdict says.
+		return ""
 	case CheckAbsent:
 		if in.Complete {
 			return ResolveResourceGone
@@ -222,7 +223,7 @@ func resolution(f *Finding, in RunInput) string {
 			return ResolveAbsent
 		}
 	}
-	return ""
+	return in.Resolve[f.ID] // a confirmed model verdict, or ""
 }
 
 // Check is what a run knows about an unobserved active finding.
@@ -240,6 +241,9 @@ const (
 	// CheckCleared: a detector for the key evaluated fresh data and found
 	// the condition below its clear threshold.
 	CheckCleared
+	// CheckDetected: this run's detection produced the finding's signal:
+	// the finding stays open, and no verdict can resolve it.
+	CheckDetected
 )
 
 func findingEvent(f *Finding, d Decision, runID string, now time.Time) OutboxDraft {

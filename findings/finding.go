@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/signals"
 )
 
 // Severity of a finding, ordered info < watch < warning < critical.
@@ -21,20 +23,9 @@ const (
 	SeverityCritical Severity = "critical"
 )
 
-// Rank orders severities; unknown severities rank below info.
-func (s Severity) Rank() int {
-	switch s {
-	case SeverityInfo:
-		return 1
-	case SeverityWatch:
-		return 2
-	case SeverityWarning:
-		return 3
-	case SeverityCritical:
-		return 4
-	}
-	return 0
-}
+// Rank orders severities (info 1 < watch 2 < warning 3 < critical 4);
+// unknown severities rank 0. One scale serves findings and matching.
+func (s Severity) Rank() int { return signals.SeverityRank(string(s)) }
 
 // Valid reports whether s is a known severity.
 func (s Severity) Valid() bool { return s.Rank() > 0 }

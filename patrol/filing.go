@@ -9,6 +9,7 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 )
 
@@ -32,11 +33,40 @@ var recommendations = map[signals.Type]string{
 	signals.TypeGuestUnreachable: "Check the guest's console, network configuration and the service on the probed port.",
 }
 
+// maxSummaryRunes caps a signal's summary (which quotes capped names and
+// errors) once it is neutralised.
+const maxSummaryRunes = 512
+
+// safeSignals neutralises and caps the untrusted text signals carry (the
+// resource's name, the summary that quotes it and a backup error, string
+// evidence), so that the report, finding text, events, the API and a
+// later prompt inherit no live instruction from a source.
+func safeSignals(sigs []signals.Signal) {
+	for i := range sigs {
+		s := &sigs[i]
+		s.ResourceName = prompt.Name(s.ResourceName)
+		s.Summary = prompt.SafeText(s.Summary, maxSummaryRunes)
+		for k, v := range s.Evidence {
+			switch x := v.(type) {
+			case string:
+				s.Evidence[k] = prompt.SafeText(x, signals.MaxErrorRunes)
+			case []string:
+				safe := make([]string, len(x))
+				for j := range x {
+					safe[j] = prompt.Name(x[j])
+				}
+				s.Evidence[k] = safe
+			}
+		}
+	}
+}
+
 // observationFor files a signal deterministically, with templated text.
+// The signal's text is already safe (safeSignals); the id is capped too.
 func observationFor(s *signals.Signal) findings.Observation {
 	name := s.ResourceName
 	if name == "" {
-		name = s.ResourceID
+		name = prompt.Name(s.ResourceID)
 	}
 	return findings.Observation{
 		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: s.ResourceName,

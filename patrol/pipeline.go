@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -77,33 +78,38 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
+	safeSignals(sigs)
 	rep.Signals = sigs
 	byID := indexResources(snap)
 	var an *Analysis
 	if withModel {
 		an = r.analyze(ctx, set, rep, snap, sigs, active)
 	}
-	// Signals no finding of this run matched are filed by the daemon.
-	var obs []findings.Observation
+	// Signals no finding of this run matched (same resource and category,
+	// severity at least the signal's) are filed by the daemon.
 	var filed []signals.Filed
 	if an != nil {
-		obs, filed = append(obs, an.Observations...), an.Filed
+		filed = an.Filed
 	}
 	_, unmatched := signals.Match(sigs, filed)
+	obs := make([]findings.Observation, 0, len(unmatched))
 	for i := range unmatched {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
 		o := observationFor(&unmatched[i])
 		if res := byID[unmatched[i].ResourceID]; res != nil {
-			o.ResourceTags = res.Tags
+			o.ResourceTags = prompt.Names(res.Tags)
 		}
 		obs = append(obs, o)
+	}
+	if an != nil {
+		obs = append(obs, modelObservations(an.Observations, obs)...)
 	}
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
 	in := findings.RunInput{
 		Observations: obs, Complete: complete, Reconcile: true,
-		Check: checker(byID), Policy: set.Publish,
+		Check: checker(byID, detectedKeys(sigs)), Policy: set.Publish,
 	}
 	if an != nil {
 		in.Resolve = an.Resolve
@@ -229,13 +235,17 @@ func indexResources(snap *snapshot.Snapshot) map[string]*snapshot.Resource {
 	return byID
 }
 
-// checker tells reconciliation what this snapshot knows about a finding.
-func checker(byID map[string]*snapshot.Resource) func(f *findings.Finding) findings.Check {
+// checker tells reconciliation what this run knows about a finding it did
+// not observe. Resolution is decided by this run's detection alone: a
+// finding whose signal was detected stays open (CheckDetected), and one
+// clears only where the detector evaluated the resource and found nothing.
+func checker(byID map[string]*snapshot.Resource, detected map[signals.Key]bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
 		if f.ResourceID == SourceResourceID {
 			return findings.CheckCleared // this run collected a snapshot
 		}
-		res := byID[snapshot.CanonicalID(f.ResourceID)]
+		id := snapshot.CanonicalID(f.ResourceID)
+		res := byID[id]
 		if res == nil {
 			return findings.CheckAbsent
 		}
@@ -243,11 +253,44 @@ func checker(byID map[string]*snapshot.Resource) func(f *findings.Finding) findi
 		if !ok {
 			return findings.CheckPresent
 		}
+		if detected[signals.Key{Type: typ, ResourceID: id}] {
+			return findings.CheckDetected
+		}
 		if signals.Evaluated(res, typ) {
 			return findings.CheckCleared
 		}
 		return findings.CheckUnknown
 	}
+}
+
+// detectedKeys indexes this run's signals by type and canonical resource id.
+func detectedKeys(sigs []signals.Signal) map[signals.Key]bool {
+	out := make(map[signals.Key]bool, len(sigs))
+	for i := range sigs {
+		out[signals.Key{Type: sigs[i].Type, ResourceID: snapshot.CanonicalID(sigs[i].ResourceID)}] = true
+	}
+	return out
+}
+
+// modelObservations drops a model observation that names the same finding
+// as a deterministic one: that finding's signal was not covered (the
+// model filed it below the signal's severity), so the daemon's filing,
+// with the signal's severity, is the one recorded.
+func modelObservations(model, deterministic []findings.Observation) []findings.Observation {
+	if len(deterministic) == 0 {
+		return model
+	}
+	ids := make(map[string]bool, len(deterministic))
+	for i := range deterministic {
+		ids[deterministic[i].Normalize()] = true
+	}
+	out := make([]findings.Observation, 0, len(model))
+	for _, o := range model {
+		if !ids[o.Normalize()] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // activeSignals is the hysteresis input: active findings whose key is a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/snapshot"
@@ -120,10 +121,11 @@ func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, snap
 		if age := now.Sub(finished); age <= maxAge {
 			s := newSignal(r, TypeBackupFailed, SeverityWarning)
 			s.Value, s.Threshold = round2(age.Hours()), window
-			s.Evidence = map[string]any{"last_status": b.LastStatus, "last_finished_at": finished.UTC().Format(time.RFC3339), "last_error": b.LastError, "max_age": maxAge.String()}
+			lastError := clip(b.LastError, MaxErrorRunes)
+			s.Evidence = map[string]any{"last_status": b.LastStatus, "last_finished_at": finished.UTC().Format(time.RFC3339), "last_error": lastError, "max_age": maxAge.String()}
 			s.Summary = fmt.Sprintf("last backup of %s failed %s ago", display(r), roundAge(age))
-			if b.LastError != "" {
-				s.Summary += ": " + b.LastError
+			if lastError != "" {
+				s.Summary += ": " + lastError
 			}
 			out = append(out, s)
 		}
@@ -157,11 +159,34 @@ func unreachable(r *snapshot.Resource) (Signal, bool) {
 	return s, true
 }
 
+// Caps on untrusted text a signal quotes. Detection stays pure: it only
+// shortens; the run neutralises what a signal carries before anything is
+// stored or shown (patrol.SafeSignals).
+const (
+	MaxNameRunes  = 64
+	MaxErrorRunes = 200
+)
+
 func display(r *snapshot.Resource) string {
 	if r.Name != "" && r.Name != r.ID {
-		return fmt.Sprintf("%s (%s)", r.Name, r.ID)
+		return fmt.Sprintf("%s (%s)", clip(r.Name, MaxNameRunes), clip(r.ID, MaxNameRunes))
 	}
-	return r.ID
+	return clip(r.ID, MaxNameRunes)
+}
+
+// clip cuts s to at most n runes, marking a cut with an ellipsis.
+func clip(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	count := 0
+	for i := range s {
+		if count == n-1 {
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
 }
 
 func kindWord(r *snapshot.Resource) string {

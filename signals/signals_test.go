@@ -246,12 +246,58 @@ func TestExamples(t *testing.T) {
 
 func TestMatch(t *testing.T) {
 	sigs := []signals.Signal{
-		{Type: signals.TypeHighDisk, ResourceID: "storage/a", Category: "capacity"},
-		{Type: signals.TypeHighCPU, ResourceID: "node/a", Category: "performance"},
+		{Type: signals.TypeHighDisk, ResourceID: "storage/a", Category: "capacity", Severity: signals.SeverityCritical},
+		{Type: signals.TypeHighCPU, ResourceID: "node/a", Category: "performance", Severity: signals.SeverityWarning},
 	}
-	m, u := signals.Match(sigs, []signals.Filed{{ResourceID: " Storage/a ", Category: "capacity"}, {ResourceID: "node/a", Category: "capacity"}})
+	m, u := signals.Match(sigs, []signals.Filed{
+		{ResourceID: " Storage/a ", Category: "capacity", Severity: "critical"},
+		{ResourceID: "node/a", Category: "capacity", Severity: "critical"},
+	})
 	if len(m) != 1 || m[0].ResourceID != "storage/a" || len(u) != 1 || u[0].ResourceID != "node/a" {
 		t.Fatalf("matched %v unmatched %v", m, u)
+	}
+}
+
+// The attack: a model files benign findings on the resource and category
+// of every real problem, so that matching would count them as covered.
+func TestMatchNeedsSeverityAtLeastTheSignals(t *testing.T) {
+	crit := signals.Signal{Type: signals.TypeHighDisk, ResourceID: "storage/a", Category: "capacity", Severity: signals.SeverityCritical}
+	warn := signals.Signal{Type: signals.TypeBackupFailed, ResourceID: "vm/1", Category: "backup", Severity: signals.SeverityWarning}
+	for _, tc := range []struct {
+		filed   string
+		sig     signals.Signal
+		matched bool
+	}{
+		{"info", crit, false}, {"watch", crit, false}, {"warning", crit, false}, {"critical", crit, true},
+		{"info", warn, false}, {"watch", warn, false}, {"warning", warn, true}, {"critical", warn, true},
+		{"", warn, false}, {"bogus", warn, false},
+	} {
+		filed := []signals.Filed{{ResourceID: tc.sig.ResourceID, Category: tc.sig.Category, Severity: tc.filed}}
+		m, u := signals.Match([]signals.Signal{tc.sig}, filed)
+		if got := len(m) == 1 && len(u) == 0; got != tc.matched || len(m)+len(u) != 1 {
+			t.Errorf("%s finding vs %s signal: matched %v unmatched %v, want matched=%v", tc.filed, tc.sig.Severity, m, u, tc.matched)
+		}
+	}
+	// A benign finding beside a covering one does not undo the cover.
+	filed := []signals.Filed{
+		{ResourceID: "storage/a", Category: "capacity", Severity: "info"},
+		{ResourceID: "storage/a", Category: "capacity", Severity: "critical"},
+		{ResourceID: "storage/a", Category: "capacity", Severity: "watch"},
+	}
+	if m, u := signals.Match([]signals.Signal{crit}, filed); len(m) != 1 || len(u) != 0 {
+		t.Fatalf("matched %v unmatched %v", m, u)
+	}
+}
+
+func TestSeverityRank(t *testing.T) {
+	order := []string{"", "info", "watch", "warning", "critical"}
+	for i, s := range order {
+		if got := signals.SeverityRank(s); got != i {
+			t.Errorf("SeverityRank(%q) = %d, want %d", s, got, i)
+		}
+	}
+	if signals.SeverityRank("CRITICAL") != 0 {
+		t.Error("severities are exact lower-case names")
 	}
 }
 

@@ -17,7 +17,8 @@ func Name(s string) string { return SafeText(s, MaxNameRunes) }
 // SafeText returns untrusted s made fit for text patrold writes itself, so
 // that subscribers, the API, the CLI and a later prompt inherit no live
 // instruction: every instruction-like span is replaced by its marker (on the
-// raw text), invisible and control characters are dropped, look-alike
+// raw text, and again once it is cleaned), invisible and control characters
+// are dropped, look-alike
 // letters are folded to the ASCII letter they imitate, runs of white space
 // become one space, and the result is capped at maxRunes runes (an ellipsis
 // marks the cut). Invalid UTF-8 becomes U+FFFD. The result is stable:
@@ -29,13 +30,15 @@ func SafeText(s string, maxRunes int) string {
 	if plainASCII(s) && len(s) <= maxRunes {
 		return s
 	}
+	// Spans are replaced on the raw text first, while lines still start
+	// where they did ("### system" on a line of its own), then once more on
+	// the cleaned text, which may join what invisible characters split.
+	raw, _ := replaceSpans(strings.Map(dropInvisible, strings.ToValidUTF8(s, "\uFFFD")), nil)
 	var clean strings.Builder
-	clean.Grow(len(s))
+	clean.Grow(len(raw))
 	space := false
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+	for _, r := range raw {
 		switch {
-		case invisible(r):
-			continue
 		case unicode.IsSpace(r) || unicode.IsControl(r):
 			space = clean.Len() > 0
 			continue
@@ -46,7 +49,7 @@ func SafeText(s string, maxRunes int) string {
 		}
 		clean.WriteString(lookAlike(r))
 	}
-	out := (*Neutraliser)(nil).Neutralise(clean.String()).Text
+	out, _ := replaceSpans(clean.String(), nil)
 	if utf8.RuneCountInString(out) <= maxRunes {
 		return out
 	}
@@ -58,6 +61,13 @@ func SafeText(s string, maxRunes int) string {
 		n++
 	}
 	return out
+}
+
+func dropInvisible(r rune) rune {
+	if invisible(r) {
+		return -1
+	}
+	return r
 }
 
 // plainASCII reports printable ASCII with no double spaces and no
@@ -88,4 +98,17 @@ func lookAlike(r rune) string {
 		return string(r - 0xFEE0)
 	}
 	return string(r)
+}
+
+// Names applies Name to each of names (tags, labels) and returns a new
+// slice; nil stays nil.
+func Names(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = Name(n)
+	}
+	return out
 }

@@ -52,19 +52,30 @@ func BenchmarkTriage(b *testing.B) {
 	}
 }
 
-// BenchmarkGrounding checks one evidence text against the figures of 40
-// tool results of 16,000 characters (a long detection loop).
+// BenchmarkGrounding checks one report (title, description, evidence)
+// against the index of 40 tool results of 16,000 characters (a long
+// detection loop), built once as the results arrived.
 func BenchmarkGrounding(b *testing.B) {
 	results := make([]string, 40)
 	for i := range results {
 		var sb strings.Builder
+		sb.WriteString(`{"items":[`)
 		for j := 0; sb.Len() < 16000; j++ {
-			fmt.Fprintf(&sb, `{"id":"vm/%d","metrics":{"cpu_percent":%d.%d,"memory_percent":%d}},`, i*1000+j, j%100, j%10, (j*7)%100)
+			if j > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, `{"id":"vm/%d","metrics":{"cpu_percent":%d.%d,"memory_percent":%d}}`, i*1000+j, j%100, j%10, (j*7)%100)
 		}
+		sb.WriteString(`]}`)
 		results[i] = sb.String()
 	}
+	ix := analyst.NewIndex(results)
+	title, description := "High CPU on vm/1003", "vm/1003 runs at 3.3 % CPU"
 	evidence := "vm/1003 at cpu_percent 3.3 and memory 21%, while vm/39010 sits at 10.0; 12 guests in total"
+	if bad := ix.Unsupported("vm/1003", title, description, evidence); len(bad) != 3 {
+		b.Fatalf("unsupported %v, want vm/39010, 10.0 and 12", bad)
+	}
 	for b.Loop() {
-		analyst.Unsupported(results, evidence)
+		ix.Unsupported("vm/1003", title, description, evidence)
 	}
 }

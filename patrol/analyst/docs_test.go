@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/patrol/analyst"
+	"github.com/patrold/patrold/signals"
 )
 
 // docConstants are the constants docs/MODEL_STAGES.md must state, with
@@ -23,6 +25,28 @@ var docConstants = map[string]float64{
 	"MinContextWindow": analyst.MinContextWindow, "DefaultContextWindow": analyst.DefaultContextWindow,
 	"DefaultMaxOutputTokens": analyst.DefaultMaxOutputTokens, "DefaultListLimit": analyst.DefaultListLimit,
 	"MaxListLimit": analyst.MaxListLimit, "MaxTitleChars": analyst.MaxTitleChars, "MaxTextChars": analyst.MaxTextChars,
+	"MaxNameRunes": prompt.MaxNameRunes, "MaxErrorRunes": signals.MaxErrorRunes,
+}
+
+// The name cap is one figure: detection clips names at the length the
+// neutraliser caps them at.
+func TestNameCapsAgree(t *testing.T) {
+	if signals.MaxNameRunes != prompt.MaxNameRunes {
+		t.Fatalf("signals.MaxNameRunes %d, prompt.MaxNameRunes %d", signals.MaxNameRunes, prompt.MaxNameRunes)
+	}
+}
+
+// TestDocSeverityRanks: the ranks docs/MODEL_STAGES.md gives for matching
+// are those of signals.SeverityRank.
+func TestDocSeverityRanks(t *testing.T) {
+	var parts []string
+	for _, s := range []string{"info", "watch", "warning", "critical"} {
+		parts = append(parts, s+" "+strconv.Itoa(signals.SeverityRank(s)))
+	}
+	want := "(`signals.SeverityRank`: " + strings.Join(parts, ", ") + ")"
+	if doc := strings.Join(strings.Fields(strings.Join(readDoc(t), " ")), " "); !strings.Contains(doc, want) {
+		t.Errorf("docs/MODEL_STAGES.md does not state the severity ranks as %q", want)
+	}
 }
 
 var (

@@ -1,11 +1,37 @@
 package analyst
 
-// Unsupported exposes grounding to the tests: the claims of evidence that
-// the given tool results do not support.
-func Unsupported(results []string, evidence string) []string {
+// Unsupported exposes grounding to the tests: the claims of texts about
+// resourceID that the given tool results (JSON documents) do not support.
+func Unsupported(resourceID string, results []string, texts ...string) []string {
 	c := newCorpus()
 	for _, r := range results {
-		c.add(r)
+		c.add([]byte(r))
 	}
-	return c.unsupported(evidence)
+	return c.unsupported(resourceID, texts...)
+}
+
+// Read exposes whether the tool results showed resourceID.
+func Read(resourceID string, results []string) bool {
+	c := newCorpus()
+	for _, r := range results {
+		c.add([]byte(r))
+	}
+	return c.read(resourceID)
+}
+
+// Index is a grounding index built once from tool results.
+type Index struct{ c *corpus }
+
+// NewIndex indexes the tool results.
+func NewIndex(results []string) Index {
+	c := newCorpus()
+	for _, r := range results {
+		c.add([]byte(r))
+	}
+	return Index{c}
+}
+
+// Unsupported checks texts about resourceID against the index.
+func (ix Index) Unsupported(resourceID string, texts ...string) []string {
+	return ix.c.unsupported(resourceID, texts...)
 }

@@ -91,7 +91,11 @@ func FuzzExtractClaims(f *testing.F) {
 				t.Fatalf("id %q is not canonical", id)
 			}
 		}
-		if bad := analyst.Unsupported([]string{text}, text); len(bad) > 0 && len(c.Figures)+len(c.IDs) <= 64 {
+		doc, err := json.Marshal(map[string]string{"id": "vm/1", "notes": text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := analyst.Unsupported("vm/1", []string{string(doc)}, text); len(bad) > 0 && len(c.Figures)+len(c.IDs) <= 64 {
 			t.Fatalf("claims of a text the model was shown are unsupported: %v", bad)
 		}
 	})

@@ -1,6 +1,8 @@
 package analyst
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"regexp"
 	"sort"
@@ -64,85 +66,185 @@ func gluedBefore(b byte) bool {
 	return b == '_' || b == '/' || b == '.' || (b|0x20 >= 'a' && b|0x20 <= 'z') || b >= 0x80
 }
 
-// corpus is what the tool results of one run have shown the model: the
-// figures and resource ids they contain. Safe for concurrent use.
+// corpus is what the tool results of one run have shown the model, indexed
+// once as they arrive: per resource, the figures and resource ids that
+// appeared in a tool result about that resource. A claim about a resource
+// is checked against that resource's facts only, so a figure seen on
+// another resource (or anywhere else in the run) supports nothing, and a
+// resource no tool result showed cannot be reported at all. Safe for
+// concurrent use.
 type corpus struct {
-	mu      sync.Mutex
-	figures map[float64]bool
+	mu  sync.Mutex
+	res map[string]*facts
+}
+
+// facts are what tool results showed about one resource. rounded holds
+// every figure at each precision 0..maxDecimals, so a claim is checked
+// with one lookup however many figures were seen.
+type facts struct {
+	rounded map[roundedFigure]bool
 	ids     map[string]bool
 }
 
-func newCorpus() *corpus {
-	return &corpus{figures: map[float64]bool{}, ids: map[string]bool{}}
+type roundedFigure struct {
+	decimals int
+	value    float64
 }
 
-// add records one tool result's text. The corpus side is generous: every
-// run of digits counts, glued or not (the "02" of "T02:10" is a figure
-// the model may quote), since a larger corpus only supports more.
-func (c *corpus) add(text string) {
-	ids := resourceIDPattern.FindAllString(text, -1)
-	figures := numberPattern.FindAllString(text, -1)
+// maxDecimals is the finest precision a claimed figure is checked at;
+// finer claims must match a seen figure exactly.
+const maxDecimals = 6
+
+func newCorpus() *corpus { return &corpus{res: map[string]*facts{}} }
+
+func (c *corpus) facts(id string) *facts {
+	f := c.res[id]
+	if f == nil {
+		f = &facts{rounded: map[roundedFigure]bool{}, ids: map[string]bool{id: true}}
+		c.res[id] = f
+	}
+	return f
+}
+
+// addFigures records every run of digits in text (glued or not: the "02"
+// of "T02:10" is a figure the model may quote; a larger corpus only
+// supports more) and every resource id.
+func (f *facts) add(text string) {
+	for _, fig := range numberPattern.FindAllString(text, -1) {
+		v, err := strconv.ParseFloat(fig, 64)
+		if err != nil {
+			continue
+		}
+		for d := 0; d <= maxDecimals; d++ {
+			f.rounded[roundedFigure{d, roundTo(v, d)}] = true
+		}
+		f.rounded[roundedFigure{-1, v}] = true
+	}
+	for _, id := range resourceIDPattern.FindAllString(text, -1) {
+		f.ids[snapshot.CanonicalID(id)] = true
+	}
+}
+
+func roundTo(v float64, decimals int) float64 {
+	scale := math.Pow10(decimals)
+	return math.Round(v*scale) / scale
+}
+
+// add records one tool result, a JSON document. Each object that names a
+// resource ("resource_id", or an "id" that is a resource id) is the scope
+// of everything inside it; text outside any resource's object supports no
+// claim.
+func (c *corpus) add(result []byte) {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, f := range figures {
-		if v, err := strconv.ParseFloat(f, 64); err == nil {
-			c.figures[v] = true
+	c.walk(doc, nil)
+}
+
+func (c *corpus) walk(v any, scope *facts) {
+	switch x := v.(type) {
+	case map[string]any:
+		if id := scopeID(x); id != "" {
+			scope = c.facts(id)
 		}
-	}
-	for _, id := range ids {
-		c.ids[snapshot.CanonicalID(id)] = true
+		for k, val := range x {
+			if scope != nil {
+				scope.add(k)
+			}
+			c.walk(val, scope)
+		}
+	case []any:
+		for _, val := range x {
+			c.walk(val, scope)
+		}
+	case string:
+		if scope != nil {
+			scope.add(x)
+		}
+	case json.Number:
+		if scope != nil {
+			scope.add(x.String())
+		}
 	}
 }
 
-// unsupported returns the claims of text that no tool result of the run
-// showed. A figure is supported when a figure seen in a tool result rounds
+// scopeID is the canonical resource an object of a tool result is about.
+func scopeID(obj map[string]any) string {
+	for _, k := range []string{"resource_id", "id"} {
+		if s, ok := obj[k].(string); ok {
+			if id := snapshot.CanonicalID(s); resourceIDPattern.MatchString(id) {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// read reports whether a tool result of this run showed the resource.
+func (c *corpus) read(resourceID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.res[snapshot.CanonicalID(resourceID)] != nil
+}
+
+// unsupported returns the claims of the texts (title, description,
+// evidence) about resourceID that no tool result about that resource
+// showed. A figure is supported when a figure seen on the resource rounds
 // to it at the figure's own precision ("96%" is supported by 96.3, "97%"
 // is not).
-func (c *corpus) unsupported(text string) []string {
-	cl := ExtractClaims(text)
+func (c *corpus) unsupported(resourceID string, texts ...string) []string {
+	var cl Claims
+	for _, t := range texts {
+		tc := ExtractClaims(t)
+		cl.Figures = append(cl.Figures, tc.Figures...)
+		cl.IDs = append(cl.IDs, tc.IDs...)
+	}
 	if len(cl.Figures)+len(cl.IDs) > maxClaims {
 		return []string{"more than " + strconv.Itoa(maxClaims) + " figures and ids"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	f := c.res[snapshot.CanonicalID(resourceID)]
+	if f == nil {
+		f = &facts{}
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, id := range cl.IDs {
-		if !c.ids[id] && !seen[id] {
+		if !f.ids[id] && !seen[id] {
 			seen[id] = true
 			out = append(out, id)
 		}
 	}
-	for _, f := range cl.Figures {
-		if !c.supportsFigure(f) && !seen[f] {
-			seen[f] = true
-			out = append(out, f)
+	for _, fig := range cl.Figures {
+		if !f.supportsFigure(fig) && !seen[fig] {
+			seen[fig] = true
+			out = append(out, fig)
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-func (c *corpus) supportsFigure(f string) bool {
-	v, err := strconv.ParseFloat(f, 64)
+func (f *facts) supportsFigure(fig string) bool {
+	v, err := strconv.ParseFloat(fig, 64)
 	if err != nil {
 		return false
 	}
-	if c.figures[v] {
+	if f.rounded[roundedFigure{-1, v}] {
 		return true
 	}
 	decimals := 0
-	if i := strings.IndexByte(f, '.'); i >= 0 {
-		decimals = len(f) - i - 1
+	if i := strings.IndexByte(fig, '.'); i >= 0 {
+		decimals = len(fig) - i - 1
 	}
-	if decimals > 6 {
+	if decimals > maxDecimals {
 		return false
 	}
-	scale := math.Pow10(decimals)
-	for seen := range c.figures {
-		if math.Abs(math.Round(seen*scale)/scale-v) < 1e-9 {
-			return true
-		}
-	}
-	return false
+	return f.rounded[roundedFigure{decimals, v}]
 }

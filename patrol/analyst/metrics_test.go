@@ -14,13 +14,13 @@ import (
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	a, _ := scripted(t, []script.Turn{
-		tools(get("c1", localZFS)),
+		tools(get("c1", localZFS), get("c1b", "node/pve1")),
 		tools(
 			report("c2", localZFS, "capacity", "high_disk", "critical", "usage_percent 96.3"),
 			report("c3", localZFS, "capacity", "other", "warning", "usage 99.9"),
 		),
 		text("Done."), // detection ends
-		tools(report("e1", "node/pve1", "performance", "high_cpu", "warning", "usage_percent 96.3")),
+		tools(report("e1", "node/pve1", "performance", "high_cpu", "warning", "node/pve1 is busy")),
 		text("Done."), // evaluation ends
 	}, func(o *analyst.Options) { o.Registerer = reg })
 	analyze(t, a, input(t, loadSnap(t, "small-faults.json")))

@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -39,17 +41,17 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 		r.a.metrics.report(ReasonDisclosure)
 		return nil, refused(ReasonDisclosure, "the report repeats the system policy and was not filed")
 	}
-	if bad := r.facts.unsupported(args.Evidence); len(bad) > 0 {
+	if err := r.ground(res.ID, args.Title, args.Description, args.Evidence); err != nil {
 		r.a.metrics.report(ReasonUnsupportedClaim)
-		return nil, refused(ReasonUnsupportedClaim,
-			"evidence names figures or resource ids that no tool result of this run showed: %s; read them with a tool first",
-			strings.Join(bad, ", ")).With("unsupported", bad)
+		return nil, err
 	}
+	// What is stored and published is patrold's text now: neutralised and
+	// capped like every name it writes.
 	o := findings.Observation{
-		Key: findings.NormalizeKey(args.Key), ResourceID: res.ID, ResourceKind: string(res.Kind), ResourceName: res.Name,
-		ResourceTags: res.Tags, Category: findings.NormalizeCategory(args.Category), Severity: findings.Severity(args.Severity),
-		Source: findings.SourceModel, Title: args.Title, Description: args.Description,
-		Recommendation: args.Recommendation, Evidence: args.Evidence,
+		Key: findings.NormalizeKey(args.Key), ResourceID: res.ID, ResourceKind: string(res.Kind), ResourceName: prompt.Name(res.Name),
+		ResourceTags: prompt.Names(res.Tags), Category: findings.NormalizeCategory(args.Category), Severity: findings.Severity(args.Severity),
+		Source: findings.SourceModel, Title: prompt.SafeText(args.Title, MaxTitleChars), Description: prompt.SafeText(args.Description, MaxTextChars),
+		Recommendation: prompt.SafeText(args.Recommendation, MaxTextChars), Evidence: prompt.SafeText(args.Evidence, MaxTextChars),
 	}
 	id := findings.ID(o.ResourceID, o.Category, o.Key)
 	key := scopeKey{snapshot.CanonicalID(res.ID), string(o.Category)}
@@ -75,7 +77,7 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 		status = "re_reported"
 	}
 	r.obs[id] = o
-	r.filed = append(r.filed, signals.Filed{ResourceID: res.ID, Category: string(o.Category)})
+	r.filed = append(r.filed, signals.Filed{ResourceID: res.ID, Category: string(o.Category), Severity: string(o.Severity)})
 	r.a.metrics.report(reportFiled)
 	return reportResult{FindingID: id, Status: status}, nil
 }
@@ -90,6 +92,23 @@ func (r *run) scopeList() []string {
 		out = append(out[:maxScopeListed], fmt.Sprintf("and %d more", len(out)-maxScopeListed))
 	}
 	return out
+}
+
+// ground checks a claim about one resource field by field: the
+// resource must have been read in this run, and every figure and resource
+// id in the texts must appear in a tool result about that resource.
+func (r *run) ground(resourceID string, texts ...string) *agent.ToolError {
+	if !r.facts.read(resourceID) {
+		return refused(ReasonUnsupportedClaim,
+			"no tool result of this run showed %s; read it with %s before reporting on it", canonical(resourceID), ToolGetResource).
+			With("unsupported", []string{canonical(resourceID)})
+	}
+	if bad := r.facts.unsupported(resourceID, texts...); len(bad) > 0 {
+		return refused(ReasonUnsupportedClaim,
+			"the text names figures or resource ids that no tool result about %s showed in this run: %s; read them with a tool first",
+			canonical(resourceID), strings.Join(bad, ", ")).With("unsupported", bad)
+	}
+	return nil
 }
 
 // discloses returns the first text that repeats the system policy, or "".
@@ -129,10 +148,8 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 	if r.discloses(args.Evidence) != "" {
 		return nil, refused(ReasonDisclosure, "the verdict repeats the system policy and was not recorded")
 	}
-	if bad := r.facts.unsupported(args.Evidence); len(bad) > 0 {
-		return nil, refused(ReasonUnsupportedClaim,
-			"evidence names figures or resource ids that no tool result of this run showed: %s", strings.Join(bad, ", ")).
-			With("unsupported", bad)
+	if err := r.ground(f.ResourceID, args.Evidence); err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -143,7 +160,7 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 	r.verdicts[f.ID] = args.Verdict
 	switch args.Verdict {
 	case VerdictPresent:
-		r.filed = append(r.filed, signals.Filed{ResourceID: f.ResourceID, Category: string(f.Category)})
+		r.filed = append(r.filed, signals.Filed{ResourceID: f.ResourceID, Category: string(f.Category), Severity: string(f.Severity)})
 		if _, ok := r.obs[f.ID]; !ok {
 			r.obs[f.ID] = reconfirm(f, args.Evidence)
 		}

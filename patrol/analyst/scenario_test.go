@@ -94,10 +94,10 @@ func TestUnsupportedClaimsAreRejected(t *testing.T) {
 func TestEvaluationPassScope(t *testing.T) {
 	a, c := scripted(t, []script.Turn{
 		text("Nothing stands out."), // detection
-		tools(get("e1", "vm/102")),
+		tools(get("e1", "vm/102"), get("e1b", "node/pve1")),
 		tools(
 			report("e2", "vm/102", "reliability", "guest_unreachable", "warning", "vm/102 is running with reachable false"),
-			report("e3", "node/pve1", "performance", "high_cpu", "warning", "node/pve1 hosts vm/102"),
+			report("e3", "node/pve1", "performance", "high_cpu", "warning", "node/pve1 is busy"),
 		),
 		tools(report("e4", "vm/102", "reliability", "vm_down", "critical", "vm/102 still unreachable")),
 		text("Done."),

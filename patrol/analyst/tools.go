@@ -101,7 +101,7 @@ func (r *run) grounded(h agent.Handler) agent.Handler {
 		res, err := h(ctx, args)
 		if err == nil {
 			if b, merr := json.Marshal(res); merr == nil {
-				r.facts.add(string(b))
+				r.facts.add(b)
 			}
 		}
 		return res, err

@@ -32,7 +32,7 @@ func TestAssessmentSweepVerdicts(t *testing.T) {
 	a, c := scripted(t, []script.Turn{
 		text("Nothing new."),    // detection
 		text("Nothing to add."), // evaluation pass over the nine unmatched signals
-		tools(get("s1", "node/pve1"), get("s2", localZFS), get("s3", "vm/101")),
+		tools(get("s1", "node/pve1"), get("s2", localZFS), get("s3", "vm/101"), get("s4", "vm/102"), get("s5", "container/201")),
 		tools(
 			assess("v1", stillFull.ID, "resolved", "usage_percent 96.3"),
 			assess("v2", cpuCleared.ID, "resolved", "cpu_percent 35 is below the clear threshold 65"),
