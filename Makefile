@@ -34,6 +34,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./snapshot
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz FuzzNeutraliseDocument -fuzztime $(FUZZTIME) ./model/prompt
+	$(GO) test -run '^$$' -fuzz FuzzGroundNote -fuzztime $(FUZZTIME) ./assistant
 
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net, then
 ## each registry pre-check, in turn; every removal must fail a test.

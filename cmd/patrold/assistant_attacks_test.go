@@ -25,8 +25,8 @@ import (
 	"github.com/patrold/patrold/model/script"
 )
 
-// attacksDir holds the adversarial suite: one YAML file per attack.
-var attacksDir = filepath.Join("..", "..", "assistant", "testdata", "attacks")
+// assistantAttacksDir holds the adversarial suite: one YAML file per attack.
+var assistantAttacksDir = filepath.Join("..", "..", "assistant", "testdata", "attacks")
 
 // attack is one adversarial scenario: a fully compliant scripted model (it
 // does exactly what the file says, whatever patrold answers), driven through
@@ -137,9 +137,9 @@ func expandRepeats(v any) any {
 
 func loadAttacks(t *testing.T) map[string]*attack {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(attacksDir, "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(assistantAttacksDir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("no attacks under %s: %v", attacksDir, err)
+		t.Fatalf("no attacks under %s: %v", assistantAttacksDir, err)
 	}
 	out := map[string]*attack{}
 	for _, p := range paths {
