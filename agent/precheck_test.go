@@ -177,3 +177,39 @@ func TestRepliesStoredBounded(t *testing.T) {
 		t.Fatalf("oversized call: %+v ran %d", res.Steps[0], cnt.get("read_logs"))
 	}
 }
+
+// TestManifestListsTheChecks: the manifest's pre-checks and transitions are
+// the runtime's own tables, in order.
+func TestManifestListsTheChecks(t *testing.T) {
+	reg, err := NewRegistry(testTools(&calls{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Manifest(reg, Profile{Name: "test", Tools: reg.Names()})
+	var checks []Check
+	for _, p := range m.Prechecks {
+		checks = append(checks, p.Check)
+	}
+	want := []Check{CheckRegistered, CheckAdvertised, CheckArguments, CheckLookFirst, CheckStateMachine, CheckTargetResolved, CheckTargetKind,
+		CheckSignal, CheckAutonomyRisk, CheckApproval, CheckConditionPresent, CheckBudget, CheckOncePerEpisode, CheckLoop}
+	if !slices.Equal(checks, want) {
+		t.Fatalf("manifest checks %v", checks)
+	}
+	n := 0
+	for _, from := range Phases() {
+		for _, ev := range Events() {
+			if to, ok := Transition(from, ev); ok {
+				if !slices.Contains(m.Transitions, TransitionInfo{From: from.String(), Event: ev, To: to.String()}) {
+					t.Errorf("manifest misses %s x %s", from, ev)
+				}
+				n++
+			}
+		}
+	}
+	if len(m.Transitions) != n || m.Limits.MaxStringBytes != MaxStringBytes || m.Limits.MaxArrayItems != MaxArrayItems {
+		t.Fatalf("manifest transitions %d (want %d), limits %+v", len(m.Transitions), n, m.Limits)
+	}
+	if !m.Tools[0].Verifies || m.Tools[3].Verifies {
+		t.Fatalf("verifies flags: %+v", m.Tools)
+	}
+}
