@@ -63,6 +63,14 @@ func (b *CallBudget) Remaining() int {
 	return max(b.Limit-b.used, 0)
 }
 
+// Spend records n calls already made elsewhere (a session resumed after an
+// approval carries the calls it made before it parked).
+func (b *CallBudget) Spend(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += max(n, 0)
+}
+
 func (b *CallBudget) take() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -224,3 +224,32 @@ func TestConcurrentApprovalsRunTheActionOnce(t *testing.T) {
 		t.Fatalf("%d approvals won, action log %q", won, fx.fixLog())
 	}
 }
+
+// TestResumedSessionKeepsItsEvidenceBudget: the calls made before an
+// approval count after it. Playbook: resolve, check, (approval), then on
+// resume resolve, the action and its verifying check: five calls.
+func TestResumedSessionKeepsItsEvidenceBudget(t *testing.T) {
+	for _, c := range []struct {
+		budget int
+		want   bus.Outcome
+		steps  []string
+	}{
+		{5, bus.OutcomeFixVerified, []string{"4:resolve_target:ok::READING>READING", "5:run_action:ok::READING>VERIFYING", "6:check_condition:ok::VERIFYING>VERIFYING"}},
+		{4, bus.OutcomeCannotFix, []string{"4:resolve_target:ok::READING>READING", "5:run_action:blocked:BUDGET_EXHAUSTED:READING>READING"}},
+	} {
+		fx := newFixture(t)
+		o := fx.options(findings.AutonomyApproval, fx.fixAction("low"))
+		o.EvidenceBudget = c.budget
+		a := fx.assistant(o)
+		_, ap := queue(t, fx, a, RiskLow)
+		out, err := a.Approve(context.Background(), ap.ID, "ops")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := out.(*DecisionResult).Transcript
+		equal(t, "resumed steps", stepLines(tr.Steps)[3:], c.steps)
+		if tr.Outcome != c.want || (c.want == bus.OutcomeCannotFix) != (fx.fixLog() == "") {
+			t.Fatalf("budget %d: outcome %s, action log %q", c.budget, tr.Outcome, fx.fixLog())
+		}
+	}
+}

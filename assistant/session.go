@@ -90,6 +90,12 @@ func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.F
 	if err != nil {
 		return nil, fmt.Errorf("assistant: investigation.evidence_budget: %w", err)
 	}
+	// A resumed session carries the calls it made before it parked.
+	for _, step := range st.Transcript.Steps {
+		if step.Kind != agent.KindUserInput && (step.Status == agent.StatusOK || step.Status == agent.StatusError) {
+			evidence.Spend(1)
+		}
+	}
 	opts := agent.Options{
 		Registry: reg, Profile: agent.Profile{Name: ProfileName, Tools: reg.Names()}, System: systemPolicy,
 		MaxTurns: max(a.opts.Config.MaxTurns-st.Turns, 1), MaxTokens: a.opts.MaxOutputTokens, FSM: fsm,

@@ -149,7 +149,8 @@ func (e *env) askOperator(ctx context.Context, args json.RawMessage) (any, error
 		Question string `json:"question"`
 	}
 	_ = json.Unmarshal(args, &in)
-	answer, err := e.a.opts.Operator.Ask(ctx, in.Question)
+	// The operator sees patrold's rendering of the model's question.
+	answer, err := e.a.opts.Operator.Ask(ctx, safeText(in.Question, maxSummaryRunes))
 	if err != nil {
 		return nil, agent.NewToolError(agent.CodeExecutionFailed, "no answer: %v", err)
 	}
