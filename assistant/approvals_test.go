@@ -3,6 +3,7 @@ package assistant
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/script"
 )
 
 // queue runs a playbook session at autonomy approval; it must end
@@ -251,5 +254,42 @@ func TestResumedSessionKeepsItsEvidenceBudget(t *testing.T) {
 		if tr.Outcome != c.want || (c.want == bus.OutcomeCannotFix) != (fx.fixLog() == "") {
 			t.Fatalf("budget %d: outcome %s, action log %q", c.budget, tr.Outcome, fx.fixLog())
 		}
+	}
+}
+
+// TestResumedSessionKeepsItsCostBudget: per_run_usd bounds the whole
+// session, before and after its approval, and the stored cost is not
+// counted twice.
+func TestResumedSessionKeepsItsCostBudget(t *testing.T) {
+	costly := func(tt script.Turn) script.Turn {
+		tt.Usage = &model.Usage{InputTokens: 1}
+		return tt
+	}
+	fx := newFixture(t)
+	o := fx.options(findings.AutonomyAssisted, fx.fixAction("medium"))
+	o.ModelName, o.Prices, o.Budget = "script", model.Prices{"script": {InputPerMTok: 1e6}}, model.BudgetOptions{PerRunUSD: 2.5}
+	o.Provider = scripted(t,
+		costly(call(ToolResolveTarget, `{}`)),
+		costly(call(ToolRunAction, `{"action":"prune_snapshots"}`)),
+		costly(say("Done.")), // $3 spent: the budget stops the session here
+		costly(call(ToolCheckCondition, `{}`)),
+		costly(say("Pruned; the condition cleared.")),
+	)
+	a := fx.assistant(o)
+	queued := fx.run(a)
+	if queued.Transcript.Outcome != bus.OutcomeFixQueued || queued.CostUSD != 2 {
+		t.Fatalf("queued %s", mustJSON(t, queued))
+	}
+	out, err := a.Approve(context.Background(), queued.ApprovalID, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.(*DecisionResult)
+	if d.Outcome != bus.OutcomeFixVerificationUnknown || !strings.Contains(d.Summary, "stopped calling the model") {
+		t.Fatalf("decision %s", mustJSON(t, d))
+	}
+	var cost float64
+	if err := fx.st.DB().QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, queued.Transcript.SessionID).Scan(&cost); err != nil || cost != 3 {
+		t.Fatalf("stored cost %g (%v), want 3", cost, err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // ledger is the spend ledger a session's budget reads: finished runs (the
-// configured Ledger, or the Store when it is one) plus finished sessions.
-func (a *Assistant) ledger() model.SpendLedger {
+// configured Ledger, or the Store when it is one) plus other sessions (the
+// session's own earlier spend is carried by its budget instead).
+func (a *Assistant) ledger(sessionID string) model.SpendLedger {
 	runs := a.opts.Ledger
 	if runs == nil {
 		runs, _ = a.opts.Store.(model.SpendLedger)
@@ -26,7 +27,7 @@ func (a *Assistant) ledger() model.SpendLedger {
 		}
 		var s float64
 		err := a.opts.Store.DB().QueryRowContext(context.Background(),
-			`SELECT COALESCE(SUM(cost_usd), 0) FROM remediation_sessions WHERE started_at >= ?`, fmtTime(since)).Scan(&s)
+			`SELECT COALESCE(SUM(cost_usd), 0) FROM remediation_sessions WHERE started_at >= ? AND id != ?`, fmtTime(since), sessionID).Scan(&s)
 		if err != nil {
 			return 0, fmt.Errorf("assistant: session spend: %w", err)
 		}

@@ -54,6 +54,7 @@ type session struct {
 	rec      *model.Recorder
 	cv       *prompt.Conversation
 	budget   *model.Budget
+	carried  float64 // spend of the session before it resumed
 	meter    *meter
 	consumed int // agent steps already copied into the transcript
 	// reason says, in patrold's words, why the session stopped where it did.
@@ -125,16 +126,29 @@ func (s *session) modelSide(opts *agent.Options) error {
 	if err != nil {
 		return fmt.Errorf("assistant: %w", err)
 	}
-	budget, err := model.NewBudget(a.opts.Budget, a.opts.Prices, a.ledger())
+	budget, err := model.NewBudget(a.opts.Budget, a.opts.Prices, a.ledger(s.state.ID))
 	if err != nil {
 		return fmt.Errorf("assistant: model.budget: %w", err)
+	}
+	// A session resumed after an approval is one session for its budgets:
+	// it carries the spend and the tokens of what it did before it parked.
+	var base model.Usage
+	if s.state.Turns > 0 {
+		var prevCost float64
+		if err := a.opts.Store.DB().QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, s.state.ID).Scan(&prevCost); err == nil {
+			budget.Carry(prevCost)
+			s.carried = prevCost
+		}
+		if rec, err := SessionExchange(context.Background(), a.opts.Store.DB(), s.state.ID); err == nil {
+			base = rec.Usage()
+		}
 	}
 	cv, err := s.conversation()
 	if err != nil {
 		return fmt.Errorf("assistant: %w", err)
 	}
 	s.rec, s.cv, s.budget = rec, cv, budget
-	s.meter = &meter{s: s}
+	s.meter = &meter{s: s, base: base}
 	opts.Provider = &composed{next: rec, cv: cv, guard: prompt.Guard(systemPolicy), skip: 1}
 	opts.TurnBudget = s.meter.check
 	return nil
@@ -145,6 +159,7 @@ func (s *session) modelSide(opts *agent.Options) error {
 type meter struct {
 	s    *session
 	prev model.Usage
+	base model.Usage // tokens used before the session resumed
 }
 
 func (m *meter) check(_ int, u model.Usage) error {
@@ -153,7 +168,7 @@ func (m *meter) check(_ int, u model.Usage) error {
 		m.s.stopped = true
 		return err
 	}
-	if total := u.InputTokens + u.OutputTokens; total >= m.s.a.opts.Config.MaxTokens {
+	if total := m.base.InputTokens + m.base.OutputTokens + u.InputTokens + u.OutputTokens; total >= m.s.a.opts.Config.MaxTokens {
 		m.s.stopped = true
 		return fmt.Errorf("assistant.max_tokens %d reached (used %d)", m.s.a.opts.Config.MaxTokens, total)
 	}
@@ -217,6 +232,7 @@ func (s *session) driveModel(ctx context.Context, msgs []model.Message) {
 	if res == nil {
 		return
 	}
+	s.meter.charge(res.Usage) // the last turn is charged after the loop
 	s.absorb(offset)
 	s.state.Turns += res.Turns
 	s.state.Messages = res.Messages
@@ -325,10 +341,11 @@ func (s *session) recording() ([]byte, error) {
 	return b, nil
 }
 
-// spent is the session's model spend so far.
+// spent is what this leg of the session spent on the model (the spend
+// carried from before an approval is already stored).
 func (s *session) spent() float64 {
 	if s.budget == nil {
 		return 0
 	}
-	return s.budget.Spent()
+	return s.budget.Spent() - s.carried
 }

@@ -151,7 +151,22 @@ func (b *Budget) Err() error {
 	return b.exhausted
 }
 
-// Spent returns the run's own spend so far.
+// Carry adds spend made before this budget existed to the run's own spend
+// (a session resumed after an approval is one session for per_run_usd)
+// and re-checks the per-run limit.
+func (b *Budget) Carry(usd float64) {
+	if usd <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runSpent += usd
+	if b.opts.PerRunUSD > 0 && b.runSpent >= b.opts.PerRunUSD && b.exhausted == nil {
+		b.exhausted = &BudgetError{Limit: LimitPerRun, LimitUSD: b.opts.PerRunUSD, SpentUSD: b.runSpent}
+	}
+}
+
+// Spent returns the run's own spend so far (carried spend included).
 func (b *Budget) Spent() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()

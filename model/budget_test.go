@@ -170,3 +170,23 @@ func TestPriceLookupBySuffixedModelName(t *testing.T) {
 		}
 	}
 }
+
+func TestCarryCountsTowardsPerRun(t *testing.T) {
+	b, err := NewBudget(BudgetOptions{PerRunUSD: 1}, testPrices, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b.Carry(0.6)
+	if b.Exhausted() || b.Spent() != 0.6 {
+		t.Fatalf("after carrying 0.6: exhausted %v spent %g", b.Exhausted(), b.Spent())
+	}
+	if err := b.Allow(now, 0.5); err == nil {
+		t.Fatal("a call past the limit with carried spend was allowed")
+	}
+	b.Carry(0.4)
+	var be *BudgetError
+	if !b.Exhausted() || !errors.As(b.Err(), &be) || be.Limit != LimitPerRun || be.SpentUSD != 1 {
+		t.Fatalf("after carrying 1.0: %v", b.Err())
+	}
+}
