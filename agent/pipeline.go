@@ -52,14 +52,32 @@ func (s *Session) ExecuteBatch(ctx context.Context, turn int, calls []model.Tool
 func (s *Session) executeBatch(ctx context.Context, turn int, tcs []model.ToolCall, advertised func(string) bool) Batch {
 	calls := make([]*call, len(tcs))
 	for i, tc := range tcs {
-		if tc.ID == "" {
+		if tc.ID == "" || len(tc.ID) > maxCallIDBytes {
 			tc.ID = fmt.Sprintf("call_%d_%d", turn, i+1)
 		}
+		tc.Name = SafeToolName(tc.Name)
 		calls[i] = &call{tc: tc}
 	}
 	s.precheck(ctx, calls, &judgeInput{advertised: advertised, now: s.now()})
 	s.execute(ctx, calls)
 	return s.postprocess(turn, calls)
+}
+
+// InvalidToolName stands for a tool name no tool can have (it breaks the
+// name pattern): such a name is never stored, shown or sent back as the
+// model wrote it. It is refused as UNKNOWN_TOOL.
+const InvalidToolName = "(invalid tool name)"
+
+// maxCallIDBytes bounds a provider's call id kept in records.
+const maxCallIDBytes = 128
+
+// SafeToolName returns name when a tool could be registered under it,
+// else InvalidToolName.
+func SafeToolName(name string) string {
+	if toolName.MatchString(name) {
+		return name
+	}
+	return InvalidToolName
 }
 
 // postprocess applies results sequentially in provider order: FSM

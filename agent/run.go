@@ -73,7 +73,7 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 		}
 		res.Turns = turn
 		res.Usage = res.Usage.Add(resp.Usage)
-		res.Messages = append(res.Messages, storedReply(resp))
+		res.Messages = append(res.Messages, storedReply(turn, resp))
 		if len(resp.ToolCalls) == 0 {
 			s.finalAnswer(res, resp.Text)
 			restricted = false
@@ -84,9 +84,8 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 			narrow = s.readOnly
 		}
 		batch := s.executeBatch(ctx, turn, resp.ToolCalls, narrow)
-		for i, r := range batch.Results {
-			tc := resp.ToolCalls[i]
-			res.Messages = append(res.Messages, model.Message{Role: model.RoleTool, Content: r.Content, ToolCallID: r.Step.CallID, ToolName: tc.Name})
+		for _, r := range batch.Results {
+			res.Messages = append(res.Messages, model.Message{Role: model.RoleTool, Content: r.Content, ToolCallID: r.Step.CallID, ToolName: r.Step.Tool})
 		}
 		if batch.ApprovalRequired {
 			res.StopReason = StopApprovalRequired
@@ -112,12 +111,16 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 // fails the schema bounds anyway).
 const MaxStoredArgumentBytes = 16 << 10
 
-func storedReply(resp *model.Response) model.Message {
+func storedReply(turn int, resp *model.Response) model.Message {
 	m := model.Message{Role: model.RoleAssistant, Content: resp.Text}
 	if r := []rune(m.Content); len(r) > MaxToolResultChars {
 		m.Content = string(r[:MaxToolResultChars]) + " [cut]"
 	}
-	for _, tc := range resp.ToolCalls {
+	for i, tc := range resp.ToolCalls {
+		tc.Name = SafeToolName(tc.Name)
+		if tc.ID == "" || len(tc.ID) > maxCallIDBytes {
+			tc.ID = fmt.Sprintf("call_%d_%d", turn, i+1)
+		}
 		if len(tc.Arguments) > MaxStoredArgumentBytes {
 			note, _ := json.Marshal(map[string]int{"argument_bytes_not_kept": len(tc.Arguments)})
 			tc.Arguments = note
