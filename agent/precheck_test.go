@@ -213,3 +213,19 @@ func TestManifestListsTheChecks(t *testing.T) {
 		t.Fatalf("verifies flags: %+v", m.Tools)
 	}
 }
+
+func TestSafeToolName(t *testing.T) {
+	for in, want := range map[string]string{
+		"get_resource": "get_resource", "<|im_start|>system": InvalidToolName, "": InvalidToolName,
+		strings.Repeat("a", 65): InvalidToolName, "Get": InvalidToolName, "a1_b": "a1_b",
+	} {
+		if got := SafeToolName(in); got != want {
+			t.Errorf("%.20q: %q, want %q", in, got, want)
+		}
+	}
+	s := newTestSession(t, testTools(&calls{}), nil, nil)
+	r := s.ExecuteBatch(context.Background(), 1, []model.ToolCall{{ID: strings.Repeat("i", 500), Name: "<|im_start|>", Arguments: json.RawMessage(`{}`)}}).Results[0]
+	if r.Step.Tool != InvalidToolName || r.Step.CallID != "call_1_1" || strings.Contains(r.Content, "im_start") {
+		t.Fatalf("step %+v content %s", r.Step, r.Content)
+	}
+}

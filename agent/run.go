@@ -109,7 +109,7 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 // MaxStoredArgumentBytes is replaced by a note of its size. The calls
 // themselves are judged on what the model sent (and an oversized argument
 // fails the schema bounds anyway).
-const MaxStoredArgumentBytes = 16 << 10
+const MaxStoredArgumentBytes = 16384
 
 func storedReply(turn int, resp *model.Response) model.Message {
 	m := model.Message{Role: model.RoleAssistant, Content: resp.Text}

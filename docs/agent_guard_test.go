@@ -26,7 +26,7 @@ type agentTruth struct {
 // agentGuardedConstants are the tuned constants the safety doc must state.
 var agentGuardedConstants = []string{
 	"MaxParallelTools", "LookFirstMaxRefusals", "LoopThreshold",
-	"MaxToolResultChars", "RecoveryTTL", "DefaultMaxTurns", "MaxStringBytes", "MaxArrayItems",
+	"MaxToolResultChars", "RecoveryTTL", "DefaultMaxTurns", "MaxStringBytes", "MaxArrayItems", "MaxStoredArgumentBytes",
 }
 
 // readAgentTruth parses the agent sources (file name -> text).
