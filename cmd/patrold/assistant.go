@@ -119,14 +119,27 @@ func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder, provider 
 	return asst, nil
 }
 
-// sessionReplay answers with the recorded model exchange of a past session.
+// sessionReplay answers with the recorded model exchange of a past session,
+// under the recorded provider's name (so it is priced the same).
 func sessionReplay(cmd *cobra.Command, st *findings.Store, sessionID string) (model.Provider, error) {
 	rec, err := assistant.SessionExchange(cmd.Context(), st.DB(), sessionID)
 	if err != nil {
 		return nil, usage(fmt.Errorf("--replay: %w", err))
 	}
-	return script.NewReplay(rec)
+	r, err := script.NewReplay(rec)
+	if err != nil {
+		return nil, fmt.Errorf("--replay: %w", err)
+	}
+	return namedProvider{Provider: r, name: rec.Provider}, nil
 }
+
+// namedProvider reports another name for a provider.
+type namedProvider struct {
+	model.Provider
+	name string
+}
+
+func (p namedProvider) Name() string { return p.name }
 
 func printTranscript(w io.Writer, res *assistant.Result) {
 	t := res.Transcript
