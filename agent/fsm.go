@@ -284,7 +284,13 @@ func (f *FSM) CanFinalAnswer() error {
 // CompleteVerification moves a verified VERIFYING to READING (keeping
 // WroteThisEpisode) and reports whether it did.
 func (f *FSM) CompleteVerification() bool {
-	return f.Apply(EventCompleteVerification, "", time.Time{}) == nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lazyInit()
+	if f.phase() != phVerified {
+		return false // nothing to complete (not a refused move)
+	}
+	return f.applyLocked(EventCompleteVerification, "", time.Time{}) == nil
 }
 
 // Reset returns to RESOLVING and clears all tracking, pending recoveries
