@@ -93,7 +93,13 @@ func (s *session) get(ctx context.Context, segments []string, query url.Values, 
 	req.Header.Set("Authorization", s.header)
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.c.http.Do(req)
-	if err != nil {
+	var cv *tls.CertificateVerificationError
+	switch {
+	case errors.Is(err, ErrFingerprintMismatch):
+		return fmt.Errorf("%s: tls: %w", endpoint, errors.Unwrap(err))
+	case errors.As(err, &cv):
+		return fmt.Errorf("%s: %w (set source.proxmox.tls.ca_file or tls.fingerprint for a self-signed cluster)", endpoint, cv)
+	case err != nil:
 		return fmt.Errorf("%s: %w: %v", endpoint, ErrNodeUnreachable, transportCause(err, s.c.timeout))
 	}
 	defer resp.Body.Close()

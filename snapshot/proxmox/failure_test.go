@@ -1,0 +1,150 @@
+package proxmox
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+func TestNodeTimesOut(t *testing.T) {
+	fake, srv := newFake(t)
+	fake.hang["pve2"] = true
+	o := testOptions(t, srv)
+	o.Timeout = 300 * time.Millisecond
+	snap, problems, err := newSource(t, o).Collect(context.Background())
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	// pve1 is patrolled in full; pve2's guests and storage are there as
+	// /cluster/resources reports them, without disks or backup state.
+	golden(t, "timeout.golden.json", collected{Snapshot: snap, Problems: problems})
+	want := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
+		Problem: "node pve2: node unreachable: no answer within 300ms (source.proxmox.timeout); " +
+			"the rest of node pve2 (disks, SMART, vzdump tasks, backup volumes, guest addresses) was not read"}
+	if !slices.Contains(problems, want) {
+		t.Errorf("problems %+v lack %+v", problems, want)
+	}
+	for _, p := range fake.requested() {
+		if strings.HasPrefix(p, "nodes/pve2/") && p != "nodes/pve2/disks/list" {
+			t.Errorf("requested %s after pve2 timed out", p)
+		}
+	}
+}
+
+func TestEndpointFailureLeavesBackupsOut(t *testing.T) {
+	fake, srv := newFake(t)
+	fake.fail["nodes/pve1/storage/nfs-backup/content"] = true
+	snap, problems, err := newSource(t, testOptions(t, srv)).Collect(context.Background())
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	want := []snapshot.Problem{
+		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/storage/nfs-backup/content", Problem: "node pve1: HTTP 500 storage 'nfs-backup' is not online"},
+	}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems:\n got %+v\nwant %+v", problems, want)
+	}
+	// The shared backup storage was not read: no guest has a backup state
+	// (a missing volume would read as a missing backup), everything else
+	// is as in the full collection.
+	full := readGolden(t, "cluster.golden.json")
+	for i := range full.Snapshot.Resources {
+		full.Snapshot.Resources[i].Backup = nil
+	}
+	if !reflect.DeepEqual(snap, full.Snapshot) {
+		got, _ := snapshot.Encode(snap)
+		t.Errorf("snapshot differs from the full one without backups:\n%s", got)
+	}
+}
+
+func readGolden(t *testing.T, name string) collected {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Snapshot json.RawMessage `json:"snapshot"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	snap, probs, err := snapshot.Decode(c.Snapshot, snapshot.DecodeOptions{})
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("golden snapshot: %v %v", err, probs)
+	}
+	return collected{Snapshot: snap}
+}
+
+func TestUnauthorizedNamesTheTokenNotTheSecret(t *testing.T) {
+	_, srv := newFake(t)
+	o := testOptions(t, srv)
+	if err := os.WriteFile(o.TokenSecretFile, []byte("00000000-dead-beef-0000-000000000000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := newSource(t, o).Collect(context.Background())
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("err = %v, want ErrUnauthorized", err)
+	}
+	want := `collect: GET /cluster/resources: HTTP 401: authentication failed for API token "patrold@pve!patrol": ` +
+		`check source.proxmox.token_id and the secret in source.proxmox.token_secret_file (` + o.TokenSecretFile + `)`
+	if err.Error() != want {
+		t.Errorf("err:\n got %s\nwant %s", err, want)
+	}
+	if strings.Contains(err.Error(), "dead-beef") || strings.Contains(err.Error(), testSecret) {
+		t.Errorf("the error prints a secret: %s", err)
+	}
+}
+
+func TestTLSVerification(t *testing.T) {
+	_, srv := newFake(t)
+	pin := fingerprint(srv)
+	other := strings.Repeat("AB:", 31) + "AB"
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		tls  TLSOptions
+		err  string // "" collects
+	}{
+		{"pinned", TLSOptions{Fingerprint: pin}, ""},
+		{"pinned lower case without colons", TLSOptions{Fingerprint: strings.ToLower(strings.ReplaceAll(pin, ":", ""))}, ""},
+		{"ca file", TLSOptions{CAFile: caFile}, ""},
+		{"insecure", TLSOptions{InsecureSkipVerify: true}, ""},
+		{"wrong pin", TLSOptions{Fingerprint: other},
+			"collect: GET /cluster/resources: tls: server certificate does not match source.proxmox.tls.fingerprint: " +
+				"the server presented SHA-256 " + pin + ", want " + other},
+		{"system roots", TLSOptions{}, "x509: certificate signed by unknown authority"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := testOptions(t, srv)
+			o.TLS = c.tls
+			snap, _, err := newSource(t, o).Collect(context.Background())
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("Collect: %v", err)
+			case c.err == "" && len(snap.Resources) != 18:
+				t.Fatalf("%d resources, want 18", len(snap.Resources))
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("err = %v, want it to contain %q", err, c.err)
+			}
+			if c.name == "wrong pin" && !errors.Is(err, ErrFingerprintMismatch) {
+				t.Errorf("err = %v, want ErrFingerprintMismatch", err)
+			}
+		})
+	}
+}
