@@ -46,7 +46,7 @@ func newestVolumes(vols []volume, into map[int64]int64) {
 		if v.Content != "" && v.Content != "backup" {
 			continue
 		}
-		if !v.VMID.set || !v.CTime.set || v.CTime.v <= 0 {
+		if !v.VMID.set || !v.CTime.set || v.CTime.v <= 0 || v.CTime.v > maxUnix {
 			continue
 		}
 		id, ct := int64(v.VMID.v), int64(v.CTime.v)
@@ -82,8 +82,11 @@ func byNewest(ts []task) []task {
 
 func running(t task) bool { return t.Status == "" && !t.EndTime.set }
 
+// maxUnix is the last second of year 9999, the end of RFC 3339.
+const maxUnix = 253402300799
+
 func unixPtr(n number) *time.Time {
-	if !n.set || n.v <= 0 {
+	if !n.set || n.v <= 0 || n.v > maxUnix {
 		return nil
 	}
 	t := time.Unix(int64(n.v), 0).UTC()

@@ -11,8 +11,21 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-func percent(part, whole float64) float64 {
-	return math.Round(min(max(100*part/whole, 0), 100)*100) / 100
+// percent is 100*part/whole clamped to 0..100 and rounded to 0.01; ok is
+// false when it is not a number (whole not positive, or overflow).
+func percent(part, whole float64) (float64, bool) {
+	p := 100 * part / whole
+	if whole <= 0 || math.IsNaN(p) {
+		return 0, false
+	}
+	return math.Round(min(max(p, 0), 100)*100) / 100, true
+}
+
+// setPercent records a percentage metric when it is a number.
+func setPercent(m map[string]float64, name string, part, whole float64) {
+	if v, ok := percent(part, whole); ok {
+		m[name] = v
+	}
 }
 
 func nodeResource(r clusterResource) snapshot.Resource {
@@ -26,10 +39,10 @@ func nodeResource(r clusterResource) snapshot.Resource {
 	if out.Status == snapshot.StatusOnline {
 		out.Metrics = map[string]float64{}
 		if r.CPU.set {
-			out.Metrics[snapshot.MetricCPU] = percent(r.CPU.v, 1)
+			setPercent(out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
 		}
-		if r.Mem.set && r.MaxMem.v > 0 {
-			out.Metrics[snapshot.MetricMemory] = percent(r.Mem.v, r.MaxMem.v)
+		if r.Mem.set {
+			setPercent(out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
 		}
 	}
 	return out
@@ -69,13 +82,13 @@ func guestResource(r clusterResource, nodeOnline bool) snapshot.Resource {
 	if nodeOnline && (out.Status == snapshot.StatusRunning || out.Status == snapshot.StatusPaused) {
 		out.Metrics = map[string]float64{}
 		if r.CPU.set {
-			out.Metrics[snapshot.MetricCPU] = percent(r.CPU.v, 1)
+			setPercent(out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
 		}
-		if r.Mem.set && r.MaxMem.v > 0 {
-			out.Metrics[snapshot.MetricMemory] = percent(r.Mem.v, r.MaxMem.v)
+		if r.Mem.set {
+			setPercent(out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
 		}
-		if r.Disk.v > 0 && r.MaxDisk.v > 0 {
-			out.Metrics[snapshot.MetricDisk] = percent(r.Disk.v, r.MaxDisk.v)
+		if r.Disk.v > 0 {
+			setPercent(out.Metrics, snapshot.MetricDisk, r.Disk.v, r.MaxDisk.v)
 		}
 	}
 	return out
@@ -86,8 +99,9 @@ func storageResource(e storageEntry) snapshot.Resource {
 	switch e.Status {
 	case "available":
 		out.Status = snapshot.StatusOnline
-		if e.Disk.set && e.MaxDisk.v > 0 {
-			out.Metrics = map[string]float64{snapshot.MetricUsage: percent(e.Disk.v, e.MaxDisk.v)}
+		if e.Disk.set {
+			out.Metrics = map[string]float64{}
+			setPercent(out.Metrics, snapshot.MetricUsage, e.Disk.v, e.MaxDisk.v)
 		}
 	case "", "unknown":
 		out.Status = snapshot.StatusUnknown
