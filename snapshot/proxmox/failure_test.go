@@ -148,3 +148,56 @@ func TestTLSVerification(t *testing.T) {
 		})
 	}
 }
+
+// Answers that do not have the documented shape fail what they feed, with
+// an error naming the field.
+func TestMalformedAnswers(t *testing.T) {
+	t.Run("cluster resources", func(t *testing.T) {
+		for body, want := range map[string]string{
+			`{"data":[{"type":"node","node":"pve1","maxmem":true}]}`: "collect: GET /cluster/resources: data[0].maxmem: must be a number, got true",
+			`{"data":{"node":"pve1"}}`:                               "collect: GET /cluster/resources: data: must be an array, got object",
+			`{"data":[{"type":"qemu","node":"pve1","vmid":"abc"}]}`: "collect: GET /cluster/resources: data[0].vmid: want a positive integer for a guest",
+			`{"errors":{"type":"bad"}}`:                             `collect: GET /cluster/resources: answer has no "data" member`,
+			`<html>`:                                                "collect: GET /cluster/resources: not valid JSON at byte 1: invalid character '<' looking for beginning of value",
+			`{"data":[]}`:                                           `collect: GET /cluster/resources lists no node the API token "patrold@pve!patrol" may see; grant it the PVEAuditor role on /`,
+		} {
+			fake, srv := newFake(t)
+			fake.body["cluster/resources"] = body
+			_, _, err := newSource(t, testOptions(t, srv)).Collect(context.Background())
+			if err == nil || err.Error() != want {
+				t.Errorf("%s:\n got %v\nwant %s", body, err, want)
+			}
+		}
+	})
+	t.Run("node endpoint", func(t *testing.T) {
+		fake, srv := newFake(t)
+		fake.body["nodes/pve2/disks/list"] = `{"data":[{"devpath":"/dev/sda","wearout":[97]}]}`
+		snap, problems, err := newSource(t, testOptions(t, srv)).Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
+			Problem: "node pve2: data[0].wearout: must be a number, got [97]"}
+		if !slices.Contains(problems, want) || len(problems) != 2 {
+			t.Errorf("problems %+v, want the offline node and %+v", problems, want)
+		}
+		for _, r := range snap.Resources {
+			if strings.HasPrefix(r.ID, "disk/pve2/") {
+				t.Errorf("%s reported from a malformed disk list", r.ID)
+			}
+		}
+		// Its tasks were still read: pve2's guests keep their backup state.
+		if r := find(snap, "container/200"); r == nil || r.Backup == nil || r.Backup.LastStatus != snapshot.BackupOK {
+			t.Errorf("container/200 = %+v", r)
+		}
+	})
+}
+
+func find(s *snapshot.Snapshot, id string) *snapshot.Resource {
+	for i := range s.Resources {
+		if s.Resources[i].ID == id {
+			return &s.Resources[i]
+		}
+	}
+	return nil
+}

@@ -39,13 +39,15 @@ type fakePVE struct {
 	hang map[string]bool // nodes whose requests never answer
 	// fail answers these request paths with HTTP 500.
 	fail map[string]bool
+	// body answers these request paths with this body (HTTP 200).
+	body map[string]string
 
 	mu    sync.Mutex
 	paths []string
 }
 
 func newFake(t testing.TB) (*fakePVE, *httptest.Server) {
-	f := &fakePVE{t: t, hang: map[string]bool{}, fail: map[string]bool{}}
+	f := &fakePVE{t: t, hang: map[string]bool{}, fail: map[string]bool{}, body: map[string]string{}}
 	srv := httptest.NewUnstartedServer(f)
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are the point of some tests
 	srv.StartTLS()
@@ -83,6 +85,10 @@ func (f *fakePVE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"data":null,"message":"storage 'nfs-backup' is not online\n"}`))
+		return
+	}
+	if b, ok := f.body[p]; ok {
+		_, _ = w.Write([]byte(b))
 		return
 	}
 	file := p + ".json"
