@@ -50,7 +50,7 @@ func NewSource(cfg *config.Config, now func() time.Time, reg prometheus.Register
 		return promsource.New(o)
 	case "proxmox":
 		o := cfg.Source.Proxmox
-		o.Now = now
+		o.Now, o.Registerer = now, reg
 		return proxmox.New(o)
 	}
 	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus, proxmox", cfg.Source.Kind)

@@ -48,9 +48,10 @@ type client struct {
 	tokenID string
 	file    string
 	timeout time.Duration
+	metrics *metrics
 }
 
-func newClient(o Options, tc *tls.Config) (*client, error) {
+func newClient(o Options, tc *tls.Config, m *metrics) (*client, error) {
 	base, err := url.Parse(strings.TrimRight(o.URL, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("source.proxmox.url: %w", err)
@@ -61,7 +62,7 @@ func newClient(o Options, tc *tls.Config) (*client, error) {
 	return &client{base: base.JoinPath("api2", "json"), http: &http.Client{Transport: tr,
 		// The API never redirects; following one could send the token elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		tokenID: o.TokenID, file: o.TokenSecretFile, timeout: o.Timeout}, nil
+		tokenID: o.TokenID, file: o.TokenSecretFile, timeout: o.Timeout, metrics: m}, nil
 }
 
 // session is one collection's view of the client: the secret read once.
@@ -81,6 +82,13 @@ func (c *client) session() (*session, error) {
 // get fetches one endpoint (path segments under /api2/json) and decodes
 // its "data" member with decode.
 func (s *session) get(ctx context.Context, segments []string, query url.Values, decode func([]byte) error) error {
+	start := time.Now()
+	err := s.fetch(ctx, segments, query, decode)
+	s.c.metrics.observe(segments, time.Since(start).Seconds(), err)
+	return err
+}
+
+func (s *session) fetch(ctx context.Context, segments []string, query url.Values, decode func([]byte) error) error {
 	u := s.c.base.JoinPath(escapeAll(segments)...)
 	u.RawQuery = query.Encode()
 	endpoint := endpointOf(segments)

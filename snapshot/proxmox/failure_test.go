@@ -3,6 +3,8 @@ package proxmox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"encoding/pem"
 	"errors"
 	"os"
@@ -13,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	promclient "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -21,6 +26,8 @@ func TestNodeTimesOut(t *testing.T) {
 	fake.hang["pve2"] = true
 	o := testOptions(t, srv)
 	o.Timeout = 300 * time.Millisecond
+	reg := promclient.NewRegistry()
+	o.Registerer = reg
 	snap, problems, err := newSource(t, o).Collect(context.Background())
 	if err != nil {
 		t.Fatalf("Collect: %v", err)
@@ -28,16 +35,34 @@ func TestNodeTimesOut(t *testing.T) {
 	// pve1 is patrolled in full; pve2's guests and storage are there as
 	// /cluster/resources reports them, without disks or backup state.
 	golden(t, "timeout.golden.json", collected{Snapshot: snap, Problems: problems})
-	want := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
+	unreachable := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
 		Problem: "node pve2: node unreachable: no answer within 300ms (source.proxmox.timeout); " +
 			"the rest of node pve2 (disks, SMART, vzdump tasks, backup volumes, guest addresses) was not read"}
-	if !slices.Contains(problems, want) {
-		t.Errorf("problems %+v lack %+v", problems, want)
+	if !slices.Contains(problems, unreachable) {
+		t.Errorf("problems %+v lack %+v", problems, unreachable)
 	}
 	for _, p := range fake.requested() {
 		if strings.HasPrefix(p, "nodes/pve2/") && p != "nodes/pve2/disks/list" {
 			t.Errorf("requested %s after pve2 timed out", p)
 		}
+	}
+	// pve1 in full (vm/101's agent is not running: an error answer), and
+	// the one unanswered request of pve2.
+	counts := map[string][3]int{ // outcomes error, ok, unreachable
+		"cluster_resources": {0, 1, 0}, "cluster_backup": {0, 1, 0}, "disks_list": {0, 1, 1}, "disks_smart": {0, 2, 0},
+		"tasks": {0, 1, 0}, "task_log": {0, 1, 0}, "storage_content": {0, 1, 0}, "guest_agent": {1, 1, 0},
+	}
+	want := "# HELP patrold_source_proxmox_requests_total Proxmox VE API requests of the proxmox snapshot source by endpoint family and outcome.\n" +
+		"# TYPE patrold_source_proxmox_requests_total counter\n"
+	names := slices.Sorted(maps.Keys(counts))
+	for _, e := range names {
+		for i, o := range []string{"error", "ok", "unreachable"} {
+			n := counts[e][i]
+			want += fmt.Sprintf("patrold_source_proxmox_requests_total{endpoint=%q,outcome=%q} %d\n", e, o, n)
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "patrold_source_proxmox_requests_total"); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -156,10 +181,10 @@ func TestMalformedAnswers(t *testing.T) {
 		for body, want := range map[string]string{
 			`{"data":[{"type":"node","node":"pve1","maxmem":true}]}`: "collect: GET /cluster/resources: data[0].maxmem: must be a number, got true",
 			`{"data":{"node":"pve1"}}`:                               "collect: GET /cluster/resources: data: must be an array, got object",
-			`{"data":[{"type":"qemu","node":"pve1","vmid":"abc"}]}`: "collect: GET /cluster/resources: data[0].vmid: want a positive integer for a guest",
-			`{"errors":{"type":"bad"}}`:                             `collect: GET /cluster/resources: answer has no "data" member`,
-			`<html>`:                                                "collect: GET /cluster/resources: not valid JSON at byte 1: invalid character '<' looking for beginning of value",
-			`{"data":[]}`:                                           `collect: GET /cluster/resources lists no node the API token "patrold@pve!patrol" may see; grant it the PVEAuditor role on /`,
+			`{"data":[{"type":"qemu","node":"pve1","vmid":"abc"}]}`:  "collect: GET /cluster/resources: data[0].vmid: want a positive integer for a guest",
+			`{"errors":{"type":"bad"}}`:                              `collect: GET /cluster/resources: answer has no "data" member`,
+			`<html>`:                                                 "collect: GET /cluster/resources: not valid JSON at byte 1: invalid character '<' looking for beginning of value",
+			`{"data":[]}`:                                            `collect: GET /cluster/resources lists no node the API token "patrold@pve!patrol" may see; grant it the PVEAuditor role on /`,
 		} {
 			fake, srv := newFake(t)
 			fake.body["cluster/resources"] = body

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	promclient "github.com/prometheus/client_golang/prometheus"
+
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -90,6 +92,8 @@ type Options struct {
 
 	// Now is the clock of taken_at; nil means time.Now.
 	Now func() time.Time `koanf:"-" yaml:"-" json:"-"`
+	// Registerer receives the source's metrics; nil disables them.
+	Registerer promclient.Registerer `koanf:"-" yaml:"-" json:"-"`
 }
 
 // DefaultOptions returns the options an empty source.proxmox section yields.
@@ -196,7 +200,11 @@ func New(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(opts, tc)
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(opts, tc, m)
 	if err != nil {
 		return nil, err
 	}
