@@ -3,10 +3,10 @@ package proxmox
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"maps"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
