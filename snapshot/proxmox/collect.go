@@ -48,7 +48,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 	backups := cl.backupStorages(s.opts.Backups.Storages)
 	problems = append(problems, cl.problems...)
 
-	work := s.plan(cl, backups)
+	work := s.plan(cl, backups, jobs)
 	for _, name := range cl.names {
 		if !cl.online(name) {
 			problems = append(problems, snapshot.Problem{ID: "node/" + name, Index: -1, Field: "node/" + name,
@@ -100,18 +100,19 @@ func trimEndpoint(err error, endpoint string) string {
 // plan assigns the reads to the online nodes: each node's disks, tasks and
 // agents, its local backup storages, and the shared backup storages whose
 // representative it is.
-func (s *Source) plan(cl *cluster, backups []storageEntry) []nodeWork {
+func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []nodeWork {
 	var work []nodeWork
 	index := map[string]int{}
 	for _, name := range cl.names {
 		if cl.online(name) {
 			index[name] = len(work)
-			work = append(work, nodeWork{name: name})
+			work = append(work, nodeWork{name: name, tracked: map[int64]bool{}})
 		}
 	}
 	for _, g := range cl.guests {
 		if i, ok := index[g.Node]; ok {
 			work[i].guests = append(work[i].guests, g)
+			work[i].tracked[vmid(g)] = covered(jobs, g)
 		}
 	}
 	for _, st := range backups {

@@ -13,10 +13,11 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// Bounds of the per-node lists.
+// Bounds of what is read per node and collection.
 const (
-	taskLimit = 1000
-	logLimit  = 5000
+	taskLimit = 1000 // vzdump tasks listed
+	logLimit  = 5000 // lines of one task log
+	logBudget = 5    // task logs read
 )
 
 // nodeWork is what is read through one online node.
@@ -24,6 +25,7 @@ type nodeWork struct {
 	name     string
 	storages []storageEntry    // backup storages read through this node
 	guests   []clusterResource // guests on this node
+	tracked  map[int64]bool    // guests on this node a backup job covers
 }
 
 // nodeResult is what was read through one node. Anything not read is
@@ -152,7 +154,6 @@ func (w *worker) readDisks() {
 		}
 		w.res.disks = append(w.res.disks, dr)
 	}
-	w.res.disksRead = !w.down
 }
 
 func (w *worker) readTasks() {
@@ -170,6 +171,9 @@ func (w *worker) readTasks() {
 	failed := map[string]bool{}
 	for _, g := range w.work.guests {
 		id := vmid(g)
+		if !w.work.tracked[id] {
+			continue
+		}
 		sid := strconv.FormatInt(id, 10)
 	walk:
 		for _, t := range tasks {
@@ -185,6 +189,9 @@ func (w *worker) readTasks() {
 			}
 			// A job over several guests that failed: its log says which.
 			lines, ok := logs[t.UPID]
+			if !ok && !failed[t.UPID] && len(logs)+len(failed) >= logBudget {
+				break walk // older than the logs worth reading: status unknown
+			}
 			if !ok && !failed[t.UPID] {
 				ok = w.get([]string{"nodes", w.work.name, "tasks", t.UPID, "log"}, url.Values{"limit": {strconv.Itoa(logLimit)}},
 					func(d []byte) (err error) {
