@@ -31,7 +31,6 @@ type nodeWork struct {
 // nodeResult is what was read through one node. Anything not read is
 // absent and its failure is in problems.
 type nodeResult struct {
-	disksRead   bool
 	disks       []diskRead
 	tasksRead   bool
 	runs        map[int64]backupRun // newest vzdump outcome per guest on this node
