@@ -15,6 +15,7 @@ import (
 	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/snapshot/probe"
 	"github.com/patrold/patrold/snapshot/prometheus"
+	"github.com/patrold/patrold/snapshot/proxmox"
 )
 
 // Default locations of the configuration file, tried in order.
@@ -69,11 +70,12 @@ type ScheduleConfig struct {
 
 // SourceConfig selects and configures the snapshot source.
 type SourceConfig struct {
-	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus
+	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus | proxmox
 	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
 	File       file.Options       `koanf:"file" yaml:"file"`
 	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
+	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
 	Probe probe.Options `koanf:"probe" yaml:"probe"`
@@ -138,6 +140,7 @@ func Default() Config {
 			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
+			Proxmox:    proxmox.DefaultOptions(),
 			Probe:      probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency},
 		},
 		Model:  model.DefaultOptions(),

@@ -52,7 +52,7 @@ func (c *Config) Validate() error {
 	p.nonNegative("schedule.skip_startup_if_recent", c.Schedule.SkipStartupIfRecent)
 	p.positive("schedule.run_timeout", c.Schedule.RunTimeout)
 	p.positive("schedule.drain_timeout", c.Schedule.DrainTimeout)
-	p.oneOf("source.kind", c.Source.Kind, "demo", "file", "exec", "prometheus")
+	p.oneOf("source.kind", c.Source.Kind, "demo", "file", "exec", "prometheus", "proxmox")
 	switch c.Source.Kind {
 	case "demo":
 		p.err(c.Source.Demo.Validate())
@@ -62,6 +62,8 @@ func (c *Config) Validate() error {
 		p.err(c.Source.Exec.Validate())
 	case "prometheus":
 		p.err(c.Source.Prometheus.Validate())
+	case "proxmox":
+		p.err(c.Source.Proxmox.Validate())
 	}
 	p.err(c.Source.Probe.Validate())
 	if _, err := alerts.New(c.Alerts); err != nil {

@@ -161,7 +161,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		},
 	}
 	validate.Flags().BoolVar(&strict, "strict", false, "also report unknown fields and unrecognised values")
-	cmd.AddCommand(validate)
+	cmd.AddCommand(validate, newSnapshotCollectCmd(a))
 	return cmd
 }
 
