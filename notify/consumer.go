@@ -107,7 +107,10 @@ func (c *consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		c.m.sent.WithLabelValues(name).Inc()
-		err = msg.Ack()
+		// confirmed, so the lag read next counts it as done
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pullWait)
+		err = msg.DoubleAck(actx)
+		cancel()
 	case ctx.Err() != nil:
 		err = msg.Nak() // shutting down: the next start delivers it at once
 	case errors.As(err, &perm):
