@@ -275,5 +275,50 @@ func linkReplacer(findingID, resourceID, key string) *strings.Replacer {
 		"{key}", url.PathEscape(key))
 }
 
+// redactedWebhook is WebhookOptions as printed: a hook URL's path and
+// query are often the credential (chat services), so only scheme and host
+// are shown.
+type redactedWebhook WebhookOptions
+
+// MarshalYAML prints the options with the URL reduced to scheme and host
+// (yaml.v3's Marshaler, declared without importing it).
+func (w WebhookOptions) MarshalYAML() (any, error) {
+	w.URL = RedactURL(w.URL)
+	return redactedWebhook(w), nil
+}
+
+// MarshalYAML prints the options with any password in the URLs hidden.
+func (a AlertmanagerOptions) MarshalYAML() (any, error) {
+	urls := make([]string, len(a.URLs))
+	for i, u := range a.URLs {
+		if p, err := url.Parse(u); err == nil {
+			urls[i] = p.Redacted()
+		} else {
+			urls[i] = hiddenURL
+		}
+	}
+	a.URLs = urls
+	return redactedAM(a), nil
+}
+
+type redactedAM AlertmanagerOptions
+
+const hiddenURL = "<hidden>"
+
+// RedactURL keeps scheme and host of a URL and hides the rest.
+func RedactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return hiddenURL
+	}
+	if u.Path == "" && u.RawQuery == "" && u.User == nil {
+		return u.Scheme + "://" + u.Host
+	}
+	return u.Scheme + "://" + u.Host + "/" + hiddenURL
+}
+
 // Durable is the durable consumer name of a sink.
 func Durable(sink string) string { return "patrold-notify-" + sink }

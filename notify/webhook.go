@@ -6,9 +6,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -56,28 +58,38 @@ func (w *webhookSink) deliver(ctx context.Context, msg jetstream.Msg) error {
 	if md, err := msg.Metadata(); err == nil {
 		attempt = md.NumDelivered
 	}
+	return w.send(ctx, body, ev.ID, attempt)
+}
+
+// send POSTs one envelope; any answer but 2xx is an error.
+func (w *webhookSink) send(ctx context.Context, body []byte, id string, attempt uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, w.opts.Webhook.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.opts.Webhook.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		return fmt.Errorf("webhook %s: %w", RedactURL(w.opts.Webhook.URL), err)
 	}
 	req.Header.Set("Content-Type", "application/cloudevents+json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(HeaderEventID, ev.ID)
+	req.Header.Set(HeaderEventID, id)
 	req.Header.Set(HeaderAttempt, strconv.FormatUint(attempt, 10))
 	if len(w.secret) > 0 {
 		req.Header.Set(HeaderSignature, Sign(w.secret, body))
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		// the URL may be the credential: never in an error or a log line
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("webhook %s: %w", RedactURL(w.opts.Webhook.URL), err)
 	}
 	defer resp.Body.Close()
 	msgBody, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msgBody)))
+		return fmt.Errorf("webhook %s: HTTP %d: %s", RedactURL(w.opts.Webhook.URL), resp.StatusCode, strings.TrimSpace(string(msgBody)))
 	}
 	return nil
 }

@@ -195,3 +195,25 @@ func TestWebhookSecretFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookErrorsHideTheURL: the hook URL's path and query (often the
+// credential) never reach an error, and so never a log line.
+func TestWebhookErrorsHideTheURL(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "nope", http.StatusForbidden)
+	}))
+	defer refusing.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	for _, c := range []struct{ base, want string }{
+		{refusing.URL, "webhook " + refusing.URL + "/<hidden>: HTTP 403: nope"},
+		{downURL, "webhook " + downURL + "/<hidden>: dial tcp " + downURL[len("http://"):] + ": connect: connection refused"},
+	} {
+		w := &webhookSink{opts: SinkOptions{Webhook: WebhookOptions{URL: c.base + "/services/T0/secret-token?sig=abc", Timeout: 5 * time.Second}}, client: &http.Client{}}
+		err := w.send(t.Context(), []byte(`{}`), "ev-1", 1)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("got %v\nwant %s", err, c.want)
+		}
+	}
+}

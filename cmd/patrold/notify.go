@@ -22,6 +22,9 @@ func newNotifyCmd(a *app) *cobra.Command {
 			if len(cfg.Notify.Sinks) == 0 {
 				return usage(errNoSinks)
 			}
+			if cfg.Notify.InServe {
+				return usage(errInServe)
+			}
 			return daemon.RunNotify(cmd.Context(), daemon.NotifyOptions{Config: cfg, Listen: listen, Stderr: a.stderr, Ready: a.notifyReady})
 		},
 	}
@@ -29,4 +32,9 @@ func newNotifyCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-var errNoSinks = errors.New("notify.sinks: no sink is configured")
+var (
+	errNoSinks = errors.New("notify.sinks: no sink is configured")
+	// One process per sink: two would split a sink's consumer and an
+	// Alertmanager sink's in-memory state.
+	errInServe = errors.New("notify.in_serve: true runs the sinks inside patrold serve; set it to false to run them with patrold notify")
+)

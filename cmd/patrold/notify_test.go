@@ -329,6 +329,11 @@ func TestNotifyCommandNeedsSinks(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "notify.sinks: no sink is configured") {
 		t.Fatalf("notify without sinks: exit %d: %s", code, out)
 	}
+	inServe := newCLI(t, "notify: {sinks: [{name: am, kind: alertmanager, alertmanager: {urls: ['http://127.0.0.1:9093']}}]}\n")
+	out, code = inServe.run("notify")
+	if code != 2 || !strings.Contains(out, "notify.in_serve: true runs the sinks inside patrold serve; set it to false to run them with patrold notify") {
+		t.Fatalf("notify with in_serve: exit %d: %s", code, out)
+	}
 	bad := newCLI(t, "notify: {sinks: [{name: am, kind: alertmanager}]}\n")
 	out, code = bad.run("notify")
 	if code != 2 || !strings.Contains(out, "notify.sinks[0].alertmanager.urls: at least one Alertmanager URL is required") {
