@@ -44,7 +44,7 @@ func decoded(t *testing.T, row findings.OutboxEvent) *findingEvent {
 	return ev
 }
 
-func testAMSink(t *testing.T, c *clock) *amSink {
+func testAMSink(t testing.TB, c *clock) *amSink {
 	m, err := newMetrics(nil, nil)
 	if err != nil {
 		t.Fatal(err)
