@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,7 +35,25 @@ type alertmanager struct {
 	dir  string
 	addr string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writer goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // alertmanagerBinary finds the binary; it skips only outside CI.
@@ -65,7 +84,7 @@ func startAlertmanager(t *testing.T) *alertmanager {
 
 func (am *alertmanager) start() {
 	am.t.Helper()
-	am.log = &bytes.Buffer{}
+	am.log = &syncBuffer{}
 	am.cmd = exec.Command(am.bin, "--config.file="+filepath.Join(am.dir, "alertmanager.yml"),
 		"--storage.path="+filepath.Join(am.dir, "data"), "--web.listen-address="+am.addr,
 		"--cluster.listen-address=", "--log.level=warn")
@@ -245,7 +264,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	// alerts from the stream and posts them.
 	nctx, stop := context.WithCancel(ctx)
 	ready := make(chan string, 1)
-	var out bytes.Buffer
+	var out syncBuffer
 	root := newRoot(&app{stdout: &out, stderr: &out, notifyReady: func(addr string) { ready <- addr }})
 	root.SetArgs([]string{"--config", c.cfg, "notify", "--listen", "127.0.0.1:0"})
 	done := make(chan error, 1)
