@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -216,7 +217,7 @@ func (s *amSink) resend(ctx context.Context) {
 	for _, u := range s.opts.Alertmanager.URLs {
 		if err := s.postOne(ctx, u, alerts); err != nil {
 			s.m.resends.WithLabelValues(s.opts.Name, "error").Inc()
-			s.log.Warn("re-post of active alerts failed", "url", u, "alerts", len(alerts), "err", err)
+			s.log.Warn("re-post of active alerts failed", "url", redactPassword(u), "alerts", len(alerts), "err", err)
 			continue
 		}
 		s.m.resends.WithLabelValues(s.opts.Name, "ok").Inc()
@@ -255,6 +256,7 @@ func (s *amSink) post(ctx context.Context, alerts []model.Alert) error {
 }
 
 func (s *amSink) postOne(ctx context.Context, base string, alerts []model.Alert) error {
+	name := redactPassword(base)
 	body, err := json.Marshal(alerts)
 	if err != nil {
 		return fmt.Errorf("encode alerts: %w", err)
@@ -264,19 +266,19 @@ func (s *amSink) postOne(ctx context.Context, base string, alerts []model.Alert)
 	target := strings.TrimRight(base, "/") + AlertsPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("alertmanager %s: %w", base, err)
+		return fmt.Errorf("alertmanager %s: %w", name, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("alertmanager %s: %w", base, err)
+		return fmt.Errorf("alertmanager %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("alertmanager %s: HTTP %d: %s", base, resp.StatusCode, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("alertmanager %s: HTTP %d: %s", name, resp.StatusCode, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }
@@ -324,4 +326,13 @@ func (s *amSink) replay(ctx context.Context, js jetstream.JetStream, stream, fil
 			return n, nil
 		}
 	}
+}
+
+// redactPassword hides the password of a URL (errors and logs).
+func redactPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return hiddenURL
+	}
+	return u.Redacted()
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,19 +171,25 @@ func TestAlertmanagerPostErrors(t *testing.T) {
 	}))
 	defer ok.Close()
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "patrold" || p != "pw" {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
 		http.Error(w, "maintenance", http.StatusServiceUnavailable)
 	}))
 	defer bad.Close()
 	c := &clock{t: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)}
 	s := testAMSink(t, c)
-	s.opts.Alertmanager.URLs = []string{ok.URL, bad.URL + "/"}
+	withAuth := "http://patrold:pw@" + strings.TrimPrefix(bad.URL, "http://") + "/"
+	s.opts.Alertmanager.URLs = []string{ok.URL, withAuth}
 	reg := prometheus.NewRegistry()
 	if s.m, _ = newMetrics(reg, []SinkOptions{s.opts}); s.m == nil {
 		t.Fatal("metrics")
 	}
 	alerts := s.apply(decoded(t, findingRow(t, "a1", "opened", testFinding("vm/101", "vm", findings.CategoryPerformance, "high_memory", findings.SeverityWarning), c.now())), 1)
 	err := s.post(context.Background(), alerts)
-	want := "alertmanager " + bad.URL + "/: HTTP 503: maintenance"
+	// the URL's user info is sent as basic auth, its password never shown
+	want := "alertmanager http://patrold:xxxxx@" + strings.TrimPrefix(bad.URL, "http://") + "/: HTTP 503: maintenance"
 	if err == nil || err.Error() != want {
 		t.Fatalf("post: %v, want %s", err, want)
 	}

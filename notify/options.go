@@ -291,11 +291,7 @@ func (w WebhookOptions) MarshalYAML() (any, error) {
 func (a AlertmanagerOptions) MarshalYAML() (any, error) {
 	urls := make([]string, len(a.URLs))
 	for i, u := range a.URLs {
-		if p, err := url.Parse(u); err == nil {
-			urls[i] = p.Redacted()
-		} else {
-			urls[i] = hiddenURL
-		}
+		urls[i] = redactPassword(u)
 	}
 	a.URLs = urls
 	return redactedAM(a), nil
