@@ -104,7 +104,7 @@ func (s *amSink) apply(ev *findingEvent, seq uint64) []model.Alert {
 	defer s.mu.Unlock()
 	id := ev.Finding.ID
 	prev := s.state[id]
-	if prev != nil && seq <= prev.seq {
+	if prev != nil && seq != 0 && seq <= prev.seq {
 		return []model.Alert{s.current(prev, now)}
 	}
 	a := s.alert(ev, prev)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,6 +169,7 @@ func expectedAlerts(t *testing.T, st *findings.Store) []amAlert {
 			Labels: map[string]string{"alertname": f.Key, "resource_id": f.ResourceID, "resource_kind": f.ResourceKind,
 				"severity": string(f.Severity), "category": string(f.Category), "finding_id": f.ID, "team": "infra"},
 			Annotations: map[string]string{"summary": f.Title, "link": "https://patrold.example/findings/" + f.ID},
+			StartsAt:    f.DetectedAt.UTC().Truncate(time.Millisecond),
 		}
 		if f.Description != "" {
 			a.Annotations["description"] = f.Description
@@ -182,14 +184,20 @@ func expectedAlerts(t *testing.T, st *findings.Store) []amAlert {
 	return out
 }
 
-// matchAlerts compares labels, annotations and state of every alert.
-func matchAlerts(am *alertmanager, want []amAlert) (bool, string) {
+// matchAlerts compares labels, annotations, state and start of every
+// alert (Alertmanager keeps milliseconds); the alert of reopened must start
+// after the finding's first detection instead.
+func matchAlerts(am *alertmanager, want []amAlert, reopened string) (bool, string) {
 	got, err := am.alerts()
 	if err != nil {
 		return false, err.Error()
 	}
+	want = slices.Clone(want)
 	for i := range got {
-		got[i].StartsAt = time.Time{}
+		got[i].StartsAt = got[i].StartsAt.UTC().Truncate(time.Millisecond)
+		if i < len(want) && want[i].Labels["finding_id"] == reopened && reopened != "" && got[i].StartsAt.After(want[i].StartsAt) {
+			want[i].StartsAt = got[i].StartsAt
+		}
 	}
 	if !reflect.DeepEqual(got, want) {
 		return false, fmt.Sprintf("got  %+v\nwant %+v", got, want)
@@ -288,7 +296,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("the example should leave several active findings, got %d", n)
 	}
-	waitFor(t, 20*time.Second, "alerts after the first run", func() (bool, string) { return matchAlerts(am, want) })
+	waitFor(t, 20*time.Second, "alerts after the first run", func() (bool, string) { return matchAlerts(am, want, "") })
 
 	// second run: local-zfs below its clear threshold resolves high_disk
 	setUsage(t, faults, snap, "storage/pve1/local-zfs", 50)
@@ -296,11 +304,12 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	if err != nil || len(rep.Resolved) != 1 {
 		t.Fatalf("second run: %v, resolved %v", err, rep.Resolved)
 	}
+	reopened := rep.Resolved[0]
 	want = expectedAlerts(t, d.Store())
 	if len(want) != n-1 {
 		t.Fatalf("active after resolving: %d, want %d", len(want), n-1)
 	}
-	waitFor(t, 20*time.Second, "the resolved finding's alert ends", func() (bool, string) { return matchAlerts(am, want) })
+	waitFor(t, 20*time.Second, "the resolved finding's alert ends", func() (bool, string) { return matchAlerts(am, want, "") })
 
 	// Alertmanager down while a run reopens the finding: deliveries fail
 	// and are retried; once it is back the alerts are all there.
@@ -323,7 +332,8 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	if len(want) != n {
 		t.Fatalf("active after reopening: %d, want %d", len(want), n)
 	}
-	waitFor(t, 20*time.Second, "alerts after Alertmanager came back", func() (bool, string) { return matchAlerts(am, want) })
+	// the reopened alert starts at its reopening, not at its first detection
+	waitFor(t, 20*time.Second, "alerts after Alertmanager came back", func() (bool, string) { return matchAlerts(am, want, reopened) })
 	waitFor(t, 20*time.Second, "every event acknowledged, none dead-lettered", func() (bool, string) {
 		body := scrape(t, metricsAddr)
 		return strings.Contains(body, `patrold_notify_lag_messages{sink="am"} 0`) &&
