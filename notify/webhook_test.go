@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -216,4 +217,46 @@ func TestWebhookErrorsHideTheURL(t *testing.T) {
 			t.Errorf("got %v\nwant %s", err, c.want)
 		}
 	}
+}
+
+// TestSinkDownLosesNothing: events published while the sink's process is
+// stopped are delivered when it starts again (its durable consumer kept
+// them), each once.
+func TestSinkDownLosesNothing(t *testing.T) {
+	b := startBus(t)
+	rec := newReceiver(t, "", nil)
+	opts := Options{Sinks: []SinkOptions{{Name: "hook", Kind: KindWebhook, Webhook: WebhookOptions{URL: rec.srv.URL}}}}
+	run := func() (stop func()) {
+		r, err := New(RunnerOptions{Options: opts, JetStream: b.JetStream(), Prefix: b.Prefix(), Stream: b.StreamName()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.EnsureConsumers(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("runner: %v", err)
+			}
+		}
+	}
+	f := testFinding("vm/101", "vm", findings.CategoryPerformance, "high_memory", findings.SeverityWarning)
+	stop := run()
+	publish(t, b, findingRow(t, "ev-1", "opened", f, time.Now()))
+	eventually(t, 10*time.Second, "first delivery", func() (bool, string) {
+		return fmt.Sprint(rec.attempts()) == "map[ev-1:[1:204]]", fmt.Sprint(rec.attempts())
+	})
+	stop()
+	publish(t, b, findingRow(t, "ev-2", "repeated", f, time.Now()))
+	publish(t, b, findingRow(t, "ev-3", "resolved", f, time.Now()))
+	stop = run()
+	defer stop()
+	want := "map[ev-1:[1:204] ev-2:[1:204] ev-3:[1:204]]"
+	eventually(t, 10*time.Second, "deliveries after the restart", func() (bool, string) {
+		return fmt.Sprint(rec.attempts()) == want, fmt.Sprint(rec.attempts())
+	})
 }
