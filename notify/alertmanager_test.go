@@ -3,11 +3,13 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,4 +210,80 @@ patrold_notify_active_alerts{sink="am"} 1
 `, "patrold_notify_resends_total", "patrold_notify_active_alerts"); !ok {
 		t.Fatal(diff)
 	}
+}
+
+// fakeAM is a loopback stand-in for Alertmanager's POST endpoint that
+// refuses while down and records the alerts it accepted, by finding id.
+type fakeAM struct {
+	mu       sync.Mutex
+	down     bool
+	accepted map[model.LabelValue]model.Alert
+	srv      *httptest.Server
+}
+
+func newFakeAM(t *testing.T) *fakeAM {
+	f := &fakeAM{accepted: map[model.LabelValue]model.Alert{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var alerts []model.Alert
+		if f.down || json.NewDecoder(r.Body).Decode(&alerts) != nil {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		for _, a := range alerts {
+			f.accepted[a.Labels["finding_id"]] = a
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeAM) set(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
+
+func (f *fakeAM) ids() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id := range f.accepted {
+		out = append(out, string(id))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAlertmanagerHealsAfterDeadLetter: an event dead-lettered while
+// Alertmanager refused is still posted by the next resend once it accepts;
+// events published before the sink started are rebuilt from the stream.
+func TestAlertmanagerHealsAfterDeadLetter(t *testing.T) {
+	b := startBus(t)
+	am := newFakeAM(t)
+	before := testFinding("node/pve2", "node", findings.CategoryPerformance, "high_cpu", findings.SeverityWarning)
+	publish(t, b, findingRow(t, "ev-before", "opened", before, time.Now().UTC())) // before the sink exists
+	am.set(true)
+	reg := prometheus.NewRegistry()
+	startRunner(t, b, Options{Sinks: []SinkOptions{{Name: "am", Kind: KindAlertmanager, MaxDeliver: 2,
+		Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		Alertmanager: AlertmanagerOptions{URLs: []string{am.srv.URL}, ResendInterval: time.Second}}}}, reg, time.Now)
+	during := testFinding("vm/101", "vm", findings.CategoryPerformance, "high_memory", findings.SeverityWarning)
+	publish(t, b, findingRow(t, "ev-during", "opened", during, time.Now().UTC()))
+	eventually(t, 10*time.Second, "the event dead-lettered", func() (bool, string) {
+		return metricsMatch(reg, `
+# HELP patrold_notify_dead_letters_total Events given up after max_deliver failed deliveries, or that do not decode.
+# TYPE patrold_notify_dead_letters_total counter
+patrold_notify_dead_letters_total{sink="am"} 1
+# HELP patrold_notify_active_alerts Active alerts an alertmanager sink re-posts every resend_interval.
+# TYPE patrold_notify_active_alerts gauge
+patrold_notify_active_alerts{sink="am"} 2
+`, "patrold_notify_dead_letters_total", "patrold_notify_active_alerts")
+	})
+	if ids := am.ids(); len(ids) != 0 {
+		t.Fatalf("accepted while down: %v", ids)
+	}
+	am.set(false)
+	want := []string{before.ID, during.ID}
+	slices.Sort(want)
+	eventually(t, 10*time.Second, "both alerts after Alertmanager accepts again", func() (bool, string) {
+		return slices.Equal(am.ids(), want), fmt.Sprint(am.ids())
+	})
 }
