@@ -10,6 +10,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
 	"github.com/patrold/patrold/snapshot/file"
@@ -36,6 +37,7 @@ type Config struct {
 	NATS          bus.Options         `koanf:"nats" yaml:"nats"`
 	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
+	Notify        notify.Options      `koanf:"notify" yaml:"notify"`
 }
 
 // LogConfig configures logging.
@@ -152,5 +154,6 @@ func Default() Config {
 			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
 		NATS:      bus.DefaultOptions(),
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute},
+		Notify:    notify.DefaultOptions(),
 	}
 }

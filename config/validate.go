@@ -115,6 +115,7 @@ func (c *Config) Validate() error {
 		}
 		p.oneOf(key+".risk", a.Risk, "low", "medium", "high", "never")
 	}
+	p.err(c.Notify.Validate(c.NATS.SubjectPrefix))
 	if len(p.list) > 0 {
 		return &Error{Problems: p.list}
 	}
