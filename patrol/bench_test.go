@@ -38,7 +38,7 @@ func fleets(b *testing.B) []fleetCase {
 			if err != nil {
 				b.Fatal(err)
 			}
-			out = append(out, fleetCase{name: fmt.Sprintf("resources=%d/faults=%g%%", n, rate*100), data: data})
+			out = append(out, fleetCase{name: fmt.Sprintf("resources=%d/faults=%g", n, rate), data: data})
 		}
 	}
 	return out

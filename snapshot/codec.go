@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -85,7 +86,15 @@ func Decode(data []byte, opts DecodeOptions) (*Snapshot, []Problem, error) {
 // with the tokenizer's description of the first error; a read error is
 // returned as it is (not a *DocumentError).
 func DecodeReader(r io.Reader, opts DecodeOptions) (*Snapshot, []Problem, error) {
-	snap, probs, err := decodeStream(r, opts, 0)
+	hint := 0
+	if f, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			// Sized for ~256 bytes a resource, so the slice is not grown
+			// (and copied) over and over for a large fleet.
+			hint = int(min(fi.Size()/256, 1<<24))
+		}
+	}
+	snap, probs, err := decodeStream(r, opts, hint)
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
 		return nil, nil, &DocumentError{Problem: fmt.Sprintf("not valid JSON at byte %d: %v", se.ByteOffset, se.Err)}
