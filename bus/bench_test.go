@@ -165,4 +165,3 @@ func BenchmarkBareJetStreamAsync10k(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(benchEvents*b.N)/elapsed.Seconds(), "events/s")
 }
-
