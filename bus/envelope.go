@@ -183,6 +183,11 @@ func truncate(s string, n int) string {
 // EventMessage builds the NATS message for an outbox row: subject
 // "<prefix>.<row.Subject>", the structured CloudEvent as the body and the
 // row id as the Nats-Msg-Id header.
+//
+// The envelope is written around row.Data as stored: the data was encoded
+// once, when the row was written (the findings store writes compact JSON
+// and refuses anything else), and is not decoded or re-encoded here. The
+// body is byte for byte what encoding/json would make of NewEvent(row).
 func EventMessage(prefix, source string, row findings.OutboxEvent) (*nats.Msg, error) {
 	if !validRelative(row.Subject) {
 		return nil, fmt.Errorf("subject %q is not a relative NATS subject", row.Subject)
@@ -190,7 +195,10 @@ func EventMessage(prefix, source string, row findings.OutboxEvent) (*nats.Msg, e
 	if row.ID == "" {
 		return nil, errors.New("id is empty")
 	}
-	body, err := json.Marshal(NewEvent(row, source))
+	if len(row.Data) == 0 {
+		return nil, errors.New("data is empty")
+	}
+	body, err := appendEnvelope(make([]byte, 0, len(row.Data)+192+len(row.ID)+len(source)+len(row.Type)+len(row.ResourceID)), row, source)
 	if err != nil {
 		return nil, fmt.Errorf("encode envelope: %w", err)
 	}
@@ -199,4 +207,42 @@ func EventMessage(prefix, source string, row findings.OutboxEvent) (*nats.Msg, e
 	msg.Header.Set(HeaderContentType, contentTypeEvent)
 	msg.Data = body
 	return msg, nil
+}
+
+// appendEnvelope appends the JSON of NewEvent(row, source), with row.Data
+// spliced in verbatim.
+func appendEnvelope(b []byte, row findings.OutboxEvent, source string) ([]byte, error) {
+	b = append(b, `{"specversion":"`+SpecVersion+`","id":`...)
+	b = appendString(b, row.ID)
+	b = append(b, `,"source":`...)
+	b = appendString(b, source)
+	b = append(b, `,"type":`...)
+	b = appendString(b, row.Type)
+	b = append(b, `,"time":`...)
+	t, err := row.Time.UTC().MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, t...)
+	if row.ResourceID != "" {
+		b = append(b, `,"subject":`...)
+		b = appendString(b, row.ResourceID)
+	}
+	b = append(b, `,"datacontenttype":"`+ContentTypeJSON+`","data":`...)
+	b = append(b, row.Data...)
+	return append(b, '}'), nil
+}
+
+// appendString appends s as encoding/json quotes it: plain text directly,
+// anything needing an escape through encoding/json itself.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

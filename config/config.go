@@ -10,11 +10,13 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
 	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/snapshot/probe"
 	"github.com/patrold/patrold/snapshot/prometheus"
+	"github.com/patrold/patrold/snapshot/proxmox"
 )
 
 // Default locations of the configuration file, tried in order.
@@ -35,6 +37,7 @@ type Config struct {
 	NATS          bus.Options         `koanf:"nats" yaml:"nats"`
 	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
+	Notify        notify.Options      `koanf:"notify" yaml:"notify"`
 }
 
 // LogConfig configures logging.
@@ -69,11 +72,12 @@ type ScheduleConfig struct {
 
 // SourceConfig selects and configures the snapshot source.
 type SourceConfig struct {
-	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus
+	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus | proxmox
 	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
 	File       file.Options       `koanf:"file" yaml:"file"`
 	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
+	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
 	Probe probe.Options `koanf:"probe" yaml:"probe"`
@@ -154,6 +158,7 @@ func Default() Config {
 			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
+			Proxmox:    proxmox.DefaultOptions(),
 			Probe:      probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency},
 		},
 		Model:  model.DefaultOptions(),
@@ -165,5 +170,6 @@ func Default() Config {
 			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
 		NATS:      bus.DefaultOptions(),
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute, MaxTokens: DefaultAssistantMaxTokens},
+		Notify:    notify.DefaultOptions(),
 	}
 }

@@ -53,7 +53,7 @@ func (c *Config) Validate() error {
 	p.nonNegative("schedule.skip_startup_if_recent", c.Schedule.SkipStartupIfRecent)
 	p.positive("schedule.run_timeout", c.Schedule.RunTimeout)
 	p.positive("schedule.drain_timeout", c.Schedule.DrainTimeout)
-	p.oneOf("source.kind", c.Source.Kind, "demo", "file", "exec", "prometheus")
+	p.oneOf("source.kind", c.Source.Kind, "demo", "file", "exec", "prometheus", "proxmox")
 	switch c.Source.Kind {
 	case "demo":
 		p.err(c.Source.Demo.Validate())
@@ -63,6 +63,8 @@ func (c *Config) Validate() error {
 		p.err(c.Source.Exec.Validate())
 	case "prometheus":
 		p.err(c.Source.Prometheus.Validate())
+	case "proxmox":
+		p.err(c.Source.Proxmox.Validate())
 	}
 	p.err(c.Source.Probe.Validate())
 	if _, err := alerts.New(c.Alerts); err != nil {
@@ -118,6 +120,7 @@ func (c *Config) Validate() error {
 		p.oneOf(key+".risk", a.Risk, "low", "medium", "high", "never")
 		validateActionScope(&p, key, a)
 	}
+	p.err(c.Notify.Validate(c.NATS.SubjectPrefix))
 	if len(p.list) > 0 {
 		return &Error{Problems: p.list}
 	}

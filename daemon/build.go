@@ -20,6 +20,7 @@ import (
 	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/snapshot/probe"
 	promsource "github.com/patrold/patrold/snapshot/prometheus"
+	"github.com/patrold/patrold/snapshot/proxmox"
 )
 
 // DBFile is the SQLite database under data_dir.
@@ -47,8 +48,12 @@ func NewSource(cfg *config.Config, now func() time.Time, reg prometheus.Register
 		o := cfg.Source.Prometheus
 		o.Registerer = reg
 		return promsource.New(o)
+	case "proxmox":
+		o := cfg.Source.Proxmox
+		o.Now, o.Registerer = now, reg
+		return proxmox.New(o)
 	}
-	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus", cfg.Source.Kind)
+	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus, proxmox", cfg.Source.Kind)
 }
 
 // PublishPolicy derives the findings publish policy from cfg.

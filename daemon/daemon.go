@@ -265,6 +265,7 @@ func (d *Daemon) Reload() error {
 			"http.tokens": fmt.Sprint(cfg.HTTP.Tokens) != fmt.Sprint(old.HTTP.Tokens), "nats": cfg.NATS.String() != old.NATS.String(),
 			"model": fmt.Sprintf("%+v", cfg.Model) != fmt.Sprintf("%+v", old.Model), "log": cfg.Log != old.Log,
 			"assistant": cfg.Assistant != old.Assistant, "actions": fmt.Sprint(cfg.Actions) != fmt.Sprint(old.Actions),
+			"notify": fmt.Sprint(cfg.Notify) != fmt.Sprint(old.Notify),
 		} {
 			if changed {
 				d.log.Warn("configuration key changed on reload takes effect after a restart", "key", key)

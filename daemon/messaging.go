@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/notify"
 )
 
 // Consumer and lease names used by the daemon.
@@ -78,11 +79,33 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if err := tr.EnsureOutcomeConsumer(ctx, outcomes); err != nil {
 		return fail(err)
 	}
+	notifier, err := startNotify(ctx, cfg, b, d)
+	if err != nil {
+		return fail(err)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel, m.runCtx = cancel, runCtx
 	m.goRun(func() error { return m.lease.Run(runCtx) })
 	m.goRun(func() error { return tr.ConsumeOutcomes(runCtx, outcomes, d.handleOutcome) })
+	if notifier != nil {
+		m.goRun(func() error { return notifier.Run(runCtx) })
+	}
 	return m, nil
+}
+
+// startNotify builds the notification sinks when they run inside serve
+// (notify.in_serve) and ensures their consumers before anything is
+// published; nil when there is nothing to run here.
+func startNotify(ctx context.Context, cfg *config.Config, b *bus.Bus, d *Daemon) (*notify.Runner, error) {
+	if !cfg.Notify.InServe || len(cfg.Notify.Sinks) == 0 {
+		return nil, nil
+	}
+	r, err := notify.New(notify.RunnerOptions{Options: cfg.Notify, JetStream: b.JetStream(), Prefix: b.Prefix(),
+		Stream: b.StreamName(), Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	return r, r.EnsureConsumers(ctx)
 }
 
 // startRelay starts publishing the outbox; call it once every consumer this

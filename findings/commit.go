@@ -144,7 +144,7 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 
 func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 	// Active findings are read whole; resolved history only for the ids
-	// observed again (a regression), one indexed lookup each.
+	// observed again (a regression), in one query for the run.
 	existing, err := queryFindings(ctx, tx, "WHERE status = 'active'")
 	if err != nil {
 		return nil, err
@@ -153,32 +153,34 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 	for i := range existing {
 		byID[existing[i].ID] = &existing[i]
 	}
-	get, err := tx.PrepareContext(ctx, "SELECT "+findingColumns+" FROM findings WHERE id = ?")
-	if err != nil {
-		return nil, err
-	}
-	defer get.Close()
-	suppressed, err := suppressionSet(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
+	obs := make([]Observation, 0, len(in.Observations))
+	ids := make([]string, 0, len(in.Observations))
 	seen := make(map[string]bool, len(in.Observations))
-	changes := make([]Change, 0, len(in.Observations))
+	var missing []string
 	for _, o := range in.Observations {
 		id := o.Normalize()
 		if seen[id] {
 			continue // one observation per finding per run; the first wins
 		}
 		seen[id] = true
-		prev := byID[id]
+		obs, ids = append(obs, o), append(ids, id)
+		if byID[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	history, err := findingsByID(ctx, tx, missing)
+	if err != nil {
+		return nil, err
+	}
+	suppressed, err := suppressionSet(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	changes := make([]Change, 0, len(obs))
+	for i, o := range obs {
+		prev := byID[ids[i]]
 		if prev == nil {
-			f, err := scanFinding(get.QueryRowContext(ctx, id))
-			switch {
-			case err == nil:
-				prev = &f
-			case err != sql.ErrNoRows:
-				return nil, fmt.Errorf("read finding %s: %w", id, err)
-			}
+			prev = history[ids[i]]
 		}
 		if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
 			continue // a suppression rule drops new findings for this pair
@@ -198,6 +200,27 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 		}
 	}
 	return changes, nil
+}
+
+// findingsByID reads the stored findings among ids in one query (a JSON
+// array bound as one parameter, so there is no limit on how many).
+func findingsByID(ctx context.Context, q querier, ids []string) (map[string]*Finding, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	found, err := queryFindings(ctx, q, "WHERE id IN (SELECT value FROM json_each(?))", string(list))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Finding, len(found))
+	for i := range found {
+		out[found[i].ID] = &found[i]
+	}
+	return out, nil
 }
 
 // resolution decides whether an active finding that was not observed this
@@ -262,13 +285,21 @@ type FindingEventData struct {
 	Recurrence int    `json:"recurrence"`
 }
 
+// putRun writes the run record. The row StartRun wrote is updated in place
+// (not replaced: REPLACE deletes and re-inserts the row and its index
+// entries), and the report is bound as the bytes encoded once, cast to
+// TEXT in SQLite rather than copied into a Go string.
 func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
-	report := r.Report
+	report := []byte(r.Report)
 	if len(report) == 0 {
-		report = json.RawMessage("{}")
+		report = []byte("{}")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`, r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, string(report),
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd)
+		VALUES (?,?,?,?,?,?,?,CAST(? AS TEXT),?,?)
+		ON CONFLICT(id) DO UPDATE SET trigger = excluded.trigger, status = excluded.status, analysis = excluded.analysis,
+		started_at = excluded.started_at, finished_at = excluded.finished_at, complete = excluded.complete,
+		report = excluded.report, exchange = excluded.exchange, cost_usd = excluded.cost_usd`,
+		r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, report,
 		string(r.Exchange), r.CostUSD)
 	if err != nil {
 		return fmt.Errorf("write run %s: %w", r.ID, err)

@@ -1,6 +1,7 @@
 package findings
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 type outboxWriter struct {
 	stmt *sql.Stmt
 	now  time.Time
+	buf  bytes.Buffer // the encoder's output, reused for every event
+	enc  *json.Encoder
 }
 
 func newOutboxWriter(ctx context.Context, tx *sql.Tx, now time.Time) (*outboxWriter, error) {
@@ -19,25 +22,40 @@ func newOutboxWriter(ctx context.Context, tx *sql.Tx, now time.Time) (*outboxWri
 	if err != nil {
 		return nil, err
 	}
-	return &outboxWriter{stmt: st, now: now}, nil
+	w := &outboxWriter{stmt: st, now: now}
+	w.enc = json.NewEncoder(&w.buf)
+	return w, nil
 }
 
 func (w *outboxWriter) close() { w.stmt.Close() }
 
+// add encodes the event's data once, into a reused buffer (the driver
+// copies it into SQLite), and writes the row. The bytes are what
+// json.Marshal makes: compact JSON, which the relay splices into the
+// envelope as it is.
 func (w *outboxWriter) add(ctx context.Context, d OutboxDraft) error {
-	data, err := json.Marshal(d.Data)
-	if err != nil {
+	w.buf.Reset()
+	if err := w.enc.Encode(d.Data); err != nil {
 		return fmt.Errorf("encode %s event: %w", d.Type, err)
 	}
+	data := bytes.TrimSuffix(w.buf.Bytes(), []byte("\n"))
 	if _, err := w.stmt.ExecContext(ctx, NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
 		return fmt.Errorf("write outbox %s: %w", d.Type, err)
 	}
 	return nil
 }
 
+// The relay's queries. Both read only the unsent end of the outbox_pending
+// index (sent_at, seq): sent rows, however many, are never visited
+// (TestRelayQueriesUseThePendingIndex).
+const (
+	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?"
+	pendingCountSQL  = "SELECT count(*) FROM outbox WHERE sent_at IS NULL"
+)
+
 // PendingEvents returns up to limit unsent outbox events in Seq order.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?", limit)
+	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
@@ -85,7 +103,7 @@ func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) 
 // PendingCount returns the number of unsent events.
 func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE sent_at IS NULL").Scan(&n)
+	err := s.db.QueryRowContext(ctx, pendingCountSQL).Scan(&n)
 	return n, err
 }
 
@@ -99,11 +117,20 @@ func (s *Store) Enqueue(ctx context.Context, rows ...OutboxEvent) error {
 			return err
 		}
 		defer st.Close()
+		var compact, buf bytes.Buffer
 		for _, r := range rows {
 			if r.ID == "" || r.Subject == "" || r.Type == "" {
 				return fmt.Errorf("enqueue: id, subject and type are required (id %q)", r.ID)
 			}
-			if _, err := st.ExecContext(ctx, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), []byte(r.Data)); err != nil {
+			// Stored data is what json.Marshal makes (compact, HTML
+			// escaped): the relay splices it into the envelope as it is.
+			compact.Reset()
+			buf.Reset()
+			if err := json.Compact(&compact, r.Data); err != nil {
+				return fmt.Errorf("enqueue %s: data: %w", r.ID, err)
+			}
+			json.HTMLEscape(&buf, compact.Bytes())
+			if _, err := st.ExecContext(ctx, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), buf.Bytes()); err != nil {
 				return fmt.Errorf("enqueue %s: %w", r.ID, err)
 			}
 		}

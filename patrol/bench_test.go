@@ -2,6 +2,7 @@ package patrol_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -17,6 +18,32 @@ import (
 
 var benchSizes = []int{1_000, 10_000, 100_000}
 
+// benchFaults are the fault rates of the generated fleets: 1 % (a typical
+// fleet) and 10 % (a bad day, ten times the findings to commit).
+var benchFaults = []float64{0.01, 0.1}
+
+// fleetCase names one generated fleet and holds its document.
+type fleetCase struct {
+	name string
+	data []byte
+}
+
+// fleets generates every size at every fault rate, once per benchmark.
+func fleets(b *testing.B) []fleetCase {
+	b.Helper()
+	var out []fleetCase
+	for _, n := range benchSizes {
+		for _, rate := range benchFaults {
+			data, err := snapshot.Encode(demo.Generate(demo.Options{Seed: 1, Resources: n, FaultRate: rate}, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, fleetCase{name: fmt.Sprintf("resources=%d/faults=%g", n, rate), data: data})
+		}
+	}
+	return out
+}
+
 func fleet(b *testing.B, n int) []byte {
 	b.Helper()
 	data, err := snapshot.Encode(demo.Generate(demo.Options{Seed: 1, Resources: n, FaultRate: 0.1}, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)))
@@ -26,15 +53,31 @@ func fleet(b *testing.B, n int) []byte {
 	return data
 }
 
-// BenchmarkDecode measures decoding and validating a snapshot: the floor a
-// run cannot go below.
+// BenchmarkDecode measures decoding and validating a snapshot (what
+// `patrold snapshot validate` does): the floor a run cannot go below.
 func BenchmarkDecode(b *testing.B) {
-	for _, n := range benchSizes {
-		data := fleet(b, n)
-		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
+	for _, fc := range fleets(b) {
+		b.Run(fc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(fc.data)))
 			for b.Loop() {
-				if _, _, err := snapshot.Decode(data, snapshot.DecodeOptions{}); err != nil {
+				if _, _, err := snapshot.Decode(fc.data, snapshot.DecodeOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUnmarshalV1 is the reference Decode is held to: a plain
+// encoding/json (v1) Unmarshal of the same document into the same Go
+// structs, with no validation at all.
+func BenchmarkUnmarshalV1(b *testing.B) {
+	for _, fc := range fleets(b) {
+		b.Run(fc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(fc.data)))
+			for b.Loop() {
+				var s snapshot.Snapshot
+				if err := json.Unmarshal(fc.data, &s); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -61,9 +104,9 @@ func BenchmarkDetect(b *testing.B) {
 // and outbox rows to SQLite in one transaction.
 func BenchmarkRun(b *testing.B) {
 	pol, _ := alerts.New(alerts.Settings{})
-	for _, n := range benchSizes {
-		data := fleet(b, n)
-		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+	for _, fc := range fleets(b) {
+		data := fc.data
+		b.Run(fc.name, func(b *testing.B) {
 			st, err := findings.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
 			if err != nil {
 				b.Fatal(err)

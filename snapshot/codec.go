@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"sort"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // DocumentError rejects a snapshot document as a whole. Nothing of such a
@@ -61,317 +65,356 @@ type DecodeOptions struct {
 	Strict bool
 }
 
-type document struct {
-	Version   *json.RawMessage  `json:"version"`
-	TakenAt   *string           `json:"taken_at"`
-	Source    string            `json:"source"`
-	Resources []json.RawMessage `json:"resources"`
-}
-
-type resourceWire struct {
-	ID        *string             `json:"id"`
-	Kind      string              `json:"kind"`
-	Name      string              `json:"name"`
-	Parent    string              `json:"parent"`
-	Status    string              `json:"status"`
-	Tags      []string            `json:"tags"`
-	Labels    map[string]string   `json:"labels"`
-	Metrics   map[string]*float64 `json:"metrics"`
-	Addresses []string            `json:"addresses"`
-	Reachable *bool               `json:"reachable"`
-	Backup    *Backup             `json:"backup"`
-	Smart     *Smart              `json:"smart"`
-	Notes     string              `json:"notes"`
-	Logs      []string            `json:"logs"`
-}
-
 // Decode parses and validates a snapshot document. A *DocumentError rejects
 // the whole document; otherwise invalid resources are dropped and returned
 // as problems (warnings, in strict mode, are returned too but drop nothing).
+//
+// Decoding is one streaming pass (see DecodeReader). A document the
+// tokenizer rejects is handed to the encoding/json v1 decoder, so which
+// documents are rejected, and the words of the rejection, are v1's.
 func Decode(data []byte, opts DecodeOptions) (*Snapshot, []Problem, error) {
-	var doc document
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nil, docError(err)
+	snap, probs, err := decodeStream(bytes.NewBuffer(data), opts, countHint(data))
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return decodeV1(data, opts)
 	}
-	if doc.Version == nil {
+	return snap, probs, err
+}
+
+// DecodeReader is Decode over a stream: the document is never held whole,
+// only the resources kept. A document that is not valid JSON is rejected
+// with the tokenizer's description of the first error; a read error is
+// returned as it is (not a *DocumentError).
+func DecodeReader(r io.Reader, opts DecodeOptions) (*Snapshot, []Problem, error) {
+	hint := 0
+	if f, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			// Sized for ~256 bytes a resource, so the slice is not grown
+			// (and copied) over and over for a large fleet.
+			hint = int(min(fi.Size()/256, 1<<24))
+		}
+	}
+	snap, probs, err := decodeStream(r, opts, hint)
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return nil, nil, &DocumentError{Problem: fmt.Sprintf("not valid JSON at byte %d: %v", se.ByteOffset, se.Err)}
+	}
+	return snap, probs, err
+}
+
+// countHint guesses how many resources data holds (for the capacity of
+// the resource slice): one "kind" key each.
+func countHint(data []byte) int {
+	return min(bytes.Count(data, []byte(`"kind"`)), len(data)/16)
+}
+
+// tokenizer options: what encoding/json v1 accepts (duplicate names, invalid
+// UTF-8 in strings, which v1 replaces with U+FFFD).
+var tokenOpts = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// Document keys, compared the way v1 matches struct fields: exactly, else
+// case-folded.
+const (
+	docVersion = iota + 1
+	docTakenAt
+	docSource
+	docResources
+)
+
+var docKeys = []string{"", "version", "taken_at", "source", "resources"}
+
+// decodeStream walks the document with a token decoder. It keeps the rules
+// of the v1 decoder it replaces: the first type error in document order
+// rejects the document (after the whole document is known to be valid
+// JSON), a later duplicate key wins, and the checks run in the same order.
+// Each resource element is read as one validated value and parsed in place
+// by the fast path; elements it does not keep go to decodeResource.
+func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Problem, error) {
+	d := jsontext.NewDecoder(r, tokenOpts...)
+	var (
+		typeErr   *DocumentError // the first type error, in document order
+		version   []byte
+		takenAt   *string
+		source    string
+		haveRes   bool
+		resources []Resource
+		index     []int // original array index of each kept resource
+		problems  []Problem
+		unknown   *string // first unknown document key (strict)
+	)
+	fp := newFastParser(opts.Strict)
+	typeError := func(field, want string, k jsontext.Kind) {
+		if typeErr == nil {
+			typeErr = &DocumentError{Field: field, Problem: "must be " + want + ", got " + kindName(k)}
+		}
+	}
+	k, err := peek(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch k {
+	case '{':
+		if _, err := d.ReadToken(); err != nil {
+			return nil, nil, err
+		}
+		for {
+			k, err := peek(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			if k == '}' {
+				break
+			}
+			tok, err := d.ReadToken()
+			if err != nil {
+				return nil, nil, err
+			}
+			name := tok.String()
+			key := matchKey(name, docKeys)
+			if k, err = peek(d); err != nil {
+				return nil, nil, err
+			}
+			if typeErr != nil {
+				// v1 reports the first type error; only syntax can change
+				// the outcome now.
+				if err := d.SkipValue(); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			switch key {
+			case docVersion:
+				v, err := d.ReadValue()
+				if err != nil {
+					return nil, nil, err
+				}
+				version = nil
+				if k != 'n' {
+					version = bytes.Clone(v)
+				}
+			case docTakenAt, docSource:
+				if k != '"' && k != 'n' {
+					typeError(docKeys[key], "a string", k)
+					if err := d.SkipValue(); err != nil {
+						return nil, nil, err
+					}
+					continue
+				}
+				tok, err := d.ReadToken()
+				if err != nil {
+					return nil, nil, err
+				}
+				switch {
+				case k == 'n' && key == docTakenAt:
+					takenAt = nil
+				case k == 'n': // null leaves a string as it was
+				case key == docTakenAt:
+					s := tok.String()
+					takenAt = &s
+				default:
+					source = tok.String()
+				}
+			case docResources:
+				switch k {
+				case 'n':
+					if _, err := d.ReadToken(); err != nil {
+						return nil, nil, err
+					}
+					haveRes, resources, index, problems = false, nil, nil, nil
+				case '[':
+					// A later "resources" replaces an earlier one.
+					haveRes, resources, index, problems = true, make([]Resource, 0, hint), make([]int, 0, hint), nil
+					if resources, index, problems, err = decodeResources(d, fp, resources, index); err != nil {
+						return nil, nil, err
+					}
+				default:
+					typeError("resources", "an array", k)
+					if err := d.SkipValue(); err != nil {
+						return nil, nil, err
+					}
+				}
+			default:
+				if opts.Strict && unknown == nil {
+					unknown = &name
+				}
+				if err := d.SkipValue(); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return nil, nil, err
+		}
+	case 'n':
+		if _, err := d.ReadToken(); err != nil {
+			return nil, nil, err
+		}
+	default:
+		typeError("", "an object", k)
+		if err := d.SkipValue(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = &jsontext.SyntacticError{ByteOffset: d.InputOffset(), Err: errors.New("invalid data after top-level value")}
+		}
+		return nil, nil, err
+	}
+	if typeErr != nil {
+		return nil, nil, typeErr
+	}
+	if version == nil {
 		return nil, nil, &DocumentError{Field: "version", Problem: "required"}
 	}
-	var version int
-	if err := json.Unmarshal(*doc.Version, &version); err != nil || version != Version {
-		return nil, nil, &DocumentError{Field: "version", Problem: fmt.Sprintf("must be %d, got %s", Version, string(*doc.Version))}
+	var v int
+	if err := json.Unmarshal(version, &v); err != nil || v != Version {
+		return nil, nil, &DocumentError{Field: "version", Problem: fmt.Sprintf("must be %d, got %s", Version, string(version))}
 	}
-	if doc.Resources == nil {
+	if !haveRes {
 		return nil, nil, &DocumentError{Field: "resources", Problem: "required array is missing"}
 	}
-	snap := &Snapshot{Version: version, Source: doc.Source, Resources: make([]Resource, 0, len(doc.Resources))}
-	if doc.TakenAt != nil {
-		t, err := time.Parse(time.RFC3339, *doc.TakenAt)
+	snap := &Snapshot{Version: v, Source: source, Resources: resources}
+	if takenAt != nil {
+		t, err := time.Parse(time.RFC3339, *takenAt)
 		if err != nil {
-			return nil, nil, &DocumentError{Field: "taken_at", Problem: "not an RFC 3339 time: " + strconv.Quote(*doc.TakenAt)}
+			return nil, nil, &DocumentError{Field: "taken_at", Problem: "not an RFC 3339 time: " + strconv.Quote(*takenAt)}
 		}
 		snap.TakenAt = t
 	}
-	var problems []Problem
-	if opts.Strict {
-		problems = append(problems, unknownFields(data, -1, "", document{})...)
-	}
-	index := make([]int, 0, len(doc.Resources)) // original array index of each kept resource
-	for i, raw := range doc.Resources {
-		r, probs := decodeResource(raw, i, opts.Strict)
-		problems = append(problems, probs...)
-		if r != nil {
-			snap.Resources = append(snap.Resources, *r)
-			index = append(index, i)
-		}
+	if unknown != nil {
+		problems = append([]Problem{{ID: "(document)", Index: 0, Field: strings.Trim(strconv.Quote(*unknown), `"`),
+			Problem: "unknown field (ignored)", Warning: true}}, problems...)
 	}
 	snap.Resources, problems = dropDuplicates(snap.Resources, index, problems)
 	return snap, problems, nil
 }
 
-func docError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &DocumentError{Field: te.Field, Problem: "must be " + jsonType(te.Type.Kind().String()) + ", got " + te.Value}
+// decodeResources reads the elements of the resources array (the '[' is
+// next) through its ']'.
+func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, index []int) ([]Resource, []int, []Problem, error) {
+	if _, err := d.ReadToken(); err != nil {
+		return nil, nil, nil, err
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &DocumentError{Problem: fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, err)}
+	var problems []Problem
+	for i := 0; ; i++ {
+		k, err := peek(d)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if k == ']' {
+			break
+		}
+		raw, err := d.ReadValue() // validated, not copied: valid until the next read
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var r *Resource
+		var probs []Problem
+		if k == '{' && fp.parse(raw) {
+			r = &fp.res
+			if fp.strict {
+				probs = enumWarnings(r, i)
+			}
+		} else {
+			r, probs = decodeResource(json.RawMessage(raw), i, fp.strict)
+		}
+		problems = append(problems, probs...)
+		if r != nil {
+			resources = append(resources, *r)
+			index = append(index, i)
+		}
 	}
-	return &DocumentError{Problem: "not valid JSON: " + err.Error()}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, nil, nil, err
+	}
+	return resources, index, problems, nil
 }
 
-func jsonType(goKind string) string {
-	switch goKind {
-	case "slice", "array":
-		return "an array"
-	case "map", "struct", "ptr":
-		return "an object"
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
+// peek returns the kind of the next token, or the error reading it.
+func peek(d *jsontext.Decoder) (jsontext.Kind, error) {
+	if k := d.PeekKind(); k != 0 {
+		return k, nil
+	}
+	_, err := d.ReadToken()
+	if err == io.EOF {
+		err = &jsontext.SyntacticError{ByteOffset: d.InputOffset(), Err: io.ErrUnexpectedEOF}
+	}
+	return 0, err
+}
+
+// kindName is how v1 names the JSON value in a type error.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case '[':
+		return "array"
 	default:
-		return "a number"
+		return "object"
 	}
 }
 
-func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Problem) {
-	var w resourceWire
-	if err := json.Unmarshal(raw, &w); err != nil {
-		p := Problem{ID: peekID(raw), Index: i, Field: "", Problem: err.Error()}
-		var te *json.UnmarshalTypeError
-		var perr *time.ParseError
-		switch {
-		case errors.As(err, &te):
-			p.Field, p.Problem = te.Field, "must be "+jsonType(te.Type.Kind().String())+", got "+te.Value
-			if te.Field == "metrics" {
-				p.Field = badMetric(raw)
+// matchKey returns the index in keys of name, matched like encoding/json
+// v1 matches a struct field: exactly, else under Unicode case folding; 0
+// when none.
+func matchKey(name string, keys []string) int {
+	for i := 1; i < len(keys); i++ {
+		if name == keys[i] {
+			return i
+		}
+	}
+	folded := foldName(name)
+	for i := 1; i < len(keys); i++ {
+		if folded == foldName(keys[i]) {
+			return i
+		}
+	}
+	return 0
+}
+
+// foldName folds a name the way v1 does: ASCII upper case, and each other
+// rune to the smallest rune of its case-folding orbit.
+func foldName(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || ('a' <= c && c <= 'z') {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
 			}
-		case errors.As(err, &perr):
-			p.Field, p.Problem = timeField(raw), "not an RFC 3339 time"
-		}
-		if p.Field == "" {
-			p.Field = "(resource)"
-		}
-		return nil, []Problem{p}
-	}
-	var warnings []Problem
-	if strict {
-		warnings = unknownFields(raw, i, deref(w.ID), resourceWire{})
-	}
-	fail := func(field, problem string) (*Resource, []Problem) {
-		return nil, append(warnings, Problem{ID: deref(w.ID), Index: i, Field: field, Problem: problem})
-	}
-	if w.ID == nil || strings.TrimSpace(*w.ID) == "" {
-		return fail("id", "required")
-	}
-	if w.Kind == "" {
-		return fail("kind", "required")
-	}
-	kind := Kind(strings.ToLower(w.Kind))
-	if !kind.Valid() {
-		return fail("kind", fmt.Sprintf("unknown kind %q (want node, vm, container, storage or disk)", w.Kind))
-	}
-	r := &Resource{
-		ID: CanonicalID(*w.ID), Kind: kind, Name: w.Name, Parent: w.Parent, Status: strings.ToLower(w.Status),
-		Tags: w.Tags, Labels: w.Labels, Addresses: w.Addresses, Reachable: w.Reachable,
-		Backup: w.Backup, Smart: w.Smart, Notes: w.Notes, Logs: w.Logs,
-	}
-	if len(w.Metrics) > 0 {
-		r.Metrics = make(map[string]float64, len(w.Metrics))
-		for _, name := range sortedKeys(w.Metrics) {
-			v := w.Metrics[name]
-			field := "metrics." + name
-			switch {
-			case v == nil:
-				return fail(field, "not a number")
-			case math.IsNaN(*v) || math.IsInf(*v, 0):
-				return fail(field, "not a finite number")
-			case isPercent(name) && (*v < 0 || *v > 100):
-				return fail(field, "outside 0..100")
-			case *v < 0:
-				return fail(field, "negative")
-			}
-			r.Metrics[name] = *v
-		}
-	}
-	if s := r.Smart; s != nil {
-		for field, v := range map[string]int64{
-			"reallocated_sectors": s.ReallocatedSectors, "pending_sectors": s.PendingSectors,
-			"offline_uncorrectable": s.OfflineUncorrectable, "udma_crc_errors": s.UDMACRCErrors, "media_errors": s.MediaErrors,
-		} {
-			if v < 0 {
-				return fail("smart."+field, "negative")
-			}
-		}
-		if s.WearoutPercent != nil && (*s.WearoutPercent < 0 || *s.WearoutPercent > 100) {
-			return fail("smart.wearout_percent", "outside 0..100")
-		}
-	}
-	if strict {
-		warnings = append(warnings, enumWarnings(r, i)...)
-	}
-	return r, warnings
-}
-
-func isPercent(metric string) bool {
-	return strings.HasSuffix(metric, "_percent") || strings.HasSuffix(metric, "_percent"+avgSuffix)
-}
-
-func enumWarnings(r *Resource, i int) []Problem {
-	var out []Problem
-	warn := func(field, problem string) {
-		out = append(out, Problem{ID: r.ID, Index: i, Field: field, Problem: problem, Warning: true})
-	}
-	valid := map[string]bool{"": true, StatusUnknown: true}
-	if r.Kind.Guest() {
-		valid[StatusRunning], valid[StatusStopped], valid[StatusPaused] = true, true, true
-	} else {
-		valid[StatusOnline], valid[StatusOffline] = true, true
-	}
-	if !valid[r.Status] {
-		warn("status", fmt.Sprintf("unrecognised status %q for a %s; treated as unknown", r.Status, r.Kind))
-	}
-	if b := r.Backup; b != nil {
-		switch b.LastStatus {
-		case "", BackupOK, BackupFailed, BackupRunning, BackupWarning, BackupUnknown:
-		default:
-			warn("backup.last_status", fmt.Sprintf("unrecognised status %q", b.LastStatus))
-		}
-	}
-	for j, a := range r.Addresses {
-		if !validHostPort(a) {
-			warn(fmt.Sprintf("addresses[%d]", j), fmt.Sprintf("%q is not host:port; it is not probed", a))
-		}
-	}
-	return out
-}
-
-func validHostPort(a string) bool {
-	i := strings.LastIndexByte(a, ':')
-	if i <= 0 || i == len(a)-1 {
-		return false
-	}
-	p, err := strconv.Atoi(a[i+1:])
-	return err == nil && p > 0 && p < 65536
-}
-
-// unknownFields reports the first unknown field of an object (strict mode).
-func unknownFields[T any](raw []byte, i int, id string, _ T) []Problem {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var v T
-	err := dec.Decode(&v)
-	if err == nil || !strings.HasPrefix(err.Error(), "json: unknown field ") {
-		return nil
-	}
-	name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-	p := Problem{ID: id, Index: i, Field: name, Problem: "unknown field (ignored)", Warning: true}
-	if i < 0 {
-		p.Index = 0
-		p.ID = "(document)"
-	}
-	return []Problem{p}
-}
-
-func dropDuplicates(rs []Resource, index []int, problems []Problem) ([]Resource, []Problem) {
-	seen := make(map[string]int, len(rs))
-	for i := range rs {
-		seen[rs[i].ID]++
-	}
-	if len(seen) == len(rs) {
-		return rs, problems
-	}
-	kept := rs[:0]
-	for i := range rs {
-		if seen[rs[i].ID] > 1 {
-			problems = append(problems, Problem{ID: rs[i].ID, Index: index[i], Field: "id",
-				Problem: fmt.Sprintf("duplicate id (appears %d times; every copy dropped)", seen[rs[i].ID])})
+			out = append(out, c)
+			i++
 			continue
 		}
-		kept = append(kept, rs[i])
+		r, n := utf8.DecodeRuneInString(s[i:])
+		out = utf8.AppendRune(out, foldRune(r))
+		i += n
 	}
-	return kept, problems
+	return string(out)
 }
 
-func peekID(raw []byte) string {
-	var p struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &p) == nil {
-		if s, ok := p.ID.(string); ok {
-			return CanonicalID(s)
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
 		}
+		r = r2
 	}
-	return ""
-}
-
-// badMetric names the first metric (in key order) that is not a number.
-func badMetric(raw []byte) string {
-	var p struct {
-		Metrics map[string]any `json:"metrics"`
-	}
-	if json.Unmarshal(raw, &p) == nil {
-		for _, k := range sortedKeys(p.Metrics) {
-			if _, ok := p.Metrics[k].(float64); !ok && p.Metrics[k] != nil {
-				return "metrics." + k
-			}
-		}
-	}
-	return "metrics"
-}
-
-// timeField finds which backup timestamp failed to parse.
-func timeField(raw []byte) string {
-	var p struct {
-		Backup map[string]any `json:"backup"`
-	}
-	if json.Unmarshal(raw, &p) == nil {
-		for _, f := range []string{"last_finished_at", "last_success_at"} {
-			if s, ok := p.Backup[f].(string); ok {
-				if _, err := time.Parse(time.RFC3339, s); err != nil {
-					return "backup." + f
-				}
-			}
-		}
-	}
-	return "backup"
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return CanonicalID(*s)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Encode renders a snapshot as an indented JSON document.

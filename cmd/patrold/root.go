@@ -27,6 +27,8 @@ type app struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	cfg        *config.Config
+	// notifyReady, when set, is told the metrics address of `notify` (tests).
+	notifyReady func(addr string)
 }
 
 func newRoot(a *app) *cobra.Command {
@@ -44,7 +46,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
-		newAssistantCmd(a), newApprovalsCmd(a),
+		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a),
 	)
 	return root
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -130,11 +129,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		Short: "Decode and validate a snapshot, print counts and problems",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			data, err := os.ReadFile(argv[0])
-			if err != nil {
-				return usage(err)
-			}
-			snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Strict: strict})
+			snap, probs, err := file.Read(argv[0], snapshot.DecodeOptions{Strict: strict})
 			if err != nil {
 				return usage(err)
 			}
@@ -161,7 +156,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		},
 	}
 	validate.Flags().BoolVar(&strict, "strict", false, "also report unknown fields and unrecognised values")
-	cmd.AddCommand(validate)
+	cmd.AddCommand(validate, newSnapshotCollectCmd(a))
 	return cmd
 }
 

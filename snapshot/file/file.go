@@ -42,15 +42,38 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 	return Load(s.path)
 }
 
-// Load reads and decodes a snapshot file.
+// Load reads and decodes a snapshot file as a stream: the file is never
+// held in memory whole, only the resources kept.
 func Load(path string) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	data, err := os.ReadFile(path)
+	snap, probs, err := Read(path, snapshot.DecodeOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read snapshot: %w", err)
-	}
-	snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{})
-	if err != nil {
+		var de *snapshot.DocumentError
+		if !errors.As(err, &de) {
+			return nil, nil, fmt.Errorf("read snapshot: %w", err)
+		}
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return snap, probs, nil
+}
+
+// Read decodes a snapshot file as a stream with opts. Its errors are the
+// reading error or the *snapshot.DocumentError as they are. A file that is
+// not valid JSON is read again whole and judged by snapshot.Decode, so the
+// rejection says what it always said.
+func Read(path string, opts snapshot.DecodeOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	snap, probs, err := snapshot.DecodeReader(f, opts)
+	var de *snapshot.DocumentError
+	if errors.As(err, &de) && de.Field == "" {
+		data, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		return snapshot.Decode(data, opts)
+	}
+	return snap, probs, err
 }

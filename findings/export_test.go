@@ -1,0 +1,7 @@
+package findings
+
+// The relay's queries, for the query-plan test.
+const (
+	PendingEventsSQL = pendingEventsSQL
+	PendingCountSQL  = pendingCountSQL
+)

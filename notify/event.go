@@ -1,0 +1,69 @@
+package notify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/findings"
+)
+
+const typeFindingPrefix = "patrold.finding."
+
+// findingEvent is a decoded finding lifecycle event.
+type findingEvent struct {
+	Event   *bus.Event
+	Kind    string // opened, updated, repeated, resolved, reopened, suppressed
+	Finding findings.FindingEventData
+}
+
+// ended reports whether the event ends the finding's alert: it resolved,
+// or it is suppressed or dismissed (whatever the event says, the finding's
+// own state decides).
+func (e *findingEvent) ended() bool {
+	f := &e.Finding
+	return e.Kind == string(bus.FindingResolved) || e.Kind == string(bus.FindingSuppressed) ||
+		f.Status == findings.StatusResolved || f.Suppressed || f.DismissedReason != ""
+}
+
+// decodeFindingEvent decodes a structured CloudEvent carrying a finding.
+// The payload is read leniently (a newer publisher may add fields) but
+// every field an alert is built from is checked, naming it.
+func decodeFindingEvent(raw []byte) (*findingEvent, error) {
+	ev, err := bus.DecodeEvent(raw)
+	if err != nil {
+		return nil, err
+	}
+	kind, ok := strings.CutPrefix(ev.Type, typeFindingPrefix)
+	if !ok || !bus.FindingEvent(kind).Valid() {
+		return nil, fmt.Errorf("type: %q is not a finding event (%s<%v>)", ev.Type, typeFindingPrefix, bus.FindingEvents)
+	}
+	out := &findingEvent{Event: ev, Kind: kind}
+	dec := json.NewDecoder(bytes.NewReader(ev.Data))
+	if err := dec.Decode(&out.Finding); err != nil {
+		return nil, fmt.Errorf("data: %v", err)
+	}
+	f := &out.Finding
+	switch {
+	case f.ID != findings.ID(f.ResourceID, f.Category, f.Key):
+		return nil, fmt.Errorf("data.id: %q is not the identity of resource_id, category and key", f.ID)
+	case f.ResourceID == "":
+		return nil, errors.New("data.resource_id: required")
+	case f.Key == "":
+		return nil, errors.New("data.key: required")
+	case !f.Severity.Valid():
+		return nil, fmt.Errorf("data.severity: %q is not one of %v", f.Severity, bus.Severities)
+	case findings.NormalizeCategory(string(f.Category)) != f.Category:
+		return nil, fmt.Errorf("data.category: %q is not one of %v", f.Category, bus.Categories)
+	case f.Status != findings.StatusActive && f.Status != findings.StatusResolved:
+		return nil, fmt.Errorf("data.status: %q is not active or resolved", f.Status)
+	case f.DetectedAt.IsZero():
+		return nil, errors.New("data.detected_at: required")
+	case ev.Subject != "" && ev.Subject != f.ResourceID:
+		return nil, fmt.Errorf("subject: %q differs from data.resource_id %q", ev.Subject, f.ResourceID)
+	}
+	return out, nil
+}

@@ -1,0 +1,200 @@
+package proxmox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// The wire shapes of the endpoints read, as the PVE 8 API schema documents
+// them. Decoders are strict about types (a field of the wrong type is an
+// error naming it) and lenient about absence and unknown fields.
+
+// number is a JSON number that PVE sometimes sends as a numeric string.
+// Absent, null, "" and non-numeric strings such as "N/A" leave it unset.
+type number struct {
+	v   float64
+	set bool
+}
+
+func (n *number) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			n.v, n.set = f, true
+		}
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: numberType}
+	}
+	n.v, n.set = f, true
+	return nil
+}
+
+// text is a string PVE sometimes sends as a number (a vmid list of one).
+type text string
+
+func (t *text) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*t = text(s)
+		return nil
+	}
+	var f json.Number
+	if err := json.Unmarshal(b, &f); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: textType}
+	}
+	*t = text(f.String())
+	return nil
+}
+
+// clusterResource is one entry of GET /cluster/resources.
+type clusterResource struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"` // node, qemu, lxc, storage, pool, sdn
+	Node       string `json:"node"`
+	Status     string `json:"status"`
+	Name       string `json:"name"`
+	VMID       number `json:"vmid"`
+	CPU        number `json:"cpu"`
+	MaxCPU     number `json:"maxcpu"`
+	Mem        number `json:"mem"`
+	MaxMem     number `json:"maxmem"`
+	Disk       number `json:"disk"`
+	MaxDisk    number `json:"maxdisk"`
+	Template   number `json:"template"`
+	Tags       string `json:"tags"`
+	HAState    string `json:"hastate"`
+	Pool       string `json:"pool"`
+	Lock       string `json:"lock"`
+	Storage    string `json:"storage"`
+	Content    string `json:"content"`
+	PluginType string `json:"plugintype"`
+	Shared     number `json:"shared"`
+}
+
+// disk is one entry of GET /nodes/{node}/disks/list.
+type disk struct {
+	DevPath string `json:"devpath"`
+	Type    string `json:"type"`
+	Model   string `json:"model"`
+	Serial  string `json:"serial"`
+	Health  string `json:"health"`
+	Wearout number `json:"wearout"` // percent of life left, or "N/A"
+	Used    string `json:"used"`
+}
+
+// smart is the answer of GET /nodes/{node}/disks/smart.
+type smart struct {
+	Health     string      `json:"health"`
+	Type       string      `json:"type"` // "ata" (attributes) or "text" (NVMe and others)
+	Attributes []smartAttr `json:"attributes"`
+	Text       string      `json:"text"`
+}
+
+type smartAttr struct {
+	ID   text   `json:"id"` // "  5" or 5
+	Name string `json:"name"`
+	Raw  text   `json:"raw"` // "0", "36 (Min/Max 20/45)"
+}
+
+// volume is one entry of GET /nodes/{node}/storage/{storage}/content.
+type volume struct {
+	VolID   string `json:"volid"`
+	Content string `json:"content"`
+	VMID    number `json:"vmid"`
+	CTime   number `json:"ctime"`
+}
+
+// backupJob is one entry of GET /cluster/backup.
+type backupJob struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Enabled number `json:"enabled"` // absent means enabled
+	All     number `json:"all"`
+	VMID    text   `json:"vmid"`
+	Exclude text   `json:"exclude"`
+	Pool    string `json:"pool"`
+	Node    string `json:"node"`
+	Storage string `json:"storage"`
+}
+
+// task is one entry of GET /nodes/{node}/tasks.
+type task struct {
+	UPID      string `json:"upid"`
+	Node      string `json:"node"`
+	Type      string `json:"type"`
+	ID        string `json:"id"` // the vmid, or "" for a job over several guests
+	StartTime number `json:"starttime"`
+	EndTime   number `json:"endtime"`
+	Status    string `json:"status"` // "OK", "WARNINGS: n", an error; absent while running
+}
+
+// logLine is one entry of GET /nodes/{node}/tasks/{upid}/log.
+type logLine struct {
+	N number `json:"n"`
+	T string `json:"t"`
+}
+
+// agentInterfaces is the answer of
+// GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces.
+type agentInterfaces struct {
+	Result []struct {
+		Name      string `json:"name"`
+		Addresses []struct {
+			Address string `json:"ip-address"`
+			Type    string `json:"ip-address-type"`
+		} `json:"ip-addresses"`
+	} `json:"result"`
+}
+
+var (
+	numberType = reflect.TypeFor[float64]()
+	textType   = reflect.TypeFor[string]()
+)
+
+// decodeList decodes a JSON array, naming the index of a bad entry.
+func decodeList[T any](data []byte) ([]T, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, jsonError(err, "data")
+	}
+	out := make([]T, 0, len(raws))
+	for i, raw := range raws {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, jsonError(err, fmt.Sprintf("data[%d]", i))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// decodeOne decodes a JSON object.
+func decodeOne[T any](data []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, jsonError(err, "data")
+	}
+	return v, nil
+}

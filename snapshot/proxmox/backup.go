@@ -1,0 +1,131 @@
+package proxmox
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// covered reports whether an enabled backup job selects the guest: by vmid
+// list, by pool, or "all" minus the exclusions; a job bound to a node
+// selects only the guests on it.
+func covered(jobs []backupJob, g clusterResource) bool {
+	id := strconv.FormatInt(vmid(g), 10)
+	for _, j := range jobs {
+		if (j.Enabled.set && j.Enabled.v == 0) || (j.Type != "" && j.Type != "vzdump") {
+			continue
+		}
+		if j.Node != "" && j.Node != g.Node {
+			continue
+		}
+		switch {
+		case j.VMID != "":
+			if slices.Contains(splitList(string(j.VMID)), id) {
+				return true
+			}
+		case j.Pool != "":
+			if j.Pool == g.Pool {
+				return true
+			}
+		case j.All.v != 0:
+			if !slices.Contains(splitList(string(j.Exclude)), id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newestVolumes returns the newest backup ctime per vmid.
+func newestVolumes(vols []volume, into map[int64]int64) {
+	for _, v := range vols {
+		if v.Content != "" && v.Content != "backup" {
+			continue
+		}
+		if !v.VMID.set || !v.CTime.set || v.CTime.v <= 0 || v.CTime.v > maxUnix {
+			continue
+		}
+		id, ct := int64(v.VMID.v), int64(v.CTime.v)
+		if ct > into[id] {
+			into[id] = ct
+		}
+	}
+}
+
+// backupRun is what the newest vzdump task says about one guest.
+type backupRun struct {
+	Status   string
+	Finished *time.Time
+	Error    string
+}
+
+// byNewest sorts vzdump tasks newest first (ties by UPID, for determinism).
+func byNewest(ts []task) []task {
+	out := make([]task, 0, len(ts))
+	for _, t := range ts {
+		if t.Type == "" || t.Type == "vzdump" {
+			out = append(out, t)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].StartTime.v != out[j].StartTime.v {
+			return out[i].StartTime.v > out[j].StartTime.v
+		}
+		return out[i].UPID > out[j].UPID
+	})
+	return out
+}
+
+func running(t task) bool { return t.Status == "" && !t.EndTime.set }
+
+// maxUnix is the last second of year 9999, the end of RFC 3339.
+const maxUnix = 253402300799
+
+func unixPtr(n number) *time.Time {
+	if !n.set || n.v <= 0 || n.v > maxUnix {
+		return nil
+	}
+	t := time.Unix(int64(n.v), 0).UTC()
+	return &t
+}
+
+// taskRun maps one task's own status.
+func taskRun(t task) backupRun {
+	switch {
+	case running(t):
+		return backupRun{Status: snapshot.BackupRunning}
+	case t.Status == "OK":
+		return backupRun{Status: snapshot.BackupOK, Finished: unixPtr(t.EndTime)}
+	case strings.HasPrefix(t.Status, "WARNINGS"):
+		return backupRun{Status: snapshot.BackupWarning, Finished: unixPtr(t.EndTime), Error: t.Status}
+	}
+	return backupRun{Status: snapshot.BackupFailed, Finished: unixPtr(t.EndTime), Error: clip(t.Status)}
+}
+
+// fromLog reads the outcome for one guest from a multi-guest vzdump log:
+// "ERROR: Backup of VM 102 failed - <reason>" or "INFO: Finished Backup of
+// VM 101 (00:01:02)". ok is false when the guest is not in the log.
+func fromLog(lines []logLine, id int64, t task) (backupRun, bool) {
+	vm := "Backup of VM " + strconv.FormatInt(id, 10) + " "
+	for _, l := range lines {
+		i := strings.Index(l.T, vm)
+		if i < 0 {
+			continue
+		}
+		rest := l.T[i+len(vm):]
+		if reason, ok := strings.CutPrefix(rest, "failed - "); ok {
+			return backupRun{Status: snapshot.BackupFailed, Finished: unixPtr(t.EndTime), Error: clip(strings.TrimSpace(reason))}, true
+		}
+		if strings.HasPrefix(rest, "failed") {
+			return backupRun{Status: snapshot.BackupFailed, Finished: unixPtr(t.EndTime), Error: clip(t.Status)}, true
+		}
+		if strings.HasSuffix(l.T[:i], "Finished ") {
+			return backupRun{Status: snapshot.BackupOK, Finished: unixPtr(t.EndTime)}, true
+		}
+	}
+	return backupRun{}, false
+}

@@ -1,0 +1,71 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// synthetic answers for a cluster of nodes×guests (half VMs, half
+// containers, all running and backed up by one job), two disks per node, a
+// shared backup storage; generated here, never stored.
+func synthetic(nodes, guests int) map[string]string {
+	out := map[string]string{}
+	var res, vols []string
+	for n := range nodes {
+		node := fmt.Sprintf("pve%d", n+1)
+		res = append(res, fmt.Sprintf(`{"id":"node/%s","type":"node","node":%q,"status":"online","cpu":0.3,"maxcpu":32,"mem":1e11,"maxmem":2.5e11}`, node, node),
+			fmt.Sprintf(`{"id":"storage/%s/local-lvm","type":"storage","storage":"local-lvm","node":%q,"status":"available","disk":4e11,"maxdisk":1e12,"content":"images,rootdir","plugintype":"lvmthin","shared":0}`, node, node),
+			fmt.Sprintf(`{"id":"storage/%s/pbs","type":"storage","storage":"pbs","node":%q,"status":"available","disk":4e12,"maxdisk":1e13,"content":"backup","plugintype":"pbs","shared":1}`, node, node))
+		var tasks []string
+		for g := range guests {
+			id := 100 + n*guests + g
+			typ := "qemu"
+			if g%2 == 1 {
+				typ = "lxc"
+			}
+			res = append(res, fmt.Sprintf(`{"id":"%s/%d","type":%q,"vmid":%d,"name":"g%d","node":%q,"status":"running","cpu":0.1,"maxcpu":4,"mem":2e9,"maxmem":8e9,"disk":1e9,"maxdisk":3.2e10,"template":0,"tags":"prod;app"}`, typ, id, typ, id, id, node))
+			vols = append(vols, fmt.Sprintf(`{"volid":"pbs:backup/%d","content":"backup","ctime":1795917900,"vmid":%d}`, id, id))
+			tasks = append(tasks, fmt.Sprintf(`{"upid":"UPID:%s:%d","node":%q,"type":"vzdump","id":"%d","starttime":1795917600,"endtime":1795918800,"status":"OK"}`, node, id, node, id))
+			out[fmt.Sprintf("nodes/%s/qemu/%d/agent/network-get-interfaces", node, id)] = fmt.Sprintf(`{"result":[{"name":"eth0","ip-addresses":[{"ip-address-type":"ipv4","ip-address":"10.%d.%d.%d"}]}]}`, n, g/250, g%250)
+		}
+		out["nodes/"+node+"/tasks"] = "[" + strings.Join(tasks, ",") + "]"
+		out["nodes/"+node+"/disks/list"] = `[{"devpath":"/dev/sda","type":"ssd","health":"PASSED","wearout":97},{"devpath":"/dev/sdb","type":"hdd","health":"PASSED","wearout":"N/A"}]`
+		out["nodes/"+node+"/disks/smart"] = `{"health":"PASSED","type":"ata","attributes":[{"id":"  5","raw":"0"},{"id":"197","raw":"0"},{"id":"194","raw":"35"}]}`
+	}
+	out["cluster/resources"] = "[" + strings.Join(res, ",") + "]"
+	out["cluster/backup"] = `[{"id":"backup-1","type":"vzdump","enabled":1,"all":1,"storage":"pbs"}]`
+	out["nodes/pve1/storage/pbs/content"] = "[" + strings.Join(vols, ",") + "]"
+	return out
+}
+
+// BenchmarkCollect measures one whole collection over loopback HTTPS:
+// requests, decoding, mapping and the codec round trip.
+func BenchmarkCollect(b *testing.B) {
+	for _, size := range []struct{ nodes, guests int }{{3, 10}, {16, 25}} {
+		b.Run(fmt.Sprintf("nodes=%d/guests=%d", size.nodes, size.guests), func(b *testing.B) {
+			answers := synthetic(size.nodes, size.guests)
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				data, ok := answers[strings.TrimPrefix(r.URL.Path, "/api2/json/")]
+				if !ok {
+					http.NotFound(w, r)
+					return
+				}
+				_, _ = w.Write([]byte(`{"data":` + data + `}`))
+			}))
+			defer srv.Close()
+			src := newSource(b, testOptions(b, srv))
+			want := size.nodes*(1+2+1) + size.nodes*size.guests + 1
+			for b.Loop() {
+				snap, problems, err := src.Collect(context.Background())
+				if err != nil || len(problems) != 0 || len(snap.Resources) != want {
+					b.Fatalf("err %v problems %v resources %d, want %d", err, problems, len(snap.Resources), want)
+				}
+			}
+			b.ReportMetric(float64(want), "resources")
+		})
+	}
+}

@@ -1,0 +1,271 @@
+package proxmox
+
+import (
+	"math"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// percent is 100*part/whole clamped to 0..100 and rounded to 0.01; ok is
+// false when it is not a number (whole not positive, or overflow).
+func percent(part, whole float64) (float64, bool) {
+	p := 100 * part / whole
+	if whole <= 0 || math.IsNaN(p) {
+		return 0, false
+	}
+	return math.Round(min(max(p, 0), 100)*100) / 100, true
+}
+
+// setPercent records a percentage metric when it is a number.
+func setPercent(m map[string]float64, name string, part, whole float64) {
+	if v, ok := percent(part, whole); ok {
+		m[name] = v
+	}
+}
+
+func nodeResource(r clusterResource) snapshot.Resource {
+	out := snapshot.Resource{ID: "node/" + r.Node, Kind: snapshot.KindNode, Name: r.Node, Status: snapshot.StatusUnknown}
+	switch r.Status {
+	case "online":
+		out.Status = snapshot.StatusOnline
+	case "offline":
+		out.Status = snapshot.StatusOffline
+	}
+	if out.Status == snapshot.StatusOnline {
+		out.Metrics = map[string]float64{}
+		if r.CPU.set {
+			setPercent(out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
+		}
+		if r.Mem.set {
+			setPercent(out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
+		}
+	}
+	return out
+}
+
+func guestStatus(s string) string {
+	switch s {
+	case "running":
+		return snapshot.StatusRunning
+	case "stopped":
+		return snapshot.StatusStopped
+	case "paused", "suspended", "prelaunch":
+		return snapshot.StatusPaused
+	}
+	return snapshot.StatusUnknown
+}
+
+// guestResource maps a qemu or lxc entry. Metrics are reported for running
+// and paused guests on online nodes only; a VM's disk is reported only when
+// the API gives it (it reports 0 for VMs without a guest agent view).
+func guestResource(r clusterResource, nodeOnline bool) snapshot.Resource {
+	out := snapshot.Resource{ID: guestID(r), Name: r.Name, Parent: "node/" + r.Node,
+		Status: guestStatus(r.Status), Tags: splitList(r.Tags)}
+	out.Kind = snapshot.KindVM
+	if r.Type == "lxc" {
+		out.Kind = snapshot.KindContainer
+	}
+	labels := map[string]string{}
+	for k, v := range map[string]string{"hastate": r.HAState, "pool": r.Pool, "lock": r.Lock} {
+		if v != "" {
+			labels[k] = v
+		}
+	}
+	if len(labels) > 0 {
+		out.Labels = labels
+	}
+	if nodeOnline && (out.Status == snapshot.StatusRunning || out.Status == snapshot.StatusPaused) {
+		out.Metrics = map[string]float64{}
+		if r.CPU.set {
+			setPercent(out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
+		}
+		if r.Mem.set {
+			setPercent(out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
+		}
+		if r.Disk.v > 0 {
+			setPercent(out.Metrics, snapshot.MetricDisk, r.Disk.v, r.MaxDisk.v)
+		}
+	}
+	return out
+}
+
+func storageResource(e storageEntry) snapshot.Resource {
+	out := snapshot.Resource{ID: e.id(), Kind: snapshot.KindStorage, Name: e.Storage, Parent: "node/" + e.Node}
+	switch e.Status {
+	case "available":
+		out.Status = snapshot.StatusOnline
+		if e.Disk.set {
+			out.Metrics = map[string]float64{}
+			setPercent(out.Metrics, snapshot.MetricUsage, e.Disk.v, e.MaxDisk.v)
+		}
+	case "", "unknown":
+		out.Status = snapshot.StatusUnknown
+	default:
+		out.Status = snapshot.StatusOffline
+	}
+	out.Labels = map[string]string{}
+	if e.PluginType != "" {
+		out.Labels["type"] = e.PluginType
+	}
+	if e.shared {
+		out.Labels["shared"] = "true"
+	}
+	if len(out.Labels) == 0 {
+		out.Labels = nil
+	}
+	return out
+}
+
+func diskResource(node string, d diskRead) snapshot.Resource {
+	dev := strings.TrimPrefix(d.disk.DevPath, "/dev/")
+	out := snapshot.Resource{ID: "disk/" + node + "/" + dev, Kind: snapshot.KindDisk, Name: dev, Parent: "node/" + node}
+	labels := map[string]string{}
+	for k, v := range map[string]string{"model": d.disk.Model, "serial": d.disk.Serial, "type": d.disk.Type} {
+		if v != "" {
+			labels[k] = v
+		}
+	}
+	if len(labels) > 0 {
+		out.Labels = labels
+	}
+	if d.smart != nil {
+		out.Smart = smartOf(d.disk, d.smart)
+	}
+	return out
+}
+
+// ATA attribute ids of the counters the snapshot contract has.
+const (
+	attrReallocated = 5
+	attrAirflowTemp = 190
+	attrTemperature = 194
+	attrPending     = 197
+	attrOfflineUnc  = 198
+	attrUDMACRC     = 199
+)
+
+func smartOf(d disk, s *smart) *snapshot.Smart {
+	out := &snapshot.Smart{Health: strings.ToUpper(strings.TrimSpace(s.Health))}
+	if out.Health == "" {
+		out.Health = strings.ToUpper(strings.TrimSpace(d.Health))
+	}
+	if d.Wearout.set && d.Wearout.v >= 0 && d.Wearout.v <= 100 {
+		w := int64(d.Wearout.v)
+		out.WearoutPercent = &w
+	}
+	var airflow *int64
+	for _, a := range s.Attributes {
+		id, err := strconv.Atoi(strings.TrimSpace(string(a.ID)))
+		if err != nil {
+			continue
+		}
+		raw, ok := leadingInt(string(a.Raw))
+		if !ok {
+			continue
+		}
+		switch id {
+		case attrReallocated:
+			out.ReallocatedSectors = raw
+		case attrPending:
+			out.PendingSectors = raw
+		case attrOfflineUnc:
+			out.OfflineUncorrectable = raw
+		case attrUDMACRC:
+			out.UDMACRCErrors = raw
+		case attrTemperature:
+			out.TemperatureC = &raw
+		case attrAirflowTemp:
+			airflow = &raw
+		}
+	}
+	if out.TemperatureC == nil {
+		out.TemperatureC = airflow
+	}
+	if s.Type == "text" {
+		nvmeText(s.Text, out)
+	}
+	return out
+}
+
+// nvmeText reads smartctl's NVMe health log as PVE passes it through.
+func nvmeText(text string, out *snapshot.Smart) {
+	for _, line := range strings.Split(text, "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, ok := leadingInt(strings.ReplaceAll(strings.TrimSpace(val), ",", ""))
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(key) {
+		case "Media and Data Integrity Errors":
+			out.MediaErrors = n
+		case "Temperature":
+			if out.TemperatureC == nil {
+				out.TemperatureC = &n
+			}
+		case "Percentage Used":
+			if out.WearoutPercent == nil && n >= 0 {
+				left := max(100-n, 0)
+				out.WearoutPercent = &left
+			}
+		}
+	}
+}
+
+// leadingInt parses the integer a raw SMART value starts with
+// ("36 (Min/Max 20/45)" is 36).
+func leadingInt(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s[:end], 10, 64)
+	return n, err == nil
+}
+
+// agentAddresses turns the agent's interfaces into host:port pairs for the
+// prober: loopback, link-local and unspecified addresses are left out.
+func agentAddresses(ifs agentInterfaces, port int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, i := range ifs.Result {
+		if i.Name == "lo" {
+			continue
+		}
+		for _, a := range i.Addresses {
+			ip, err := netip.ParseAddr(strings.TrimSpace(a.Address))
+			if err != nil || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
+				continue
+			}
+			hp := net.JoinHostPort(ip.WithZone("").String(), strconv.Itoa(port))
+			if !seen[hp] {
+				seen[hp] = true
+				out = append(out, hp)
+			}
+		}
+	}
+	return out
+}
+
+func backupOf(run backupRun, ok bool, lastSuccess int64) *snapshot.Backup {
+	b := &snapshot.Backup{LastStatus: snapshot.BackupUnknown}
+	if ok {
+		b.LastStatus, b.LastFinishedAt, b.LastError = run.Status, run.Finished, run.Error
+	}
+	if lastSuccess > 0 {
+		t := time.Unix(lastSuccess, 0).UTC()
+		b.LastSuccessAt = &t
+	}
+	return b
+}

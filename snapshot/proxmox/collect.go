@@ -1,0 +1,181 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// SourceProblemID is the Problem.ID of a failure that concerns the cluster
+// rather than one node (GET /cluster/backup, a configured storage that does
+// not exist). Node failures carry the node's id, "node/<node>".
+const SourceProblemID = "(source)"
+
+// Collect reads the cluster now.
+func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	now := s.opts.Now().UTC().Truncate(time.Second)
+	sess, err := s.client.session()
+	if err != nil {
+		return nil, nil, fmt.Errorf("collect: %w", err)
+	}
+	var rs []clusterResource
+	if err := sess.get(ctx, []string{"cluster", "resources"}, nil, func(d []byte) (err error) {
+		rs, err = decodeList[clusterResource](d)
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("collect: %w", err)
+	}
+	cl, err := indexCluster(rs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("collect: GET /cluster/resources: %w", err)
+	}
+	if len(cl.nodes) == 0 {
+		return nil, nil, fmt.Errorf("collect: GET /cluster/resources lists no node the API token %q may see; grant it the PVEAuditor role on /", s.opts.TokenID)
+	}
+	var problems []snapshot.Problem
+	var jobs []backupJob
+	jobsRead := sess.get(ctx, []string{"cluster", "backup"}, nil, func(d []byte) (err error) {
+		jobs, err = decodeList[backupJob](d)
+		return err
+	})
+	if jobsRead != nil {
+		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/backup",
+			Problem: trimEndpoint(jobsRead, "GET /cluster/backup") + "; backups of every guest left out"})
+	}
+	backups := cl.backupStorages(s.opts.Backups.Storages)
+	problems = append(problems, cl.problems...)
+
+	work := s.plan(cl, backups, jobs)
+	for _, name := range cl.names {
+		if !cl.online(name) {
+			problems = append(problems, snapshot.Problem{ID: "node/" + name, Index: -1, Field: "node/" + name,
+				Problem: fmt.Sprintf("%s in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read", nodeStatusWord(cl.nodes[name].Status))})
+		}
+	}
+	results := s.nodes(ctx, sess, work)
+	byNode := map[string]*nodeResult{}
+	denied := false
+	for i := range results {
+		byNode[work[i].name] = &results[i]
+		problems = append(problems, results[i].problems...)
+		denied = denied || results[i].agentDenied
+	}
+	if denied {
+		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: 0, Field: "guest_agent", Warning: true,
+			Problem: "the API token may not query guest agents (HTTP 403): grant VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9) for guest addresses, or set source.proxmox.guest_agent.enabled: false"})
+	}
+	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: now, Source: DefaultSourceName,
+		Resources: s.build(cl, backups, jobs, jobsRead == nil, byNode)}
+	// Round-trip through the codec so these resources pass the same
+	// validation as any other snapshot document.
+	data, err := snapshot.Encode(snap)
+	if err != nil {
+		return nil, nil, fmt.Errorf("collect: encode: %w", err)
+	}
+	out, invalid, err := snapshot.Decode(data, snapshot.DecodeOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("collect: %w", err)
+	}
+	return out, append(invalid, problems...), nil
+}
+
+func nodeStatusWord(s string) string {
+	if s == "" {
+		return "status unknown"
+	}
+	return s
+}
+
+func trimEndpoint(err error, endpoint string) string {
+	msg := err.Error()
+	if len(msg) > len(endpoint)+2 && msg[:len(endpoint)+2] == endpoint+": " {
+		return msg[len(endpoint)+2:]
+	}
+	return msg
+}
+
+// plan assigns the reads to the online nodes: each node's disks, tasks and
+// agents, its local backup storages, and the shared backup storages whose
+// representative it is.
+func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []nodeWork {
+	var work []nodeWork
+	index := map[string]int{}
+	for _, name := range cl.names {
+		if cl.online(name) {
+			index[name] = len(work)
+			work = append(work, nodeWork{name: name, tracked: map[int64]bool{}})
+		}
+	}
+	for _, g := range cl.guests {
+		if i, ok := index[g.Node]; ok {
+			work[i].guests = append(work[i].guests, g)
+			work[i].tracked[vmid(g)] = covered(jobs, g)
+		}
+	}
+	for _, st := range backups {
+		if i, ok := index[st.Node]; ok {
+			work[i].storages = append(work[i].storages, st)
+		}
+	}
+	return work
+}
+
+// build maps everything read into resources: nodes, guests, storage, disks.
+func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
+	var out []snapshot.Resource
+	for _, name := range cl.names {
+		out = append(out, nodeResource(cl.nodes[name]))
+	}
+	newest := map[int64]int64{}
+	read := map[string]bool{}
+	for _, res := range byNode {
+		for id, vols := range res.volumes {
+			read[id] = true
+			newestVolumes(vols, newest)
+		}
+	}
+	for _, g := range cl.guests {
+		res := byNode[g.Node]
+		r := guestResource(g, res != nil)
+		if res != nil {
+			r.Addresses = res.addresses[vmid(g)]
+		}
+		if jobsRead && covered(jobs, g) && backupsComplete(g, res, backups, read) {
+			run, ok := res.runs[vmid(g)]
+			r.Backup = backupOf(run, ok, newest[vmid(g)])
+		}
+		out = append(out, r)
+	}
+	for _, st := range cl.storages {
+		out = append(out, storageResource(st))
+	}
+	var disks []snapshot.Resource
+	for _, name := range cl.names {
+		if res := byNode[name]; res != nil {
+			for _, d := range res.disks {
+				disks = append(disks, diskResource(name, d))
+			}
+		}
+	}
+	sort.Slice(disks, func(i, j int) bool { return disks[i].ID < disks[j].ID })
+	return append(out, disks...)
+}
+
+// backupsComplete reports whether everything a guest's backup state rests
+// on was read: its node's vzdump tasks (and any log they needed), every
+// shared backup storage, and the backup storages local to its node. A
+// half-read state would report a backup as missing that is not.
+func backupsComplete(g clusterResource, res *nodeResult, backups []storageEntry, read map[string]bool) bool {
+	if res == nil || !res.tasksRead || res.runsFailed[vmid(g)] {
+		return false
+	}
+	for _, st := range backups {
+		if (st.shared || st.Node == g.Node) && !read[st.id()] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,162 @@
+package proxmox
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// seedData adds the "data" member of fixture files as fuzz seeds.
+func seedData(f *testing.F, files ...string) {
+	f.Helper()
+	for _, name := range files {
+		raw, err := os.ReadFile(filepath.Join("testdata", "api2", "json", filepath.FromSlash(name)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var env struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil {
+			f.Fatalf("%s: %v", name, err)
+		}
+		f.Add([]byte(env.Data))
+	}
+	for _, s := range []string{`null`, `[]`, `{}`, `[{"vmid":"x"}]`, `[{"vmid":1,"ctime":1e15,"endtime":"99999999999999"}]`, `[{"type":"qemu","vmid":1e300,"maxmem":1e-300,"mem":1e300,"status":"running","node":"n"}]`} {
+		f.Add([]byte(s))
+	}
+}
+
+// valid decodes the resources through the snapshot codec: a mapping may
+// only ever produce resources the contract accepts (duplicate ids, which
+// the codec drops and reports, come from the input itself).
+func valid(t *testing.T, rs []snapshot.Resource) {
+	t.Helper()
+	data, err := snapshot.Encode(&snapshot.Snapshot{Version: 1, Resources: rs})
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	_, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{})
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	for _, p := range probs {
+		if p.Field != "id" {
+			t.Fatalf("invalid resource: %v", p)
+		}
+	}
+}
+
+func FuzzClusterResources(f *testing.F) {
+	seedData(f, "cluster/resources.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := decodeList[clusterResource](data)
+		if err != nil {
+			return
+		}
+		cl, err := indexCluster(rs)
+		if err != nil {
+			return
+		}
+		s := &Source{opts: DefaultOptions()}
+		byNode := map[string]*nodeResult{}
+		for _, n := range cl.names {
+			if cl.online(n) {
+				byNode[n] = &nodeResult{runs: map[int64]backupRun{}, tasksRead: true}
+			}
+		}
+		valid(t, s.build(cl, cl.backupStorages(nil), nil, true, byNode))
+	})
+}
+
+func FuzzSmart(f *testing.F) {
+	seedData(f, "nodes/pve1/disks/smart/sda.json", "nodes/pve1/disks/smart/nvme0n1.json", "nodes/pve2/disks/smart/sda.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sm, err := decodeOne[smart](data)
+		if err != nil {
+			return
+		}
+		valid(t, []snapshot.Resource{diskResource("pve1", diskRead{disk: disk{DevPath: "/dev/sda"}, smart: &sm})})
+	})
+}
+
+func FuzzDisks(f *testing.F) {
+	seedData(f, "nodes/pve1/disks/list.json", "nodes/pve2/disks/list.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ds, err := decodeList[disk](data)
+		if err != nil {
+			return
+		}
+		var rs []snapshot.Resource
+		for _, d := range ds {
+			rs = append(rs, diskResource("pve1", diskRead{disk: d, smart: &smart{}}))
+		}
+		valid(t, rs)
+	})
+}
+
+func FuzzTasksAndLog(f *testing.F) {
+	seedData(f, "nodes/pve1/tasks.json", "nodes/pve2/tasks.json", "nodes/pve1/tasks-log.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if ts, err := decodeList[task](data); err == nil {
+			for _, tk := range byNewest(ts) {
+				if r := taskRun(tk); !knownBackupStatus(r.Status) {
+					t.Fatalf("status %q", r.Status)
+				}
+			}
+		}
+		if lines, err := decodeList[logLine](data); err == nil {
+			if r, ok := fromLog(lines, 102, task{}); ok && !knownBackupStatus(r.Status) {
+				t.Fatalf("status %q", r.Status)
+			}
+		}
+	})
+}
+
+func knownBackupStatus(s string) bool {
+	switch s {
+	case snapshot.BackupOK, snapshot.BackupFailed, snapshot.BackupRunning, snapshot.BackupWarning:
+		return true
+	}
+	return false
+}
+
+func FuzzBackupsAndJobs(f *testing.F) {
+	seedData(f, "nodes/pve1/storage/nfs-backup/content.json", "cluster/backup.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if vols, err := decodeList[volume](data); err == nil {
+			newest := map[int64]int64{}
+			newestVolumes(vols, newest)
+			for _, ct := range newest {
+				valid(t, []snapshot.Resource{{ID: "vm/1", Kind: snapshot.KindVM, Backup: backupOf(backupRun{}, false, ct)}})
+			}
+		}
+		if ts, err := decodeList[task](data); err == nil {
+			for _, tk := range ts {
+				valid(t, []snapshot.Resource{{ID: "vm/1", Kind: snapshot.KindVM, Backup: backupOf(taskRun(tk), true, 0)}})
+			}
+		}
+		if jobs, err := decodeList[backupJob](data); err == nil {
+			covered(jobs, clusterResource{VMID: number{v: 101, set: true}, Node: "pve1"})
+		}
+	})
+}
+
+func FuzzAgent(f *testing.F) {
+	seedData(f, "nodes/pve1/qemu/102/agent/network-get-interfaces.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ifs, err := decodeOne[agentInterfaces](data)
+		if err != nil {
+			return
+		}
+		for _, a := range agentAddresses(ifs, 22) {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				t.Fatalf("address %q: %v", a, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,240 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Bounds of what is read per node and collection.
+const (
+	taskLimit = 1000 // vzdump tasks listed
+	logLimit  = 5000 // lines of one task log
+	logBudget = 5    // task logs read
+)
+
+// nodeWork is what is read through one online node.
+type nodeWork struct {
+	name     string
+	storages []storageEntry    // backup storages read through this node
+	guests   []clusterResource // guests on this node
+	tracked  map[int64]bool    // guests on this node a backup job covers
+}
+
+// nodeResult is what was read through one node. Anything not read is
+// absent and its failure is in problems.
+type nodeResult struct {
+	disks       []diskRead
+	tasksRead   bool
+	runs        map[int64]backupRun // newest vzdump outcome per guest on this node
+	runsFailed  map[int64]bool      // a task log needed for the guest was not read
+	volumes     map[string][]volume // backup storage id -> volumes
+	addresses   map[int64][]string
+	agentDenied bool
+	problems    []snapshot.Problem
+}
+
+type diskRead struct {
+	disk  disk
+	smart *smart // nil when the SMART request failed
+}
+
+// nodes reads every work item, at most Concurrency nodes at once.
+func (s *Source) nodes(ctx context.Context, sess *session, work []nodeWork) []nodeResult {
+	out := make([]nodeResult, len(work))
+	sem := make(chan struct{}, s.opts.Concurrency)
+	var wg sync.WaitGroup
+	for i := range work {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				out[i] = nodeResult{problems: []snapshot.Problem{nodeProblem(work[i].name, "GET /nodes/"+work[i].name, fmt.Errorf("not started: %w", ctx.Err()))}}
+				return
+			}
+			w := &worker{s: s, sess: sess, ctx: ctx, work: work[i]}
+			out[i] = w.run()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// worker reads one node's endpoints in sequence. Once the node is
+// unreachable its remaining endpoints are skipped.
+type worker struct {
+	s    *Source
+	sess *session
+	ctx  context.Context
+	work nodeWork
+	down bool
+	res  nodeResult
+}
+
+func nodeProblem(node, endpoint string, err error) snapshot.Problem {
+	msg := strings.TrimPrefix(err.Error(), endpoint+": ")
+	return snapshot.Problem{ID: "node/" + node, Index: -1, Field: endpoint,
+		Problem: fmt.Sprintf("node %s: %s", node, msg)}
+}
+
+// get reads one endpoint of the node; false means it was not read (and why
+// is recorded), or the node was already down.
+func (w *worker) get(segments []string, q url.Values, decode func([]byte) error) bool {
+	if w.down {
+		return false
+	}
+	err := w.sess.get(w.ctx, segments, q, decode)
+	if err == nil {
+		return true
+	}
+	p := nodeProblem(w.work.name, endpointOf(segments), err)
+	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
+		w.down = true
+		p.Problem += fmt.Sprintf("; the rest of node %s (disks, SMART, vzdump tasks, backup volumes, guest addresses) was not read", w.work.name)
+	}
+	w.res.problems = append(w.res.problems, p)
+	return false
+}
+
+func (w *worker) run() nodeResult {
+	w.res.runs, w.res.runsFailed = map[int64]backupRun{}, map[int64]bool{}
+	w.res.volumes, w.res.addresses = map[string][]volume{}, map[int64][]string{}
+	w.readDisks()
+	w.readTasks()
+	for _, st := range w.work.storages {
+		var vols []volume
+		q := url.Values{"content": {"backup"}}
+		if w.get([]string{"nodes", w.work.name, "storage", st.Storage, "content"}, q, func(d []byte) (err error) {
+			vols, err = decodeList[volume](d)
+			return err
+		}) {
+			w.res.volumes[st.id()] = vols
+		}
+	}
+	if w.s.opts.GuestAgent.Enabled {
+		for _, g := range w.work.guests {
+			if g.Type == "qemu" && g.Status == "running" {
+				w.readAgent(g)
+			}
+		}
+	}
+	return w.res
+}
+
+func (w *worker) readDisks() {
+	var disks []disk
+	if !w.get([]string{"nodes", w.work.name, "disks", "list"}, nil, func(d []byte) (err error) {
+		disks, err = decodeList[disk](d)
+		return err
+	}) {
+		return
+	}
+	for _, d := range disks {
+		if d.DevPath == "" {
+			continue
+		}
+		dr := diskRead{disk: d}
+		var sm smart
+		if w.get([]string{"nodes", w.work.name, "disks", "smart"}, url.Values{"disk": {d.DevPath}}, func(b []byte) (err error) {
+			sm, err = decodeOne[smart](b)
+			return err
+		}) {
+			dr.smart = &sm
+		}
+		w.res.disks = append(w.res.disks, dr)
+	}
+}
+
+func (w *worker) readTasks() {
+	var tasks []task
+	q := url.Values{"typefilter": {"vzdump"}, "source": {"all"}, "limit": {strconv.Itoa(taskLimit)}}
+	if !w.get([]string{"nodes", w.work.name, "tasks"}, q, func(d []byte) (err error) {
+		tasks, err = decodeList[task](d)
+		return err
+	}) {
+		return
+	}
+	w.res.tasksRead = true
+	tasks = byNewest(tasks)
+	logs := map[string][]logLine{}
+	failed := map[string]bool{}
+	for _, g := range w.work.guests {
+		id := vmid(g)
+		if !w.work.tracked[id] {
+			continue
+		}
+		sid := strconv.FormatInt(id, 10)
+	walk:
+		for _, t := range tasks {
+			switch {
+			case t.ID == sid:
+				w.res.runs[id] = taskRun(t)
+				break walk
+			case t.ID != "":
+				continue
+			case running(t) || t.Status == "OK" || strings.HasPrefix(t.Status, "WARNINGS"):
+				w.res.runs[id] = taskRun(t)
+				break walk
+			}
+			// A job over several guests that failed: its log says which.
+			lines, ok := logs[t.UPID]
+			if !ok && !failed[t.UPID] && len(logs)+len(failed) >= logBudget {
+				break walk // older than the logs worth reading: status unknown
+			}
+			if !ok && !failed[t.UPID] {
+				ok = w.get([]string{"nodes", w.work.name, "tasks", t.UPID, "log"}, url.Values{"limit": {strconv.Itoa(logLimit)}},
+					func(d []byte) (err error) {
+						lines, err = decodeList[logLine](d)
+						return err
+					})
+				if ok {
+					logs[t.UPID] = lines
+				} else {
+					failed[t.UPID] = true
+				}
+			}
+			if !ok {
+				w.res.runsFailed[id] = true
+				break walk
+			}
+			if r, found := fromLog(lines, id, t); found {
+				w.res.runs[id] = r
+				break walk
+			}
+		}
+	}
+}
+
+// readAgent asks the guest agent for addresses. A guest without a running
+// agent answers with an error; that is not a failure of the collection.
+func (w *worker) readAgent(g clusterResource) {
+	if w.down {
+		return
+	}
+	segments := []string{"nodes", w.work.name, "qemu", strconv.FormatInt(vmid(g), 10), "agent", "network-get-interfaces"}
+	var ifs agentInterfaces
+	err := w.sess.get(w.ctx, segments, nil, func(d []byte) (err error) {
+		ifs, err = decodeOne[agentInterfaces](d)
+		return err
+	})
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusForbidden {
+		w.res.agentDenied = true
+	}
+	if err != nil {
+		return
+	}
+	if addrs := agentAddresses(ifs, w.s.opts.GuestAgent.Port); len(addrs) > 0 {
+		w.res.addresses[vmid(g)] = addrs
+	}
+}

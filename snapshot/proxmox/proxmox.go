@@ -1,0 +1,227 @@
+// Package proxmox is the snapshot source that reads a Proxmox VE cluster
+// (API version 8) directly: nodes, guests and storage from
+// /cluster/resources, disks and SMART data per node, backups from the backup
+// storages, the backup jobs and the vzdump tasks, and guest addresses from
+// the QEMU guest agent.
+//
+// The client is a small typed one over net/http (see docs/SOURCES.md for why
+// not github.com/luthermonson/go-proxmox). It authenticates with an API
+// token and verifies the server either against a CA file, the system roots,
+// or a pinned SHA-256 certificate fingerprint.
+//
+// Failure of /cluster/resources fails the collection. Any other endpoint
+// that fails, and any node that is offline, is returned as a source-level
+// snapshot.Problem naming the node and the endpoint: the run is degraded
+// and incomplete, the rest of the cluster is still patrolled, and the
+// resources (or the resource parts) that depend on what could not be read
+// are left out rather than reported half-filled.
+package proxmox
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	promclient "github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Defaults for Options.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultConcurrency = 4
+	DefaultAgentPort   = 22
+	// DefaultSourceName is the snapshot's source field.
+	DefaultSourceName = "proxmox"
+	// maxBodyBytes bounds one API response.
+	maxBodyBytes = 32 << 20
+)
+
+// TLSOptions configure how the server certificate is verified (YAML section
+// source.proxmox.tls). With none set the system roots are used.
+type TLSOptions struct {
+	// CAFile is a PEM bundle the server certificate must chain to.
+	CAFile string `koanf:"ca_file" yaml:"ca_file" json:"ca_file"`
+	// Fingerprint pins the server's leaf certificate by its SHA-256
+	// fingerprint (hex, colons optional, any case), as `pvenode cert info`
+	// prints it. Chain and host name are then not checked.
+	Fingerprint string `koanf:"fingerprint" yaml:"fingerprint" json:"fingerprint"`
+	// InsecureSkipVerify accepts any certificate. For tests only.
+	InsecureSkipVerify bool `koanf:"insecure_skip_verify" yaml:"insecure_skip_verify" json:"insecure_skip_verify"`
+}
+
+// BackupOptions configure where backups are read (YAML section
+// source.proxmox.backups).
+type BackupOptions struct {
+	// Storages names the backup storages to read. Empty means every storage
+	// whose content includes "backup".
+	Storages []string `koanf:"storages" yaml:"storages" json:"storages"`
+}
+
+// GuestAgentOptions configure the guest address lookup (YAML section
+// source.proxmox.guest_agent).
+type GuestAgentOptions struct {
+	// Enabled asks the QEMU guest agent of every running VM for its
+	// addresses.
+	Enabled bool `koanf:"enabled" yaml:"enabled" json:"enabled"`
+	// Port is joined to every address the agent reports; the prober
+	// connects to it.
+	Port int `koanf:"port" yaml:"port" json:"port"`
+}
+
+// Options configure the Proxmox source (YAML section source.proxmox).
+type Options struct {
+	// URL is the API address of any node of the cluster, https://host:8006.
+	URL string `koanf:"url" yaml:"url" json:"url"`
+	// TokenID is the API token, user@realm!name.
+	TokenID string `koanf:"token_id" yaml:"token_id" json:"token_id"`
+	// TokenSecretFile holds the token's secret; it is re-read on every
+	// collection so a rotated secret needs no reload.
+	TokenSecretFile string     `koanf:"token_secret_file" yaml:"token_secret_file" json:"token_secret_file"`
+	TLS             TLSOptions `koanf:"tls" yaml:"tls" json:"tls"`
+	// Timeout bounds one API request. Zero means DefaultTimeout.
+	Timeout time.Duration `koanf:"timeout" yaml:"timeout" json:"timeout"`
+	// Concurrency bounds the nodes read at once. Zero means DefaultConcurrency.
+	Concurrency int               `koanf:"concurrency" yaml:"concurrency" json:"concurrency"`
+	Backups     BackupOptions     `koanf:"backups" yaml:"backups" json:"backups"`
+	GuestAgent  GuestAgentOptions `koanf:"guest_agent" yaml:"guest_agent" json:"guest_agent"`
+
+	// Now is the clock of taken_at; nil means time.Now.
+	Now func() time.Time `koanf:"-" yaml:"-" json:"-"`
+	// Registerer receives the source's metrics; nil disables them.
+	Registerer promclient.Registerer `koanf:"-" yaml:"-" json:"-"`
+}
+
+// DefaultOptions returns the options an empty source.proxmox section yields.
+func DefaultOptions() Options {
+	return Options{Timeout: DefaultTimeout, Concurrency: DefaultConcurrency,
+		Backups: BackupOptions{Storages: []string{}}, GuestAgent: GuestAgentOptions{Enabled: true, Port: DefaultAgentPort}}
+}
+
+// Validate reports every problem, each naming its key under source.proxmox.
+// It does not read files; New does.
+func (o Options) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("source.proxmox.%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if o.URL == "" {
+		add("url", "required (e.g. https://pve1.example:8006)")
+	} else if u, err := url.Parse(o.URL); err != nil {
+		add("url", "not a URL: %v", err)
+	} else if u.Scheme != "https" || u.Host == "" {
+		add("url", "want https://host:port, got %q", o.URL)
+	}
+	if o.TokenID == "" {
+		add("token_id", "required (e.g. patrold@pve!patrol)")
+	} else if !validTokenID(o.TokenID) {
+		add("token_id", "want user@realm!name, got %q", o.TokenID)
+	}
+	if o.TokenSecretFile == "" {
+		add("token_secret_file", "required (a file holding the token's secret)")
+	}
+	set := 0
+	for _, b := range []bool{o.TLS.CAFile != "", o.TLS.Fingerprint != "", o.TLS.InsecureSkipVerify} {
+		if b {
+			set++
+		}
+	}
+	if set > 1 {
+		add("tls", "set at most one of ca_file, fingerprint and insecure_skip_verify")
+	}
+	if o.TLS.Fingerprint != "" {
+		if _, err := parseFingerprint(o.TLS.Fingerprint); err != nil {
+			add("tls.fingerprint", "%v", err)
+		}
+	}
+	if o.Timeout < 0 {
+		add("timeout", "must not be negative, got %s", o.Timeout)
+	}
+	if o.Concurrency < 0 {
+		add("concurrency", "must not be negative, got %d", o.Concurrency)
+	}
+	for i, s := range o.Backups.Storages {
+		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "/ \t") {
+			add(fmt.Sprintf("backups.storages[%d]", i), "%q is not a storage name", s)
+		}
+	}
+	if o.GuestAgent.Port < 0 || o.GuestAgent.Port > 65535 || (o.GuestAgent.Enabled && o.GuestAgent.Port == 0) {
+		add("guest_agent.port", "want 1..65535, got %d", o.GuestAgent.Port)
+	}
+	return errors.Join(errs...)
+}
+
+func validTokenID(id string) bool {
+	user, name, ok := strings.Cut(id, "!")
+	if !ok || name == "" || strings.ContainsAny(id, " \t\n=") {
+		return false
+	}
+	at := strings.LastIndexByte(user, '@')
+	return at > 0 && at < len(user)-1
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Source collects snapshots from one Proxmox VE cluster. It is safe for
+// concurrent use.
+type Source struct {
+	opts   Options
+	client *client
+}
+
+var _ snapshot.Source = (*Source)(nil)
+
+// New validates opts, reads the CA file and checks the secret file. It does
+// not contact the cluster.
+func New(opts Options) (*Source, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if _, err := readSecret(opts.TokenSecretFile); err != nil {
+		return nil, fmt.Errorf("source.proxmox.token_secret_file: %w", err)
+	}
+	tc, err := tlsConfig(opts.TLS)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(opts, tc, m)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{opts: opts, client: c}, nil
+}
+
+func readSecret(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(raw))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return "", fmt.Errorf("%s holds more than one line; want the token secret alone", path)
+	}
+	return s, nil
+}

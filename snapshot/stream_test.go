@@ -1,0 +1,165 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// oddDocuments are spellings the fast path must hand to v1 or match it on:
+// case-folded and escaped keys, duplicates, nulls, wrong types, numbers v1
+// cannot hold, escapes and invalid UTF-8 in text, and document-level odds.
+var oddDocuments = []string{
+	`{"version":1,"resources":[{"ID":"vm/1","Kind":"VM","METRICS":{"cpu_percent":5}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","tags":["a","b"],"tags":[null]}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"a":1},"metrics":{"b":2}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"b":"x","a":true}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"a":1e400}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"a":[1e400],"b":"x"}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"cpu_percent_avg":100.5}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"x":-0}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","tags":[],"labels":{},"logs":null}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","labels":{"a":"1","a":"2"}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","labels":{"a":null}}]}`,
+	`{"version":1,"resources":[{"id":"v\u006d/1","kind":"vm","name":"a\"b\u00e9\ud800x","notes":"caf\u00e9"}]}`,
+	"{\"version\":1,\"resources\":[{\"id\":\"vm/\xff\",\"kind\":\"vm\",\"name\":\"\xc3(\"}]}",
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","backup":{"last_success_at":5}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","backup":{"last_success_at":"2026-11-29T06:00:00+01:00","last_finished_at":null}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","backup":{"last_success_at":"last week"},"tags":5}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","tags":5,"backup":{"last_success_at":"x"}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","backup":{"Last_Status":"ok","colour":1}}]}`,
+	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"pending_sectors":1.5}}]}`,
+	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"pending_sectors":1e2,"temperature_c":null}}]}`,
+	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"wearout_percent":-1,"temperature_c":-5}}]}`,
+	`{"version":1,"resources":[{"id":5,"kind":"vm"},{"id":null,"kind":"vm"},{"id":"  ","kind":"vm"},{"id":" X/Y ","kind":"Disk"}]}`,
+	`{"version":1,"resources":[null,5,"x",[],{},true]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","reachable":"yes"},{"id":"vm/2","kind":"vm","reachable":false}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","status":"RUNNING","parent":"node/1","addresses":["a:1",null]}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm"}],"resources":[{"id":"vm/2","kind":"vm","id":"vm/3"}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm"}],"resources":null}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm"}],"source":5}`,
+	`{"source":5,"version":2,"resources":[]}`,
+	`{"version":null,"resources":[]}`,
+	`{"version":1.0,"resources":[]}`,
+	`{"version": [ 1 ],"resources":[]}`,
+	`{"Version":1,"RESOURCES":[],"Source":"x","source":null}`,
+	`{"version":1,"taken_at":null,"resources":[]}`,
+	`{"version":1,"taken_at":5,"resources":[]}`,
+	`{"version":1,"resources":[]} x`,
+	`{"version":1,"resources":[]} {}`,
+	`{"version":1,"resources":[`,
+	``,
+	`null`,
+	`"x"`,
+	`5`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","colour":"red","Kind":"vm"}],"extra":[1,{"a":2}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","nAme":"x"}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","k\u0131nd":"x","\u212aind":"node"}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm"},{"id":"VM/1","kind":"vm"},{"id":"vm/1","kind":"bad"}]}`,
+}
+
+// TestStreamMatchesV1 holds the streaming decoder to the v1 decoder it
+// replaced, on the examples, generated fleets and odd spellings.
+func TestStreamMatchesV1(t *testing.T) {
+	docs := append([]string(nil), oddDocuments...)
+	for _, name := range []string{"small-healthy.json", "small-faults.json"} {
+		data, err := os.ReadFile("../examples/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(data))
+	}
+	for _, strict := range []bool{false, true} {
+		for _, doc := range docs {
+			compareV1(t, []byte(doc), strict)
+		}
+	}
+}
+
+func FuzzDecodeMatchesV1(f *testing.F) {
+	for _, doc := range oddDocuments {
+		f.Add([]byte(doc), false)
+	}
+	data, _ := os.ReadFile("../examples/small-faults.json")
+	f.Add(data, true)
+	f.Fuzz(func(t *testing.T, data []byte, strict bool) {
+		compareV1(t, data, strict)
+	})
+}
+
+func compareV1(t *testing.T, data []byte, strict bool) {
+	t.Helper()
+	opts := DecodeOptions{Strict: strict}
+	wantSnap, wantProbs, wantErr := decodeV1(data, opts)
+	gotSnap, gotProbs, gotErr := Decode(data, opts)
+	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+		t.Fatalf("%q strict=%v: error %v, v1 %v", data, strict, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(gotSnap, wantSnap) {
+		t.Fatalf("%q strict=%v: snapshot\n%+v\nv1\n%+v", data, strict, gotSnap, wantSnap)
+	}
+	if !sameProblems(gotProbs, wantProbs) {
+		t.Fatalf("%q strict=%v: problems\n%v\nv1\n%v", data, strict, gotProbs, wantProbs)
+	}
+	// The stream reader agrees except in how it words invalid JSON.
+	rs, rp, rerr := DecodeReader(bytes.NewReader(data), opts)
+	if wantErr != nil {
+		if rerr == nil || !errors.Is(rerr, ErrInvalidDocument) {
+			t.Fatalf("%q: DecodeReader accepted a document v1 rejects (%v)", data, rerr)
+		}
+		return
+	}
+	if rerr != nil || !reflect.DeepEqual(rs, wantSnap) || !sameProblems(rp, wantProbs) {
+		t.Fatalf("%q: DecodeReader %v %+v %v", data, rerr, rs, rp)
+	}
+}
+
+// sameProblems compares problem lists. v1 checks the SMART counters in map
+// order, so which negative counter it names varies; any is right.
+func sameProblems(a, b []Problem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if strings.HasPrefix(x.Field, "smart.") && strings.HasPrefix(y.Field, "smart.") && x.Problem == "negative" && y.Problem == "negative" {
+			x.Field, y.Field = "", ""
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDecodeReaderStreams decodes a generated fleet from a reader and
+// gets what Decode gets from the bytes.
+func TestDecodeReaderStreams(t *testing.T) {
+	snap := &Snapshot{Version: 1, TakenAt: time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), Source: "t"}
+	for i := range 3000 {
+		snap.Resources = append(snap.Resources, Resource{ID: "vm/" + strconv.Itoa(i), Kind: KindVM,
+			Status: StatusRunning, Tags: []string{"prod"}, Metrics: map[string]float64{MetricCPU: float64(i % 120)}})
+	}
+	data, err := Encode(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ap, aerr := Decode(data, DecodeOptions{})
+	b, bp, berr := DecodeReader(bytes.NewReader(data), DecodeOptions{})
+	if aerr != nil || berr != nil {
+		t.Fatal(aerr, berr)
+	}
+	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(ap, bp) {
+		t.Fatal("DecodeReader and Decode differ")
+	}
+	compareV1(t, data, false)
+	if len(ap) == 0 || ap[0].Field != "metrics.cpu_percent" || ap[0].Problem != "outside 0..100" {
+		t.Fatalf("problems %v", ap)
+	}
+}
