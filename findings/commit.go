@@ -26,6 +26,8 @@ type RunRecord struct {
 	// what the model calls cost (the spend ledger).
 	Exchange json.RawMessage `json:"-"`
 	CostUSD  float64         `json:"cost_usd,omitempty"`
+	// Summary is what run lists show without reading the report.
+	Summary *RunSummary `json:"summary,omitempty"`
 }
 
 // OutboxDraft is an event to write to the outbox; the store gives it an id
@@ -263,9 +265,9 @@ func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
 	if len(report) == 0 {
 		report = json.RawMessage("{}")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`, r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, string(report),
-		string(r.Exchange), r.CostUSD)
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd, summary)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, string(report),
+		string(r.Exchange), r.CostUSD, r.Summary.encode())
 	if err != nil {
 		return fmt.Errorf("write run %s: %w", r.ID, err)
 	}

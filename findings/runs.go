@@ -22,22 +22,99 @@ func scanRun(sc scanner) (RunRecord, error) {
 	return r, nil
 }
 
-// Runs returns the newest runs first, at most limit.
+// RunSummary is a run's duration, reasons and counts, stored beside the
+// report so lists never read reports.
+type RunSummary struct {
+	DurationMS       int64    `json:"duration_ms"`
+	StatusReasons    []string `json:"status_reasons"`
+	Resources        int      `json:"resources"`
+	InvalidResources int      `json:"invalid_resources"`
+	Signals          int      `json:"signals"`
+	Findings         int      `json:"findings"`
+	Resolved         int      `json:"resolved"`
+	Errors           int      `json:"errors"`
+}
+
+func (s *RunSummary) encode() string {
+	if s == nil {
+		return "{}"
+	}
+	c := *s
+	if c.StatusReasons == nil {
+		c.StatusReasons = []string{}
+	}
+	data, _ := json.Marshal(c)
+	return string(data)
+}
+
+// runListColumns are what a run list reads: never the report.
+const runListColumns = "id, trigger, status, analysis, started_at, finished_at, complete, cost_usd, summary"
+
+func scanRunSummary(sc scanner) (RunRecord, error) {
+	var r RunRecord
+	var started, summary string
+	var finished sql.NullString
+	if err := sc.Scan(&r.ID, &r.Trigger, &r.Status, &r.Analysis, &started, &finished, &r.Complete, &r.CostUSD, &summary); err != nil {
+		return r, err
+	}
+	r.StartedAt, r.FinishedAt = parseTime(started), parseTimePtr(finished)
+	if summary != "" && summary != "{}" {
+		var sum RunSummary
+		if json.Unmarshal([]byte(summary), &sum) == nil {
+			r.Summary = &sum
+		}
+	}
+	return r, nil
+}
+
+// Runs returns the newest runs first, at most limit, with their summaries
+// and without their reports.
 func (s *Store) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+runColumns+" FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", limit)
+	out, _, err := s.runs(ctx, limit, nil)
+	return out, err
+}
+
+// RunsPage returns one page of runs, newest first, with their summaries
+// and without their reports, and the cursor of the next page.
+func (s *Store) RunsPage(ctx context.Context, page Page) ([]RunRecord, string, error) {
+	limit, key, err := page.validate("runs")
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, "", err
+	}
+	if key != nil && len(key) != 2 {
+		return nil, "", &InputError{Field: "cursor", Problem: "not a cursor returned by a previous page of runs"}
+	}
+	return s.runs(ctx, limit, key)
+}
+
+func (s *Store) runs(ctx context.Context, limit int, after []string) ([]RunRecord, string, error) {
+	where, args := "", []any{}
+	if after != nil {
+		where, args = "WHERE (started_at, id) < (?, ?) ", []any{after[0], after[1]}
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+runListColumns+" FROM runs "+where+"ORDER BY started_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
 	defer rows.Close()
 	var out []RunRecord
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanRunSummary(rows)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor("runs", fmtTime(last.StartedAt), last.ID)
+	}
+	return out, next, nil
 }
 
 // Run returns one run by id.

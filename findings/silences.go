@@ -153,6 +153,64 @@ func (s *Store) Silences(ctx context.Context, now time.Time, activeOnly bool) ([
 	return listSilences(ctx, s.db, now, activeOnly)
 }
 
+// SilencesPage returns one page of silences, newest first (only those
+// active at now when activeOnly), and the cursor of the next page.
+func (s *Store) SilencesPage(ctx context.Context, now time.Time, activeOnly bool, page Page) ([]Silence, string, error) {
+	limit, key, err := page.Resolve("silences", 2)
+	if err != nil {
+		return nil, "", err
+	}
+	where, args := "", []any{}
+	if activeOnly {
+		where, args = "WHERE starts_at <= ? AND ends_at > ? ", []any{fmtTime(now), fmtTime(now)}
+	}
+	if key != nil {
+		if where == "" {
+			where = "WHERE "
+		} else {
+			where += "AND "
+		}
+		where += "(created_at, id) < (?, ?) "
+		args = append(args, key[0], key[1])
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT id, matchers, comment, author, starts_at, ends_at, created_at FROM silences "+where+
+		"ORDER BY created_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list silences: %w", err)
+	}
+	defer rows.Close()
+	out := []Silence{}
+	for rows.Next() {
+		sil, err := scanSilence(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		if !activeOnly || sil.Active(now) {
+			out = append(out, sil)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodeCursor("silences", fmtTime(out[limit-1].CreatedAt), out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+func scanSilence(sc scanner) (Silence, error) {
+	var sil Silence
+	var m, st, en, cr string
+	if err := sc.Scan(&sil.ID, &m, &sil.Comment, &sil.Author, &st, &en, &cr); err != nil {
+		return sil, err
+	}
+	_ = json.Unmarshal([]byte(m), &sil.Matchers)
+	sil.StartsAt, sil.EndsAt, sil.CreatedAt = parseTime(st), parseTime(en), parseTime(cr)
+	return sil, nil
+}
+
 func listSilences(ctx context.Context, q querier, now time.Time, activeOnly bool) ([]Silence, error) {
 	rows, err := q.QueryContext(ctx, "SELECT id, matchers, comment, author, starts_at, ends_at, created_at FROM silences ORDER BY created_at DESC")
 	if err != nil {

@@ -30,6 +30,7 @@ var (
 type Store struct {
 	db   *sql.DB
 	path string
+	info os.FileInfo // the file opened, for FileCheck
 }
 
 // Open opens (creating if needed) the database at path and applies every
@@ -58,19 +59,41 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, path: path}, nil
+	info, _ := os.Stat(path)
+	return &Store{db: db, path: path, info: info}, nil
 }
 
-// Migrate applies the embedded migrations to db.
+// ErrSchemaTooNew: the database was migrated by a newer patrold.
+var ErrSchemaTooNew = errors.New("database schema is newer than this patrold")
+
+// Migrate applies the embedded migrations to db. A database whose schema
+// version is past the newest embedded migration (written by a newer
+// patrold) is refused with ErrSchemaTooNew and left untouched.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if current > target {
+		return fmt.Errorf("migrate: schema version %d, this patrold knows up to %d: %w (run the newer patrold, or restore a backup)", current, target, ErrSchemaTooNew)
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// SchemaVersion is the database's applied migration version.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.db, migrations.FS)
+	if err != nil {
+		return 0, err
+	}
+	return p.GetDBVersion(ctx)
 }
 
 // DB exposes the database handle to packages that add their own tables
