@@ -139,11 +139,17 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.started = true
 	cfg := d.Config()
+	if _, err := os.Stat(DBPath(cfg)); errors.Is(err, os.ErrNotExist) {
+		d.log.Warn("database file not found: creating a new, empty database", "db", DBPath(cfg))
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	d.store = st
+	if err := st.Check(ctx, false); err != nil {
+		return fmt.Errorf("database integrity check at start: %w (restore a backup; patrold db check runs the full check)", err)
+	}
 	if n, err := st.MarkInterrupted(ctx, d.opts.Now()); err != nil {
 		return err
 	} else if n > 0 {

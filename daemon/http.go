@@ -147,5 +147,10 @@ func (d *Daemon) Ready(ctx context.Context) error {
 	if stopped {
 		return ErrStopping
 	}
+	// A deleted database keeps answering through the open handle while
+	// everything written to it is lost at the next start: not ready.
+	if err := d.store.FileCheck(); err != nil {
+		return err
+	}
 	return d.store.DB().PingContext(ctx)
 }

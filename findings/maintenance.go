@@ -21,7 +21,7 @@ func (s *Store) Check(ctx context.Context, full bool) error {
 	}
 	rows, err := s.db.QueryContext(ctx, pragma)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pragma, err)
+		return s.corrupt(pragma, err)
 	}
 	defer rows.Close()
 	var problems []string
@@ -35,12 +35,21 @@ func (s *Store) Check(ctx context.Context, full bool) error {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("%s: %w", pragma, err)
+		return s.corrupt(pragma, err)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s: %s: %w", s.path, strings.Join(problems, "; "), ErrCorrupt)
 	}
 	return nil
+}
+
+// corrupt wraps an error SQLite raised while checking: a malformed file is
+// ErrCorrupt, anything else stays what it is.
+func (s *Store) corrupt(pragma string, err error) error {
+	if m := err.Error(); strings.Contains(m, "malformed") || strings.Contains(m, "corrupt") {
+		return fmt.Errorf("%s: %s: %v: %w", s.path, pragma, err, ErrCorrupt)
+	}
+	return fmt.Errorf("%s: %w", pragma, err)
 }
 
 // Vacuum rewrites the database file, returning freed pages to the file

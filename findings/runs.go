@@ -133,6 +133,34 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error { return putRun(ctx, tx, r) })
 }
 
+// FailRun marks a run that could not commit as an error at once, with
+// reason commit_failed and the error, in its own small transaction (the
+// run's own transaction was rolled back). It only touches a run still
+// "running"; a run whose record is missing is recorded from r.
+func (s *Store) FailRun(ctx context.Context, r RunRecord, cause error, now time.Time) error {
+	msg := cause.Error()
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', finished_at = ?, complete = 0,
+			report = json_set(CASE WHEN json_valid(report) THEN report ELSE '{}' END, '$.status', 'error', '$.errors', json_array(?), '$.status_reasons', json_array('commit_failed')),
+			summary = json_object('duration_ms', ?, 'status_reasons', json_array('commit_failed'), 'resources', 0, 'invalid_resources', 0,
+				'signals', 0, 'findings', 0, 'resolved', 0, 'errors', 1)
+			WHERE id = ? AND status = 'running'`, fmtTime(now), msg, now.Sub(r.StartedAt).Milliseconds(), r.ID)
+		if err != nil {
+			return fmt.Errorf("mark run %s failed: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var exists int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id = ?", r.ID).Scan(&exists); err != nil || exists > 0 {
+				return err
+			}
+			r.Status, r.FinishedAt, r.Complete = "error", &now, false
+			r.Summary = &RunSummary{DurationMS: now.Sub(r.StartedAt).Milliseconds(), StatusReasons: []string{"commit_failed"}, Errors: 1}
+			return putRun(ctx, tx, r)
+		}
+		return nil
+	})
+}
+
 // MarkInterrupted turns runs left "running" by a crash into errors with
 // reason interrupted, and returns how many there were.
 func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int64, error) {

@@ -192,8 +192,16 @@ func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput,
 		return record(rep, in.Complete && !failed)
 	})
 	if err != nil {
+		// The transaction rolled back: record the run as an error now,
+		// not at the next start (MarkInterrupted), so status and metrics
+		// tell the truth while the daemon keeps running.
 		rep.Status = StatusError
+		rep.addReason(ReasonCommitFailed)
 		rep.Errors = append(rep.Errors, err.Error())
+		rec := findings.RunRecord{ID: rep.RunID, Trigger: string(rep.Trigger), Analysis: rep.Analysis, StartedAt: rep.StartedAt}
+		if ferr := r.opts.Store.FailRun(context.WithoutCancel(ctx), rec, err, r.opts.Now()); ferr != nil {
+			r.log.Error("run commit failed and the run could not be marked error", "run_id", rep.RunID, "err", err, "mark_err", ferr)
+		}
 		return err
 	}
 	return nil

@@ -22,6 +22,7 @@ type Store interface {
 	ActiveKeys(ctx context.Context) ([]findings.Finding, error)
 	Active(ctx context.Context) ([]findings.Finding, error)
 	StartRun(ctx context.Context, r findings.RunRecord) error
+	FailRun(ctx context.Context, r findings.RunRecord, cause error, now time.Time) error
 	CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error)
 	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)
 	RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error)

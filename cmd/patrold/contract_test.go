@@ -256,3 +256,26 @@ func TestRunsShowTextAndJSON(t *testing.T) {
 		t.Fatalf("runs list json: %d %s", code, list)
 	}
 }
+
+func TestDBCheckAndVacuum(t *testing.T) {
+	c := newCLI(t, "")
+	if out, code := c.run("run", "--snapshot", "../../examples/small-faults.json"); code != 0 {
+		t.Fatal(out)
+	}
+	db := filepath.Join(c.dir, "var", "patrold.db")
+	out, _, code := c.run3("db", "check", "--output", "json")
+	var res DBResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Bytes == 0 {
+		t.Fatalf("db check: %d %q", code, out)
+	}
+	if want := (DBResult{Database: db, Version: 6, Status: "ok", Bytes: res.Bytes}); res != want {
+		t.Fatalf("db check: %+v, want %+v", res, want)
+	}
+	out, _, code = c.run3("db", "vacuum")
+	if code != 0 || !strings.HasPrefix(out, "database "+db+": vacuumed, ") {
+		t.Fatalf("db vacuum: %d %q", code, out)
+	}
+	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version 6, ") {
+		t.Fatalf("db check text: %d %q", code, out)
+	}
+}

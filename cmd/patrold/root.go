@@ -45,7 +45,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
-		newAssistantCmd(a), newApprovalsCmd(a),
+		newAssistantCmd(a), newApprovalsCmd(a), newDBCmd(a),
 	)
 	requireSubcommands(root)
 	return root
