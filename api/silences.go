@@ -56,7 +56,7 @@ func (a *API) addSilence(w http.ResponseWriter, r *http.Request, c *call) error 
 	}
 	out, err := a.opts.Store.AddSilence(r.Context(), sil, now)
 	if err != nil {
-		return err
+		return findingError("", err)
 	}
 	c.target = out.ID
 	writeJSON(w, http.StatusOK, out)

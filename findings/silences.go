@@ -37,6 +37,46 @@ type Silence struct {
 // MaxSilence bounds how long one silence may last.
 const MaxSilence = 90 * 24 * time.Hour
 
+// A silence's window must be near now: it may start at most
+// MaxSilenceBackdate in the past (a late entry for a maintenance that began
+// a little earlier) and at most MaxSilenceLead ahead, and it must end after
+// now. Anything else is a typo, and a far-off time would be stored as a
+// row that cannot be expired.
+const (
+	MaxSilenceBackdate = 24 * time.Hour
+	MaxSilenceLead     = 365 * 24 * time.Hour
+)
+
+// ValidateAt is Validate plus the window's place relative to now. Each
+// problem is one "field: problem" line.
+func (s *Silence) ValidateAt(now time.Time) error {
+	var errs []error
+	if err := s.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case s.StartsAt.Before(now.Add(-MaxSilenceBackdate)):
+		errs = append(errs, fmt.Errorf("starts_at: %s is more than %s in the past", s.StartsAt.UTC().Format(time.RFC3339), MaxSilenceBackdate))
+	case s.StartsAt.After(now.Add(MaxSilenceLead)):
+		errs = append(errs, fmt.Errorf("starts_at: %s is more than %s ahead", s.StartsAt.UTC().Format(time.RFC3339), MaxSilenceLead))
+	}
+	if !s.EndsAt.IsZero() && !s.EndsAt.After(now) && s.EndsAt.After(s.StartsAt) {
+		errs = append(errs, fmt.Errorf("ends_at: %s is not in the future", s.EndsAt.UTC().Format(time.RFC3339)))
+	}
+	return errors.Join(errs...)
+}
+
+// silenceInput turns validation lines into an *InputError naming the
+// first field.
+func silenceInput(err error) error {
+	msg := err.Error()
+	field, problem, ok := strings.Cut(msg, ": ")
+	if !ok || strings.Contains(field, " ") {
+		return &InputError{Field: "silence", Problem: msg}
+	}
+	return &InputError{Field: field, Problem: strings.ReplaceAll(problem, "\n", "; ")}
+}
+
 // Validate names the offending field.
 func (s *Silence) Validate() error {
 	var errs []error
@@ -122,8 +162,8 @@ func (s *Store) AddSilence(ctx context.Context, sil Silence, now time.Time) (Sil
 	if sil.StartsAt.IsZero() {
 		sil.StartsAt = now
 	}
-	if err := sil.Validate(); err != nil {
-		return sil, err
+	if err := sil.ValidateAt(now); err != nil {
+		return sil, silenceInput(err)
 	}
 	sil.ID, sil.CreatedAt = NewID(now), now
 	m, _ := json.Marshal(sil.Matchers)
