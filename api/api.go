@@ -101,6 +101,8 @@ type Options struct {
 	Now        func() time.Time
 	// MaxBodyBytes bounds request bodies (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Pprof serves net/http/pprof under /debug/pprof/ to admin tokens.
+	Pprof bool
 }
 
 // API is the HTTP API. It is safe for concurrent use.

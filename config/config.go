@@ -48,6 +48,8 @@ type HTTPConfig struct {
 	Listen       string        `koanf:"listen" yaml:"listen"`
 	Tokens       []TokenConfig `koanf:"tokens" yaml:"tokens"`
 	MaxBodyBytes int64         `koanf:"max_body_bytes" yaml:"max_body_bytes"`
+	// Pprof serves /debug/pprof/ to admin tokens (off by default).
+	Pprof bool `koanf:"pprof" yaml:"pprof"`
 }
 
 // TokenConfig is one API bearer token, given inline or (better) in a file.

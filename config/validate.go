@@ -31,6 +31,15 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes <= 0 {
 		p.add("http.max_body_bytes", "must be positive")
 	}
+	if c.HTTP.Pprof {
+		admin := false
+		for _, t := range c.HTTP.Tokens {
+			admin = admin || t.Scope == "admin"
+		}
+		if !admin {
+			p.add("http.pprof", "needs an admin token in http.tokens (the profiles are served to admin tokens only)")
+		}
+	}
 	names := map[string]bool{}
 	for i, t := range c.HTTP.Tokens {
 		key := fmt.Sprintf("http.tokens[%d]", i)

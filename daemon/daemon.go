@@ -155,9 +155,13 @@ func (d *Daemon) Start(ctx context.Context) error {
 	} else if n > 0 {
 		d.log.Warn("runs interrupted by a previous stop were marked error", "runs", n)
 	}
+	pm := patrol.NewMetrics(d.opts.Registerer)
+	if last, err := st.LastSuccessfulRun(ctx); err == nil && last != nil {
+		pm.SetLastSuccess(*last)
+	}
 	d.runner, err = patrol.New(patrol.Options{
 		Store: st, Settings: func() patrol.Settings { return *d.settings.Load() },
-		Logger: d.log, Now: d.opts.Now, Metrics: patrol.NewMetrics(d.opts.Registerer),
+		Logger: d.log, Now: d.opts.Now, Metrics: pm,
 		AfterCommit: d.afterRun,
 	})
 	if err != nil {

@@ -29,6 +29,7 @@ func (d *Daemon) startHTTP() error {
 	opts := api.Options{
 		Store: d.store, Daemon: d, Tokens: tokens, Gatherer: d.opts.Gatherer, Registerer: d.opts.Registerer,
 		Logger: d.log, Now: d.opts.Now, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Capabilities: d.capabilities,
+		Pprof: cfg.HTTP.Pprof,
 	}
 	if d.worker != nil {
 		opts.Approvals = d.worker.Assistant()

@@ -184,6 +184,17 @@ func (s *Store) LastCompleteRun(ctx context.Context) (*time.Time, error) {
 	return parseTimePtr(t), nil
 }
 
+// LastSuccessfulRun returns the finish time of the newest run that did
+// not end in error (degraded runs count: they looked at the fleet), or nil.
+func (s *Store) LastSuccessfulRun(ctx context.Context) (*time.Time, error) {
+	var t sql.NullString
+	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM runs WHERE status NOT IN ('error','running')").Scan(&t)
+	if err != nil {
+		return nil, err
+	}
+	return parseTimePtr(t), nil
+}
+
 // Spent returns what model calls of runs started since since cost, in US
 // dollars: the spend ledger for per-day and per-30-day budgets.
 func (s *Store) Spent(since time.Time) (float64, error) {

@@ -222,7 +222,7 @@ func (a *admission) run(ro RunOptions) (*Report, error) {
 	if rep.Status != StatusError {
 		r.handOver(context.WithoutCancel(ctx), a.set, rep)
 	}
-	r.opts.Metrics.observe(rep)
+	r.opts.Metrics.observe(rep, r.opts.Now().Sub(a.started))
 	if r.opts.AfterCommit != nil {
 		r.opts.AfterCommit(rep)
 	}

@@ -67,7 +67,7 @@ func (e *env) run() *patrol.Report {
 }
 
 func loadExample(t *testing.T, name string) *snapshot.Snapshot {
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "examples", name))
+	data, err := os.ReadFile(filepath.Join("..", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,7 +209,7 @@ func durp(d time.Duration) *time.Duration { return &d }
 func TestExamples(t *testing.T) {
 	p := policy(t, alerts.Settings{})
 	load := func(name string) *snapshot.Snapshot {
-		data, err := os.ReadFile(filepath.Join("..", "..", "shared", "examples", name))
+		data, err := os.ReadFile(filepath.Join("..", "examples", name))
 		if err != nil {
 			t.Fatal(err)
 		}

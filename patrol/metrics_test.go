@@ -1,0 +1,140 @@
+package patrol_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// silentAnalyst is a model that files nothing: every signal is missed.
+type silentAnalyst struct{}
+
+func (silentAnalyst) Analyze(context.Context, patrol.AnalysisInput) (*patrol.Analysis, error) {
+	return &patrol.Analysis{}, nil
+}
+
+// TestRunMetrics: skipped runs are counted by reason, the last success
+// and the model's missed signals are recorded, and the duration covers
+// the whole run up to its commit.
+func TestRunMetrics(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	m := patrol.NewMetrics(reg)
+	block, entered := make(chan struct{}), make(chan struct{})
+	pol, _ := alerts.New(alerts.Settings{})
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	r, _ := patrol.New(patrol.Options{Store: e.store, Metrics: m, Now: now, Settings: func() patrol.Settings {
+		return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Analyst: silentAnalyst{},
+			Source: snapshot.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+				close(entered)
+				<-block
+				mu.Lock()
+				clock = clock.Add(3 * time.Second) // the run takes 3s of the clock
+				mu.Unlock()
+				return &snapshot.Snapshot{Version: 1, Resources: []snapshot.Resource{node(99)}}, nil, nil
+			})}
+	}})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var first *patrol.Report
+	go func() {
+		defer wg.Done()
+		first, _ = r.Run(context.Background(), patrol.TriggerScheduled, patrol.RunOptions{})
+	}()
+	<-entered
+	for _, trig := range []patrol.Trigger{patrol.TriggerScheduled, patrol.TriggerAPI, patrol.TriggerAPI} {
+		if _, err := r.Run(context.Background(), trig, patrol.RunOptions{}); !errors.Is(err, patrol.ErrBusy) {
+			t.Fatalf("%s while busy: %v", trig, err)
+		}
+	}
+	close(block)
+	wg.Wait()
+	if first == nil || first.Status == patrol.StatusError || len(first.Signals) != 1 || len(first.UnmatchedSignals) != 1 {
+		t.Fatalf("run: %+v", first)
+	}
+	got := map[string]float64{}
+	for _, reason := range []string{"tick_overlap", "api_conflict", "startup_overlap", "manual_overlap"} {
+		got[reason] = gatheredLabel(t, reg, "patrold_patrol_skipped_ticks_total", "reason", reason)
+	}
+	if want := map[string]float64{"tick_overlap": 1, "api_conflict": 2, "startup_overlap": 0, "manual_overlap": 0}; !equalMap(got, want) {
+		t.Fatalf("skipped by reason: %v, want %v", got, want)
+	}
+	wantGauges := map[string]float64{
+		"patrold_patrol_last_success_timestamp_seconds": float64(first.FinishedAt.Unix()),
+		"patrold_model_signals_total":                   1,
+		"patrold_model_missed_signals_total":            1,
+		"patrold_patrol_run_duration_seconds_sum":       3,
+	}
+	for name, want := range wantGauges {
+		if v := gathered(t, reg, name); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+}
+
+func equalMap(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func gatheredLabel(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s=%q}", name, label, value)
+	return 0
+}
+
+// gathered returns a single-series metric's value (histograms: name_sum).
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		m := mf.GetMetric()
+		switch {
+		case mf.GetName() == name && len(m) == 1 && m[0].Gauge != nil:
+			return m[0].GetGauge().GetValue()
+		case mf.GetName() == name && len(m) == 1 && m[0].Counter != nil:
+			return m[0].GetCounter().GetValue()
+		case mf.GetName()+"_sum" == name && len(m) == 1 && m[0].Histogram != nil:
+			return m[0].GetHistogram().GetSampleSum()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
