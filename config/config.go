@@ -35,6 +35,7 @@ type Config struct {
 	NATS          bus.Options         `koanf:"nats" yaml:"nats"`
 	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
+	Retention     findings.Retention  `koanf:"retention" yaml:"retention"`
 }
 
 // LogConfig configures logging.
@@ -151,5 +152,6 @@ func Default() Config {
 			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
 		NATS:      bus.DefaultOptions(),
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute},
+		Retention: findings.DefaultRetention(),
 	}
 }

@@ -77,6 +77,7 @@ func RunSettings(cfg *config.Config, now func() time.Time, reg prometheus.Regist
 	return patrol.Settings{
 		Policy: pol, Publish: PublishPolicy(cfg), Source: src, Prober: prober, Timeout: cfg.Schedule.RunTimeout,
 		Autonomy: findings.Autonomy(cfg.Patrol.Autonomy), Gate: Gate(cfg), ResolvedRetention: cfg.Findings.ResolvedRetention,
+		Retention: cfg.Retention,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -20,6 +21,7 @@ type Metrics struct {
 	lastSuccess      prometheus.Gauge
 	modelSignals     prometheus.Counter
 	modelMissed      prometheus.Counter
+	prunedRows       *prometheus.CounterVec
 }
 
 // SkipReasons label patrold_patrol_skipped_ticks_total: why a run was not
@@ -55,7 +57,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		modelMissed: prometheus.NewCounter(prometheus.CounterOpts{Name: "patrold_model_missed_signals_total",
 			Help: "Signals of model-analysed runs that no model finding matched (filed deterministically instead)."}),
 	}
-	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed)
+	m.prunedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_store_pruned_rows_total",
+		Help: "History rows deleted by retention, by table."}, []string{"table"})
+	for _, t := range findings.PruneTables() {
+		m.prunedRows.WithLabelValues(t)
+	}
+	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed, m.prunedRows)
 	for _, r := range SkipReasons {
 		m.skipped.WithLabelValues(r)
 	}
@@ -78,6 +85,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) skippedRun(t Trigger) {
 	if m != nil {
 		m.skipped.WithLabelValues(SkipReasons[t]).Inc()
+	}
+}
+
+func (m *Metrics) pruned(p findings.Pruned) {
+	if m == nil {
+		return
+	}
+	for t, n := range p {
+		m.prunedRows.WithLabelValues(t).Add(float64(n))
 	}
 }
 

@@ -138,3 +138,34 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestRunPrunesHistory: a finished run sweeps history past retention and
+// counts what it deleted.
+func TestRunPrunesHistory(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	pol, _ := alerts.New(alerts.Settings{})
+	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	r, _ := patrol.New(patrol.Options{Store: e.store, Metrics: patrol.NewMetrics(reg), Now: func() time.Time { return now },
+		Settings: func() patrol.Settings {
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Retention: findings.DefaultRetention(),
+				Source: snapshot.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+					return &snapshot.Snapshot{Version: 1, Resources: []snapshot.Resource{node(10)}}, nil, nil
+				})}
+		}})
+	long := now.Add(-40 * 24 * time.Hour).Format(time.RFC3339Nano)
+	if _, err := e.store.DB().Exec("INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at) VALUES ('ancient', 'scheduled', 'healthy', 'deterministic', ?, ?)", long, long); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := e.store.Runs(context.Background(), 10)
+	if len(list) != 1 || list[0].ID != rep.RunID {
+		t.Fatalf("runs after the sweep: %+v", list)
+	}
+	if n := gatheredLabel(t, reg, "patrold_store_pruned_rows_total", "table", "runs"); n != 1 {
+		t.Fatalf("pruned runs counted: %v", n)
+	}
+}

@@ -27,6 +27,7 @@ type Store interface {
 	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)
 	RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error)
 	Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error)
+	Prune(ctx context.Context, now time.Time, r findings.Retention) (findings.Pruned, error)
 }
 
 var _ Store = (*findings.Store)(nil)
@@ -49,6 +50,9 @@ type Settings struct {
 	// ResolvedRetention is how long resolved findings are kept (0: the
 	// 30-day default).
 	ResolvedRetention time.Duration
+	// Retention of runs, audit events, investigations, sessions, approvals
+	// and silences, swept after every run (zero durations keep a table).
+	Retention findings.Retention
 }
 
 // Prober probes guest reachability in place.
