@@ -246,18 +246,7 @@ const (
 
 func findingEvent(f *Finding, d Decision, runID string, now time.Time) OutboxDraft {
 	subject, typ := FindingSubject(d.Event, f.Severity)
-	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: FindingEventData{
-		Finding: *f, State: LoopStateAt(f, now), RunID: runID, Reason: d.Reason, Recurrence: f.RegressionCount,
-	}}
-}
-
-// FindingEventData is the data of a finding event on NATS.
-type FindingEventData struct {
-	Finding
-	State      string `json:"state"`
-	RunID      string `json:"run_id,omitempty"`
-	Reason     string `json:"reason"`
-	Recurrence int    `json:"recurrence"`
+	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: NewFindingEventData(f, d.Reason, runID, now)}
 }
 
 func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {

@@ -51,3 +51,13 @@ func TestAddSilenceWindow(t *testing.T) {
 		t.Fatalf("an hour-old start: %v", err)
 	}
 }
+
+// TestSourceFailingKeyKeepsItsSpelling: patrold's own key is stored as
+// documented (source_failing), like the catalogue's keys.
+func TestSourceFailingKeyKeepsItsSpelling(t *testing.T) {
+	for _, in := range []string{"source_failing", "source-failing", "Source Failing"} {
+		if got := findings.NormalizeKey(in); got != "source_failing" {
+			t.Errorf("NormalizeKey(%q) = %q", in, got)
+		}
+	}
+}
