@@ -138,6 +138,7 @@ func Default() Config {
 			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
 		Source: SourceConfig{
 			Kind:       "demo",
+			File:       file.Options{MaxBytes: file.DefaultMaxBytes},
 			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},

@@ -72,6 +72,10 @@ func (c *Config) Validate() error {
 	case "prometheus":
 		p.err(c.Source.Prometheus.Validate())
 	}
+	if c.Source.File.MaxBytes <= 0 {
+		// Checked whatever the kind: `patrold run --snapshot` applies it.
+		p.add("source.file.max_bytes", "must be positive")
+	}
 	p.err(c.Source.Probe.Validate())
 	if _, err := alerts.New(c.Alerts); err != nil {
 		var ve *alerts.ValidationError

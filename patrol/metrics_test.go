@@ -3,6 +3,8 @@ package patrol_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +169,61 @@ func TestRunPrunesHistory(t *testing.T) {
 	}
 	if n := gatheredLabel(t, reg, "patrold_store_pruned_rows_total", "table", "runs"); n != 1 {
 		t.Fatalf("pruned runs counted: %v", n)
+	}
+}
+
+// lockedBuffer is a log sink safe for the runner's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+// TestLongCollectionLogsProgress: a slow collection is reported while it
+// runs, then every stage of the run logs a line.
+func TestLongCollectionLogsProgress(t *testing.T) {
+	e := newEnv(t)
+	logs := &lockedBuffer{}
+	pol, _ := alerts.New(alerts.Settings{})
+	release := make(chan struct{})
+	r, _ := patrol.New(patrol.Options{Store: e.store, ProgressEvery: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Settings: func() patrol.Settings {
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(),
+				Source: snapshot.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+					<-release
+					return &snapshot.Snapshot{Version: 1, Resources: []snapshot.Resource{node(10)}}, nil, nil
+				})}
+		}})
+	done := make(chan error, 1)
+	go func() { _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(logs.String(), "collection still running") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress lines while collecting:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{`msg="snapshot collected"`, "resources=1", `msg="signals detected"`, `msg="committing run"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
 	}
 }

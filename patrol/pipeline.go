@@ -14,7 +14,8 @@ import (
 // execute runs the stages after admission and always leaves a final
 // status on rep. The returned error is the cause of an error status.
 func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunOptions) error {
-	snap, problems, err := r.collect(ctx, set, ro)
+	start := time.Now()
+	snap, problems, err := r.collectWithProgress(ctx, set, ro, rep.RunID)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.addReason(ReasonCollectFailed)
@@ -76,8 +77,11 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if err != nil {
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}
+	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(snap.Resources), "invalid", len(rep.InvalidResources),
+		"elapsed", time.Since(start).Round(time.Millisecond).String())
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
 	rep.Signals = sigs
+	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "elapsed", time.Since(start).Round(time.Millisecond).String())
 	byID := indexResources(snap)
 	var an *Analysis
 	if withModel {
@@ -109,6 +113,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		in.Resolve = an.Resolve
 		rep.exchange = an.Exchange
 	}
+	r.log.Info("committing run", "run_id", rep.RunID, "observations", len(obs), "elapsed", time.Since(start).Round(time.Millisecond).String())
 	return r.commit(ctx, rep, &in, false)
 }
 
@@ -133,6 +138,27 @@ func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *s
 		rep.addReason(reason)
 	}
 	return an
+}
+
+// collectWithProgress collects, logging every ProgressEvery while the
+// collection runs.
+func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOptions, runID string) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	done := make(chan struct{})
+	defer close(done)
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(r.opts.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.log.Info("collection still running", "run_id", runID, "elapsed", time.Since(start).Round(time.Second).String())
+			}
+		}
+	}()
+	return r.collect(ctx, set, ro)
 }
 
 func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {

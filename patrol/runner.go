@@ -70,7 +70,14 @@ type Options struct {
 	// AfterCommit is called after a run record is durable (hand-over,
 	// relay kick). It must not block for long.
 	AfterCommit func(rep *Report)
+	// ProgressEvery is how often a collection still running is logged
+	// (0: DefaultProgressEvery).
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery: a long collection says it is still running every
+// 15 seconds, so a large fleet's run is never silent until its end.
+const DefaultProgressEvery = 15 * time.Second
 
 // ErrBusy is returned when a run is already in progress.
 var ErrBusy = errors.New("patrol already running")
@@ -106,6 +113,9 @@ func New(opts Options) (*Runner, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
 	}
 	return &Runner{opts: opts, log: opts.Logger.With("component", "patrol")}, nil
 }

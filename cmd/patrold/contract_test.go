@@ -279,3 +279,14 @@ func TestDBCheckAndVacuum(t *testing.T) {
 		t.Fatalf("db check text: %d %q", code, out)
 	}
 }
+
+func TestSnapshotSizeLimit(t *testing.T) {
+	c := newCLI(t, "source: {file: {max_bytes: 1000}}\n")
+	_, errOut, code := c.run3("run", "--snapshot", "../../examples/small-faults.json")
+	if code != 2 || !strings.Contains(errOut, "over source.file.max_bytes (1000)") {
+		t.Fatalf("run --snapshot over the limit: exit %d %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "var", "patrold.db")); !os.IsNotExist(err) {
+		t.Fatalf("a refused snapshot opened the store: %v", err)
+	}
+}

@@ -40,7 +40,7 @@ func newRunCmd(a *app) *cobra.Command {
 			if snapPath != "" {
 				// Decode before the store is opened: a rejected document
 				// leaves the store exactly as it was.
-				snap, probs, err := file.Load(snapPath)
+				snap, probs, err := file.LoadLimited(snapPath, cfg.Source.File.MaxBytes)
 				if err != nil {
 					if errors.Is(err, snapshot.ErrInvalidDocument) {
 						return usage(err)
