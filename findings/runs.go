@@ -47,7 +47,8 @@ func (s *RunSummary) encode() string {
 	return string(data)
 }
 
-// runListColumns are what a run list reads: never the report.
+// runListColumns are what a run list reads, from run_list (the narrow
+// copy of runs that triggers keep): never the report.
 const runListColumns = "id, trigger, status, analysis, started_at, finished_at, complete, cost_usd, summary"
 
 func scanRunSummary(sc scanner) (RunRecord, error) {
@@ -92,7 +93,7 @@ func (s *Store) runs(ctx context.Context, limit int, after []string) ([]RunRecor
 	if after != nil {
 		where, args = "WHERE (started_at, id) < (?, ?) ", []any{after[0], after[1]}
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+runListColumns+" FROM runs "+where+"ORDER BY started_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
+	rows, err := s.db.QueryContext(ctx, "SELECT "+runListColumns+" FROM run_list "+where+"ORDER BY started_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
@@ -177,7 +178,7 @@ func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int64, erro
 // non-error run, or nil.
 func (s *Store) LastCompleteRun(ctx context.Context) (*time.Time, error) {
 	var t sql.NullString
-	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM runs WHERE complete = 1 AND status NOT IN ('error','degraded','running')").Scan(&t)
+	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM run_list WHERE complete = 1 AND status NOT IN ('error','degraded','running')").Scan(&t)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (s *Store) LastCompleteRun(ctx context.Context) (*time.Time, error) {
 // not end in error (degraded runs count: they looked at the fleet), or nil.
 func (s *Store) LastSuccessfulRun(ctx context.Context) (*time.Time, error) {
 	var t sql.NullString
-	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM runs WHERE status NOT IN ('error','running')").Scan(&t)
+	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM run_list WHERE status NOT IN ('error','running')").Scan(&t)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (s *Store) LastSuccessfulRun(ctx context.Context) (*time.Time, error) {
 // dollars: the spend ledger for per-day and per-30-day budgets.
 func (s *Store) Spent(since time.Time) (float64, error) {
 	var v float64
-	err := s.db.QueryRow("SELECT coalesce(sum(cost_usd), 0) FROM runs WHERE started_at >= ?", fmtTime(since)).Scan(&v)
+	err := s.db.QueryRow("SELECT coalesce(sum(cost_usd), 0) FROM run_list WHERE started_at >= ?", fmtTime(since)).Scan(&v)
 	return v, err
 }
 

@@ -24,6 +24,9 @@ var (
 	ErrActionNotAllowed = errors.New("action not allowed")
 )
 
+// MaxOpenConns bounds the store's SQLite connections.
+const MaxOpenConns = 16
+
 // Store is the SQLite store of findings, runs and outbox rows. Writes go
 // through immediate transactions, so a run and operator actions serialise
 // on the database and no update is lost.
@@ -51,6 +54,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	// A bounded pool of connections kept open: each SQLite connection has
+	// its own page cache, and opening one re-runs the pragmas, so under
+	// many API readers an unbounded pool that closes idle connections costs
+	// both memory and latency. Requests beyond the pool wait their turn.
+	db.SetMaxOpenConns(MaxOpenConns)
+	db.SetMaxIdleConns(MaxOpenConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
