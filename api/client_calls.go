@@ -153,15 +153,23 @@ func (c *Client) ExpireSilence(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/silences/"+p, nil, nil, nil)
 }
 
-// Approvals returns the pending approvals as the daemon lists them.
+// Approvals returns the first page of pending approvals as the daemon
+// lists them.
 func (c *Client) Approvals(ctx context.Context) (json.RawMessage, error) {
+	raw, _, err := c.ApprovalsPage(ctx, findings.Page{})
+	return raw, err
+}
+
+// ApprovalsPage returns one page of pending approvals (a JSON array) and
+// the next page's cursor.
+func (c *Client) ApprovalsPage(ctx context.Context, page findings.Page) (json.RawMessage, string, error) {
 	var out ApprovalList
 	var raw json.RawMessage
 	out.Approvals = &raw
-	if err := c.do(ctx, http.MethodGet, "/api/v1/approvals", nil, nil, &out); err != nil {
-		return nil, err
+	if err := c.do(ctx, http.MethodGet, "/api/v1/approvals", pageQuery(page), nil, &out); err != nil {
+		return nil, "", err
 	}
-	return raw, nil
+	return raw, out.NextCursor, nil
 }
 
 // Approve approves a pending write.

@@ -88,9 +88,7 @@ func (c *Config) Validate() error {
 	p.err(c.Model.Validate())
 	p.oneOf("patrol.autonomy", c.Patrol.Autonomy, "monitor", "approval", "assisted", "full")
 	p.positive("findings.resolved_retention", c.Findings.ResolvedRetention)
-	for _, msg := range c.Retention.Validate("retention.") {
-		p.list = append(p.list, msg)
-	}
+	p.list = append(p.list, c.Retention.Validate("retention.")...)
 	p.positive("findings.repeat_interval", c.Findings.RepeatInterval)
 	p.positive("findings.flap.window", c.Findings.Flap.Window)
 	if c.Findings.Flap.MaxTransitions < 1 {

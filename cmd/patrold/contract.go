@@ -17,6 +17,18 @@ func pageFlags(cmd *cobra.Command, p *findings.Page, def int) {
 	cmd.Flags().StringVar(&p.Cursor, "cursor", "", "continue after the page that printed this cursor")
 }
 
+// checkPage validates --limit and --cursor with the store's own check
+// (an explicit --limit 0 is refused, as limit=0 is by the API).
+func checkPage(kind string, p findings.Page) error {
+	if p.Limit == 0 {
+		return usage(&findings.InputError{Field: "limit", Problem: fmt.Sprintf("0 is not an integer in 1..%d", findings.MaxPageLimit)})
+	}
+	if err := findings.ValidatePage(kind, p); err != nil {
+		return usage(err)
+	}
+	return nil
+}
+
 // nextPage tells the operator, on stderr so stdout stays one document,
 // how to read the next page.
 func (a *app) nextPage(next string) {

@@ -191,6 +191,14 @@ func TestFindingsListValidationAndPages(t *testing.T) {
 	if _, errOut, code = c.run3("findings", "list", "--cursor", "garbage"); code != 2 || !strings.Contains(errOut, "cursor: not a cursor") {
 		t.Fatalf("--cursor garbage: exit %d %q", code, errOut)
 	}
+	for _, argv := range [][]string{{"findings", "list", "--limit", "0"}, {"runs", "list", "--limit", "0"}, {"approvals", "list", "--limit", "0"}} {
+		if _, errOut, code = c.run3(argv...); code != 2 || !strings.Contains(errOut, "limit: 0 is not an integer in 1..1000") {
+			t.Errorf("%v: exit %d %q", argv, code, errOut)
+		}
+	}
+	if _, errOut, code = c.run3("approvals", "list", "--cursor", "garbage"); code != 2 || !strings.Contains(errOut, "cursor: not a cursor returned by a previous page of approvals") {
+		t.Errorf("approvals --cursor garbage: exit %d %q", code, errOut)
+	}
 	all, _, code := c.run3("findings", "list", "--output", "json")
 	var whole []map[string]any
 	if code != 0 || json.Unmarshal([]byte(all), &whole) != nil || len(whole) != 9 {

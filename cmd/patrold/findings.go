@@ -29,8 +29,8 @@ func newFindingsCmd(a *app) *cobra.Command {
 			if err := filter.Validate(); err != nil {
 				return usage(err)
 			}
-			if err := findings.ValidatePage("findings", fpage); err != nil {
-				return usage(err)
+			if err := checkPage("findings", fpage); err != nil {
+				return err
 			}
 			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
@@ -144,6 +144,9 @@ func newRunsCmd(a *app) *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if err := checkPage("runs", rpage); err != nil {
 				return err
 			}
 			be, err := a.backend(cmd.Context(), false)
