@@ -97,11 +97,8 @@ func TestTriggerBusyAndGracefulStop(t *testing.T) {
 	if err := d.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := daemon.OpenStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	root, st := openRoot(t, cfg)
+	defer root.Close()
 	run, err := st.Run(context.Background(), runID)
 	if err != nil || run.Status != patrol.StatusError {
 		t.Fatalf("cancelled run: %+v %v", run, err)

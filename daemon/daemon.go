@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -37,30 +36,27 @@ type Options struct {
 // Daemon is the running patrold: store, runner, scheduler and friends.
 type Daemon struct {
 	opts     Options
+	root     *Root
 	log      *slog.Logger
 	cfg      atomic.Pointer[config.Config]
 	settings atomic.Pointer[patrol.Settings]
 
 	store   *findings.Store
 	runner  *patrol.Runner
-	sched   *scheduler
+	sched   *patrol.Scheduler
 	msg     *messaging
 	met     *metrics
 	analyst patrol.Analyst
-	shared  Shared
+	shared  *shared
 	worker  *assistant.Worker
 
-	http      *http.Server
 	httpAddr  string
-	wgHTTP    sync.WaitGroup
-	wgWorker  sync.WaitGroup
 	startedAt time.Time
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
 	runCtx  context.Context
-	cancel  context.CancelFunc
 	wg      sync.WaitGroup // runs in progress
 }
 
@@ -86,15 +82,19 @@ func New(opts Options) (*Daemon, error) {
 			return cfg, err
 		}
 	}
-	d := &Daemon{opts: opts, log: newLogger(opts.Config, opts.Stderr)}
-	set, err := RunSettings(opts.Config, opts.Now, opts.Registerer)
+	root, err := NewRoot(opts.Config, RootOptions{Stderr: opts.Stderr, Registerer: opts.Registerer, Gatherer: opts.Gatherer, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}
-	if d.shared, err = NewShared(opts.Config, nil, opts.Registerer); err != nil {
+	d := &Daemon{opts: opts, root: root, log: root.log}
+	set, err := runSettings(opts.Config, opts.Now, opts.Registerer)
+	if err != nil {
 		return nil, err
 	}
-	d.analyst, err = NewAnalyst(opts.Config, d.shared, ledgerFunc(func(since time.Time) (float64, error) {
+	if d.shared, err = newShared(opts.Config, nil, opts.Registerer); err != nil {
+		return nil, err
+	}
+	d.analyst, err = newAnalyst(opts.Config, d.shared, ledgerFunc(func(since time.Time) (float64, error) {
 		if d.store == nil {
 			return 0, errors.New("store not open")
 		}
@@ -110,16 +110,6 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level))
-	ho := &slog.HandlerOptions{Level: level}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho))
-	}
-	return slog.New(slog.NewTextHandler(w, ho))
-}
-
 // Config returns the configuration in force.
 func (d *Daemon) Config() *config.Config { return d.cfg.Load() }
 
@@ -129,20 +119,29 @@ func (d *Daemon) Store() *findings.Store { return d.store }
 // Runner returns the patrol runner (after Start).
 func (d *Daemon) Runner() *patrol.Runner { return d.runner }
 
-// Start opens the store, marks runs interrupted by a crash, and starts the
-// scheduler.
-func (d *Daemon) Start(ctx context.Context) error {
+// Start opens the store, marks runs interrupted by a crash, and starts
+// NATS, the assistant worker, the API and the scheduler, in that order.
+// Each part registers its stop on the root right after it was created; a
+// Start that fails half-way stops what it had started, last first, and
+// returns the error.
+func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.started {
 		return errors.New("daemon: already started")
 	}
 	d.started = true
+	defer func() {
+		if err != nil {
+			d.stopped = true
+			err = errors.Join(err, d.root.td.stop(context.Background()))
+		}
+	}()
 	cfg := d.Config()
-	if _, err := os.Stat(DBPath(cfg)); errors.Is(err, os.ErrNotExist) {
-		d.log.Warn("database file not found: creating a new, empty database", "db", DBPath(cfg))
+	if _, err := os.Stat(dbPath(cfg)); errors.Is(err, os.ErrNotExist) {
+		d.log.Warn("database file not found: creating a new, empty database", "db", dbPath(cfg))
 	}
-	st, err := OpenStore(ctx, cfg)
+	st, err := d.root.Store(ctx)
 	if err != nil {
 		return err
 	}
@@ -170,8 +169,14 @@ func (d *Daemon) Start(ctx context.Context) error {
 	if d.msg, err = startMessaging(ctx, d, cfg); err != nil {
 		return fmt.Errorf("start nats: %w", err)
 	}
+	d.root.td.push("nats", func(context.Context) error { return d.msg.stop() })
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.runCtx, d.cancel = runCtx, cancel
+	d.runCtx = runCtx
+	d.root.td.push("runs", func(ctx context.Context) error {
+		d.drain(ctx)
+		cancel()
+		return nil
+	})
 	if cfg.Assistant.Enabled {
 		if err := d.startWorker(runCtx, cfg); err != nil {
 			return fmt.Errorf("start assistant: %w", err)
@@ -181,16 +186,34 @@ func (d *Daemon) Start(ctx context.Context) error {
 	if err := d.startHTTP(); err != nil {
 		return err
 	}
-	d.sched, err = newScheduler(d.schedHooks(), cfg)
+	sched, err := patrol.NewScheduler(d.schedHooks(), cfg.Schedule.Cron)
 	if err != nil {
 		return err
 	}
-	d.sched.start(runCtx, cfg)
+	d.sched = sched
+	sched.Start(runCtx, cfg.Schedule.StartupDelay, cfg.Schedule.SkipStartupIfRecent)
+	d.root.td.push("scheduler", func(context.Context) error { sched.Stop(); return nil })
 	d.startedAt = d.opts.Now()
 	go d.watchdog(runCtx)
 	d.notify("READY=1")
 	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil
+}
+
+// drain lets the runs in progress finish until ctx is done, then cancels
+// the current one and waits for its error record.
+func (d *Daemon) drain(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if d.runner != nil {
+			d.log.Warn("drain timeout: cancelling the run in progress", "run_id", d.runner.Current())
+			d.runner.CancelCurrent()
+		}
+		<-done
+	}
 }
 
 func (d *Daemon) afterRun(rep *patrol.Report) {
@@ -204,10 +227,11 @@ func (d *Daemon) afterRun(rep *patrol.Report) {
 	}
 }
 
-// Stop refuses new runs, stops the scheduler, lets a run in progress
-// finish until ctx is done (then cancels it and waits for its error record),
-// stops the API, flushes the outbox, and closes the store: reverse order of
-// Start. It is idempotent and joins every error.
+// Stop refuses new runs and stops every started part in reverse order of
+// Start: the scheduler, the API, the assistant worker, the runs in progress
+// (which finish until ctx is done, then are cancelled and wait for their
+// error record), NATS (flushing the outbox) and the store. It is
+// idempotent and joins every error.
 func (d *Daemon) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started || d.stopped {
@@ -217,37 +241,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	d.stopped = true
 	d.mu.Unlock()
 	d.notify("STOPPING=1")
-	var errs []error
-	if d.sched != nil {
-		d.sched.stop()
-	}
-	done := make(chan struct{})
-	go func() { d.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		if d.runner != nil {
-			d.log.Warn("drain timeout: cancelling the run in progress", "run_id", d.runner.Current())
-			d.runner.CancelCurrent()
-		}
-		<-done
-	}
-	if d.cancel != nil {
-		d.cancel()
-	}
-	d.wgWorker.Wait()
-	if d.http != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, d.http.Shutdown(sctx))
-		cancel()
-		d.wgHTTP.Wait()
-	}
-	errs = append(errs, d.msg.stop())
-	if d.store != nil {
-		errs = append(errs, d.store.Close())
-	}
+	err := d.root.td.stop(ctx)
 	d.log.Info("patrold stopped")
-	return errors.Join(errs...)
+	return err
 }
 
 // runInBackground starts a scheduled or startup run; a busy runner skips
@@ -282,13 +278,13 @@ func (d *Daemon) Reload() error {
 			}
 		}
 		var set patrol.Settings
-		set, err = RunSettings(cfg, d.opts.Now, d.opts.Registerer)
+		set, err = runSettings(cfg, d.opts.Now, d.opts.Registerer)
 		set.Analyst = d.analyst
 		if err == nil {
 			d.cfg.Store(cfg)
 			d.settings.Store(&set)
 			if d.sched != nil {
-				err = d.sched.reschedule(cfg)
+				err = d.sched.Reschedule(cfg.Schedule.Cron)
 			}
 		}
 	}
@@ -301,9 +297,15 @@ func (d *Daemon) Reload() error {
 	return nil
 }
 
-// Run starts the daemon, serves until ctx is cancelled (reloading on each
-// Reload signal), then stops within the drain timeout.
+// Run checks what the daemon reads from files (a refusal is a
+// *ConfigError), starts the daemon, serves until ctx is cancelled
+// (reloading on each Reload signal), then stops within the drain timeout.
 func Run(ctx context.Context, opts Options) error {
+	if opts.Config != nil {
+		if err := checkFiles(opts.Config); err != nil {
+			return configErr(err)
+		}
+	}
 	d, err := New(opts)
 	if err != nil {
 		return err
@@ -336,4 +338,8 @@ func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Re
 	d.wg.Add(1)
 	defer d.wg.Done()
 	return d.runner.Run(ctx, trigger, patrol.RunOptions{})
+}
+
+func (d *Daemon) schedHooks() patrol.SchedulerHooks {
+	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.msg.leader, LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
 }

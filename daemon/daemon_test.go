@@ -170,19 +170,11 @@ func TestCommittedEventsSurviveACrash(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, "", "")
 	useSnapshot(t, dir, "faults.json")
-	st, err := daemon.OpenStore(context.Background(), cfg)
-	if err != nil {
+	root, _ := openRoot(t, cfg)
+	if _, err := root.RunOnce(context.Background(), patrol.RunOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	set, err := daemon.RunSettings(cfg, time.Now, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
-	if _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	root.Close()
 	// The daemon's embedded server starts empty (new store dir) but the
 	// outbox still holds the events: a subscriber attached before the
 	// relay's first pass sees them through the stream.
@@ -256,20 +248,15 @@ func TestCrashedRunMarkedInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, "", "")
 	useSnapshot(t, dir, "faults.json")
-	st, err := daemon.OpenStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, _ := daemon.RunSettings(cfg, time.Now, nil)
-	r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
-	if _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); err != nil {
+	root, st := openRoot(t, cfg)
+	if _, err := root.RunOnce(context.Background(), patrol.RunOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	crashed := findings.RunRecord{ID: findings.NewID(time.Now()), Trigger: "scheduled", Analysis: "deterministic", StartedAt: time.Now()}
 	if err := st.StartRun(context.Background(), crashed); err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	root.Close()
 	d := start(t, cfg)
 	run, err := d.Store().Run(context.Background(), crashed.ID)
 	if err != nil || run.Status != patrol.StatusError || !strings.Contains(string(run.Report), "interrupted") {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/patrold/patrold/agent"
@@ -43,16 +45,30 @@ func (d *Daemon) startHTTP() error {
 		return fmt.Errorf("http.listen: %w", err)
 	}
 	d.httpAddr = ln.Addr().String()
-	d.http = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	d.wgHTTP.Add(1)
+	d.log.Info("api listening", "addr", d.httpAddr)
+	d.root.td.push("api", serveHTTP(ln, a.Handler(), d.log, "http server stopped"))
+	return nil
+}
+
+// serveHTTP serves h on ln until the returned stop shuts it down (each
+// request finishing within 5s).
+func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string) func(context.Context) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
-		defer d.wgHTTP.Done()
-		if err := d.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("http server stopped", "err", err)
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(failed, "err", err)
 		}
 	}()
-	d.log.Info("api listening", "addr", d.httpAddr)
-	return nil
+	return func(context.Context) error {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		wg.Wait()
+		return err
+	}
 }
 
 // HTTPAddr is the address the API listens on (after Start).

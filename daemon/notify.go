@@ -7,11 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"sync"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patrold/patrold/bus"
@@ -19,24 +15,10 @@ import (
 	"github.com/patrold/patrold/notify"
 )
 
-// NotifyOptions configure a standalone notifier (`patrold notify`).
-type NotifyOptions struct {
-	Config *config.Config
-	// Listen serves /metrics and /healthz when set ("127.0.0.1:0" picks a port).
-	Listen     string
-	Stderr     io.Writer
-	Registerer prometheus.Registerer
-	Gatherer   prometheus.Gatherer
-	Now        func() time.Time
-	// Ready, when set, receives the metrics address ("" without Listen)
-	// once the sinks' consumers exist.
-	Ready func(addr string)
-}
-
-// NotifyBusOptions is the nats section for a process that is a client of
+// notifyBusOptions is the nats section for a process that is a client of
 // another's server: with nats.url empty it connects to the embedded server
 // of the local `patrold serve` (nats.embedded.listen) instead of starting one.
-func NotifyBusOptions(cfg *config.Config) (bus.Options, error) {
+func notifyBusOptions(cfg *config.Config) (bus.Options, error) {
 	o := cfg.NATS
 	if o.URL == "" {
 		host, port, err := net.SplitHostPort(o.Embedded.Listen)
@@ -48,70 +30,53 @@ func NotifyBusOptions(cfg *config.Config) (bus.Options, error) {
 	return o, nil
 }
 
-// RunNotify connects to NATS, runs every configured sink until ctx ends,
-// and serves its metrics when asked to.
-func RunNotify(ctx context.Context, o NotifyOptions) error {
-	cfg := o.Config
-	if cfg == nil {
-		return errors.New("notify: Config is required")
-	}
+// Notify runs the standalone notifier (`patrold notify`): it connects to
+// NATS, runs every configured sink until ctx ends, and serves /metrics and
+// /healthz on listen when set ("127.0.0.1:0" picks a port). ready, when
+// set, receives the metrics address ("" without listen) once the sinks'
+// consumers exist. What it starts is stopped by Close, last first.
+func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string)) error {
+	cfg := r.cfg
 	if len(cfg.Notify.Sinks) == 0 {
 		return errors.New("notify.sinks: no sink is configured")
 	}
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	if o.Registerer == nil {
-		reg := prometheus.NewRegistry()
-		o.Registerer, o.Gatherer = reg, reg
-	}
-	log := newLogger(cfg, o.Stderr)
-	bo, err := NotifyBusOptions(cfg)
+	bo, err := notifyBusOptions(cfg)
 	if err != nil {
 		return err
 	}
-	b, err := bus.New(bo, log, o.Registerer)
+	b, err := bus.New(bo, r.log, r.o.Registerer)
 	if err != nil {
 		return err
 	}
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
-	defer b.Close()
-	r, err := notify.New(notify.RunnerOptions{Options: cfg.Notify, JetStream: b.JetStream(), Prefix: b.Prefix(),
-		Stream: b.StreamName(), Logger: log, Registerer: o.Registerer, Now: o.Now})
+	r.td.push("nats", func(context.Context) error { return b.Close() })
+	nr, err := notify.New(notify.RunnerOptions{Options: cfg.Notify, JetStream: b.JetStream(), Prefix: b.Prefix(),
+		Stream: b.StreamName(), Logger: r.log, Registerer: r.o.Registerer, Now: r.o.Now})
 	if err != nil {
 		return err
 	}
-	if err := r.EnsureConsumers(ctx); err != nil {
+	if err := nr.EnsureConsumers(ctx); err != nil {
 		return err
 	}
 	addr := ""
-	var wg sync.WaitGroup
-	if o.Listen != "" {
-		ln, err := net.Listen("tcp", o.Listen)
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
 		if err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
 		addr = ln.Addr().String()
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(r.o.Gatherer, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = srv.Serve(ln) }()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-			wg.Wait()
-		}()
+		r.td.push("metrics http", serveHTTP(ln, mux, r.log, "metrics server stopped"))
 	}
-	log.Info("patrold notify started", "sinks", r.Sinks(), "nats", b.ClientURL(), "metrics", addr)
-	if o.Ready != nil {
-		o.Ready(addr)
+	r.log.Info("patrold notify started", "sinks", nr.Sinks(), "nats", b.ClientURL(), "metrics", addr)
+	if ready != nil {
+		ready(addr)
 	}
-	err = r.Run(ctx)
-	log.Info("patrold notify stopped")
+	err = nr.Run(ctx)
+	r.log.Info("patrold notify stopped")
 	return err
 }

@@ -77,7 +77,12 @@ func TestNotifyInServe(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_, err = daemon.NotifyBusOptions(cfg)
+	root, err := daemon.NewRoot(cfg, daemon.RootOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	err = root.Notify(context.Background(), "", nil)
 	if want := `nats.url: required for patrold notify when nats.embedded.listen ("127.0.0.1:0") names no fixed port`; err == nil || err.Error() != want {
 		t.Fatalf("patrold notify with an embedded listen port 0: %v, want %s", err, want)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,14 +43,11 @@ func TestDeletedDatabaseMakesDaemonUnready(t *testing.T) {
 func TestNewerSchemaRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, "", "")
-	st, err := daemon.OpenStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, st := openRoot(t, cfg)
 	if _, err := st.DB().Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	root.Close()
 	reg := prometheus.NewRegistry()
 	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
 	if err != nil {
@@ -77,19 +73,14 @@ func TestFailedCommitMarksRunErrorAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, "", "")
 	useSnapshot(t, dir, "faults.json")
-	st, err := daemon.OpenStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	root, st := openRoot(t, cfg)
+	defer root.Close()
 	// A real SQLite failure inside the run's transaction: every outbox
 	// insert aborts, as a full disk would.
 	if _, err := st.DB().Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
 		t.Fatal(err)
 	}
-	set, _ := daemon.RunSettings(cfg, time.Now, nil)
-	r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
-	rep, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
+	rep, err := root.RunOnce(context.Background(), patrol.RunOptions{}, nil)
 	if err == nil || rep == nil || rep.Status != patrol.StatusError {
 		t.Fatalf("run: %v %+v", err, rep)
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
@@ -24,8 +25,8 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 	var maxOut int
 	if ep, ok := cfg.Model.Endpoint(); ok {
 		modelName, maxOut = ep.Model, ep.MaxOutputTokens
-	} else if d.shared.Provider != nil {
-		modelName = d.shared.Provider.Name() // the script provider prices as "script"
+	} else if d.shared.provider != nil {
+		modelName = d.shared.provider.Name() // the script provider prices as "script"
 	}
 	w, err := assistant.NewWorker(assistant.WorkerOptions{
 		Options: assistant.Options{
@@ -33,8 +34,8 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 			Source:     func() snapshot.Source { return d.settings.Load().Source },
 			Thresholds: func() signals.Thresholds { return d.settings.Load().Policy },
 			Autonomy:   func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) },
-			Actions:    cfg.Actions, Config: cfg.Assistant, Provider: d.shared.Provider,
-			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.AgentMetrics, Neutraliser: d.shared.Neutraliser,
+			Actions:    cfg.Actions, Config: cfg.Assistant, Provider: d.shared.provider,
+			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.agentMetrics, Neutraliser: d.shared.neutraliser,
 			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now, Publisher: outboxPublisher{d},
 			Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
 			ModelName: modelName, MaxOutputTokens: maxOut,
@@ -50,13 +51,16 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	d.worker = w
-	d.wgWorker.Add(1)
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
-		defer d.wgWorker.Done()
-		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+		defer wg.Done()
+		if err := w.Run(wctx); err != nil && wctx.Err() == nil {
 			d.log.Error("assistant worker stopped", "err", err)
 		}
 	}()
+	d.root.td.push("assistant worker", func(context.Context) error { cancel(); wg.Wait(); return nil })
 	return nil
 }
 

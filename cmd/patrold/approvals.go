@@ -139,14 +139,14 @@ func (a *app) withApprovals(ctx context.Context, mutating bool, viaAPI func(*api
 			return viaAPI(c)
 		}
 	}
-	st, _, err := a.openStore(ctx)
+	root, st, err := a.openStore(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	asst, err := a.newAssistant(st, st, nil)
+	defer root.Close()
+	asst, err := root.Assistant(ctx, st, nil)
 	if err != nil {
-		return err
+		return cliErr(err)
 	}
 	return viaStore(asst)
 }

@@ -4,19 +4,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
-	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
-	"github.com/patrold/patrold/model/providers"
 	"github.com/patrold/patrold/model/script"
-	"github.com/patrold/patrold/signals"
-	"github.com/patrold/patrold/snapshot"
 )
 
 func newAssistantCmd(a *app) *cobra.Command {
@@ -33,11 +27,11 @@ func newAssistantCmd(a *app) *cobra.Command {
 			if findingID == "" {
 				return usage(fmt.Errorf("--finding: required"))
 			}
-			st, _, err := a.openStore(cmd.Context())
+			root, st, err := a.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer root.Close()
 			f, err := st.Get(cmd.Context(), findingID)
 			if err != nil {
 				return fmt.Errorf("finding %s: %w", findingID, err)
@@ -55,9 +49,9 @@ func newAssistantCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
-			asst, err := a.newAssistant(st, rec, provider)
+			asst, err := root.Assistant(cmd.Context(), rec, provider)
 			if err != nil {
-				return err
+				return cliErr(err)
 			}
 			res, err := asst.Run(cmd.Context(), req)
 			if res != nil {
@@ -77,46 +71,6 @@ func newAssistantCmd(a *app) *cobra.Command {
 	outputFlag(run, &output)
 	cmd.AddCommand(run)
 	return cmd
-}
-
-// newAssistant builds an Assistant over the configured source, thresholds,
-// actions, autonomy and model, on this process's store. It publishes
-// nothing (the CLI does not start NATS); rec, when set, records outcomes;
-// provider, when set, replaces the configured model (a replay).
-func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder, provider model.Provider) (*assistant.Assistant, error) {
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return nil, err
-	}
-	pol, err := alerts.New(cfg.Alerts)
-	if err != nil {
-		return nil, usage(err)
-	}
-	src, err := daemon.NewSource(cfg, time.Now, nil)
-	if err != nil {
-		return nil, usage(err)
-	}
-	if provider == nil {
-		if provider, err = providers.New(cfg.Model, nil); err != nil {
-			return nil, usage(err)
-		}
-	}
-	o := assistant.Options{
-		Store: st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
-		Actions: cfg.Actions, Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
-		Provider: provider, Config: cfg.Assistant, Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
-		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
-	}
-	if ep, ok := cfg.Model.Endpoint(); ok {
-		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
-	} else if provider != nil {
-		o.ModelName = provider.Name() // the script provider prices as "script"
-	}
-	asst, err := assistant.New(o)
-	if err != nil {
-		return nil, usage(err)
-	}
-	return asst, nil
 }
 
 // sessionReplay answers with the recorded model exchange of a past session,

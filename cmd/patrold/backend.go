@@ -11,6 +11,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -41,11 +42,11 @@ func (a *app) backend(ctx context.Context, mutating bool) (backend, error) {
 			return &apiBackend{c: c}, nil
 		}
 	}
-	st, _, err := a.openStore(ctx)
+	root, st, err := a.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &storeBackend{st: st}, nil
+	return &storeBackend{root: root, st: st}, nil
 }
 
 // pickToken returns a configured token good enough for the call ("" with
@@ -67,7 +68,10 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 	return best, best != ""
 }
 
-type storeBackend struct{ st *findings.Store }
+type storeBackend struct {
+	root *daemon.Root
+	st   *findings.Store
+}
 
 func (b *storeBackend) List(ctx context.Context, f findings.ListFilter, p findings.Page) ([]findings.Finding, string, error) {
 	return b.st.ListPage(ctx, f, p)
@@ -95,7 +99,7 @@ func (b *storeBackend) Run(ctx context.Context, id string) (json.RawMessage, err
 	return r.Report, err
 }
 
-func (b *storeBackend) Close() error { return b.st.Close() }
+func (b *storeBackend) Close() error { return b.root.Close() }
 
 type apiBackend struct{ c *api.Client }
 

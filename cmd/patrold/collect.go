@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -32,9 +31,14 @@ func newSnapshotCollectCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, err := daemon.NewSource(cfg, time.Now, nil)
+			root, err := a.newRoot()
 			if err != nil {
-				return usage(err)
+				return err
+			}
+			defer root.Close()
+			src, err := root.Source()
+			if err != nil {
+				return cliErr(err)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), cfg.Schedule.RunTimeout)
 			defer cancel()

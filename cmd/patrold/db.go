@@ -27,11 +27,11 @@ func newDBCmd(a *app) *cobra.Command {
 			if err := checkOutput(checkOut); err != nil {
 				return err
 			}
-			st, _, err := a.openStore(cmd.Context())
+			root, st, err := a.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer root.Close()
 			if err := st.Check(cmd.Context(), true); err != nil {
 				return err
 			}
@@ -57,11 +57,11 @@ func newDBCmd(a *app) *cobra.Command {
 			if err := checkOutput(vacOut); err != nil {
 				return err
 			}
-			st, _, err := a.openStore(cmd.Context())
+			root, st, err := a.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer root.Close()
 			size, wal := st.Size()
 			if err := st.Vacuum(cmd.Context()); err != nil {
 				return err

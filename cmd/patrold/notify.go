@@ -4,8 +4,6 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
-
-	"github.com/patrold/patrold/daemon"
 )
 
 func newNotifyCmd(a *app) *cobra.Command {
@@ -31,7 +29,11 @@ func newNotifyCmd(a *app) *cobra.Command {
 			if cfg.Notify.InServe {
 				return usage(errInServe)
 			}
-			return daemon.RunNotify(cmd.Context(), daemon.NotifyOptions{Config: cfg, Listen: listen, Stderr: a.stderr, Ready: a.notifyReady})
+			root, err := a.newRoot()
+			if err != nil {
+				return err
+			}
+			return errors.Join(root.Notify(cmd.Context(), listen, a.notifyReady), root.Close())
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "serve /metrics and /healthz on this address (default: none)")

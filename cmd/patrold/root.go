@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -71,16 +72,36 @@ func (a *app) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-func (a *app) openStore(ctx context.Context) (*findings.Store, *config.Config, error) {
+// newRoot returns the composition root for the loaded configuration; the
+// caller closes it.
+func (a *app) newRoot() (*daemon.Root, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	st, err := daemon.OpenStore(ctx, cfg)
+	return daemon.NewRoot(cfg, daemon.RootOptions{Stderr: a.stderr})
+}
+
+// openStore opens the store through a new root; closing the root closes it.
+func (a *app) openStore(ctx context.Context) (*daemon.Root, *findings.Store, error) {
+	root, err := a.newRoot()
 	if err != nil {
 		return nil, nil, err
 	}
-	return st, cfg, nil
+	st, err := root.Store(ctx)
+	if err != nil {
+		return nil, nil, errors.Join(err, root.Close())
+	}
+	return root, st, nil
+}
+
+// cliErr reports a part the configuration refused as a usage error.
+func cliErr(err error) error {
+	var ce *daemon.ConfigError
+	if errors.As(err, &ce) {
+		return usage(err)
+	}
+	return err
 }
 
 func (a *app) printJSON(v any) error {
@@ -160,8 +181,13 @@ func newConfigCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			root, err := a.newRoot()
+			if err != nil {
+				return err
+			}
+			defer root.Close()
 			// What serve would refuse, check refuses too.
-			if err := daemon.CheckFiles(cfg); err != nil {
+			if err := root.Check(); err != nil {
 				return usage(err)
 			}
 			if output == "json" {
@@ -198,19 +224,19 @@ func newMigrateCmd(a *app) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			st, cfg, err := a.openStore(cmd.Context())
+			root, st, err := a.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer root.Close()
 			v, err := st.SchemaVersion(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if output == "json" {
-				return a.printJSON(MigrateResult{Database: daemon.DBPath(cfg), Version: v})
+				return a.printJSON(MigrateResult{Database: root.DBPath(), Version: v})
 			}
-			fmt.Fprintf(a.stdout, "database %s is up to date (schema version %d)\n", daemon.DBPath(cfg), v)
+			fmt.Fprintf(a.stdout, "database %s is up to date (schema version %d)\n", root.DBPath(), v)
 			return nil
 		},
 	}

@@ -48,33 +48,17 @@ func newRunCmd(a *app) *cobra.Command {
 				}
 				ro = patrol.RunOptions{Snapshot: snap, Problems: probs, Probe: doProbe}
 			}
-			set, err := daemon.RunSettings(cfg, time.Now, nil)
-			if err != nil {
-				return usage(err)
-			}
-			st, _, err := a.openStore(cmd.Context())
+			root, err := a.newRoot()
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			var provider model.Provider
+			defer root.Close()
+			var rp daemon.Replay
 			if replay != "" {
-				if provider, err = replayProvider(cmd, st, replay); err != nil {
-					return err
-				}
+				rp = func(st *findings.Store) (model.Provider, error) { return replayProvider(cmd, st, replay) }
 			}
-			shared, err := daemon.NewShared(cfg, provider, nil)
-			if err != nil {
-				return usage(err)
-			}
-			if set.Analyst, err = daemon.NewAnalyst(cfg, shared, st, nil, time.Now); err != nil {
-				return usage(err)
-			}
-			runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
-			if err != nil {
-				return err
-			}
-			rep, runErr := runner.Run(cmd.Context(), patrol.TriggerManual, ro)
+			rep, runErr := root.RunOnce(cmd.Context(), ro, rp)
+			runErr = cliErr(runErr)
 			if rep != nil {
 				if output == "json" {
 					if err := a.printJSON(rep); err != nil {

@@ -26,10 +26,7 @@ func newServeCmd(a *app) *cobra.Command {
 			if cmd.Flags().Changed("output") {
 				cfg.Log.Format = output // serve's output is its log
 			}
-			if err := daemon.CheckFiles(cfg); err != nil {
-				return usage(err)
-			}
-			return daemon.Run(cmd.Context(), daemon.Options{Config: cfg, ConfigPath: a.configPath, Reload: a.reload, Stderr: a.stderr})
+			return cliErr(daemon.Run(cmd.Context(), daemon.Options{Config: cfg, ConfigPath: a.configPath, Reload: a.reload, Stderr: a.stderr}))
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "log format: text or json (overrides log.format)")

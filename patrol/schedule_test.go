@@ -1,4 +1,4 @@
-package daemon
+package patrol
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/patrold/patrold/config"
-	"github.com/patrold/patrold/patrol"
 )
 
 type schedProbe struct {
@@ -20,17 +17,17 @@ type schedProbe struct {
 	started time.Time
 }
 
-func (p *schedProbe) hooks() schedHooks {
-	return schedHooks{
-		run: func(tr patrol.Trigger) {
+func (p *schedProbe) hooks() SchedulerHooks {
+	return SchedulerHooks{
+		Run: func(tr Trigger) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.runs = append(p.runs, string(tr)+"@"+time.Since(p.started).String())
 		},
-		leading:      func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.leader },
-		lastComplete: func(context.Context) (*time.Time, error) { return p.last, nil },
-		now:          time.Now,
-		log:          slog.New(slog.DiscardHandler),
+		Leading:      func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.leader },
+		LastComplete: func(context.Context) (*time.Time, error) { return p.last, nil },
+		Now:          time.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -38,14 +35,6 @@ func (p *schedProbe) got() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.runs...)
-}
-
-func cfgWith(t *testing.T, yaml string) *config.Config {
-	cfg, err := config.Load([]byte(yaml), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
 
 func equalRuns(a, b []string) bool {
@@ -65,13 +54,12 @@ func equalRuns(a, b []string) bool {
 func TestScheduleWithFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &schedProbe{leader: true, started: time.Now()}
-		cfg := cfgWith(t, "schedule: {cron: '@every 1h', startup_delay: 30s, skip_startup_if_recent: 1h}\n")
-		s, err := newScheduler(p.hooks(), cfg)
+		s, err := NewScheduler(p.hooks(), "@every 1h")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		s.start(ctx, cfg)
+		s.Start(ctx, 30*time.Second, time.Hour)
 		time.Sleep(2*time.Hour + time.Minute)
 		synctest.Wait()
 		want := []string{"startup@30s", "scheduled@1h0m0s", "scheduled@2h0m0s"}
@@ -79,7 +67,7 @@ func TestScheduleWithFakeClock(t *testing.T) {
 			t.Fatalf("runs %v, want %v", got, want)
 		}
 		// Reload to a 15-minute schedule: it applies without restart.
-		if err := s.reschedule(cfgWith(t, "schedule: {cron: '*/15 * * * *'}\n")); err != nil {
+		if err := s.Reschedule("*/15 * * * *"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(31 * time.Minute)
@@ -97,7 +85,7 @@ func TestScheduleWithFakeClock(t *testing.T) {
 			t.Fatalf("non-leader ran: %v", got)
 		}
 		cancel()
-		s.stop()
+		s.Stop()
 	})
 }
 
@@ -105,9 +93,8 @@ func TestStartupSkippedAfterRecentRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		recent := time.Now().Add(-20 * time.Minute)
 		p := &schedProbe{leader: true, started: time.Now(), last: &recent}
-		cfg := cfgWith(t, "schedule: {cron: '@every 6h', startup_delay: 30s, skip_startup_if_recent: 1h}\n")
-		s, _ := newScheduler(p.hooks(), cfg)
-		s.start(context.Background(), cfg)
+		s, _ := NewScheduler(p.hooks(), "@every 6h")
+		s.Start(context.Background(), 30*time.Second, time.Hour)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		if got := p.got(); len(got) != 0 {
@@ -115,14 +102,14 @@ func TestStartupSkippedAfterRecentRun(t *testing.T) {
 		}
 		old := time.Now().Add(-2 * time.Hour)
 		p.last = &old
-		s2, _ := newScheduler(p.hooks(), cfg)
-		s2.start(context.Background(), cfg)
+		s2, _ := NewScheduler(p.hooks(), "@every 6h")
+		s2.Start(context.Background(), 30*time.Second, time.Hour)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		if got := p.got(); len(got) != 1 {
 			t.Fatalf("startup run after an old run: %v", got)
 		}
-		s.stop()
-		s2.stop()
+		s.Stop()
+		s2.Stop()
 	})
 }

@@ -1,0 +1,340 @@
+// Package daemon is patrold's composition root: the one place that builds
+// components from a config.Config, maps the configuration onto their
+// Options, registers each part's teardown right after creating it and stops
+// them in reverse order. It holds no domain rules. Every command of
+// cmd/patrold that needs components asks a Root (or the Daemon built on
+// one) for them: `serve` runs a Daemon, `notify` a notifier, `run` calls
+// RunOnce, `assistant run` and `approvals` ask for an Assistant.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/prompt"
+	"github.com/patrold/patrold/model/providers"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/patrol/analyst"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/snapshot/exec"
+	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/probe"
+	promsource "github.com/patrold/patrold/snapshot/prometheus"
+	"github.com/patrold/patrold/snapshot/proxmox"
+)
+
+// DBFile is the SQLite database under data_dir.
+const DBFile = "patrold.db"
+
+// RootOptions are what a Root needs besides the configuration.
+type RootOptions struct {
+	Stderr     io.Writer // log destination (default os.Stderr)
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Now        func() time.Time
+}
+
+// ConfigError is a part refused because of what the configuration says
+// (a bad threshold, an unreadable token file, an unknown model): the
+// command line reports it as a usage error.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ConfigError{Err: err}
+}
+
+// Root builds patrold's parts from one configuration on first use, each
+// once, and stops what it built in reverse order on Close. A Root is safe
+// for concurrent use.
+type Root struct {
+	cfg *config.Config
+	o   RootOptions
+	log *slog.Logger
+	td  teardown
+
+	mu     sync.Mutex
+	store  *findings.Store
+	shared *shared
+}
+
+// NewRoot returns a root for cfg; nothing is built until asked for.
+func NewRoot(cfg *config.Config, o RootOptions) (*Root, error) {
+	if cfg == nil {
+		return nil, errors.New("daemon: Config is required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = reg, reg
+	}
+	r := &Root{cfg: cfg, o: o, log: newLogger(cfg, o.Stderr)}
+	r.td.log = r.log
+	return r, nil
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	ho := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// Close stops every part the root built, last built first; it is
+// idempotent.
+func (r *Root) Close() error { return r.td.stop(context.Background()) }
+
+// DBPath is the database file under data_dir.
+func (r *Root) DBPath() string { return dbPath(r.cfg) }
+
+func dbPath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, DBFile) }
+
+// Store opens the findings store under data_dir (once) and registers its
+// close.
+func (r *Root) Store(ctx context.Context) (*findings.Store, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.store != nil {
+		return r.store, nil
+	}
+	st, err := findings.Open(ctx, dbPath(r.cfg))
+	if err != nil {
+		return nil, err
+	}
+	r.store = st
+	r.td.push("store", func(context.Context) error { return st.Close() })
+	return st, nil
+}
+
+// Check reads what serve reads from files besides the configuration
+// (token files, the configured source and model), so `config check` and
+// `serve` refuse what the daemon would refuse, naming the key.
+func (r *Root) Check() error { return checkFiles(r.cfg) }
+
+func checkFiles(cfg *config.Config) error {
+	if _, err := api.TokensFromConfig(cfg.HTTP.Tokens); err != nil {
+		return err
+	}
+	if _, err := runSettings(cfg, time.Now, nil); err != nil {
+		return err
+	}
+	_, err := newShared(cfg, nil, nil)
+	return err
+}
+
+// Source builds the configured snapshot source (`snapshot collect`).
+func (r *Root) Source() (snapshot.Source, error) {
+	src, err := newSource(r.cfg, r.o.Now, nil)
+	return src, configErr(err)
+}
+
+// Replay supplies the model provider of a re-execution from the store
+// (the recorded exchange of a run or a session); nil: the configured model.
+type Replay func(*findings.Store) (model.Provider, error)
+
+// RunOnce runs one patrol in the foreground on the root's store (`patrold
+// run`): the configured source unless ro carries a snapshot, the configured
+// model unless replay supplies one.
+func (r *Root) RunOnce(ctx context.Context, ro patrol.RunOptions, replay Replay) (*patrol.Report, error) {
+	set, err := runSettings(r.cfg, r.o.Now, nil)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	st, err := r.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var provider model.Provider
+	if replay != nil {
+		if provider, err = replay(st); err != nil {
+			return nil, err
+		}
+	}
+	sh, err := newShared(r.cfg, provider, nil)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	if set.Analyst, err = newAnalyst(r.cfg, sh, st, nil, r.o.Now); err != nil {
+		return nil, configErr(err)
+	}
+	runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
+	if err != nil {
+		return nil, err
+	}
+	return runner.Run(ctx, patrol.TriggerManual, ro)
+}
+
+// Assistant builds an Assistant over the configured source, thresholds,
+// actions, autonomy and model on the root's store (`assistant run`, the
+// local path of `approvals`). It publishes nothing (no NATS); rec, when
+// set, records outcomes; provider, when set, replaces the configured model.
+func (r *Root) Assistant(ctx context.Context, rec assistant.Recorder, provider model.Provider) (*assistant.Assistant, error) {
+	st, err := r.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.cfg
+	pol, err := alerts.New(cfg.Alerts)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	src, err := newSource(cfg, r.o.Now, nil)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	if provider == nil {
+		if provider, err = providers.New(cfg.Model, nil); err != nil {
+			return nil, configErr(err)
+		}
+	}
+	o := assistant.Options{
+		Store: st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
+		Actions: cfg.Actions, Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
+		Provider: provider, Config: cfg.Assistant, Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
+		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
+	}
+	if ep, ok := cfg.Model.Endpoint(); ok {
+		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
+	} else if provider != nil {
+		o.ModelName = provider.Name() // the script provider prices as "script"
+	}
+	asst, err := assistant.New(o)
+	return asst, configErr(err)
+}
+
+// newSource builds the configured snapshot source; reg (may be nil)
+// receives its metrics.
+func newSource(cfg *config.Config, now func() time.Time, reg prometheus.Registerer) (snapshot.Source, error) {
+	switch cfg.Source.Kind {
+	case "demo":
+		return demo.New(cfg.Source.Demo, now)
+	case "file":
+		return file.New(cfg.Source.File)
+	case "exec":
+		return exec.New(cfg.Source.Exec)
+	case "prometheus":
+		o := cfg.Source.Prometheus
+		o.Registerer = reg
+		return promsource.New(o)
+	case "proxmox":
+		o := cfg.Source.Proxmox
+		o.Now, o.Registerer = now, reg
+		return proxmox.New(o)
+	}
+	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus, proxmox", cfg.Source.Kind)
+}
+
+// runSettings derives the per-run settings from cfg; reg (may be nil)
+// receives the source's and prober's metrics.
+func runSettings(cfg *config.Config, now func() time.Time, reg prometheus.Registerer) (patrol.Settings, error) {
+	pol, err := alerts.New(cfg.Alerts)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	src, err := newSource(cfg, now, reg)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	po := cfg.Source.Probe
+	po.Registerer = reg
+	prober, err := probe.New(po)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	inv := cfg.Investigation
+	return patrol.Settings{
+		Policy: pol, Source: src, Prober: prober, Timeout: cfg.Schedule.RunTimeout,
+		Publish: findings.PublishPolicy{RepeatInterval: cfg.Findings.RepeatInterval, FlapWindow: cfg.Findings.Flap.Window,
+			FlapMaxTransitions: cfg.Findings.Flap.MaxTransitions},
+		Autonomy: findings.Autonomy(cfg.Patrol.Autonomy),
+		// The one place the investigation gate's numbers are read.
+		Gate: findings.Gate{MaxAttempts: inv.MaxAttempts, Cooldown: inv.Cooldown, TimeoutCooldown: inv.TimeoutCooldown,
+			FixRetryCooldown: inv.FixRetryCooldown, Timeout: inv.Timeout, MaxConcurrent: inv.MaxConcurrent},
+		ResolvedRetention: cfg.Findings.ResolvedRetention, Retention: cfg.Retention,
+	}, nil
+}
+
+// ledgerFunc adapts a function to model.SpendLedger (the store is opened
+// after the analyst is built).
+type ledgerFunc func(since time.Time) (float64, error)
+
+// Spent implements model.SpendLedger.
+func (f ledgerFunc) Spent(since time.Time) (float64, error) { return f(since) }
+
+// shared are the model-side parts built once per process: their metrics
+// can be registered only once, and the patrol and assistant sides share
+// them.
+type shared struct {
+	provider     model.Provider // nil: no model
+	neutraliser  *prompt.Neutraliser
+	agentMetrics *agent.Metrics
+	registerer   prometheus.Registerer
+}
+
+// newShared builds the shared parts from the model section; provider, when
+// not nil, replaces the configured one (replaying a recorded exchange). The
+// model section is read once: changing it takes a restart.
+func newShared(cfg *config.Config, provider model.Provider, reg prometheus.Registerer) (*shared, error) {
+	s := &shared{provider: provider, registerer: reg}
+	var err error
+	if s.provider == nil {
+		if s.provider, err = providers.New(cfg.Model, reg); err != nil {
+			return s, err
+		}
+	}
+	if s.neutraliser, err = prompt.NewNeutraliser(reg); err != nil {
+		return s, err
+	}
+	if s.agentMetrics, err = agent.NewMetrics(reg); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// newAnalyst builds the model stages, or returns nil without a provider.
+func newAnalyst(cfg *config.Config, sh *shared, ledger model.SpendLedger, log *slog.Logger, now func() time.Time) (patrol.Analyst, error) {
+	if sh.provider == nil {
+		return nil, nil
+	}
+	o := analyst.Options{Provider: sh.provider, Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, Ledger: ledger,
+		Neutraliser: sh.neutraliser, AgentMetrics: sh.agentMetrics, Registerer: sh.registerer, Logger: log, Now: now}
+	if ep, ok := cfg.Model.Endpoint(); ok {
+		o.Model, o.ContextWindow, o.MaxOutputTokens = ep.Model, ep.ContextWindow, ep.MaxOutputTokens
+	}
+	a, err := analyst.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return a, nil
+}
