@@ -38,7 +38,7 @@ type Daemon struct {
 	opts     Options
 	root     *Root
 	log      *slog.Logger
-	cfg      atomic.Pointer[config.Config]
+	reload   *config.Reloader
 	settings atomic.Pointer[patrol.Settings]
 
 	store   *findings.Store
@@ -104,14 +104,29 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	set.Analyst = d.analyst
-	d.cfg.Store(opts.Config)
+	d.reload = config.NewReloader(opts.Config, opts.LoadConfig, d.apply, d.log)
 	d.settings.Store(&set)
 	d.met = newMetrics(opts.Registerer, d)
 	return d, nil
 }
 
 // Config returns the configuration in force.
-func (d *Daemon) Config() *config.Config { return d.cfg.Load() }
+func (d *Daemon) Config() *config.Config { return d.reload.Current() }
+
+// apply puts a reloaded configuration into effect: the run settings
+// (thresholds, source, publish policy) for the next run, and the schedule.
+func (d *Daemon) apply(cfg *config.Config) error {
+	set, err := runSettings(cfg, d.opts.Now, d.opts.Registerer)
+	if err != nil {
+		return err
+	}
+	set.Analyst = d.analyst
+	d.settings.Store(&set)
+	if d.sched != nil {
+		return d.sched.Reschedule(cfg.Schedule.Cron)
+	}
+	return nil
+}
 
 // Store returns the findings store (after Start).
 func (d *Daemon) Store() *findings.Store { return d.store }
@@ -263,31 +278,7 @@ func (d *Daemon) runInBackground(trigger patrol.Trigger) {
 func (d *Daemon) Reload() error {
 	d.notify("RELOADING=1")
 	defer d.notify("READY=1")
-	cfg, err := d.opts.LoadConfig()
-	if err == nil {
-		old := d.Config()
-		for key, changed := range map[string]bool{
-			"data_dir": cfg.DataDir != old.DataDir, "http.listen": cfg.HTTP.Listen != old.HTTP.Listen,
-			"http.tokens": fmt.Sprint(cfg.HTTP.Tokens) != fmt.Sprint(old.HTTP.Tokens), "nats": cfg.NATS.String() != old.NATS.String(),
-			"model": fmt.Sprintf("%+v", cfg.Model) != fmt.Sprintf("%+v", old.Model), "log": cfg.Log != old.Log,
-			"assistant": cfg.Assistant != old.Assistant, "actions": fmt.Sprint(cfg.Actions) != fmt.Sprint(old.Actions),
-			"notify": fmt.Sprint(cfg.Notify) != fmt.Sprint(old.Notify),
-		} {
-			if changed {
-				d.log.Warn("configuration key changed on reload takes effect after a restart", "key", key)
-			}
-		}
-		var set patrol.Settings
-		set, err = runSettings(cfg, d.opts.Now, d.opts.Registerer)
-		set.Analyst = d.analyst
-		if err == nil {
-			d.cfg.Store(cfg)
-			d.settings.Store(&set)
-			if d.sched != nil {
-				err = d.sched.Reschedule(cfg.Schedule.Cron)
-			}
-		}
-	}
+	err := d.reload.Reload()
 	d.met.reloaded(err == nil, d.opts.Now())
 	if err != nil {
 		d.log.Error("reload failed; keeping the previous configuration", "err", err)

@@ -74,26 +74,17 @@ func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string)
 // HTTPAddr is the address the API listens on (after Start).
 func (d *Daemon) HTTPAddr() string { return d.httpAddr }
 
-// Capabilities is the manifest served at GET /api/v1/agent/capabilities:
-// the tools of every profile with their kinds and write targets, the agent
-// runtime's declared error codes and limits, and the API's error codes.
-type Capabilities struct {
-	Profiles []agent.Capabilities `json:"profiles"`
-	Codes    []agent.CodeInfo     `json:"codes"`
-	APICodes []api.CodeInfo       `json:"api_codes"`
-}
-
 func (d *Daemon) capabilities() any {
-	c := Capabilities{Codes: agent.Codes(), APICodes: api.Codes()}
+	var profiles []agent.Capabilities
 	if stages, err := analyst.Capabilities(); err == nil {
-		c.Profiles = append(c.Profiles, stages...)
+		profiles = append(profiles, stages...)
 	}
 	if d.worker != nil {
 		if rem, err := d.worker.Assistant().Capabilities(); err == nil {
-			c.Profiles = append(c.Profiles, rem)
+			profiles = append(profiles, rem)
 		}
 	}
-	return c
+	return api.NewCapabilities(profiles...)
 }
 
 // TriggerRun admits a run now and returns its id; the run outlives the
@@ -124,27 +115,10 @@ func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
 	return id, err
 }
 
-// Status is served at GET /api/v1/status.
-type Status struct {
-	Version       string     `json:"version"`
-	StartedAt     time.Time  `json:"started_at"`
-	CurrentRunID  string     `json:"current_run_id,omitempty"`
-	LastRunID     string     `json:"last_run_id,omitempty"`
-	LastRunStatus string     `json:"last_run_status,omitempty"`
-	LastRunAt     *time.Time `json:"last_run_finished_at,omitempty"`
-	Leader        bool       `json:"scheduler_leader"`
-	NATSURL       string     `json:"nats_url"`
-	OutboxPending int64      `json:"outbox_pending"`
-	ActiveCount   int        `json:"active_findings"`
-	Source        string     `json:"source"`
-	Schedule      string     `json:"schedule"`
-	Autonomy      string     `json:"autonomy"`
-}
-
 // Status reports what the daemon is doing.
 func (d *Daemon) Status(ctx context.Context) (any, error) {
 	cfg := d.Config()
-	s := Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: d.msg.leader(),
+	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: d.msg.leader(),
 		NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
 	if runs, err := d.store.Runs(ctx, 1); err == nil && len(runs) > 0 {
 		s.LastRunID, s.LastRunStatus, s.LastRunAt = runs[0].ID, runs[0].Status, runs[0].FinishedAt

@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/findings/outcome"
 	"github.com/patrold/patrold/notify"
 )
 
@@ -145,22 +146,10 @@ func (m *messaging) stop() error {
 	return errors.Join(flushErr, m.lease.Close(), m.bus.Close())
 }
 
-// handleOutcome applies a remediation outcome to its finding. A finding
-// that no longer exists is acknowledged (nothing to update); other store
-// errors are retried by the consumer.
+// handleOutcome hands a remediation outcome from the bus to the findings'
+// outcome handler.
 func (d *Daemon) handleOutcome(ctx context.Context, o *bus.RemediationOutcome) error {
-	applied, err := d.store.RecordOutcome(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
-		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary}, d.opts.Now())
-	if errors.Is(err, findings.ErrNotFound) {
-		d.log.Warn("outcome for an unknown finding dropped", "finding", o.FindingID, "session", o.SessionID)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if applied {
-		d.log.Info("remediation outcome recorded", "finding", o.FindingID, "attempt", o.Attempt, "outcome", o.Outcome)
-		d.msg.kick()
-	}
-	return nil
+	h := outcome.Handler{Recorder: d.store, Now: d.opts.Now, Logger: d.log, Applied: d.msg.kick}
+	return h.Handle(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
+		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary})
 }
