@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -52,7 +51,7 @@ var actionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // ParseActions validates the declared actions, naming the key as
 // actions[i].field, and returns them with their signal keys normalised.
-func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
+func ParseActions(cfgs []ActionSpec) ([]Action, error) {
 	var errs []error
 	out := make([]Action, 0, len(cfgs))
 	seen := map[string]bool{}
@@ -75,16 +74,16 @@ func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
 		}
 		a := Action{Name: c.Name, Description: c.Description, Command: slices.Clone(c.Command), Risk: Risk(c.Risk)}
 		if len(c.Kinds) == 0 {
-			errs = append(errs, fmt.Errorf("%s.kinds: required: the resource kinds the action may target (%s)", key, strings.Join(config.ActionKinds, ", ")))
+			errs = append(errs, fmt.Errorf("%s.kinds: required: the resource kinds the action may target (%s)", key, strings.Join(ActionKinds, ", ")))
 		}
 		for j, k := range c.Kinds {
 			switch {
 			case k == "guest":
 				a.Kinds = append(a.Kinds, snapshot.KindVM, snapshot.KindContainer)
-			case slices.Contains(config.ActionKinds, k):
+			case slices.Contains(ActionKinds, k):
 				a.Kinds = append(a.Kinds, snapshot.Kind(k))
 			default:
-				errs = append(errs, fmt.Errorf("%s.kinds[%d]: %q is not one of %s", key, j, k, strings.Join(config.ActionKinds, ", ")))
+				errs = append(errs, fmt.Errorf("%s.kinds[%d]: %q is not one of %s", key, j, k, strings.Join(ActionKinds, ", ")))
 			}
 		}
 		if len(c.Signals) == 0 {
@@ -94,11 +93,11 @@ func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
 			switch {
 			case strings.TrimSpace(s) == "":
 				errs = append(errs, fmt.Errorf("%s.signals[%d]: empty", key, j))
-			case s == config.AnySignal:
+			case s == AnySignal:
 				if len(c.Signals) > 1 {
 					errs = append(errs, fmt.Errorf(`%s.signals[%d]: "*" (any signal) must be the only entry`, key, j))
 				}
-				a.Signals = append(a.Signals, config.AnySignal)
+				a.Signals = append(a.Signals, AnySignal)
 			default:
 				a.Signals = append(a.Signals, findings.NormalizeKey(s))
 			}
@@ -114,7 +113,7 @@ func ParseActions(cfgs []config.ActionConfig) ([]Action, error) {
 // AppliesTo reports whether the action may be used for a finding key:
 // declared for it, or for any signal (["*"]). No signals means none.
 func (a Action) AppliesTo(key string) bool {
-	return slices.Equal(a.Signals, []string{config.AnySignal}) || slices.Contains(a.Signals, findings.NormalizeKey(key))
+	return slices.Equal(a.Signals, []string{AnySignal}) || slices.Contains(a.Signals, findings.NormalizeKey(key))
 }
 
 // AllowsKind reports whether the action may target a resource of kind k.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -56,44 +55,44 @@ func TestExecutorBoundsOutputAndReportsExit(t *testing.T) {
 
 func TestParseActionsNamesTheKey(t *testing.T) {
 	cases := []struct {
-		a    config.ActionConfig
+		a    ActionSpec
 		want string
 	}{
-		{config.ActionConfig{Name: "", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].name:"},
-		{config.ActionConfig{Name: "x y", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].name:"},
-		{config.ActionConfig{Name: "a", Risk: "low", Kinds: []string{"storage"}, Signals: []string{"*"}}, "actions[0].command: required"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/{key}"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].command[0]: placeholders"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "extreme", Signals: []string{"*"}}, `actions[0].risk: "extreme"`},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{" "}}, "actions[0].signals[0]: empty"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{"*"}}, "actions[0].kinds: required"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"pool"}, Risk: "low", Signals: []string{"*"}}, `actions[0].kinds[0]: "pool" is not one of`},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low"}, "actions[0].signals: required"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low", Signals: []string{}}, "actions[0].signals: required"},
-		{config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low", Signals: []string{"*", "high_cpu"}}, `actions[0].signals[0]: "*" (any signal) must be the only entry`},
+		{ActionSpec{Name: "", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].name:"},
+		{ActionSpec{Name: "x y", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].name:"},
+		{ActionSpec{Name: "a", Risk: "low", Kinds: []string{"storage"}, Signals: []string{"*"}}, "actions[0].command: required"},
+		{ActionSpec{Name: "a", Command: []string{"/bin/{key}"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}, "actions[0].command[0]: placeholders"},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "extreme", Signals: []string{"*"}}, `actions[0].risk: "extreme"`},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{" "}}, "actions[0].signals[0]: empty"},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Risk: "low", Signals: []string{"*"}}, "actions[0].kinds: required"},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"pool"}, Risk: "low", Signals: []string{"*"}}, `actions[0].kinds[0]: "pool" is not one of`},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low"}, "actions[0].signals: required"},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low", Signals: []string{}}, "actions[0].signals: required"},
+		{ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"vm"}, Risk: "low", Signals: []string{"*", "high_cpu"}}, `actions[0].signals[0]: "*" (any signal) must be the only entry`},
 	}
 	for _, c := range cases {
-		_, err := ParseActions([]config.ActionConfig{c.a})
+		_, err := ParseActions([]ActionSpec{c.a})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.a, err, c.want)
 		}
 	}
-	ok := config.ActionConfig{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"CPU-High"}}
-	_, err := ParseActions([]config.ActionConfig{ok, ok})
+	ok := ActionSpec{Name: "a", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"CPU-High"}}
+	_, err := ParseActions([]ActionSpec{ok, ok})
 	if err == nil || !strings.Contains(err.Error(), `actions[1].name: duplicate action "a"`) {
 		t.Fatalf("duplicate: %v", err)
 	}
-	got, err := ParseActions([]config.ActionConfig{ok})
+	got, err := ParseActions([]ActionSpec{ok})
 	if err != nil || !got[0].Declares("high_cpu") || got[0].Declares("high_disk") {
 		t.Fatalf("signals normalised: %+v %v", got, err)
 	}
-	anyGuest := config.ActionConfig{Name: "g", Command: []string{"/bin/true"}, Kinds: []string{"guest"}, Risk: "low", Signals: []string{"*"}}
-	got, err = ParseActions([]config.ActionConfig{anyGuest})
+	anyGuest := ActionSpec{Name: "g", Command: []string{"/bin/true"}, Kinds: []string{"guest"}, Risk: "low", Signals: []string{"*"}}
+	got, err = ParseActions([]ActionSpec{anyGuest})
 	if err != nil || !slices.Equal(got[0].Kinds, []snapshot.Kind{snapshot.KindVM, snapshot.KindContainer}) ||
 		!got[0].AppliesTo("high_disk") || got[0].Declares("high_disk") || got[0].AllowsKind(snapshot.KindStorage) {
 		t.Fatalf("guest and any signal: %+v %v", got, err)
 	}
 	fx := newFixture(t)
-	o := fx.options(findings.AutonomyFull, config.ActionConfig{Name: "a", Command: []string{"no-such-program-here"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}})
+	o := fx.options(findings.AutonomyFull, ActionSpec{Name: "a", Command: []string{"no-such-program-here"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}})
 	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "actions[0].command[0]") {
 		t.Fatalf("missing program at New: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -166,9 +165,9 @@ func (fx *fixture) script(name, body string) string {
 
 // fixAction copies the good snapshot over the live one (the fault clears)
 // and logs its arguments.
-func (fx *fixture) fixAction(risk string) config.ActionConfig {
+func (fx *fixture) fixAction(risk string) ActionSpec {
 	s := fx.script("fix.sh", fmt.Sprintf(`echo "$@" >> %q; cp %q %q`, filepath.Join(fx.dir, "fix.log"), fx.goodPath, fx.snapPath))
-	return config.ActionConfig{Name: "prune_snapshots", Description: "prune old ZFS snapshots", Command: []string{s, "{resource_id}", "{key}", "{finding_id}"},
+	return ActionSpec{Name: "prune_snapshots", Description: "prune old ZFS snapshots", Command: []string{s, "{resource_id}", "{key}", "{finding_id}"},
 		Kinds: []string{"storage"}, Risk: risk, Signals: []string{testKey}}
 }
 
@@ -177,7 +176,7 @@ func (fx *fixture) fixLog() string {
 	return string(b)
 }
 
-func (fx *fixture) options(autonomy findings.Autonomy, actions ...config.ActionConfig) Options {
+func (fx *fixture) options(autonomy findings.Autonomy, actions ...ActionSpec) Options {
 	src, err := file.New(file.Options{Path: fx.snapPath})
 	if err != nil {
 		fx.t.Fatal(err)
@@ -189,7 +188,7 @@ func (fx *fixture) options(autonomy findings.Autonomy, actions ...config.ActionC
 	return Options{
 		Store: fx.st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
 		Actions: actions, Autonomy: func() findings.Autonomy { return autonomy }, Publisher: fx.pub, Recorder: fx.st,
-		Config: config.AssistantConfig{Enabled: true}, ActionTimeout: 10 * time.Second, Now: fx.clock.now,
+		Config: Settings{Enabled: true}, ActionTimeout: 10 * time.Second, Now: fx.clock.now,
 	}
 }
 

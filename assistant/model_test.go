@@ -9,7 +9,6 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
@@ -127,7 +126,7 @@ func TestUnknownActionIsRefused(t *testing.T) {
 
 func TestActionRestrictedToSignals(t *testing.T) {
 	fx := newFixture(t)
-	cpuOnly := config.ActionConfig{Name: "restart", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"cpu-high"}}
+	cpuOnly := ActionSpec{Name: "restart", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"cpu-high"}}
 	o := fx.options(findings.AutonomyFull, cpuOnly)
 	o.Provider = scripted(t, call(ToolResolveTarget, `{}`), call(ToolRunAction, `{"action":"restart"}`), say("no"))
 	res := fx.run(fx.assistant(o))

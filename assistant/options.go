@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
@@ -85,7 +84,7 @@ type Options struct {
 	// Thresholds returns the current effective thresholds.
 	Thresholds func() signals.Thresholds // required
 	// Actions are the declared remediation actions (YAML `actions`).
-	Actions []config.ActionConfig
+	Actions []ActionSpec
 	// Autonomy returns the current patrol.autonomy. A request's autonomy
 	// can only make a session stricter, never more permissive.
 	Autonomy func() findings.Autonomy // required
@@ -107,7 +106,7 @@ type Options struct {
 	// (investigation.evidence_budget); 0 takes the default.
 	EvidenceBudget int
 	// Config is the assistant section (max_turns, approval_ttl).
-	Config config.AssistantConfig
+	Config Settings
 	// Publisher receives approval events and outcomes; nil publishes nothing.
 	Publisher Publisher
 	// Recorder, when set, records outcomes on the finding directly.
@@ -178,7 +177,7 @@ func (o Options) withDefaults() Options {
 		o.Config.MaxTurns = DefaultMaxTurns
 	}
 	if o.Config.MaxTokens == 0 {
-		o.Config.MaxTokens = config.DefaultAssistantMaxTokens
+		o.Config.MaxTokens = DefaultMaxTokens
 	}
 	if o.EvidenceBudget == 0 {
 		o.EvidenceBudget = DefaultEvidenceBudget

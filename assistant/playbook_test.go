@@ -9,7 +9,6 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -50,7 +49,7 @@ func TestPlaybookFixesAndVerifies(t *testing.T) {
 
 func TestPlaybookActionThatDoesNotHelp(t *testing.T) {
 	fx := newFixture(t)
-	noop := config.ActionConfig{Name: "noop", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{testKey}}
+	noop := ActionSpec{Name: "noop", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{testKey}}
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, noop)))
 	if res.Transcript.Outcome != bus.OutcomeFixVerificationFailed {
 		t.Fatalf("outcome %s (%s)", res.Transcript.Outcome, res.Summary)
@@ -59,7 +58,7 @@ func TestPlaybookActionThatDoesNotHelp(t *testing.T) {
 
 func TestPlaybookFailingActionStillVerifies(t *testing.T) {
 	fx := newFixture(t)
-	fail := config.ActionConfig{Name: "fail", Command: []string{"/bin/sh", "-c", "echo boom >&2; exit 3"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{testKey}}
+	fail := ActionSpec{Name: "fail", Command: []string{"/bin/sh", "-c", "echo boom >&2; exit 3"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{testKey}}
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, fail)))
 	tr := res.Transcript
 	if tr.Outcome != bus.OutcomeFixFailed {
@@ -77,9 +76,9 @@ func TestPlaybookFailingActionStillVerifies(t *testing.T) {
 
 func TestPlaybookWithoutMatchingActionCannotFix(t *testing.T) {
 	fx := newFixture(t)
-	other := config.ActionConfig{Name: "restart_vm", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"high_cpu"}}
+	other := ActionSpec{Name: "restart_vm", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"high_cpu"}}
 	// An action without signals is usable by a model, not picked by the playbook.
-	any := config.ActionConfig{Name: "anything", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}
+	any := ActionSpec{Name: "anything", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, other, any)))
 	if res.Transcript.Outcome != bus.OutcomeCannotFix || len(res.Transcript.Steps) != 2 {
 		t.Fatalf("transcript %s", mustJSON(t, res.Transcript))

@@ -220,8 +220,8 @@ func (r *Root) Assistant(ctx context.Context, rec assistant.Recorder, provider m
 	}
 	o := assistant.Options{
 		Store: st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
-		Actions: cfg.Actions, Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
-		Provider: provider, Config: cfg.Assistant, Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
+		Actions: actionSpecs(cfg), Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
+		Provider: provider, Config: assistantSettings(cfg), Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
 		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
 	}
 	if ep, ok := cfg.Model.Endpoint(); ok {
@@ -337,4 +337,21 @@ func newAnalyst(cfg *config.Config, sh *shared, ledger model.SpendLedger, log *s
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	return a, nil
+}
+
+// assistantSettings maps the assistant section onto the assistant's own
+// settings.
+func assistantSettings(cfg *config.Config) assistant.Settings {
+	a := cfg.Assistant
+	return assistant.Settings{Enabled: a.Enabled, MaxTurns: a.MaxTurns, ApprovalTTL: a.ApprovalTTL, MaxTokens: a.MaxTokens}
+}
+
+// actionSpecs maps the actions section onto the assistant's declarations.
+func actionSpecs(cfg *config.Config) []assistant.ActionSpec {
+	var out []assistant.ActionSpec
+	for _, a := range cfg.Actions {
+		out = append(out, assistant.ActionSpec{Name: a.Name, Description: a.Description, Command: a.Command,
+			Risk: a.Risk, Kinds: a.Kinds, Signals: a.Signals})
+	}
+	return out
 }

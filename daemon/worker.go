@@ -34,7 +34,7 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 			Source:     func() snapshot.Source { return d.settings.Load().Source },
 			Thresholds: func() signals.Thresholds { return d.settings.Load().Policy },
 			Autonomy:   func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) },
-			Actions:    cfg.Actions, Config: cfg.Assistant, Provider: d.shared.provider,
+			Actions:    actionSpecs(cfg), Config: assistantSettings(cfg), Provider: d.shared.provider,
 			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.agentMetrics, Neutraliser: d.shared.neutraliser,
 			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now, Publisher: outboxPublisher{d},
 			Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
