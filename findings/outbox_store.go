@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 type outboxWriter struct {
@@ -124,16 +126,54 @@ func (s *Store) Enqueue(ctx context.Context, rows ...OutboxEvent) error {
 			}
 			// Stored data is what json.Marshal makes (compact, HTML
 			// escaped): the relay splices it into the envelope as it is.
-			compact.Reset()
-			buf.Reset()
-			if err := json.Compact(&compact, r.Data); err != nil {
-				return fmt.Errorf("enqueue %s: data: %w", r.ID, err)
+			// Data already in that form (what json.Marshal made, the
+			// usual case) is stored as it is, after one validity check;
+			// anything else is compacted and escaped.
+			data := []byte(r.Data)
+			if !marshalForm(data) {
+				compact.Reset()
+				buf.Reset()
+				if err := json.Compact(&compact, r.Data); err != nil {
+					return fmt.Errorf("enqueue %s: data: %w", r.ID, err)
+				}
+				json.HTMLEscape(&buf, compact.Bytes())
+				data = buf.Bytes()
 			}
-			json.HTMLEscape(&buf, compact.Bytes())
-			if _, err := st.ExecContext(ctx, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), buf.Bytes()); err != nil {
+			if _, err := st.ExecContext(ctx, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), data); err != nil {
 				return fmt.Errorf("enqueue %s: %w", r.ID, err)
 			}
 		}
 		return nil
 	})
+}
+
+// marshalForm reports whether data is one valid JSON value that
+// json.Compact and json.HTMLEscape would leave unchanged: no white space
+// outside strings and nothing HTMLEscape rewrites (<, >, &, U+2028,
+// U+2029). It is false for anything it is not sure of, which then takes
+// the Compact path (and its error for invalid JSON).
+func marshalForm(data []byte) bool {
+	in, esc := false, false
+	for i, c := range data {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
+			return false
+		case in:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return len(data) > 0 && jsontext.Value(data).IsValid()
 }
