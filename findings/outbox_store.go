@@ -153,27 +153,24 @@ func (s *Store) Enqueue(ctx context.Context, rows ...OutboxEvent) error {
 // U+2029). It is false for anything it is not sure of, which then takes
 // the Compact path (and its error for invalid JSON).
 func marshalForm(data []byte) bool {
-	in, esc := false, false
-	for i, c := range data {
-		switch {
-		case c == '<' || c == '>' || c == '&':
+	if len(data) == 0 || bytes.IndexByte(data, '<') >= 0 || bytes.IndexByte(data, '>') >= 0 || bytes.IndexByte(data, '&') >= 0 ||
+		bytes.Contains(data, lineSep) || bytes.Contains(data, paraSep) {
+		return false
+	}
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
 			return false
-		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
-			return false
-		case in:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
+		case '"':
+			// Skip the string: to its closing quote, past escapes.
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
 			}
-		case c == '"':
-			in = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			return false
 		}
 	}
-	return len(data) > 0 && jsontext.Value(data).IsValid()
+	return jsontext.Value(data).IsValid()
 }
+
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
