@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
@@ -43,20 +45,45 @@ const maxSummaryRunes = 512
 // later prompt inherit no live instruction from a source.
 func safeSignals(sigs []signals.Signal, memo safeMemo) {
 	for i := range sigs {
-		s := &sigs[i]
-		s.ResourceName = memo.name(s.ResourceName)
-		s.Summary = prompt.SafeText(s.Summary, maxSummaryRunes)
-		for k, v := range s.Evidence {
-			switch x := v.(type) {
-			case string:
-				s.Evidence[k] = memo.text(x, signals.MaxErrorRunes)
-			case []string:
-				safe := make([]string, len(x))
-				for j := range x {
-					safe[j] = memo.name(x[j])
-				}
-				s.Evidence[k] = safe
+		safeSignal(&sigs[i], memo)
+	}
+}
+
+// safeSignalsParallel is safeSignals over contiguous shares of sigs, one
+// goroutine (with its own memo) each: SafeText is pure and every signal
+// has its own evidence map, so the result is the same as in one pass.
+// Short lists are done in one pass.
+func safeSignalsParallel(sigs []signals.Signal) {
+	workers := min(runtime.GOMAXPROCS(0), len(sigs)/minShare)
+	if workers <= 1 {
+		safeSignals(sigs, safeMemo{})
+		return
+	}
+	var wg sync.WaitGroup
+	share := (len(sigs) + workers - 1) / workers
+	for start := 0; start < len(sigs); start += share {
+		part := sigs[start:min(start+share, len(sigs))]
+		wg.Go(func() { safeSignals(part, safeMemo{}) })
+	}
+	wg.Wait()
+}
+
+// minShare is the fewest signals worth a goroutine of their own.
+const minShare = 512
+
+func safeSignal(s *signals.Signal, memo safeMemo) {
+	s.ResourceName = memo.name(s.ResourceName)
+	s.Summary = prompt.SafeText(s.Summary, maxSummaryRunes)
+	for k, v := range s.Evidence {
+		switch x := v.(type) {
+		case string:
+			s.Evidence[k] = memo.text(x, signals.MaxErrorRunes)
+		case []string:
+			safe := make([]string, len(x))
+			for j := range x {
+				safe[j] = memo.name(x[j])
 			}
+			s.Evidence[k] = safe
 		}
 	}
 }

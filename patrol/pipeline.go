@@ -77,8 +77,8 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
+	safeSignalsParallel(sigs)
 	memo := safeMemo{}
-	safeSignals(sigs, memo)
 	rep.Signals = sigs
 	byID := newResourceIndex(snap, askedIDs(active, sigs))
 	var an *Analysis
