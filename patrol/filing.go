@@ -3,9 +3,9 @@ package patrol
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
-	"runtime"
 	"strings"
 	"sync"
 
