@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-
-	"github.com/patrold/patrold/config"
 )
 
 // Scope is what a token may do.
@@ -45,14 +43,23 @@ func TokenID(secret string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
+// TokenSpec is one configured token (one entry of http.tokens): the secret
+// inline or in a file.
+type TokenSpec struct {
+	Name      string
+	Token     string
+	TokenFile string
+	Scope     string // read | admin
+}
+
 // TokensFromConfig turns the http.tokens section into Tokens, reading each
 // token_file (surrounding whitespace trimmed). Errors name the key.
-func TokensFromConfig(cfg []config.TokenConfig) ([]Token, error) {
+func TokensFromConfig(cfg []TokenSpec) ([]Token, error) {
 	out := make([]Token, 0, len(cfg))
 	var errs []error
 	for i, c := range cfg {
 		key := fmt.Sprintf("http.tokens[%d]", i)
-		secret := c.Token.Reveal()
+		secret := c.Token
 		switch {
 		case secret != "" && c.TokenFile != "":
 			errs = append(errs, fmt.Errorf("%s: set exactly one of token and token_file", key))

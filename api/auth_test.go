@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/config"
 )
 
 type routeCase struct{ method, path, body string }
@@ -144,7 +143,7 @@ func TestTokensFromConfig(t *testing.T) {
 	os.WriteFile(good, []byte("  file-secret-123\n"), 0o600)
 	os.WriteFile(empty, []byte("\n \n"), 0o600)
 
-	toks, err := api.TokensFromConfig([]config.TokenConfig{
+	toks, err := api.TokensFromConfig([]api.TokenSpec{
 		{Name: "inline", Token: "inline-secret", Scope: "read"},
 		{Name: "file", TokenFile: good, Scope: "admin"},
 	})
@@ -155,13 +154,13 @@ func TestTokensFromConfig(t *testing.T) {
 		t.Fatalf("tokens = %v %q", toks, toks[1].Secret)
 	}
 	for _, c := range []struct {
-		cfg  []config.TokenConfig
+		cfg  []api.TokenSpec
 		want string
 	}{
-		{[]config.TokenConfig{{Name: "a", Token: "x", Scope: "read"}, {Name: "b", TokenFile: filepath.Join(dir, "missing"), Scope: "admin"}}, "http.tokens[1].token_file:"},
-		{[]config.TokenConfig{{Name: "a", TokenFile: empty, Scope: "admin"}}, "http.tokens[0].token_file: " + empty + " is empty"},
-		{[]config.TokenConfig{{Name: "a", Scope: "admin"}}, "http.tokens[0]: set exactly one"},
-		{[]config.TokenConfig{{Name: "a", Token: "x", TokenFile: good, Scope: "admin"}}, "http.tokens[0]: set exactly one"},
+		{[]api.TokenSpec{{Name: "a", Token: "x", Scope: "read"}, {Name: "b", TokenFile: filepath.Join(dir, "missing"), Scope: "admin"}}, "http.tokens[1].token_file:"},
+		{[]api.TokenSpec{{Name: "a", TokenFile: empty, Scope: "admin"}}, "http.tokens[0].token_file: " + empty + " is empty"},
+		{[]api.TokenSpec{{Name: "a", Scope: "admin"}}, "http.tokens[0]: set exactly one"},
+		{[]api.TokenSpec{{Name: "a", Token: "x", TokenFile: good, Scope: "admin"}}, "http.tokens[0]: set exactly one"},
 	} {
 		_, err := api.TokensFromConfig(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

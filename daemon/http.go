@@ -24,7 +24,7 @@ var _ api.Daemon = (*Daemon)(nil)
 // startHTTP builds the API and starts serving it on http.listen.
 func (d *Daemon) startHTTP() error {
 	cfg := d.Config()
-	tokens, err := api.TokensFromConfig(cfg.HTTP.Tokens)
+	tokens, err := api.TokensFromConfig(tokenSpecs(cfg))
 	if err != nil {
 		return err
 	}

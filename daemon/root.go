@@ -143,7 +143,7 @@ func (r *Root) Store(ctx context.Context) (*findings.Store, error) {
 func (r *Root) Check() error { return checkFiles(r.cfg) }
 
 func checkFiles(cfg *config.Config) error {
-	if _, err := api.TokensFromConfig(cfg.HTTP.Tokens); err != nil {
+	if _, err := api.TokensFromConfig(tokenSpecs(cfg)); err != nil {
 		return err
 	}
 	if _, err := runSettings(cfg, time.Now, nil); err != nil {
@@ -352,6 +352,19 @@ func actionSpecs(cfg *config.Config) []assistant.ActionSpec {
 	for _, a := range cfg.Actions {
 		out = append(out, assistant.ActionSpec{Name: a.Name, Description: a.Description, Command: a.Command,
 			Risk: a.Risk, Kinds: a.Kinds, Signals: a.Signals})
+	}
+	return out
+}
+
+// Tokens are the API tokens of http.tokens, token files read (a CLI
+// client picks one to talk to the daemon).
+func (r *Root) Tokens() ([]api.Token, error) { return api.TokensFromConfig(tokenSpecs(r.cfg)) }
+
+// tokenSpecs maps http.tokens onto the API's token declarations.
+func tokenSpecs(cfg *config.Config) []api.TokenSpec {
+	out := make([]api.TokenSpec, 0, len(cfg.HTTP.Tokens))
+	for _, t := range cfg.HTTP.Tokens {
+		out = append(out, api.TokenSpec{Name: t.Name, Token: t.Token.Reveal(), TokenFile: t.TokenFile, Scope: t.Scope})
 	}
 	return out
 }

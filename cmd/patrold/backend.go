@@ -55,7 +55,11 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 	if len(cfg.HTTP.Tokens) == 0 {
 		return "", !mutating
 	}
-	tokens, err := api.TokensFromConfig(cfg.HTTP.Tokens)
+	root, err := daemon.NewRoot(cfg, daemon.RootOptions{})
+	if err != nil {
+		return "", false
+	}
+	tokens, err := root.Tokens() // builds nothing: no Close
 	if err != nil {
 		return "", false
 	}
