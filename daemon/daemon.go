@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
@@ -39,6 +40,7 @@ type Daemon struct {
 	root     *Root
 	log      *slog.Logger
 	reload   *config.Reloader
+	live     *live
 	settings atomic.Pointer[patrol.Settings]
 
 	store   *findings.Store
@@ -87,7 +89,8 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, root: root, log: root.log}
-	set, err := runSettings(opts.Config, opts.Now, opts.Registerer)
+	d.live = newLive(opts.Registerer, opts.Now)
+	set, err := d.runSettings(opts.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -113,10 +116,24 @@ func New(opts Options) (*Daemon, error) {
 // Config returns the configuration in force.
 func (d *Daemon) Config() *config.Config { return d.reload.Current() }
 
+// runSettings checks cfg's thresholds, builds the source and prober (their
+// metrics registered once per process), and derives the per-run settings
+// around them.
+func (d *Daemon) runSettings(cfg *config.Config) (patrol.Settings, error) {
+	if _, err := alerts.New(cfg.Alerts); err != nil {
+		return patrol.Settings{}, err
+	}
+	src, prober, err := d.live.configure(cfg)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	return settingsWith(cfg, src, prober)
+}
+
 // apply puts a reloaded configuration into effect: the run settings
 // (thresholds, source, publish policy) for the next run, and the schedule.
 func (d *Daemon) apply(cfg *config.Config) error {
-	set, err := runSettings(cfg, d.opts.Now, d.opts.Registerer)
+	set, err := d.runSettings(cfg)
 	if err != nil {
 		return err
 	}

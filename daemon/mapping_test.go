@@ -8,6 +8,11 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/probe"
+	promsource "github.com/patrold/patrold/snapshot/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestAssistantSectionsMapped: the assistant and actions sections reach
@@ -32,5 +37,58 @@ actions:
 		config.DefaultAssistantMaxTokens != assistant.DefaultMaxTokens {
 		t.Fatalf("config and assistant disagree: kinds %v / %v, any %q / %q, max tokens %d / %d", config.ActionKinds, assistant.ActionKinds,
 			config.AnySignal, assistant.AnySignal, config.DefaultAssistantMaxTokens, assistant.DefaultMaxTokens)
+	}
+}
+
+// TestSourcesRebuiltAroundMetricsRegisteredOnce: at start and on each
+// reload the source and the prober are rebuilt, across kinds and back, on
+// one registry: their metrics are registered once and shared.
+func TestSourcesRebuiltAroundMetricsRegisteredOnce(t *testing.T) {
+	dir := t.TempDir()
+	prom, err := config.Load([]byte("source: {kind: prometheus, prometheus: {url: 'http://127.0.0.1:1'}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileCfg, err := config.Load([]byte("source: {kind: file, file: {path: "+dir+"/snap.json}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	l := newLive(reg, time.Now)
+	var sources []snapshot.Source
+	var probers []*probe.Prober
+	for i, cfg := range []*config.Config{prom, fileCfg, prom, fileCfg} {
+		src, pr, err := l.configure(cfg)
+		if err != nil {
+			t.Fatalf("configure %d (%s): %v", i, cfg.Source.Kind, err)
+		}
+		sources, probers = append(sources, src), append(probers, pr)
+	}
+	if _, ok := sources[0].(*promsource.Source); !ok {
+		t.Fatalf("prometheus source is %T", sources[0])
+	}
+	if _, ok := sources[1].(*file.Source); !ok {
+		t.Fatalf("file source is %T", sources[1])
+	}
+	if sources[0] == sources[2] || probers[0] == probers[1] {
+		t.Fatal("a reload reused the previous source or prober")
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.GetName())
+	}
+	want := []string{"patrold_probe_addresses_total", "patrold_probe_guests_total", "patrold_source_prometheus_query_duration_seconds",
+		"patrold_source_prometheus_query_failures_total", "patrold_source_prometheus_samples_skipped_total"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("registered %v, want %v", names, want)
+	}
+	bad := *fileCfg
+	bad.Source.Probe.Timeout = -time.Second
+	if _, _, err := l.configure(&bad); err == nil || err.Error() != "source.probe.timeout: must not be negative, got -1s" {
+		t.Fatalf("bad probe: %v", err)
 	}
 }

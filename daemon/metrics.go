@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/metricsreg"
 )
 
 // Build information, set by cmd/patrold from its linker flags.
@@ -40,7 +40,8 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 	// collectors; a registry that has them already (the default one) keeps
 	// its own.
 	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		if _, err := metricsreg.Register(reg, c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); err != nil && !errors.As(err, &already) {
 			d.log.Warn("runtime metrics not registered", "err", err)
 		}
 	}

@@ -76,9 +76,8 @@ type Root struct {
 	log *slog.Logger
 	td  teardown
 
-	mu     sync.Mutex
-	store  *findings.Store
-	shared *shared
+	mu    sync.Mutex
+	store *findings.Store
 }
 
 // NewRoot returns a root for cfg; nothing is built until asked for.
@@ -146,7 +145,7 @@ func checkFiles(cfg *config.Config) error {
 	if _, err := api.TokensFromConfig(tokenSpecs(cfg)); err != nil {
 		return err
 	}
-	if _, err := runSettings(cfg, time.Now, nil); err != nil {
+	if _, err := runSettings(cfg, time.Now); err != nil {
 		return err
 	}
 	_, err := newShared(cfg, nil, nil)
@@ -167,7 +166,7 @@ type Replay func(*findings.Store) (model.Provider, error)
 // run`): the configured source unless ro carries a snapshot, the configured
 // model unless replay supplies one.
 func (r *Root) RunOnce(ctx context.Context, ro patrol.RunOptions, replay Replay) (*patrol.Report, error) {
-	set, err := runSettings(r.cfg, r.o.Now, nil)
+	set, err := runSettings(r.cfg, r.o.Now)
 	if err != nil {
 		return nil, configErr(err)
 	}
@@ -233,9 +232,22 @@ func (r *Root) Assistant(ctx context.Context, rec assistant.Recorder, provider m
 	return asst, configErr(err)
 }
 
-// newSource builds the configured snapshot source; reg (may be nil)
-// receives its metrics.
+// sourceMetrics are the metrics a source is built with: prebuilt ones
+// (a daemon's, registered once) or a registerer to register new ones on
+// (nil: none).
+type sourceMetrics struct {
+	reg  prometheus.Registerer
+	prom *promsource.Metrics
+	pve  *proxmox.Metrics
+}
+
+// newSource builds the configured snapshot source without metrics (the
+// command line's one-shot commands).
 func newSource(cfg *config.Config, now func() time.Time, reg prometheus.Registerer) (snapshot.Source, error) {
+	return buildSource(cfg, now, sourceMetrics{reg: reg})
+}
+
+func buildSource(cfg *config.Config, now func() time.Time, m sourceMetrics) (snapshot.Source, error) {
 	switch cfg.Source.Kind {
 	case "demo":
 		return demo.New(cfg.Source.Demo, now)
@@ -245,30 +257,37 @@ func newSource(cfg *config.Config, now func() time.Time, reg prometheus.Register
 		return exec.New(cfg.Source.Exec)
 	case "prometheus":
 		o := cfg.Source.Prometheus
-		o.Registerer = reg
+		o.Registerer, o.Metrics = m.reg, m.prom
 		return promsource.New(o)
 	case "proxmox":
 		o := cfg.Source.Proxmox
-		o.Now, o.Registerer = now, reg
+		o.Now, o.Registerer, o.Metrics = now, m.reg, m.pve
 		return proxmox.New(o)
 	}
 	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus, proxmox", cfg.Source.Kind)
 }
 
-// runSettings derives the per-run settings from cfg; reg (may be nil)
-// receives the source's and prober's metrics.
-func runSettings(cfg *config.Config, now func() time.Time, reg prometheus.Registerer) (patrol.Settings, error) {
+// runSettings derives the per-run settings from cfg with a source and a
+// prober of their own, without metrics (the command line; config check).
+func runSettings(cfg *config.Config, now func() time.Time) (patrol.Settings, error) {
+	if _, err := alerts.New(cfg.Alerts); err != nil {
+		return patrol.Settings{}, err
+	}
+	src, err := newSource(cfg, now, nil)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	prober, err := probe.New(cfg.Source.Probe)
+	if err != nil {
+		return patrol.Settings{}, err
+	}
+	return settingsWith(cfg, src, prober)
+}
+
+// settingsWith maps cfg onto the per-run settings around a source and a
+// prober.
+func settingsWith(cfg *config.Config, src snapshot.Source, prober patrol.Prober) (patrol.Settings, error) {
 	pol, err := alerts.New(cfg.Alerts)
-	if err != nil {
-		return patrol.Settings{}, err
-	}
-	src, err := newSource(cfg, now, reg)
-	if err != nil {
-		return patrol.Settings{}, err
-	}
-	po := cfg.Source.Probe
-	po.Registerer = reg
-	prober, err := probe.New(po)
 	if err != nil {
 		return patrol.Settings{}, err
 	}

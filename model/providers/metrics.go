@@ -1,9 +1,10 @@
 package providers
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/internal/metricsreg"
 	"github.com/patrold/patrold/model"
 )
 
@@ -29,8 +30,8 @@ type metrics struct {
 	circuit  prometheus.Gauge
 }
 
-// newMetrics registers (or, after a reload, reuses) the model metrics and
-// returns them curried to provider, with every label combination created.
+// newMetrics registers the model metrics (once per process: the model
+// section takes a restart) and returns them curried to provider, with every label combination created.
 func newMetrics(reg prometheus.Registerer, provider string) (*metrics, error) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "patrold_model_requests_total", Help: "Model calls by provider and outcome.",
@@ -45,18 +46,12 @@ func newMetrics(reg prometheus.Registerer, provider string) (*metrics, error) {
 	circuit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "patrold_model_circuit_state", Help: "Circuit breaker state: 0 closed, 1 half open, 2 open.",
 	}, []string{"provider"})
-	var err error
-	if requests, err = metricsreg.Register(reg, requests); err != nil {
-		return nil, err
-	}
-	if tokens, err = metricsreg.Register(reg, tokens); err != nil {
-		return nil, err
-	}
-	if duration, err = metricsreg.Register(reg, duration); err != nil {
-		return nil, err
-	}
-	if circuit, err = metricsreg.Register(reg, circuit); err != nil {
-		return nil, err
+	if reg != nil {
+		for _, c := range []prometheus.Collector{requests, tokens, duration, circuit} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register metrics: %w", err)
+			}
+		}
 	}
 	m := &metrics{
 		requests: requests.MustCurryWith(prometheus.Labels{"provider": provider}),

@@ -97,8 +97,9 @@ patrold_model_tokens_total{direction="output",provider="openai"} 3
 	if got := outcomeCount(t, reg, "ok"); got != 1 {
 		t.Fatalf("ok = %v", got)
 	}
-	// Rebuilding on reload reuses the registered metrics.
-	if _, err := New(openAIOptions(t, srv.URL), reg); err != nil {
+	// The model is built once per process (model.* takes a restart): a
+	// second provider on the same registry is refused, not silently merged.
+	if _, err := New(openAIOptions(t, srv.URL), reg); err == nil || err.Error() != "register metrics: duplicate metrics collector registration attempted" {
 		t.Fatalf("second New on the same registry: %v", err)
 	}
 }

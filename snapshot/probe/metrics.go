@@ -3,7 +3,7 @@ package probe
 import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/internal/metricsreg"
+	"fmt"
 )
 
 // metrics of the prober; every label value is pre-created.
@@ -36,17 +36,37 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 	for _, v := range []string{verdictReachable, verdictUnreachable, verdictUnknown} {
 		m.guests.WithLabelValues(v)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.addresses, err = metricsreg.Register(reg, m.addresses); err != nil {
-		return nil, err
-	}
-	if m.guests, err = metricsreg.Register(reg, m.guests); err != nil {
+	if err := register(reg, m.addresses, m.guests); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Metrics are the prober's collectors. Build them once per registry with
+// NewMetrics and pass them in Options.Metrics to every prober built on that
+// registry: one rebuilt on reload keeps counting into them.
+type Metrics struct{ m *metrics }
+
+// NewMetrics builds the collectors and registers them on reg (nil:
+// unregistered); a second registration on the same registry is an error.
+func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Metrics{m: m}, nil
+}
+
+func register(reg promclient.Registerer, cs ...promclient.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 func (m *metrics) address(o Outcome) { m.addresses.WithLabelValues(string(o)).Inc() }

@@ -34,6 +34,9 @@ type Options struct {
 
 	// Registerer receives the prober's metrics; nil disables them.
 	Registerer promclient.Registerer `koanf:"-" yaml:"-" json:"-"`
+	// Metrics, when set, are used instead of registering new ones on
+	// Registerer (a prober rebuilt on reload).
+	Metrics *Metrics `koanf:"-" yaml:"-" json:"-"`
 }
 
 // Validate reports every problem, each naming its key under source.probe.
@@ -67,9 +70,14 @@ func New(opts Options) (*Prober, error) {
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
+	var m *metrics
+	if opts.Metrics != nil {
+		m = opts.Metrics.m
+	} else {
+		var err error
+		if m, err = newMetrics(opts.Registerer); err != nil {
+			return nil, err
+		}
 	}
 	return &Prober{timeout: opts.Timeout, concurrency: opts.Concurrency, metrics: m,
 		dial: (&net.Dialer{}).DialContext}, nil

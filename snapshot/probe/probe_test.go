@@ -264,10 +264,20 @@ func TestOptions(t *testing.T) {
 	if p.timeout != DefaultTimeout || p.concurrency != DefaultConcurrency {
 		t.Errorf("defaults not applied: %s %d", p.timeout, p.concurrency)
 	}
-	// A second prober on the same registry (a reload) shares the metrics.
+	// A second prober on the same registry (a reload) shares the metrics
+	// built once; registering them twice is refused.
 	reg := promclient.NewRegistry()
-	newProber(t, Options{Registerer: reg})
-	newProber(t, Options{Registerer: reg})
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := newProber(t, Options{Metrics: m}), newProber(t, Options{Metrics: m})
+	if a.metrics != b.metrics || a.metrics != m.m {
+		t.Error("probers built with the same Metrics count into different collectors")
+	}
+	if _, err := New(Options{Registerer: reg}); err == nil || err.Error() != "register metrics: duplicate metrics collector registration attempted" {
+		t.Errorf("second registration on one registry: %v", err)
+	}
 }
 
 func BenchmarkProbe(b *testing.B) {

@@ -3,7 +3,7 @@ package prometheus
 import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/internal/metricsreg"
+	"fmt"
 )
 
 // metrics of the Prometheus source; every query label is pre-created.
@@ -34,19 +34,35 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 		m.failures.WithLabelValues(name)
 		m.skipped.WithLabelValues(name)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	m.duration, err = metricsreg.Register(reg, m.duration)
-	if err != nil {
-		return nil, err
-	}
-	if m.failures, err = metricsreg.Register(reg, m.failures); err != nil {
-		return nil, err
-	}
-	if m.skipped, err = metricsreg.Register(reg, m.skipped); err != nil {
+	if err := register(reg, m.duration, m.failures, m.skipped); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Metrics are the source's collectors. Build them once per registry with
+// NewMetrics and pass them in Options.Metrics to every source built on that
+// registry: one rebuilt on reload keeps counting into them.
+type Metrics struct{ m *metrics }
+
+// NewMetrics builds the collectors and registers them on reg (nil:
+// unregistered); a second registration on the same registry is an error.
+func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Metrics{m: m}, nil
+}
+
+func register(reg promclient.Registerer, cs ...promclient.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -82,6 +82,9 @@ type Options struct {
 
 	// Registerer receives the source's metrics; nil disables them.
 	Registerer promclient.Registerer `koanf:"-" yaml:"-" json:"-"`
+	// Metrics, when set, are used instead of registering new ones on
+	// Registerer (a source rebuilt on reload).
+	Metrics *Metrics `koanf:"-" yaml:"-" json:"-"`
 }
 
 // Validate reports every problem, each naming its key under source.prometheus.
@@ -175,7 +178,7 @@ func New(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source.prometheus.url: %w", err)
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := opts.metrics()
 	if err != nil {
 		return nil, err
 	}
@@ -209,4 +212,11 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return token, nil
+}
+
+func (o Options) metrics() (*metrics, error) {
+	if o.Metrics != nil {
+		return o.Metrics.m, nil
+	}
+	return newMetrics(o.Registerer)
 }

@@ -224,11 +224,26 @@ func TestPartialFailure(t *testing.T) {
 
 func mustVec(t *testing.T, reg *promclient.Registry, query string) promclient.Collector {
 	t.Helper()
-	m, err := newMetrics(reg) // already registered: returns the existing collectors
+	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.failures.WithLabelValues(query)
+	for _, f := range fams {
+		if f.GetName() != "patrold_source_prometheus_query_failures_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "query" && l.GetValue() == query {
+					c := promclient.NewCounter(promclient.CounterOpts{Name: "failures", Help: "copy"})
+					c.Add(m.GetCounter().GetValue())
+					return c
+				}
+			}
+		}
+	}
+	t.Fatalf("no failures{query=%q} registered", query)
+	return nil
 }
 
 func TestTotalFailure(t *testing.T) {

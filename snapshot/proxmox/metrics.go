@@ -5,7 +5,7 @@ import (
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/internal/metricsreg"
+	"fmt"
 )
 
 // Endpoint families, the values of the endpoint label.
@@ -43,14 +43,37 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 			m.requests.WithLabelValues(e, o)
 		}
 	}
-	var err error
-	if m.requests, err = metricsreg.Register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.duration, err = metricsreg.Register(reg, m.duration); err != nil {
+	if err := register(reg, m.requests, m.duration); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Metrics are the source's collectors. Build them once per registry with
+// NewMetrics and pass them in Options.Metrics to every source built on that
+// registry: one rebuilt on reload keeps counting into them.
+type Metrics struct{ m *metrics }
+
+// NewMetrics builds the collectors and registers them on reg (nil:
+// unregistered); a second registration on the same registry is an error.
+func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Metrics{m: m}, nil
+}
+
+func register(reg promclient.Registerer, cs ...promclient.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 func (m *metrics) observe(segments []string, seconds float64, err error) {

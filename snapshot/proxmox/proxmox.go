@@ -94,6 +94,9 @@ type Options struct {
 	Now func() time.Time `koanf:"-" yaml:"-" json:"-"`
 	// Registerer receives the source's metrics; nil disables them.
 	Registerer promclient.Registerer `koanf:"-" yaml:"-" json:"-"`
+	// Metrics, when set, are used instead of registering new ones on
+	// Registerer (a source rebuilt on reload).
+	Metrics *Metrics `koanf:"-" yaml:"-" json:"-"`
 }
 
 // DefaultOptions returns the options an empty source.proxmox section yields.
@@ -200,7 +203,7 @@ func New(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := opts.metrics()
 	if err != nil {
 		return nil, err
 	}
@@ -224,4 +227,11 @@ func readSecret(path string) (string, error) {
 		return "", fmt.Errorf("%s holds more than one line; want the token secret alone", path)
 	}
 	return s, nil
+}
+
+func (o Options) metrics() (*metrics, error) {
+	if o.Metrics != nil {
+		return o.Metrics.m, nil
+	}
+	return newMetrics(o.Registerer)
 }
