@@ -19,6 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Connection defaults.
@@ -56,7 +58,7 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) (*Bus, er
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	setStr(&opts.Source, DefaultSource())
+	setStr(&opts.Source, contracts.DefaultSource())
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/notify"
 )
@@ -75,7 +76,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	// The outcome consumer exists before anything is published: consumers
 	// start with new messages.
 	outcomes := bus.ConsumerOptions{Stream: b.StreamName(), Durable: OutcomesDurable,
-		Subject: bus.FullSubject(b.Prefix(), bus.SubjectRemediationOutcomes)}
+		Subject: contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationOutcomes)}
 	if err := tr.EnsureOutcomeConsumer(ctx, outcomes); err != nil {
 		return fail(err)
 	}
@@ -148,7 +149,7 @@ func (m *messaging) stop() error {
 // handleOutcome applies a remediation outcome to its finding. A finding
 // that no longer exists is acknowledged (nothing to update); other store
 // errors are retried by the consumer.
-func (d *Daemon) handleOutcome(ctx context.Context, o *bus.RemediationOutcome) error {
+func (d *Daemon) handleOutcome(ctx context.Context, o *contracts.RemediationOutcome) error {
 	applied, err := d.store.RecordOutcome(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
 		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary}, d.opts.Now())
 	if errors.Is(err, findings.ErrNotFound) {
