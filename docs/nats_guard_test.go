@@ -9,7 +9,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 )
 
-// natsDocFacts derives from package bus what docs/NATS.md must state: the
+// natsDocFacts derives from package contracts what docs/NATS.md must state: the
 // subjects and CloudEvents types, the finding and approval events, and the
 // remediation outcomes.
 func natsDocFacts() (words []string, listLines map[string][]string) {
