@@ -57,7 +57,12 @@ const (
 	TypeRemediationRequest     = "patrold.remediation.request"
 	SubjectRemediationOutcomes = "remediation.outcomes"
 	TypeRemediationOutcome     = "patrold.remediation.outcome"
-	typeApprovalPrefix         = "patrold.approval."
+	// TypeFindingPrefix and TypeApprovalPrefix begin the type of every
+	// finding and approval event; the event name follows.
+	TypeFindingPrefix  = "patrold.finding."
+	TypeApprovalPrefix = "patrold.approval."
+	// SubjectFindingsAll matches every finding event (a filter subject).
+	SubjectFindingsAll = "findings.>"
 )
 
 // FindingSubject returns the relative subject and the type of a finding
@@ -78,7 +83,7 @@ func FindingSubject(event FindingEvent, severity string) (subject, typ string, e
 // already validated values (the findings store) use it; anything else uses
 // FindingSubject.
 func FindingSubjectOf(event FindingEvent, severity string) (subject, typ string) {
-	return "findings." + string(event) + "." + severity, "patrold.finding." + string(event)
+	return "findings." + string(event) + "." + severity, TypeFindingPrefix + string(event)
 }
 
 // ApprovalSubject returns the relative subject and the type of an approval
@@ -87,7 +92,7 @@ func ApprovalSubject(event ApprovalEvent) (subject, typ string, err error) {
 	if !event.Valid() {
 		return "", "", fmt.Errorf("approval event %q is not one of %v", event, ApprovalEvents)
 	}
-	return "approvals." + string(event), typeApprovalPrefix + string(event), nil
+	return "approvals." + string(event), TypeApprovalPrefix + string(event), nil
 }
 
 // RunSubject returns the relative subject and type of a finished run.

@@ -41,6 +41,9 @@ func TestSubjectsMatchTheContract(t *testing.T) {
 	if got := FullSubject("patrol", "runs.completed"); got != "patrol.runs.completed" {
 		t.Errorf("FullSubject %q", got)
 	}
+	if got := FullSubject("patrol", SubjectFindingsAll); got != "patrol.findings.>" {
+		t.Errorf("every finding event: %q", got)
+	}
 }
 
 func pair(a, b string) [2]string { return [2]string{a, b} }

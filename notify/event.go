@@ -11,8 +11,6 @@ import (
 	"github.com/patrold/patrold/findings"
 )
 
-const typeFindingPrefix = "patrold.finding."
-
 // findingEvent is a decoded finding lifecycle event.
 type findingEvent struct {
 	Event   *contracts.Event
@@ -37,9 +35,9 @@ func decodeFindingEvent(raw []byte) (*findingEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind, ok := strings.CutPrefix(ev.Type, typeFindingPrefix)
+	kind, ok := strings.CutPrefix(ev.Type, contracts.TypeFindingPrefix)
 	if !ok || !contracts.FindingEvent(kind).Valid() {
-		return nil, fmt.Errorf("type: %q is not a finding event (%s<%v>)", ev.Type, typeFindingPrefix, contracts.FindingEvents)
+		return nil, fmt.Errorf("type: %q is not a finding event (%s<%v>)", ev.Type, contracts.TypeFindingPrefix, contracts.FindingEvents)
 	}
 	out := &findingEvent{Event: ev, Kind: kind}
 	dec := json.NewDecoder(bytes.NewReader(ev.Data))
