@@ -35,14 +35,14 @@ const (
 // Store is what the API needs of the findings store. Its DB handle is used
 // only to append audit events to the audit_events table.
 type Store interface {
-	List(ctx context.Context, filter findings.ListFilter) ([]findings.Finding, error)
+	ListPage(ctx context.Context, filter findings.ListFilter, page findings.Page) ([]findings.Finding, string, error)
 	Get(ctx context.Context, id string) (findings.Finding, error)
 	Events(ctx context.Context, id string) ([]findings.Event, error)
 	Investigations(ctx context.Context, id string) ([]findings.InvestigationRecord, error)
 	Act(ctx context.Context, id string, req findings.ActionRequest, now time.Time) (findings.Finding, error)
-	Runs(ctx context.Context, limit int) ([]findings.RunRecord, error)
+	RunsPage(ctx context.Context, page findings.Page) ([]findings.RunRecord, string, error)
 	Run(ctx context.Context, id string) (findings.RunRecord, error)
-	Silences(ctx context.Context, now time.Time, activeOnly bool) ([]findings.Silence, error)
+	SilencesPage(ctx context.Context, now time.Time, activeOnly bool, page findings.Page) ([]findings.Silence, string, error)
 	AddSilence(ctx context.Context, sil findings.Silence, now time.Time) (findings.Silence, error)
 	ExpireSilence(ctx context.Context, id string, now time.Time) error
 	DB() *sql.DB
@@ -69,7 +69,9 @@ type Daemon interface {
 // accepted too), an expired one with ErrApprovalExpired and one already
 // decided with ErrApprovalDecided, wrapped as they like.
 type Approvals interface {
-	List(ctx context.Context) (any, error)
+	// List returns one page of the pending approvals (a JSON array)
+	// and the next page's cursor.
+	List(ctx context.Context, page findings.Page) (any, string, error)
 	Approve(ctx context.Context, id, actor string) (any, error)
 	Deny(ctx context.Context, id, actor string) (any, error)
 }
@@ -103,6 +105,8 @@ type Options struct {
 	Now        func() time.Time
 	// MaxBodyBytes bounds request bodies (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Pprof serves net/http/pprof under /debug/pprof/ to admin tokens.
+	Pprof bool
 }
 
 // API is the HTTP API. It is safe for concurrent use.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/patrold/patrold/api"
 )
@@ -47,4 +49,50 @@ func BenchmarkListFindings(b *testing.B) {
 func BenchmarkAck(b *testing.B) {
 	e := newEnv(b, testTokens, nil)
 	benchServe(b, e.api.Handler(), "POST", "/api/v1/findings/"+e.ids["cpu"]+"/ack", adminSecret, 200)
+}
+
+// seedLarge stores 50 runs with 1 MiB reports and 10k active findings.
+func seedLarge(b *testing.B, e *env) {
+	b.Helper()
+	report := []byte(`{"run_id":"x","pad":"` + strings.Repeat("x", 1<<20) + `"}`)
+	tx, err := e.store.DB().Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50 {
+		at := e.now.Add(-time.Duration(i) * time.Hour).Format(time.RFC3339Nano)
+		if _, err := tx.Exec(`INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, summary)
+			VALUES (?, 'scheduled', 'critical', 'deterministic', ?, ?, 1, ?, '{"duration_ms":1,"status_reasons":[],"findings":10000}')`,
+			fmt.Sprintf("run-%02d", i), at, at, string(report)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 10000 {
+		at := e.now.Add(-time.Duration(i) * time.Second).Format(time.RFC3339Nano)
+		if _, err := tx.Exec(`INSERT INTO findings (id, key, resource_id, category, severity, source, title, status, detected_at, last_seen_at)
+			VALUES (?, 'high_cpu', ?, 'performance', 'warning', 'deterministic', 'High CPU', 'active', ?, ?)`,
+			fmt.Sprintf("%016x", i+1000), fmt.Sprintf("vm/%d", i), at, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkListRunsLargeReports lists the default page of runs while 50
+// stored runs carry 1 MiB reports: the list reads the summaries only, so
+// bytes per op do not grow with the reports.
+func BenchmarkListRunsLargeReports(b *testing.B) {
+	e := newEnv(b, testTokens, nil)
+	seedLarge(b, e)
+	benchServe(b, e.api.Handler(), "GET", "/api/v1/runs", readSecret, 200)
+}
+
+// BenchmarkListFindingsPage lists the default page of 10k active
+// findings: the page walks the list index and reads 101 rows.
+func BenchmarkListFindingsPage(b *testing.B) {
+	e := newEnv(b, testTokens, nil)
+	seedLarge(b, e)
+	benchServe(b, e.api.Handler(), "GET", "/api/v1/findings", readSecret, 200)
 }

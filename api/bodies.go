@@ -152,7 +152,7 @@ func decodeSilence(body []byte, now time.Time, actor string) (findings.Silence, 
 	default:
 		return sil, invalid("ends_at", "required (or give duration)")
 	}
-	if err := sil.Validate(); err != nil {
+	if err := sil.ValidateAt(now); err != nil {
 		return sil, validationError(err)
 	}
 	return sil, nil

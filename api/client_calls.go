@@ -10,9 +10,17 @@ import (
 	"github.com/patrold/patrold/findings"
 )
 
-// Findings lists findings (filter.Status "" = active, "all", "resolved").
+// Findings lists the first page of findings (filter.Status "" = active,
+// "all", "resolved") at the server's default limit.
 func (c *Client) Findings(ctx context.Context, filter findings.ListFilter) ([]FindingView, error) {
-	q := url.Values{}
+	out, err := c.FindingsPage(ctx, filter, findings.Page{})
+	return out.Findings, err
+}
+
+// FindingsPage lists one page of findings (page.Limit 0: the server
+// default) and returns it with the next page's cursor.
+func (c *Client) FindingsPage(ctx context.Context, filter findings.ListFilter, page findings.Page) (FindingList, error) {
+	q := pageQuery(page)
 	if filter.Status != "" {
 		q.Set("state", filter.Status)
 	}
@@ -23,10 +31,19 @@ func (c *Client) Findings(ctx context.Context, filter findings.ListFilter) ([]Fi
 		q.Set("resource", filter.ResourceID)
 	}
 	var out FindingList
-	if err := c.do(ctx, http.MethodGet, "/api/v1/findings", q, nil, &out); err != nil {
-		return nil, err
+	err := c.do(ctx, http.MethodGet, "/api/v1/findings", q, nil, &out)
+	return out, err
+}
+
+func pageQuery(page findings.Page) url.Values {
+	q := url.Values{}
+	if page.Limit != 0 {
+		q.Set("limit", strconv.Itoa(page.Limit))
 	}
-	return out.Findings, nil
+	if page.Cursor != "" {
+		q.Set("cursor", page.Cursor)
+	}
+	return q
 }
 
 // Finding returns one finding with its state, events and investigations.
@@ -76,15 +93,16 @@ func (c *Client) Runs(ctx context.Context) ([]findings.RunRecord, error) {
 
 // RunsLimit lists at most limit runs (0: the server default).
 func (c *Client) RunsLimit(ctx context.Context, limit int) ([]findings.RunRecord, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
+	out, err := c.RunsPage(ctx, findings.Page{Limit: limit})
+	return out.Runs, err
+}
+
+// RunsPage lists one page of runs (summaries, no reports) with the next
+// page's cursor.
+func (c *Client) RunsPage(ctx context.Context, page findings.Page) (RunList, error) {
 	var out RunList
-	if err := c.do(ctx, http.MethodGet, "/api/v1/runs", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Runs, nil
+	err := c.do(ctx, http.MethodGet, "/api/v1/runs", pageQuery(page), nil, &out)
+	return out, err
 }
 
 // Run returns a stored run report as the daemon wrote it.
@@ -135,15 +153,23 @@ func (c *Client) ExpireSilence(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/silences/"+p, nil, nil, nil)
 }
 
-// Approvals returns the pending approvals as the daemon lists them.
+// Approvals returns the first page of pending approvals as the daemon
+// lists them.
 func (c *Client) Approvals(ctx context.Context) (json.RawMessage, error) {
+	raw, _, err := c.ApprovalsPage(ctx, findings.Page{})
+	return raw, err
+}
+
+// ApprovalsPage returns one page of pending approvals (a JSON array) and
+// the next page's cursor.
+func (c *Client) ApprovalsPage(ctx context.Context, page findings.Page) (json.RawMessage, string, error) {
 	var out ApprovalList
 	var raw json.RawMessage
 	out.Approvals = &raw
-	if err := c.do(ctx, http.MethodGet, "/api/v1/approvals", nil, nil, &out); err != nil {
-		return nil, err
+	if err := c.do(ctx, http.MethodGet, "/api/v1/approvals", pageQuery(page), nil, &out); err != nil {
+		return nil, "", err
 	}
-	return raw, nil
+	return raw, out.NextCursor, nil
 }
 
 // Approve approves a pending write.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,10 +20,12 @@ type FindingView struct {
 	State string `json:"state"`
 }
 
-// FindingList is the body of GET /api/v1/findings.
+// FindingList is the body of GET /api/v1/findings: one page, its size,
+// and the cursor of the next page ("" on the last).
 type FindingList struct {
-	Findings []FindingView `json:"findings"`
-	Count    int           `json:"count"`
+	Findings   []FindingView `json:"findings"`
+	Count      int           `json:"count"`
+	NextCursor string        `json:"next_cursor"`
 }
 
 // FindingDetail is the body of GET /api/v1/findings/{id}.
@@ -31,9 +34,6 @@ type FindingDetail struct {
 	Events         []findings.Event               `json:"events"`
 	Investigations []findings.InvestigationRecord `json:"investigations"`
 }
-
-// FindingStates are the accepted values of ?state=.
-var FindingStates = []string{"", "active", "resolved", "all"}
 
 // checkQuery rejects query parameters outside allowed, naming the first.
 func checkQuery(q url.Values, allowed ...string) *Error {
@@ -65,32 +65,51 @@ func checkText(field, v string) *Error {
 	return nil
 }
 
-// parseFindingFilter validates ?state=&severity=&resource=.
-func parseFindingFilter(q url.Values) (findings.ListFilter, *Error) {
+// parseFindingFilter validates ?state=&severity=&resource=&limit=&cursor=
+// with the store's own validation, so the CLI says the same.
+func parseFindingFilter(q url.Values) (findings.ListFilter, findings.Page, *Error) {
 	var f findings.ListFilter
-	if e := checkQuery(q, "state", "severity", "resource"); e != nil {
-		return f, e
+	if e := checkQuery(q, "state", "severity", "resource", "limit", "cursor"); e != nil {
+		return f, findings.Page{}, e
 	}
-	state := q.Get("state")
-	okState := false
-	for _, s := range FindingStates {
-		okState = okState || s == state
+	f.Status, f.Severity, f.ResourceID = q.Get("state"), findings.Severity(q.Get("severity")), q.Get("resource")
+	if err := f.Validate(); err != nil {
+		return f, findings.Page{}, inputError(err)
 	}
-	if !okState {
-		return f, invalid("state", "%q is not one of active, resolved, all (empty: active)", state)
-	}
-	f.Status = state
-	if sev := findings.Severity(q.Get("severity")); sev != "" {
-		if !sev.Valid() {
-			return f, invalid("severity", "%q is not one of info, watch, warning, critical", sev)
-		}
-		f.Severity = sev
-	}
-	f.ResourceID = q.Get("resource")
 	if e := checkText("resource", f.ResourceID); e != nil {
-		return f, e
+		return f, findings.Page{}, e
 	}
-	return f, nil
+	page, e := parsePage(q, "findings", findings.DefaultPageLimit)
+	return f, page, e
+}
+
+// parsePage reads ?limit=&cursor= for a list of kind.
+func parsePage(q url.Values, kind string, def int) (findings.Page, *Error) {
+	p := findings.Page{Limit: def, Cursor: q.Get("cursor")}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return p, invalid("limit", "%q is not an integer in 1..%d", s, findings.MaxPageLimit)
+		}
+		p.Limit = n
+		if n == 0 {
+			p.Limit = -1 // 0 is not "the default" on the wire
+		}
+	}
+	if err := findings.ValidatePage(kind, p); err != nil {
+		return p, inputError(err)
+	}
+	return p, nil
+}
+
+// inputError turns a *findings.InputError into invalid_request naming
+// its field.
+func inputError(err error) *Error {
+	var in *findings.InputError
+	if errors.As(err, &in) {
+		return invalid(in.Field, "%s", in.Problem)
+	}
+	return newError(CodeInternal, "internal error")
 }
 
 // NewFindingView is f with its state derived at now, as the API and the CLI
@@ -102,20 +121,17 @@ func NewFindingView(f findings.Finding, now time.Time) FindingView {
 func (a *API) view(f findings.Finding) FindingView { return NewFindingView(f, a.opts.Now()) }
 
 func (a *API) listFindings(w http.ResponseWriter, r *http.Request, _ *call) error {
-	filter, e := parseFindingFilter(r.URL.Query())
+	filter, page, e := parseFindingFilter(r.URL.Query())
 	if e != nil {
 		return e
 	}
-	list, err := a.opts.Store.List(r.Context(), filter)
+	list, next, err := a.opts.Store.ListPage(r.Context(), filter, page)
 	if err != nil {
-		return err
+		return findingError("", err)
 	}
-	out := FindingList{Findings: make([]FindingView, 0, len(list)), Count: len(list)}
-	for _, f := range list {
-		out.Findings = append(out.Findings, a.view(f))
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	now := a.opts.Now()
+	return streamList(w, "findings", len(list), func(i int) any { return NewFindingView(list[i], now) },
+		field{"count", len(list)}, field{"next_cursor", next})
 }
 
 func (a *API) getFinding(w http.ResponseWriter, r *http.Request, _ *call) error {

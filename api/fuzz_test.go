@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,7 +55,9 @@ func FuzzDecodeSilence(f *testing.F) {
 		`{"matchers":{"kind":"vm","tags":["db"]},"comment":"c","author":"a","starts_at":"2026-11-29T10:00:00Z","ends_at":"2026-11-30T10:00:00Z"}`,
 		`{"matchers":{"category":"backup","signal_type":"backup_stale"},"comment":"c","duration":"90m"}`,
 		`{"matchers":{"x":1},"comment":"c","duration":"2h"}`, `{"matchers":null}`, `{}`, ``, `[]`, `{"duration":"-1h"}`,
-		`{"matchers":{"resource":"["},"comment":"c","duration":"2h"}`, `{"matchers":{"kind":"vm"},"comment":"c","duration":"2h"} 1`,
+		`{"matchers":{"resource":"["},"comment":"c","duration":"2h"}`,
+		`{"matchers":{"kind":"vm"},"comment":"c","starts_at":"1970-01-01T00:00:00Z","duration":"2h"}`,
+		`{"matchers":{"kind":"vm"},"comment":"c","starts_at":"9999-12-31T23:00:00Z","duration":"2h"}`, `{"matchers":{"kind":"vm"},"comment":"c","duration":"2h"} 1`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -65,8 +68,11 @@ func FuzzDecodeSilence(f *testing.F) {
 			checkDecodeError(t, e)
 			return
 		}
-		if err := sil.Validate(); err != nil {
+		if err := sil.ValidateAt(now); err != nil {
 			t.Fatalf("accepted an invalid silence: %v", err)
+		}
+		if _, err := json.Marshal(sil); err != nil {
+			t.Fatalf("accepted a silence that cannot be encoded: %v", err)
 		}
 		if !sil.EndsAt.After(sil.StartsAt) || sil.Author == "" {
 			t.Fatalf("accepted silence %+v", sil)

@@ -14,24 +14,31 @@ type StatusMessage struct {
 
 // ApprovalList is the body of GET /api/v1/approvals.
 type ApprovalList struct {
-	Approvals any `json:"approvals"`
+	Approvals  any    `json:"approvals"`
+	NextCursor string `json:"next_cursor"`
 }
 
 func (a *API) listApprovals(w http.ResponseWriter, r *http.Request, _ *call) error {
-	if e := checkQuery(r.URL.Query()); e != nil {
+	q := r.URL.Query()
+	if e := checkQuery(q, "limit", "cursor"); e != nil {
+		return e
+	}
+	page, e := parsePage(q, "approvals", findings.DefaultPageLimit)
+	if e != nil {
 		return e
 	}
 	var list any = []any{}
+	next := ""
 	if a.opts.Approvals != nil {
-		l, err := a.opts.Approvals.List(r.Context())
+		l, n, err := a.opts.Approvals.List(r.Context(), page)
 		if err != nil {
-			return err
+			return findingError("", err)
 		}
 		if l != nil {
-			list = l
+			list, next = l, n
 		}
 	}
-	writeJSON(w, http.StatusOK, ApprovalList{Approvals: list})
+	writeJSON(w, http.StatusOK, ApprovalList{Approvals: list, NextCursor: next})
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/findings"
 )
 
 func TestHealthReadyReloadStatus(t *testing.T) {
@@ -68,8 +69,8 @@ func TestUnmatchedRoutesAnswerJSON(t *testing.T) {
 
 type fakeApprovals struct{ decided []string }
 
-func (f *fakeApprovals) List(context.Context) (any, error) {
-	return []map[string]string{{"id": "a1", "action": "restart vm/101"}}, nil
+func (f *fakeApprovals) List(context.Context, findings.Page) (any, string, error) {
+	return []map[string]string{{"id": "a1", "action": "restart vm/101"}}, "", nil
 }
 
 func (f *fakeApprovals) decide(id, actor, what string) (any, error) {

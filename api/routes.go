@@ -29,7 +29,7 @@ type route struct {
 // routes is the route table of CONTRACTS.md §5. Every POST and DELETE
 // needs the admin scope and is audited.
 func (a *API) routes() []route {
-	return []route{
+	rs := []route{
 		{"findings_list", "GET /api/v1/findings", ScopeRead, "", a.listFindings},
 		{"finding_get", "GET /api/v1/findings/{id}", ScopeRead, "", a.getFinding},
 		{"finding_action", "POST /api/v1/findings/{id}/{action}", ScopeAdmin, "finding", a.actOnFinding},
@@ -48,6 +48,10 @@ func (a *API) routes() []route {
 		{"readyz", "GET /readyz", scopeOpen, "", a.readyz},
 		{"reload", "POST /-/reload", ScopeAdmin, "config", a.reload},
 	}
+	if a.opts.Pprof {
+		rs = append(rs, route{"pprof", "GET /debug/pprof/{name...}", ScopeAdmin, "pprof", a.pprof})
+	}
+	return rs
 }
 
 // mount registers the routes on a private mux and answers unmatched

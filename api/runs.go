@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 )
 
-// RunList is the body of GET /api/v1/runs. Records carry no report; GET
-// /api/v1/runs/{id} serves it.
+// RunList is the body of GET /api/v1/runs: one page of run records with
+// their summaries (never their reports; GET /api/v1/runs/{id} serves a
+// report) and the cursor of the next page ("" on the last).
 type RunList struct {
-	Runs []findings.RunRecord `json:"runs"`
+	Runs       []findings.RunRecord `json:"runs"`
+	NextCursor string               `json:"next_cursor"`
 }
 
 // TriggerResponse is the body of a 202 from POST /api/v1/runs.
@@ -23,28 +24,18 @@ type TriggerResponse struct {
 
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request, _ *call) error {
 	q := r.URL.Query()
-	if e := checkQuery(q, "limit"); e != nil {
+	if e := checkQuery(q, "limit", "cursor"); e != nil {
 		return e
 	}
-	limit := DefaultRunsLimit
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxRunsLimit {
-			return invalid("limit", "%q is not an integer in 1..%d", s, MaxRunsLimit)
-		}
-		limit = n
+	page, e := parsePage(q, "runs", DefaultRunsLimit)
+	if e != nil {
+		return e
 	}
-	runs, err := a.opts.Store.Runs(r.Context(), limit)
+	runs, next, err := a.opts.Store.RunsPage(r.Context(), page)
 	if err != nil {
-		return err
+		return findingError("", err)
 	}
-	out := RunList{Runs: make([]findings.RunRecord, 0, len(runs))}
-	for _, rec := range runs {
-		rec.Report = nil
-		out.Runs = append(out.Runs, rec)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return streamList(w, "runs", len(runs), func(i int) any { return runs[i] }, field{"next_cursor", next})
 }
 
 // getRun serves the stored run report; a run still in progress (its report

@@ -10,7 +10,8 @@ import (
 
 // SilenceList is the body of GET /api/v1/silences.
 type SilenceList struct {
-	Silences []findings.Silence `json:"silences"`
+	Silences   []findings.Silence `json:"silences"`
+	NextCursor string             `json:"next_cursor"`
 }
 
 // ExpireResponse is the body of DELETE /api/v1/silences/{id}.
@@ -21,7 +22,7 @@ type ExpireResponse struct {
 
 func (a *API) listSilences(w http.ResponseWriter, r *http.Request, _ *call) error {
 	q := r.URL.Query()
-	if e := checkQuery(q, "active"); e != nil {
+	if e := checkQuery(q, "active", "limit", "cursor"); e != nil {
 		return e
 	}
 	active := false
@@ -32,15 +33,15 @@ func (a *API) listSilences(w http.ResponseWriter, r *http.Request, _ *call) erro
 	default:
 		return invalid("active", "%q is not true or false", v)
 	}
-	list, err := a.opts.Store.Silences(r.Context(), a.opts.Now(), active)
+	page, e := parsePage(q, "silences", findings.DefaultPageLimit)
+	if e != nil {
+		return e
+	}
+	list, next, err := a.opts.Store.SilencesPage(r.Context(), a.opts.Now(), active, page)
 	if err != nil {
-		return err
+		return findingError("", err)
 	}
-	if list == nil {
-		list = []findings.Silence{}
-	}
-	writeJSON(w, http.StatusOK, SilenceList{Silences: list})
-	return nil
+	return streamList(w, "silences", len(list), func(i int) any { return list[i] }, field{"next_cursor", next})
 }
 
 func (a *API) addSilence(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -55,7 +56,7 @@ func (a *API) addSilence(w http.ResponseWriter, r *http.Request, c *call) error 
 	}
 	out, err := a.opts.Store.AddSilence(r.Context(), sil, now)
 	if err != nil {
-		return err
+		return findingError("", err)
 	}
 	c.target = out.ID
 	writeJSON(w, http.StatusOK, out)

@@ -131,6 +131,30 @@ func (a *Assistant) Pending(ctx context.Context, now time.Time) ([]Approval, err
 	return a.queryApprovals(ctx, `WHERE state = 'pending' AND expires_at > ? ORDER BY created_at, id`, fmtTime(now))
 }
 
+// PendingPage returns one page of the pending approvals, oldest first,
+// and the cursor of the next page.
+func (a *Assistant) PendingPage(ctx context.Context, now time.Time, page findings.Page) ([]Approval, string, error) {
+	limit, key, err := page.Resolve("approvals", 2)
+	if err != nil {
+		return nil, "", err
+	}
+	where, args := `WHERE state = 'pending' AND expires_at > ?`, []any{fmtTime(now)}
+	if key != nil {
+		where += ` AND (created_at, id) > (?, ?)`
+		args = append(args, key[0], key[1])
+	}
+	out, err := a.queryApprovals(ctx, where+` ORDER BY created_at, id LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = findings.NextCursor("approvals", fmtTime(out[limit-1].CreatedAt), out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
 // Approvals lists every approval of a finding, oldest first.
 func (a *Assistant) Approvals(ctx context.Context, findingID string) ([]Approval, error) {
 	return a.queryApprovals(ctx, `WHERE finding_id = ? ORDER BY created_at, id`, findingID)

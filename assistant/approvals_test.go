@@ -22,8 +22,8 @@ func queue(t *testing.T, fx *fixture, a *Assistant, risk Risk) (*Result, Approva
 	if res.Transcript.Outcome != contracts.OutcomeFixQueued || res.ApprovalID == "" || fx.fixLog() != "" {
 		t.Fatalf("queued session: %s (action log %q)", mustJSON(t, res), fx.fixLog())
 	}
-	list, err := a.List(context.Background())
-	if err != nil {
+	list, next, err := a.List(context.Background(), findings.Page{})
+	if err != nil || next != "" {
 		t.Fatal(err)
 	}
 	pending := list.([]Approval)
@@ -128,7 +128,7 @@ func TestApprovalExpires(t *testing.T) {
 	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, ErrApprovalExpired) {
 		t.Fatalf("approve after expiry: %v", err)
 	}
-	if list, _ := a.List(context.Background()); len(list.([]Approval)) != 0 {
+	if list, _, _ := a.List(context.Background(), findings.Page{}); len(list.([]Approval)) != 0 {
 		t.Fatalf("still listed: %v", list)
 	}
 	outs := fx.pub.outcomes(t)

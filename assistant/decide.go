@@ -8,6 +8,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 )
 
@@ -22,8 +23,8 @@ type DecisionResult struct {
 }
 
 // List returns the pending approvals (api.Approvals).
-func (a *Assistant) List(ctx context.Context) (any, error) {
-	return a.Pending(ctx, a.nowUTC())
+func (a *Assistant) List(ctx context.Context, page findings.Page) (any, string, error) {
+	return a.PendingPage(ctx, a.nowUTC(), page)
 }
 
 // Approve approves a pending write and resumes its session from the

@@ -35,7 +35,7 @@ func benchRows(b *testing.B, iter int) []contracts.OutboxEvent {
 			Evidence:       "cpu_percent=97.2 cpu_percent_avg=97.2 threshold=95 window_seconds=900",
 		}, now, "01JDQ5N3K5Z8J7Q6W2V1M0X9YA")
 		subject, typ := findings.FindingSubject(findings.EventOpened, ch.Finding.Severity)
-		data, err := json.Marshal(findings.FindingEventData{Finding: ch.Finding, State: "new", RunID: "01JDQ5N3K5Z8J7Q6W2V1M0X9YA", Reason: "first", Recurrence: 0})
+		data, err := json.Marshal(findings.NewFindingEventData(&ch.Finding, "first", "01JDQ5N3K5Z8J7Q6W2V1M0X9YA", now))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -38,6 +38,7 @@ type Config struct {
 	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
 	Notify        notify.Options      `koanf:"notify" yaml:"notify"`
+	Retention     findings.Retention  `koanf:"retention" yaml:"retention"`
 }
 
 // LogConfig configures logging.
@@ -51,6 +52,8 @@ type HTTPConfig struct {
 	Listen       string        `koanf:"listen" yaml:"listen"`
 	Tokens       []TokenConfig `koanf:"tokens" yaml:"tokens"`
 	MaxBodyBytes int64         `koanf:"max_body_bytes" yaml:"max_body_bytes"`
+	// Pprof serves /debug/pprof/ to admin tokens (off by default).
+	Pprof bool `koanf:"pprof" yaml:"pprof"`
 }
 
 // TokenConfig is one API bearer token, given inline or (better) in a file.
@@ -155,6 +158,7 @@ func Default() Config {
 			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
 		Source: SourceConfig{
 			Kind:       "demo",
+			File:       file.Options{MaxBytes: file.DefaultMaxBytes},
 			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
@@ -171,5 +175,6 @@ func Default() Config {
 		NATS:      bus.DefaultOptions(),
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute, MaxTokens: DefaultAssistantMaxTokens},
 		Notify:    notify.DefaultOptions(),
+		Retention: findings.DefaultRetention(),
 	}
 }

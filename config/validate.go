@@ -32,6 +32,15 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes <= 0 {
 		p.add("http.max_body_bytes", "must be positive")
 	}
+	if c.HTTP.Pprof {
+		admin := false
+		for _, t := range c.HTTP.Tokens {
+			admin = admin || t.Scope == "admin"
+		}
+		if !admin {
+			p.add("http.pprof", "needs an admin token in http.tokens (the profiles are served to admin tokens only)")
+		}
+	}
 	names := map[string]bool{}
 	for i, t := range c.HTTP.Tokens {
 		key := fmt.Sprintf("http.tokens[%d]", i)
@@ -66,6 +75,10 @@ func (c *Config) Validate() error {
 	case "proxmox":
 		p.err(c.Source.Proxmox.Validate())
 	}
+	if c.Source.File.MaxBytes <= 0 {
+		// Checked whatever the kind: `patrold run --snapshot` applies it.
+		p.add("source.file.max_bytes", "must be positive")
+	}
 	p.err(c.Source.Probe.Validate())
 	if _, err := alerts.New(c.Alerts); err != nil {
 		var ve *alerts.ValidationError
@@ -78,6 +91,7 @@ func (c *Config) Validate() error {
 	p.err(c.Model.Validate())
 	p.oneOf("patrol.autonomy", c.Patrol.Autonomy, "monitor", "approval", "assisted", "full")
 	p.positive("findings.resolved_retention", c.Findings.ResolvedRetention)
+	p.list = append(p.list, c.Retention.Validate("retention.")...)
 	p.positive("findings.repeat_interval", c.Findings.RepeatInterval)
 	p.positive("findings.flap.window", c.Findings.Flap.Window)
 	if c.Findings.Flap.MaxTransitions < 1 {

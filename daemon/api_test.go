@@ -198,7 +198,10 @@ func TestMetricsPassPromtool(t *testing.T) {
 	data, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	for _, want := range []string{"patrold_patrol_runs_total", "patrold_findings{", "patrold_outbox_pending", "patrold_build_info",
-		"patrold_config_last_reload_successful", "patrold_patrol_skipped_ticks_total", "patrold_patrol_run_duration_seconds"} {
+		"patrold_config_last_reload_successful", `patrold_patrol_skipped_ticks_total{reason="api_conflict"} 0`,
+		`patrold_patrol_skipped_ticks_total{reason="tick_overlap"} 0`, "patrold_patrol_run_duration_seconds",
+		"patrold_patrol_last_success_timestamp_seconds", "patrold_model_missed_signals_total 0", "patrold_model_signals_total 0",
+		"go_goroutines ", "go_memstats_heap_inuse_bytes ", "process_resident_memory_bytes ", "process_open_fds "} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

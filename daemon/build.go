@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
@@ -81,6 +82,7 @@ func RunSettings(cfg *config.Config, now func() time.Time, reg prometheus.Regist
 	return patrol.Settings{
 		Policy: pol, Publish: PublishPolicy(cfg), Source: src, Prober: prober, Timeout: cfg.Schedule.RunTimeout,
 		Autonomy: findings.Autonomy(cfg.Patrol.Autonomy), Gate: Gate(cfg), ResolvedRetention: cfg.Findings.ResolvedRetention,
+		Retention: cfg.Retention,
 	}, nil
 }
 
@@ -90,4 +92,18 @@ func Gate(cfg *config.Config) findings.Gate {
 	inv := cfg.Investigation
 	return findings.Gate{MaxAttempts: inv.MaxAttempts, Cooldown: inv.Cooldown, TimeoutCooldown: inv.TimeoutCooldown,
 		FixRetryCooldown: inv.FixRetryCooldown, Timeout: inv.Timeout, MaxConcurrent: inv.MaxConcurrent}
+}
+
+// CheckFiles reads what serve reads from files besides the configuration
+// (token files, the configured source and model), so `config check`
+// refuses what serve would refuse, naming the key.
+func CheckFiles(cfg *config.Config) error {
+	if _, err := api.TokensFromConfig(cfg.HTTP.Tokens); err != nil {
+		return err
+	}
+	if _, err := RunSettings(cfg, time.Now, nil); err != nil {
+		return err
+	}
+	_, err := NewShared(cfg, nil, nil)
+	return err
 }

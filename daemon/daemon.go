@@ -139,19 +139,29 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.started = true
 	cfg := d.Config()
+	if _, err := os.Stat(DBPath(cfg)); errors.Is(err, os.ErrNotExist) {
+		d.log.Warn("database file not found: creating a new, empty database", "db", DBPath(cfg))
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	d.store = st
+	if err := st.Check(ctx, false); err != nil {
+		return fmt.Errorf("database integrity check at start: %w (restore a backup; patrold db check runs the full check)", err)
+	}
 	if n, err := st.MarkInterrupted(ctx, d.opts.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		d.log.Warn("runs interrupted by a previous stop were marked error", "runs", n)
 	}
+	pm := patrol.NewMetrics(d.opts.Registerer)
+	if last, err := st.LastSuccessfulRun(ctx); err == nil && last != nil {
+		pm.SetLastSuccess(*last)
+	}
 	d.runner, err = patrol.New(patrol.Options{
 		Store: st, Settings: func() patrol.Settings { return *d.settings.Load() },
-		Logger: d.log, Now: d.opts.Now, Metrics: patrol.NewMetrics(d.opts.Registerer),
+		Logger: d.log, Now: d.opts.Now, Metrics: pm,
 		AfterCommit: d.afterRun,
 	})
 	if err != nil {

@@ -29,6 +29,7 @@ func (d *Daemon) startHTTP() error {
 	opts := api.Options{
 		Store: d.store, Daemon: d, Tokens: tokens, Gatherer: d.opts.Gatherer, Registerer: d.opts.Registerer,
 		Logger: d.log, Now: d.opts.Now, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Capabilities: d.capabilities,
+		Pprof: cfg.HTTP.Pprof,
 	}
 	if d.worker != nil {
 		opts.Approvals = d.worker.Assistant()
@@ -146,6 +147,11 @@ func (d *Daemon) Ready(ctx context.Context) error {
 	d.mu.Unlock()
 	if stopped {
 		return ErrStopping
+	}
+	// A deleted database keeps answering through the open handle while
+	// everything written to it is lost at the next start: not ready.
+	if err := d.store.FileCheck(); err != nil {
+		return err
 	}
 	return d.store.DB().PingContext(ctx)
 }

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/metricsreg"
 )
 
 // Build information, set by cmd/patrold from its linker flags.
@@ -34,6 +36,14 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		Help: "Build information; always 1."}, []string{"version", "commit", "goversion"})
 	build.WithLabelValues(Version, Commit, runtime.Version()).Set(1)
 	reg.MustRegister(m.reloadOK, m.reloadTime, build, &findingsCollector{d: d})
+	// The Go runtime (go_*) and process (process_*: RSS, CPU, open files)
+	// collectors; a registry that has them already (the default one) keeps
+	// its own.
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if _, err := metricsreg.Register(reg, c); err != nil {
+			d.log.Warn("runtime metrics not registered", "err", err)
+		}
+	}
 	m.reloadOK.Set(1)
 	m.reloadTime.Set(float64(d.opts.Now().Unix()))
 	return m

@@ -28,7 +28,9 @@ func TestNotifyInServe(t *testing.T) {
 		var ev struct {
 			Type string `json:"type"`
 			Data struct {
-				ID string `json:"id"`
+				Finding struct {
+					ID string `json:"id"`
+				} `json:"finding"`
 			} `json:"data"`
 		}
 		if !notify.Verify(secret, body, r.Header.Get(notify.HeaderSignature)) || json.Unmarshal(body, &ev) != nil {
@@ -36,7 +38,7 @@ func TestNotifyInServe(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		got = append(got, ev.Type+" "+ev.Data.ID)
+		got = append(got, ev.Type+" "+ev.Data.Finding.ID)
 		mu.Unlock()
 	}))
 	defer hook.Close()

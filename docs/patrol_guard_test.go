@@ -504,7 +504,10 @@ var patrolDocGateRequired = []string{"DefaultMaxAttempts", "DefaultCooldown", "D
 
 // patrolDocFindingsRequired are the constants the findings doc states.
 var patrolDocFindingsRequired = []string{"MinSnooze", "MaxSnooze", "WillFixLaterRemind", "DismissedRetention",
-	"MaxSilence", "MaxEventsPerFinding", "DefaultRepeatInterval", "DefaultFlapWindow", "DefaultFlapMaxTransitions"}
+	"MaxSilence", "MaxEventsPerFinding", "DefaultRepeatInterval", "DefaultFlapWindow", "DefaultFlapMaxTransitions",
+	"MaxSilenceBackdate", "MaxSilenceLead", "DefaultPageLimit", "MaxPageLimit",
+	"DefaultRunRetention", "MinRunRetention", "DefaultAuditRetention", "DefaultInvestigationRetention",
+	"DefaultSessionRetention", "DefaultApprovalRetention", "DefaultSilenceRetention", "PruneBatch"}
 
 // checkPatrolDocs is the guard: sources and documents in, problems out.
 func checkPatrolDocs(src map[string]map[string]string, arch, fnd string, read func(string) (string, bool)) []string {

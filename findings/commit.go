@@ -26,6 +26,8 @@ type RunRecord struct {
 	// what the model calls cost (the spend ledger).
 	Exchange json.RawMessage `json:"-"`
 	CostUSD  float64         `json:"cost_usd,omitempty"`
+	// Summary is what run lists show without reading the report.
+	Summary *RunSummary `json:"summary,omitempty"`
 }
 
 // OutboxDraft is an event to write to the outbox; the store gives it an id
@@ -271,18 +273,7 @@ const (
 
 func findingEvent(f *Finding, d Decision, runID string, now time.Time) OutboxDraft {
 	subject, typ := FindingSubject(d.Event, f.Severity)
-	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: FindingEventData{
-		Finding: *f, State: LoopStateAt(f, now), RunID: runID, Reason: d.Reason, Recurrence: f.RegressionCount,
-	}}
-}
-
-// FindingEventData is the data of a finding event on NATS.
-type FindingEventData struct {
-	Finding
-	State      string `json:"state"`
-	RunID      string `json:"run_id,omitempty"`
-	Reason     string `json:"reason"`
-	Recurrence int    `json:"recurrence"`
+	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: NewFindingEventData(f, d.Reason, runID, now)}
 }
 
 // putRun writes the run record. The row StartRun wrote is updated in place
@@ -294,13 +285,13 @@ func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
 	if len(report) == 0 {
 		report = []byte("{}")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd)
-		VALUES (?,?,?,?,?,?,?,CAST(? AS TEXT),?,?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, exchange, cost_usd, summary)
+		VALUES (?,?,?,?,?,?,?,CAST(? AS TEXT),?,?,?)
 		ON CONFLICT(id) DO UPDATE SET trigger = excluded.trigger, status = excluded.status, analysis = excluded.analysis,
 		started_at = excluded.started_at, finished_at = excluded.finished_at, complete = excluded.complete,
-		report = excluded.report, exchange = excluded.exchange, cost_usd = excluded.cost_usd`,
+		report = excluded.report, exchange = excluded.exchange, cost_usd = excluded.cost_usd, summary = excluded.summary`,
 		r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, report,
-		string(r.Exchange), r.CostUSD)
+		string(r.Exchange), r.CostUSD, r.Summary.encode())
 	if err != nil {
 		return fmt.Errorf("write run %s: %w", r.ID, err)
 	}

@@ -80,6 +80,8 @@ var keyAliases = map[string]string{
 	"backup-failed": "backup_failed", "failed-backup": "backup_failed",
 	"backup-stale": "backup_stale", "stale-backup": "backup_stale", "backup-old": "backup_stale", "no-recent-backup": "backup_stale",
 	"guest-unreachable": "guest_unreachable", "unreachable": "guest_unreachable", "vm-unreachable": "guest_unreachable", "host-unreachable": "guest_unreachable",
+	// patrold's own finding about its source keeps its documented spelling.
+	"source-failing": "source_failing",
 }
 
 // NormalizeKey lower-cases a key, turns '_' and spaces into '-', keeps only

@@ -171,8 +171,72 @@ type ListFilter struct {
 	ResourceID string
 }
 
-// List returns findings matching filter, most severe and newest first.
+// List returns every finding matching filter, most severe and newest
+// first. A filter that does not validate is an *InputError.
 func (s *Store) List(ctx context.Context, filter ListFilter) ([]Finding, error) {
+	where, args, err := filter.where()
+	if err != nil {
+		return nil, err
+	}
+	return queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", last_seen_at DESC, id", args...)
+}
+
+// severityRank orders findings most severe first.
+const severityRank = `CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END`
+
+// ListPage returns one page of the findings matching filter in List's
+// order, and the cursor of the next page ("" after the last).
+func (s *Store) ListPage(ctx context.Context, filter ListFilter, page Page) ([]Finding, string, error) {
+	where, args, err := filter.where()
+	if err != nil {
+		return nil, "", err
+	}
+	limit, key, err := page.validate("findings")
+	if err != nil {
+		return nil, "", err
+	}
+	if key != nil {
+		if len(key) != 3 {
+			return nil, "", &InputError{Field: "cursor", Problem: "not a cursor returned by a previous page of findings"}
+		}
+		rank, _ := strconv.Atoi(key[0])
+		if where == "" {
+			where = "WHERE "
+		} else {
+			where += " AND "
+		}
+		where += "(" + severityRank + " > ? OR (" + severityRank + " = ? AND (last_seen_at < ? OR (last_seen_at = ? AND id > ?))))"
+		args = append(args, rank, rank, key[1], key[1], key[2])
+	}
+	list, err := queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", last_seen_at DESC, id LIMIT ?", append(args, limit+1)...)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(list) > limit {
+		list = list[:limit]
+		last := &list[limit-1]
+		next = encodeCursor("findings", strconv.Itoa(rankOf(last.Severity)), fmtTime(last.LastSeenAt), last.ID)
+	}
+	return list, next, nil
+}
+
+func rankOf(s Severity) int {
+	switch s {
+	case SeverityCritical:
+		return 0
+	case SeverityWarning:
+		return 1
+	case SeverityWatch:
+		return 2
+	}
+	return 3
+}
+
+func (filter ListFilter) where() (string, []any, error) {
+	if err := filter.Validate(); err != nil {
+		return "", nil, err
+	}
 	var conds []string
 	var args []any
 	switch filter.Status {
@@ -195,8 +259,7 @@ func (s *Store) List(ctx context.Context, filter ListFilter) ([]Finding, error) 
 	if len(conds) > 0 {
 		where = "WHERE " + strings.Join(conds, " AND ")
 	}
-	where += ` ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END, last_seen_at DESC, id`
-	return queryFindings(ctx, s.db, where, args...)
+	return where, args, nil
 }
 
 // Active returns every active finding.

@@ -22,22 +22,100 @@ func scanRun(sc scanner) (RunRecord, error) {
 	return r, nil
 }
 
-// Runs returns the newest runs first, at most limit.
+// RunSummary is a run's duration, reasons and counts, stored beside the
+// report so lists never read reports.
+type RunSummary struct {
+	DurationMS       int64    `json:"duration_ms"`
+	StatusReasons    []string `json:"status_reasons"`
+	Resources        int      `json:"resources"`
+	InvalidResources int      `json:"invalid_resources"`
+	Signals          int      `json:"signals"`
+	Findings         int      `json:"findings"`
+	Resolved         int      `json:"resolved"`
+	Errors           int      `json:"errors"`
+}
+
+func (s *RunSummary) encode() string {
+	if s == nil {
+		return "{}"
+	}
+	c := *s
+	if c.StatusReasons == nil {
+		c.StatusReasons = []string{}
+	}
+	data, _ := json.Marshal(c)
+	return string(data)
+}
+
+// runListColumns are what a run list reads, from run_list (the narrow
+// copy of runs that triggers keep): never the report.
+const runListColumns = "id, trigger, status, analysis, started_at, finished_at, complete, cost_usd, summary"
+
+func scanRunSummary(sc scanner) (RunRecord, error) {
+	var r RunRecord
+	var started, summary string
+	var finished sql.NullString
+	if err := sc.Scan(&r.ID, &r.Trigger, &r.Status, &r.Analysis, &started, &finished, &r.Complete, &r.CostUSD, &summary); err != nil {
+		return r, err
+	}
+	r.StartedAt, r.FinishedAt = parseTime(started), parseTimePtr(finished)
+	if summary != "" && summary != "{}" {
+		var sum RunSummary
+		if json.Unmarshal([]byte(summary), &sum) == nil {
+			r.Summary = &sum
+		}
+	}
+	return r, nil
+}
+
+// Runs returns the newest runs first, at most limit, with their summaries
+// and without their reports.
 func (s *Store) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+runColumns+" FROM runs ORDER BY started_at DESC, id DESC LIMIT ?", limit)
+	out, _, err := s.runs(ctx, limit, nil)
+	return out, err
+}
+
+// RunsPage returns one page of runs, newest first, with their summaries
+// and without their reports, and the cursor of the next page.
+func (s *Store) RunsPage(ctx context.Context, page Page) ([]RunRecord, string, error) {
+	limit, key, err := page.validate("runs")
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, "", err
+	}
+	if key != nil && len(key) != 2 {
+		return nil, "", &InputError{Field: "cursor", Problem: "not a cursor returned by a previous page of runs"}
+	}
+	return s.runs(ctx, limit, key)
+}
+
+func (s *Store) runs(ctx context.Context, limit int, after []string) ([]RunRecord, string, error) {
+	where, args := "", []any{}
+	if after != nil {
+		where, args = "WHERE (started_at, id) < (?, ?) ", []any{after[0], after[1]}
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+runListColumns+" FROM run_list "+where+"ORDER BY started_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
 	defer rows.Close()
 	var out []RunRecord
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanRunSummary(rows)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor("runs", fmtTime(last.StartedAt), last.ID)
+	}
+	return out, next, nil
 }
 
 // Run returns one run by id.
@@ -56,6 +134,34 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error { return putRun(ctx, tx, r) })
 }
 
+// FailRun marks a run that could not commit as an error at once, with
+// reason commit_failed and the error, in its own small transaction (the
+// run's own transaction was rolled back). It only touches a run still
+// "running"; a run whose record is missing is recorded from r.
+func (s *Store) FailRun(ctx context.Context, r RunRecord, cause error, now time.Time) error {
+	msg := cause.Error()
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', finished_at = ?, complete = 0,
+			report = json_set(CASE WHEN json_valid(report) THEN report ELSE '{}' END, '$.status', 'error', '$.errors', json_array(?), '$.status_reasons', json_array('commit_failed')),
+			summary = json_object('duration_ms', ?, 'status_reasons', json_array('commit_failed'), 'resources', 0, 'invalid_resources', 0,
+				'signals', 0, 'findings', 0, 'resolved', 0, 'errors', 1)
+			WHERE id = ? AND status = 'running'`, fmtTime(now), msg, now.Sub(r.StartedAt).Milliseconds(), r.ID)
+		if err != nil {
+			return fmt.Errorf("mark run %s failed: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var exists int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id = ?", r.ID).Scan(&exists); err != nil || exists > 0 {
+				return err
+			}
+			r.Status, r.FinishedAt, r.Complete = "error", &now, false
+			r.Summary = &RunSummary{DurationMS: now.Sub(r.StartedAt).Milliseconds(), StatusReasons: []string{"commit_failed"}, Errors: 1}
+			return putRun(ctx, tx, r)
+		}
+		return nil
+	})
+}
+
 // MarkInterrupted turns runs left "running" by a crash into errors with
 // reason interrupted, and returns how many there were.
 func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int64, error) {
@@ -72,7 +178,18 @@ func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int64, erro
 // non-error run, or nil.
 func (s *Store) LastCompleteRun(ctx context.Context) (*time.Time, error) {
 	var t sql.NullString
-	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM runs WHERE complete = 1 AND status NOT IN ('error','degraded','running')").Scan(&t)
+	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM run_list WHERE complete = 1 AND status NOT IN ('error','degraded','running')").Scan(&t)
+	if err != nil {
+		return nil, err
+	}
+	return parseTimePtr(t), nil
+}
+
+// LastSuccessfulRun returns the finish time of the newest run that did
+// not end in error (degraded runs count: they looked at the fleet), or nil.
+func (s *Store) LastSuccessfulRun(ctx context.Context) (*time.Time, error) {
+	var t sql.NullString
+	err := s.db.QueryRowContext(ctx, "SELECT max(finished_at) FROM run_list WHERE status NOT IN ('error','running')").Scan(&t)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +200,7 @@ func (s *Store) LastCompleteRun(ctx context.Context) (*time.Time, error) {
 // dollars: the spend ledger for per-day and per-30-day budgets.
 func (s *Store) Spent(since time.Time) (float64, error) {
 	var v float64
-	err := s.db.QueryRow("SELECT coalesce(sum(cost_usd), 0) FROM runs WHERE started_at >= ?", fmtTime(since)).Scan(&v)
+	err := s.db.QueryRow("SELECT coalesce(sum(cost_usd), 0) FROM run_list WHERE started_at >= ?", fmtTime(since)).Scan(&v)
 	return v, err
 }
 

@@ -37,6 +37,46 @@ type Silence struct {
 // MaxSilence bounds how long one silence may last.
 const MaxSilence = 90 * 24 * time.Hour
 
+// A silence's window must be near now: it may start at most
+// MaxSilenceBackdate in the past (a late entry for a maintenance that began
+// a little earlier) and at most MaxSilenceLead ahead, and it must end after
+// now. Anything else is a typo, and a far-off time would be stored as a
+// row that cannot be expired.
+const (
+	MaxSilenceBackdate = 24 * time.Hour
+	MaxSilenceLead     = 365 * 24 * time.Hour
+)
+
+// ValidateAt is Validate plus the window's place relative to now. Each
+// problem is one "field: problem" line.
+func (s *Silence) ValidateAt(now time.Time) error {
+	var errs []error
+	if err := s.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case s.StartsAt.Before(now.Add(-MaxSilenceBackdate)):
+		errs = append(errs, fmt.Errorf("starts_at: %s is more than %s in the past", s.StartsAt.UTC().Format(time.RFC3339), MaxSilenceBackdate))
+	case s.StartsAt.After(now.Add(MaxSilenceLead)):
+		errs = append(errs, fmt.Errorf("starts_at: %s is more than %s ahead", s.StartsAt.UTC().Format(time.RFC3339), MaxSilenceLead))
+	}
+	if !s.EndsAt.IsZero() && !s.EndsAt.After(now) && s.EndsAt.After(s.StartsAt) {
+		errs = append(errs, fmt.Errorf("ends_at: %s is not in the future", s.EndsAt.UTC().Format(time.RFC3339)))
+	}
+	return errors.Join(errs...)
+}
+
+// silenceInput turns validation lines into an *InputError naming the
+// first field.
+func silenceInput(err error) error {
+	msg := err.Error()
+	field, problem, ok := strings.Cut(msg, ": ")
+	if !ok || strings.Contains(field, " ") {
+		return &InputError{Field: "silence", Problem: msg}
+	}
+	return &InputError{Field: field, Problem: strings.ReplaceAll(problem, "\n", "; ")}
+}
+
 // Validate names the offending field.
 func (s *Silence) Validate() error {
 	var errs []error
@@ -122,8 +162,8 @@ func (s *Store) AddSilence(ctx context.Context, sil Silence, now time.Time) (Sil
 	if sil.StartsAt.IsZero() {
 		sil.StartsAt = now
 	}
-	if err := sil.Validate(); err != nil {
-		return sil, err
+	if err := sil.ValidateAt(now); err != nil {
+		return sil, silenceInput(err)
 	}
 	sil.ID, sil.CreatedAt = NewID(now), now
 	m, _ := json.Marshal(sil.Matchers)
@@ -151,6 +191,64 @@ func (s *Store) ExpireSilence(ctx context.Context, id string, now time.Time) err
 // only those active at now when activeOnly.
 func (s *Store) Silences(ctx context.Context, now time.Time, activeOnly bool) ([]Silence, error) {
 	return listSilences(ctx, s.db, now, activeOnly)
+}
+
+// SilencesPage returns one page of silences, newest first (only those
+// active at now when activeOnly), and the cursor of the next page.
+func (s *Store) SilencesPage(ctx context.Context, now time.Time, activeOnly bool, page Page) ([]Silence, string, error) {
+	limit, key, err := page.Resolve("silences", 2)
+	if err != nil {
+		return nil, "", err
+	}
+	where, args := "", []any{}
+	if activeOnly {
+		where, args = "WHERE starts_at <= ? AND ends_at > ? ", []any{fmtTime(now), fmtTime(now)}
+	}
+	if key != nil {
+		if where == "" {
+			where = "WHERE "
+		} else {
+			where += "AND "
+		}
+		where += "(created_at, id) < (?, ?) "
+		args = append(args, key[0], key[1])
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT id, matchers, comment, author, starts_at, ends_at, created_at FROM silences "+where+
+		"ORDER BY created_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list silences: %w", err)
+	}
+	defer rows.Close()
+	out := []Silence{}
+	for rows.Next() {
+		sil, err := scanSilence(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		if !activeOnly || sil.Active(now) {
+			out = append(out, sil)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodeCursor("silences", fmtTime(out[limit-1].CreatedAt), out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+func scanSilence(sc scanner) (Silence, error) {
+	var sil Silence
+	var m, st, en, cr string
+	if err := sc.Scan(&sil.ID, &m, &sil.Comment, &sil.Author, &st, &en, &cr); err != nil {
+		return sil, err
+	}
+	_ = json.Unmarshal([]byte(m), &sil.Matchers)
+	sil.StartsAt, sil.EndsAt, sil.CreatedAt = parseTime(st), parseTime(en), parseTime(cr)
+	return sil, nil
 }
 
 func listSilences(ctx context.Context, q querier, now time.Time, activeOnly bool) ([]Silence, error) {

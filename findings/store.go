@@ -24,12 +24,16 @@ var (
 	ErrActionNotAllowed = errors.New("action not allowed")
 )
 
+// MaxOpenConns bounds the store's SQLite connections.
+const MaxOpenConns = 16
+
 // Store is the SQLite store of findings, runs and outbox rows. Writes go
 // through immediate transactions, so a run and operator actions serialise
 // on the database and no update is lost.
 type Store struct {
 	db   *sql.DB
 	path string
+	info os.FileInfo // the file opened, for FileCheck
 }
 
 // Open opens (creating if needed) the database at path and applies every
@@ -50,6 +54,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	// A bounded pool of connections kept open: each SQLite connection has
+	// its own page cache, and opening one re-runs the pragmas, so under
+	// many API readers an unbounded pool that closes idle connections costs
+	// both memory and latency. Requests beyond the pool wait their turn.
+	db.SetMaxOpenConns(MaxOpenConns)
+	db.SetMaxIdleConns(MaxOpenConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -58,19 +68,41 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, path: path}, nil
+	info, _ := os.Stat(path)
+	return &Store{db: db, path: path, info: info}, nil
 }
 
-// Migrate applies the embedded migrations to db.
+// ErrSchemaTooNew: the database was migrated by a newer patrold.
+var ErrSchemaTooNew = errors.New("database schema is newer than this patrold")
+
+// Migrate applies the embedded migrations to db. A database whose schema
+// version is past the newest embedded migration (written by a newer
+// patrold) is refused with ErrSchemaTooNew and left untouched.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if current > target {
+		return fmt.Errorf("migrate: schema version %d, this patrold knows up to %d: %w (run the newer patrold, or restore a backup)", current, target, ErrSchemaTooNew)
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// SchemaVersion is the database's applied migration version.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.db, migrations.FS)
+	if err != nil {
+		return 0, err
+	}
+	return p.GetDBVersion(ctx)
 }
 
 // DB exposes the database handle to packages that add their own tables

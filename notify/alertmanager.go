@@ -55,7 +55,7 @@ func newAMSink(opts SinkOptions, client *http.Client, m *metrics, log *slog.Logg
 
 // labels builds the alert labels of a finding.
 func (s *amSink) labels(ev *findingEvent) model.LabelSet {
-	f := &ev.Finding
+	f := &ev.Finding.Finding
 	ls := model.LabelSet{}
 	for k, v := range s.opts.Alertmanager.Labels {
 		ls[model.LabelName(k)] = model.LabelValue(v)
@@ -72,7 +72,7 @@ func (s *amSink) labels(ev *findingEvent) model.LabelSet {
 }
 
 func (s *amSink) alert(ev *findingEvent, prev *amEntry) model.Alert {
-	f := &ev.Finding
+	f := &ev.Finding.Finding
 	ann := model.LabelSet{"summary": model.LabelValue(f.Title)}
 	for k, v := range map[model.LabelName]string{"description": f.Description, "recommendation": f.Recommendation} {
 		if v != "" {
@@ -102,7 +102,7 @@ func (s *amSink) apply(ev *findingEvent, seq uint64) []model.Alert {
 	now := s.now().UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := ev.Finding.ID
+	id := ev.Finding.Finding.ID
 	prev := s.state[id]
 	if prev != nil && seq != 0 && seq <= prev.seq {
 		return []model.Alert{s.current(prev, now)}
@@ -135,7 +135,7 @@ func (s *amSink) current(e *amEntry, now time.Time) model.Alert {
 
 func endTime(ev *findingEvent, start time.Time) time.Time {
 	end := ev.Event.Time.UTC()
-	if r := ev.Finding.ResolvedAt; r != nil {
+	if r := ev.Finding.Finding.ResolvedAt; r != nil {
 		end = r.UTC()
 	}
 	if end.Before(start) {

@@ -22,9 +22,9 @@ type findingEvent struct {
 // or it is suppressed or dismissed (whatever the event says, the finding's
 // own state decides).
 func (e *findingEvent) ended() bool {
-	f := &e.Finding
+	f := &e.Finding.Finding
 	return e.Kind == string(contracts.FindingResolved) || e.Kind == string(contracts.FindingSuppressed) ||
-		f.Status == findings.StatusResolved || f.Suppressed || f.DismissedReason != ""
+		f.Status == findings.StatusResolved || f.State == findings.StateSuppressed || f.State == findings.StateDismissed
 }
 
 // decodeFindingEvent decodes a structured CloudEvent carrying a finding.
@@ -44,24 +44,24 @@ func decodeFindingEvent(raw []byte) (*findingEvent, error) {
 	if err := dec.Decode(&out.Finding); err != nil {
 		return nil, fmt.Errorf("data: %v", err)
 	}
-	f := &out.Finding
+	f := &out.Finding.Finding
 	switch {
 	case f.ID != findings.ID(f.ResourceID, f.Category, f.Key):
-		return nil, fmt.Errorf("data.id: %q is not the identity of resource_id, category and key", f.ID)
+		return nil, fmt.Errorf("data.finding.id: %q is not the identity of resource_id, category and key", f.ID)
 	case f.ResourceID == "":
-		return nil, errors.New("data.resource_id: required")
+		return nil, errors.New("data.finding.resource_id: required")
 	case f.Key == "":
-		return nil, errors.New("data.key: required")
+		return nil, errors.New("data.finding.key: required")
 	case !f.Severity.Valid():
-		return nil, fmt.Errorf("data.severity: %q is not one of %v", f.Severity, contracts.Severities)
+		return nil, fmt.Errorf("data.finding.severity: %q is not one of %v", f.Severity, contracts.Severities)
 	case findings.NormalizeCategory(string(f.Category)) != f.Category:
-		return nil, fmt.Errorf("data.category: %q is not one of %v", f.Category, contracts.Categories)
+		return nil, fmt.Errorf("data.finding.category: %q is not one of %v", f.Category, contracts.Categories)
 	case f.Status != findings.StatusActive && f.Status != findings.StatusResolved:
-		return nil, fmt.Errorf("data.status: %q is not active or resolved", f.Status)
+		return nil, fmt.Errorf("data.finding.status: %q is not active or resolved", f.Status)
 	case f.DetectedAt.IsZero():
-		return nil, errors.New("data.detected_at: required")
+		return nil, errors.New("data.finding.detected_at: required")
 	case ev.Subject != "" && ev.Subject != f.ResourceID:
-		return nil, fmt.Errorf("subject: %q differs from data.resource_id %q", ev.Subject, f.ResourceID)
+		return nil, fmt.Errorf("subject: %q differs from data.finding.resource_id %q", ev.Subject, f.ResourceID)
 	}
 	return out, nil
 }

@@ -53,7 +53,7 @@ func findingRow(t testing.TB, id, event string, f findings.Finding, at time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(findings.FindingEventData{Finding: f, State: findings.LoopStateAt(&f, at), RunID: "run-1", Reason: "first"})
+	data, err := json.Marshal(findings.NewFindingEventData(&f, "first", "run-1", at))
 	if err != nil {
 		t.Fatal(err)
 	}

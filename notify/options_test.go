@@ -88,11 +88,11 @@ func TestDecodeFindingEventNamesTheField(t *testing.T) {
 		want string
 	}{
 		"type":     {envelope(t, "patrold.run.completed", "vm/101", f), `type: "patrold.run.completed" is not a finding event (patrold.finding.<[opened updated repeated resolved reopened suppressed]>)`},
-		"id":       {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.ID = "0000000000000000" })), `data.id: "0000000000000000" is not the identity of resource_id, category and key`},
-		"severity": {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.Severity = "loud" })), `data.severity: "loud" is not one of [info watch warning critical]`},
-		"status":   {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.Status = "gone" })), `data.status: "gone" is not active or resolved`},
-		"detected": {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.DetectedAt = time.Time{} })), "data.detected_at: required"},
-		"subject":  {envelope(t, "patrold.finding.opened", "vm/102", f), `subject: "vm/102" differs from data.resource_id "vm/101"`},
+		"id":       {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.ID = "0000000000000000" })), `data.finding.id: "0000000000000000" is not the identity of resource_id, category and key`},
+		"severity": {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.Severity = "loud" })), `data.finding.severity: "loud" is not one of [info watch warning critical]`},
+		"status":   {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.Status = "gone" })), `data.finding.status: "gone" is not active or resolved`},
+		"detected": {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.DetectedAt = time.Time{} })), "data.finding.detected_at: required"},
+		"subject":  {envelope(t, "patrold.finding.opened", "vm/102", f), `subject: "vm/102" differs from data.finding.resource_id "vm/101"`},
 		"data":     {[]byte(`{"specversion":"1.0","id":"x","source":"s","type":"patrold.finding.opened","time":"2026-11-29T10:00:00Z","datacontenttype":"application/json","data":[1]}`), "data: json: cannot unmarshal array into Go value of type findings.FindingEventData"},
 	} {
 		_, err := decodeFindingEvent(c.raw)
@@ -104,7 +104,7 @@ func TestDecodeFindingEventNamesTheField(t *testing.T) {
 
 func envelope(t testing.TB, typ, subject string, f findings.Finding) []byte {
 	t.Helper()
-	data, err := json.Marshal(findings.FindingEventData{Finding: f, State: "detected", Reason: "first"})
+	data, err := json.Marshal(findings.NewFindingEventData(&f, "first", "", f.DetectedAt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func FuzzDecodeFindingEvent(f *testing.F) {
 			}
 			return
 		}
-		if ev.Finding.ResourceID == "" || !ev.Finding.Severity.Valid() || ev.Finding.Key == "" {
+		if ev.Finding.Finding.ResourceID == "" || !ev.Finding.Finding.Severity.Valid() || ev.Finding.Finding.Key == "" {
 			t.Fatalf("accepted an event no alert can be built from: %+v", ev.Finding)
 		}
 	})

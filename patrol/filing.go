@@ -116,7 +116,7 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 	rec := findings.RunRecord{
 		ID: rep.RunID, Trigger: string(rep.Trigger), Status: rep.Status, Analysis: rep.Analysis,
 		StartedAt: rep.StartedAt, FinishedAt: &fin, Complete: complete, Report: data,
-		Exchange: rep.exchange, CostUSD: rep.Usage.CostUSD,
+		Exchange: rep.exchange, CostUSD: rep.Usage.CostUSD, Summary: summarise(rep),
 	}
 	byChange := map[string]int{}
 	for _, f := range rep.Findings {
@@ -129,6 +129,19 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 		Resolved: len(rep.Resolved), Errors: rep.Errors,
 	}}
 	return rec, []findings.OutboxDraft{ev}, nil
+}
+
+// summarise is the run list's view of a report.
+func summarise(rep *Report) *findings.RunSummary {
+	total := 0
+	for _, n := range rep.Resources {
+		total += n
+	}
+	return &findings.RunSummary{
+		DurationMS: rep.DurationMS, StatusReasons: append([]string{}, rep.StatusReasons...), Resources: total,
+		InvalidResources: len(rep.InvalidResources), Signals: len(rep.Signals), Findings: len(rep.Findings),
+		Resolved: len(rep.Resolved), Errors: len(rep.Errors),
+	}
 }
 
 // patrold's own finding about its source (a synthetic finding: recorded and

@@ -34,6 +34,14 @@ func (r *Runner) handOver(ctx context.Context, set Settings, rep *Report) {
 	if _, err := r.opts.Store.Sweep(ctx, now, retention, set.Publish); err != nil {
 		r.log.Error("sweep findings", "err", err)
 	}
+	pruned, err := r.opts.Store.Prune(ctx, now, set.Retention)
+	if err != nil {
+		r.log.Error("prune history", "err", err)
+	}
+	r.opts.Metrics.pruned(pruned)
+	if n := total(pruned); n > 0 {
+		r.log.Info("history pruned", "rows", n, "by_table", map[string]int64(pruned))
+	}
 	if set.Autonomy == "" || set.Autonomy == findings.AutonomyMonitor {
 		return
 	}
@@ -58,4 +66,12 @@ func (r *Runner) handOver(ctx context.Context, set Settings, rep *Report) {
 	for _, f := range handed {
 		rep.HandedOver = append(rep.HandedOver, f.ID)
 	}
+}
+
+func total(p findings.Pruned) int64 {
+	var n int64
+	for _, v := range p {
+		n += v
+	}
+	return n
 }

@@ -15,7 +15,8 @@ import (
 // execute runs the stages after admission and always leaves a final
 // status on rep. The returned error is the cause of an error status.
 func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunOptions) error {
-	snap, problems, err := r.collect(ctx, set, ro)
+	start := time.Now()
+	snap, problems, err := r.collectWithProgress(ctx, set, ro, rep.RunID)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.addReason(ReasonCollectFailed)
@@ -77,9 +78,12 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if err != nil {
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}
+	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(snap.Resources), "invalid", len(rep.InvalidResources),
+		"elapsed", time.Since(start).Round(time.Millisecond).String())
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
 	safeSignals(sigs)
 	rep.Signals = sigs
+	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "elapsed", time.Since(start).Round(time.Millisecond).String())
 	byID := indexResources(snap)
 	var an *Analysis
 	if withModel {
@@ -115,6 +119,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		in.Resolve = an.Resolve
 		rep.exchange = an.Exchange
 	}
+	r.log.Info("committing run", "run_id", rep.RunID, "observations", len(obs), "elapsed", time.Since(start).Round(time.Millisecond).String())
 	return r.commit(ctx, rep, &in, false)
 }
 
@@ -139,6 +144,27 @@ func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *s
 		rep.addReason(reason)
 	}
 	return an
+}
+
+// collectWithProgress collects, logging every ProgressEvery while the
+// collection runs.
+func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOptions, runID string) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	done := make(chan struct{})
+	defer close(done)
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(r.opts.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.log.Info("collection still running", "run_id", runID, "elapsed", time.Since(start).Round(time.Second).String())
+			}
+		}
+	}()
+	return r.collect(ctx, set, ro)
 }
 
 func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
@@ -198,8 +224,16 @@ func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput,
 		return record(rep, in.Complete && !failed)
 	})
 	if err != nil {
+		// The transaction rolled back: record the run as an error now,
+		// not at the next start (MarkInterrupted), so status and metrics
+		// tell the truth while the daemon keeps running.
 		rep.Status = StatusError
+		rep.addReason(ReasonCommitFailed)
 		rep.Errors = append(rep.Errors, err.Error())
+		rec := findings.RunRecord{ID: rep.RunID, Trigger: string(rep.Trigger), Analysis: rep.Analysis, StartedAt: rep.StartedAt}
+		if ferr := r.opts.Store.FailRun(context.WithoutCancel(ctx), rec, err, r.opts.Now()); ferr != nil {
+			r.log.Error("run commit failed and the run could not be marked error", "run_id", rep.RunID, "err", err, "mark_err", ferr)
+		}
 		return err
 	}
 	return nil

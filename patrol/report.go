@@ -40,6 +40,7 @@ const (
 	ReasonPartialSource    = "partial_source"
 	ReasonProbeFailed      = "probe_failed"
 	ReasonInterrupted      = "interrupted"
+	ReasonCommitFailed     = "commit_failed"
 	ReasonTimeout          = "run_timeout"
 	ReasonCanceled         = "canceled"
 )

@@ -22,10 +22,12 @@ type Store interface {
 	ActiveKeys(ctx context.Context) ([]findings.Finding, error)
 	Active(ctx context.Context) ([]findings.Finding, error)
 	StartRun(ctx context.Context, r findings.RunRecord) error
+	FailRun(ctx context.Context, r findings.RunRecord, cause error, now time.Time) error
 	CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error)
 	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)
 	RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error)
 	Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error)
+	Prune(ctx context.Context, now time.Time, r findings.Retention) (findings.Pruned, error)
 }
 
 var _ Store = (*findings.Store)(nil)
@@ -48,6 +50,9 @@ type Settings struct {
 	// ResolvedRetention is how long resolved findings are kept (0: the
 	// 30-day default).
 	ResolvedRetention time.Duration
+	// Retention of runs, audit events, investigations, sessions, approvals
+	// and silences, swept after every run (zero durations keep a table).
+	Retention findings.Retention
 }
 
 // Prober probes guest reachability in place.
@@ -65,7 +70,14 @@ type Options struct {
 	// AfterCommit is called after a run record is durable (hand-over,
 	// relay kick). It must not block for long.
 	AfterCommit func(rep *Report)
+	// ProgressEvery is how often a collection still running is logged
+	// (0: DefaultProgressEvery).
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery: a long collection says it is still running every
+// 15 seconds, so a large fleet's run is never silent until its end.
+const DefaultProgressEvery = 15 * time.Second
 
 // ErrBusy is returned when a run is already in progress.
 var ErrBusy = errors.New("patrol already running")
@@ -101,6 +113,9 @@ func New(opts Options) (*Runner, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
 	}
 	return &Runner{opts: opts, log: opts.Logger.With("component", "patrol")}, nil
 }
@@ -221,7 +236,7 @@ func (a *admission) run(ro RunOptions) (*Report, error) {
 	if rep.Status != StatusError {
 		r.handOver(context.WithoutCancel(ctx), a.set, rep)
 	}
-	r.opts.Metrics.observe(rep)
+	r.opts.Metrics.observe(rep, r.opts.Now().Sub(a.started))
 	if r.opts.AfterCommit != nil {
 		r.opts.AfterCommit(rep)
 	}

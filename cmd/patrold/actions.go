@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -35,7 +36,7 @@ func actionCmds(a *app) []*cobra.Command {
 	var out []*cobra.Command
 	for _, s := range specs {
 		var req findings.ActionRequest
-		var dur string
+		var dur, output string
 		cmd := &cobra.Command{
 			Use:   string(s.action) + " ID",
 			Short: s.short,
@@ -44,8 +45,12 @@ func actionCmds(a *app) []*cobra.Command {
 		if s.flags != nil {
 			s.flags(cmd, &req, &dur)
 		}
+		outputFlag(cmd, &output)
 		action := s.action
 		cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			req.Action, req.Actor = action, "cli"
 			if action == findings.ActionSnooze {
 				d, err := time.ParseDuration(dur)
@@ -57,6 +62,9 @@ func actionCmds(a *app) []*cobra.Command {
 			f, err := a.act(cmd, argv[0], req)
 			if err != nil {
 				return err
+			}
+			if output == "json" {
+				return a.printJSON(api.NewFindingView(f, time.Now()))
 			}
 			fmt.Fprintf(a.stdout, "%s %s: %s (%s)\n", action, f.ID, findings.LoopStateAt(&f, time.Now()), f.Title)
 			return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model/prompt"
 )
 
@@ -22,6 +23,7 @@ const approvalsClientSlack = time.Minute
 func newApprovalsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "approvals", Short: "Pending write approvals"}
 	var output string
+	var page findings.Page
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List pending approvals",
@@ -30,20 +32,25 @@ func newApprovalsCmd(a *app) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			var out []assistant.Approval
-			err := a.withApprovals(cmd.Context(), false, func(c *api.Client) error {
-				raw, err := c.Approvals(cmd.Context())
-				if err == nil {
-					err = json.Unmarshal(raw, &out)
-				}
+			if err := checkPage("approvals", page); err != nil {
 				return err
+			}
+			var out []assistant.Approval
+			next := ""
+			err := a.withApprovals(cmd.Context(), false, func(c *api.Client) error {
+				raw, n, err := c.ApprovalsPage(cmd.Context(), page)
+				if err == nil {
+					next, err = n, json.Unmarshal(raw, &out)
+				}
+				return apiErr(err)
 			}, func(asst *assistant.Assistant) (err error) {
-				out, err = asst.Pending(cmd.Context(), time.Now())
+				out, next, err = asst.PendingPage(cmd.Context(), time.Now(), page)
 				return err
 			})
 			if err != nil {
 				return err
 			}
+			defer a.nextPage(next)
 			if output == "json" {
 				return a.printJSON(out)
 			}
@@ -60,6 +67,7 @@ func newApprovalsCmd(a *app) *cobra.Command {
 		},
 	}
 	outputFlag(list, &output)
+	pageFlags(list, &page, findings.DefaultPageLimit)
 	cmd.AddCommand(list, decideCmd(a, "approve", "Approve a pending write; its session resumes and runs it"),
 		decideCmd(a, "deny", "Deny a pending write; its session ends fix_rejected"))
 	return cmd

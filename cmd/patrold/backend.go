@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/api"
@@ -16,10 +17,10 @@ import (
 // backend is where store commands go: the running daemon's API, or the
 // database directly when no daemon answers. Behaviour is the same.
 type backend interface {
-	List(ctx context.Context, f findings.ListFilter) ([]findings.Finding, error)
+	List(ctx context.Context, f findings.ListFilter, p findings.Page) ([]findings.Finding, string, error)
 	Show(ctx context.Context, id string) (findings.Finding, []findings.Event, error)
 	Act(ctx context.Context, id string, req findings.ActionRequest) (findings.Finding, error)
-	Runs(ctx context.Context, limit int) ([]findings.RunRecord, error)
+	Runs(ctx context.Context, p findings.Page) ([]findings.RunRecord, string, error)
 	Run(ctx context.Context, id string) (json.RawMessage, error)
 	Close() error
 }
@@ -68,8 +69,8 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 
 type storeBackend struct{ st *findings.Store }
 
-func (b *storeBackend) List(ctx context.Context, f findings.ListFilter) ([]findings.Finding, error) {
-	return b.st.List(ctx, f)
+func (b *storeBackend) List(ctx context.Context, f findings.ListFilter, p findings.Page) ([]findings.Finding, string, error) {
+	return b.st.ListPage(ctx, f, p)
 }
 
 func (b *storeBackend) Show(ctx context.Context, id string) (findings.Finding, []findings.Event, error) {
@@ -85,8 +86,8 @@ func (b *storeBackend) Act(ctx context.Context, id string, req findings.ActionRe
 	return b.st.Act(ctx, id, req, time.Now())
 }
 
-func (b *storeBackend) Runs(ctx context.Context, limit int) ([]findings.RunRecord, error) {
-	return b.st.Runs(ctx, limit)
+func (b *storeBackend) Runs(ctx context.Context, p findings.Page) ([]findings.RunRecord, string, error) {
+	return b.st.RunsPage(ctx, p)
 }
 
 func (b *storeBackend) Run(ctx context.Context, id string) (json.RawMessage, error) {
@@ -98,13 +99,13 @@ func (b *storeBackend) Close() error { return b.st.Close() }
 
 type apiBackend struct{ c *api.Client }
 
-func (b *apiBackend) List(ctx context.Context, f findings.ListFilter) ([]findings.Finding, error) {
-	views, err := b.c.Findings(ctx, f)
-	out := make([]findings.Finding, 0, len(views))
-	for _, v := range views {
+func (b *apiBackend) List(ctx context.Context, f findings.ListFilter, p findings.Page) ([]findings.Finding, string, error) {
+	page, err := b.c.FindingsPage(ctx, f, p)
+	out := make([]findings.Finding, 0, len(page.Findings))
+	for _, v := range page.Findings {
 		out = append(out, v.Finding)
 	}
-	return out, apiErr(err)
+	return out, page.NextCursor, apiErr(err)
 }
 
 func (b *apiBackend) Show(ctx context.Context, id string) (findings.Finding, []findings.Event, error) {
@@ -123,9 +124,9 @@ func (b *apiBackend) Act(ctx context.Context, id string, req findings.ActionRequ
 	return v.Finding, nil
 }
 
-func (b *apiBackend) Runs(ctx context.Context, limit int) ([]findings.RunRecord, error) {
-	r, err := b.c.RunsLimit(ctx, limit)
-	return r, apiErr(err)
+func (b *apiBackend) Runs(ctx context.Context, p findings.Page) ([]findings.RunRecord, string, error) {
+	r, err := b.c.RunsPage(ctx, p)
+	return r.Runs, r.NextCursor, apiErr(err)
 }
 
 func (b *apiBackend) Run(ctx context.Context, id string) (json.RawMessage, error) {
@@ -148,8 +149,10 @@ func apiErr(err error) error {
 	case api.CodeFindingActionNotAllowed:
 		return fmt.Errorf("%s: %w", ae.Message, findings.ErrActionNotAllowed)
 	case api.CodeInvalidRequest:
+		// The message is "field: problem", as the store's InputError
+		// renders it; split it back so the CLI prints it once.
 		field, _ := ae.Details["field"].(string)
-		return &findings.InputError{Field: field, Problem: ae.Message}
+		return &findings.InputError{Field: field, Problem: strings.TrimPrefix(ae.Message, field+": ")}
 	}
 	return err
 }

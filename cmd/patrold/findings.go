@@ -15,6 +15,7 @@ import (
 func newFindingsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "findings", Short: "List, show and act on findings"}
 	var state, severity, output string
+	var fpage findings.Page
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List findings (active by default; --state all for every state)",
@@ -23,18 +24,24 @@ func newFindingsCmd(a *app) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			if severity != "" && !findings.Severity(severity).Valid() {
-				return usage(fmt.Errorf("--severity: %q is not info, watch, warning or critical", severity))
+			filter := findings.ListFilter{Status: state, Severity: findings.Severity(severity)}
+			// The store's and the API's own check: the same message either way.
+			if err := filter.Validate(); err != nil {
+				return usage(err)
+			}
+			if err := checkPage("findings", fpage); err != nil {
+				return err
 			}
 			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
 			defer be.Close()
-			list, err := be.List(cmd.Context(), findings.ListFilter{Status: state, Severity: findings.Severity(severity)})
+			list, next, err := be.List(cmd.Context(), filter, fpage)
 			if err != nil {
 				return err
 			}
+			defer a.nextPage(next)
 			if output == "json" {
 				return a.printJSON(withStates(list))
 			}
@@ -44,6 +51,7 @@ func newFindingsCmd(a *app) *cobra.Command {
 	}
 	list.Flags().StringVar(&state, "state", "", "active (default), resolved or all")
 	list.Flags().StringVar(&severity, "severity", "", "only this severity")
+	pageFlags(list, &fpage, findings.DefaultPageLimit)
 	outputFlag(list, &output)
 	var showOutput string
 	show := &cobra.Command{
@@ -129,7 +137,7 @@ func printFinding(w io.Writer, f *findings.Finding, events []findings.Event) {
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "Run history"}
 	var output string
-	var limit int
+	var rpage findings.Page
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List recent runs",
@@ -138,36 +146,47 @@ func newRunsCmd(a *app) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			if err := checkPage("runs", rpage); err != nil {
+				return err
+			}
 			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
 			defer be.Close()
-			runs, err := be.Runs(cmd.Context(), limit)
+			runs, next, err := be.Runs(cmd.Context(), rpage)
 			if err != nil {
 				return err
 			}
+			defer a.nextPage(next)
 			if output == "json" {
-				for i := range runs {
-					runs[i].Report = nil
+				if runs == nil {
+					runs = []findings.RunRecord{}
 				}
 				return a.printJSON(runs)
 			}
-			fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %s\n", "RUN", "TRIGGER", "STATUS", "ANALYSIS", "STARTED")
+			fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %-20s  %8s  %s\n", "RUN", "TRIGGER", "STATUS", "ANALYSIS", "STARTED", "MS", "FINDINGS")
 			for _, r := range runs {
-				fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %s\n", r.ID, r.Trigger, r.Status, r.Analysis, r.StartedAt.Format(time.RFC3339))
+				ms, n := "-", "-"
+				if r.Summary != nil {
+					ms, n = fmt.Sprint(r.Summary.DurationMS), fmt.Sprint(r.Summary.Findings)
+				}
+				fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %-20s  %8s  %s\n", r.ID, r.Trigger, r.Status, r.Analysis, r.StartedAt.Format(time.RFC3339), ms, n)
 			}
 			return nil
 		},
 	}
 	outputFlag(list, &output)
-	list.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	pageFlags(list, &rpage, 20)
 	var showOutput string
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's report",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkOutput(showOutput); err != nil {
+				return err
+			}
 			be, err := a.backend(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -177,8 +196,11 @@ func newRunsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = a.stdout.Write(append(indentJSON(report), '\n'))
-			return err
+			if showOutput == "json" {
+				_, err = a.stdout.Write(append(indentJSON(report), '\n'))
+				return err
+			}
+			return printStoredReport(a.stdout, report)
 		},
 	}
 	outputFlag(show, &showOutput)

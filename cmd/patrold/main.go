@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/patrold/patrold/findings"
 )
 
 func main() { os.Exit(run()) }
@@ -50,7 +52,8 @@ func usage(err error) error {
 
 func exitCode(err error) int {
 	var ue *usageError
-	if errors.As(err, &ue) {
+	var ie *findings.InputError
+	if errors.As(err, &ue) || errors.As(err, &ie) {
 		return 2
 	}
 	return 1

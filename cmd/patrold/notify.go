@@ -9,15 +9,21 @@ import (
 )
 
 func newNotifyCmd(a *app) *cobra.Command {
-	var listen string
+	var listen, output string
 	cmd := &cobra.Command{
 		Use:   "notify",
 		Short: "Run the notification sinks (notify.sinks) as durable consumers of the events stream",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("output") {
+				cfg.Log.Format = output // notify's output is its log, as serve's
 			}
 			if len(cfg.Notify.Sinks) == 0 {
 				return usage(errNoSinks)
@@ -29,6 +35,7 @@ func newNotifyCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "serve /metrics and /healthz on this address (default: none)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "log format: text or json (overrides log.format)")
 	return cmd
 }
 

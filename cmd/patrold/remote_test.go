@@ -59,6 +59,14 @@ func TestCLIThroughRunningDaemon(t *testing.T) {
 	if out, code = c.run("findings", "snooze", id, "--for", "500h"); code != 2 {
 		t.Fatalf("bad snooze through the API: %d %s", code, out)
 	}
+	// The same validation and message as against the database.
+	_, errOut, code := c.run3("findings", "list", "--state", "bogus")
+	if want := `patrold: state: "bogus" is not one of active, resolved, all (empty: active)`; code != 2 || errOut != want[len("patrold: "):] {
+		t.Fatalf("--state bogus through the API: exit %d %q", code, errOut)
+	}
+	if out, errOut, code := c.run3("findings", "list", "--limit", "4"); code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(errOut, "--cursor ") {
+		t.Fatalf("a page through the API: %d %q %q", code, out, errOut)
+	}
 	if _, code = c.run("findings", "show", "0000000000000000"); code != 1 {
 		t.Fatalf("unknown id: %d", code)
 	}

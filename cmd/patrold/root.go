@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
@@ -46,8 +47,9 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
-		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a),
+		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newDBCmd(a),
 	)
+	requireSubcommands(root)
 	return root
 }
 
@@ -98,12 +100,23 @@ func checkOutput(o string) error {
 	return nil
 }
 
+// VersionInfo is `patrold version --output json`.
+type VersionInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Go      string `json:"go"`
+}
+
 func newVersionCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit and Go version",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			c := commit
 			if c == "" {
 				if bi, ok := debug.ReadBuildInfo(); ok {
@@ -114,10 +127,15 @@ func newVersionCmd(a *app) *cobra.Command {
 					}
 				}
 			}
+			if output == "json" {
+				return a.printJSON(VersionInfo{Version: version, Commit: orNone(c), Go: runtime.Version()})
+			}
 			fmt.Fprintf(a.stdout, "patrold %s (commit %s, %s)\n", version, orNone(c), runtime.Version())
 			return nil
 		},
 	}
+	outputFlag(cmd, &output)
+	return cmd
 }
 
 func orNone(s string) string {
@@ -129,35 +147,73 @@ func orNone(s string) string {
 
 func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Configuration commands"}
-	cmd.AddCommand(&cobra.Command{
+	var output string
+	check := &cobra.Command{
 		Use:   "check",
 		Short: "Load and validate the configuration and print it with secrets hidden",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
 			}
+			// What serve would refuse, check refuses too.
+			if err := daemon.CheckFiles(cfg); err != nil {
+				return usage(err)
+			}
+			if output == "json" {
+				// The YAML rendering is the one with config keys and hidden
+				// secrets; JSON is that document re-encoded.
+				var doc map[string]any
+				if err := yamlv3.Unmarshal([]byte(cfg.String()), &doc); err != nil {
+					return fmt.Errorf("render config: %w", err)
+				}
+				return a.printJSON(doc)
+			}
 			fmt.Fprint(a.stdout, cfg.String())
 			return nil
 		},
-	})
+	}
+	outputFlag(check, &output)
+	cmd.AddCommand(check)
 	return cmd
 }
 
+// MigrateResult is `patrold migrate --output json`.
+type MigrateResult struct {
+	Database string `json:"database"`
+	Version  int64  `json:"version"`
+}
+
 func newMigrateCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply database migrations and exit",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			st, cfg, err := a.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			fmt.Fprintf(a.stdout, "database %s is up to date\n", daemon.DBPath(cfg))
+			v, err := st.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return a.printJSON(MigrateResult{Database: daemon.DBPath(cfg), Version: v})
+			}
+			fmt.Fprintf(a.stdout, "database %s is up to date (schema version %d)\n", daemon.DBPath(cfg), v)
 			return nil
 		},
 	}
+	outputFlag(cmd, &output)
+	return cmd
 }

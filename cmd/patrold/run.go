@@ -39,7 +39,7 @@ func newRunCmd(a *app) *cobra.Command {
 			if snapPath != "" {
 				// Decode before the store is opened: a rejected document
 				// leaves the store exactly as it was.
-				snap, probs, err := file.Load(snapPath)
+				snap, probs, err := file.LoadLimited(snapPath, cfg.Source.File.MaxBytes)
 				if err != nil {
 					if errors.Is(err, snapshot.ErrInvalidDocument) {
 						return usage(err)
@@ -124,14 +124,40 @@ func printReport(w io.Writer, rep *patrol.Report) {
 func newSnapshotCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "snapshot", Short: "Snapshot document commands"}
 	var strict bool
+	var output string
 	validate := &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Decode and validate a snapshot, print counts and problems",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			snap, probs, err := file.Read(argv[0], snapshot.DecodeOptions{Strict: strict})
 			if err != nil {
 				return usage(err)
+			}
+			invalid := 0
+			for _, p := range probs {
+				if !p.Warning {
+					invalid++
+				}
+			}
+			if output == "json" {
+				counts := map[string]int{}
+				for _, k := range snapshot.Kinds {
+					counts[string(k)] = snap.Counts()[k]
+				}
+				if probs == nil {
+					probs = []snapshot.Problem{}
+				}
+				if err := a.printJSON(ValidateResult{Version: snap.Version, TakenAt: snap.TakenAt, Valid: len(snap.Resources), Resources: counts, Problems: probs}); err != nil {
+					return err
+				}
+				if invalid > 0 {
+					return usage(fmt.Errorf("%d invalid resources", invalid))
+				}
+				return nil
 			}
 			var kinds []string
 			for _, k := range snapshot.Kinds {
@@ -139,13 +165,10 @@ func newSnapshotCmd(a *app) *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "snapshot: version %d, taken_at %s, %d valid resources (%s)\n",
 				snap.Version, snap.TakenAt.Format(time.RFC3339), len(snap.Resources), strings.Join(kinds, ", "))
-			invalid := 0
 			for _, p := range probs {
 				label := "invalid (dropped)"
 				if p.Warning {
 					label = "warning"
-				} else {
-					invalid++
 				}
 				fmt.Fprintf(a.stdout, "%s: %s\n", label, p)
 			}
@@ -156,6 +179,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		},
 	}
 	validate.Flags().BoolVar(&strict, "strict", false, "also report unknown fields and unrecognised values")
+	outputFlag(validate, &output)
 	cmd.AddCommand(validate, newSnapshotCollectCmd(a))
 	return cmd
 }
@@ -163,12 +187,15 @@ func newSnapshotCmd(a *app) *cobra.Command {
 func newDemoCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "demo", Short: "Demo fleet commands"}
 	o := demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery}
-	var at string
+	var at, output string
 	export := &cobra.Command{
 		Use:   "export",
-		Short: "Print a generated fleet snapshot",
+		Short: "Print a generated fleet snapshot (a JSON document in either output format)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return usage(err)
 			}
@@ -192,8 +219,18 @@ func newDemoCmd(a *app) *cobra.Command {
 	export.Flags().Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "probability of each fault (0..1)")
 	export.Flags().Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
 	export.Flags().StringVar(&at, "at", "", "generate the fleet as at this RFC 3339 time (default now)")
+	outputFlag(export, &output)
 	cmd.AddCommand(export)
 	return cmd
+}
+
+// ValidateResult is `patrold snapshot validate --output json`.
+type ValidateResult struct {
+	Version   int                `json:"version"`
+	TakenAt   time.Time          `json:"taken_at"`
+	Valid     int                `json:"valid_resources"`
+	Resources map[string]int     `json:"resources"`
+	Problems  []snapshot.Problem `json:"problems"`
 }
 
 // replayProvider answers with the recorded model exchange of a past run.

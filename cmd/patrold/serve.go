@@ -10,18 +10,30 @@ import (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: scheduler, API, NATS, outbox relay, assistant worker",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("output") {
+				cfg.Log.Format = output // serve's output is its log
+			}
+			if err := daemon.CheckFiles(cfg); err != nil {
+				return usage(err)
+			}
 			return daemon.Run(cmd.Context(), daemon.Options{Config: cfg, ConfigPath: a.configPath, Reload: a.reload, Stderr: a.stderr})
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "log format: text or json (overrides log.format)")
+	return cmd
 }
 
 func indentJSON(raw []byte) []byte {

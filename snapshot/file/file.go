@@ -6,14 +6,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/patrold/patrold/snapshot"
 )
 
+// DefaultMaxBytes bounds a snapshot file (512 MiB): a document past it is
+// refused, so a runaway collector cannot exhaust memory.
+const DefaultMaxBytes int64 = 512 << 20
+
 // Options configure the file source (YAML section source.file).
 type Options struct {
 	Path string `koanf:"path" json:"path" yaml:"path"`
+	// MaxBytes bounds the file's size (0: DefaultMaxBytes); it applies to
+	// `patrold run --snapshot` too.
+	MaxBytes int64 `koanf:"max_bytes" json:"max_bytes" yaml:"max_bytes"`
 }
 
 // Validate names the missing key.
@@ -24,8 +32,14 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// ErrTooLarge: the snapshot file is over the size limit.
+var ErrTooLarge = errors.New("snapshot file over the size limit")
+
 // Source reads a snapshot document from a file.
-type Source struct{ path string }
+type Source struct {
+	path string
+	max  int64
+}
 
 var _ snapshot.Source = (*Source)(nil)
 
@@ -34,21 +48,28 @@ func New(o Options) (*Source, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Source{path: o.Path}, nil
+	return &Source{path: o.Path, max: o.MaxBytes}, nil
 }
 
 // Collect reads and decodes the file.
 func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	return Load(s.path)
+	return LoadLimited(s.path, s.max)
 }
 
-// Load reads and decodes a snapshot file as a stream: the file is never
-// held in memory whole, only the resources kept.
+// Load reads and decodes a snapshot file of at most DefaultMaxBytes.
 func Load(path string) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	snap, probs, err := Read(path, snapshot.DecodeOptions{})
+	return LoadLimited(path, DefaultMaxBytes)
+}
+
+// LoadLimited reads and decodes a snapshot file of at most max bytes (0:
+// DefaultMaxBytes) as a stream: the file is never held in memory whole,
+// only the resources kept. A larger file is refused with ErrTooLarge,
+// naming the key.
+func LoadLimited(path string, max int64) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	snap, probs, err := ReadLimited(path, snapshot.DecodeOptions{}, max)
 	if err != nil {
 		var de *snapshot.DocumentError
-		if !errors.As(err, &de) {
+		if errors.Is(err, ErrTooLarge) || !errors.As(err, &de) {
 			return nil, nil, fmt.Errorf("read snapshot: %w", err)
 		}
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -56,24 +77,68 @@ func Load(path string) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	return snap, probs, nil
 }
 
-// Read decodes a snapshot file as a stream with opts. Its errors are the
+// Read is ReadLimited with DefaultMaxBytes.
+func Read(path string, opts snapshot.DecodeOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return ReadLimited(path, opts, DefaultMaxBytes)
+}
+
+// ReadLimited decodes a snapshot file of at most max bytes (0:
+// DefaultMaxBytes) as a stream with opts. Its errors are ErrTooLarge, the
 // reading error or the *snapshot.DocumentError as they are. A file that is
 // not valid JSON is read again whole and judged by snapshot.Decode, so the
 // rejection says what it always said.
-func Read(path string, opts snapshot.DecodeOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func ReadLimited(path string, opts snapshot.DecodeOptions, max int64) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	snap, probs, err := snapshot.DecodeReader(f, opts)
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		return nil, nil, fmt.Errorf("%s is %d bytes, over source.file.max_bytes (%d): %w", path, fi.Size(), max, ErrTooLarge)
+	}
+	lr := &limitedReader{r: f, left: max}
+	snap, probs, err := snapshot.DecodeReader(lr, opts)
+	if lr.over {
+		return nil, nil, fmt.Errorf("%s grew past source.file.max_bytes (%d) while read: %w", path, max, ErrTooLarge)
+	}
 	var de *snapshot.DocumentError
 	if errors.As(err, &de) && de.Field == "" {
 		data, rerr := os.ReadFile(path)
 		if rerr != nil {
 			return nil, nil, rerr
 		}
+		if int64(len(data)) > max {
+			return nil, nil, fmt.Errorf("%s grew past source.file.max_bytes (%d) while read: %w", path, max, ErrTooLarge)
+		}
 		return snapshot.Decode(data, opts)
 	}
 	return snap, probs, err
+}
+
+// limitedReader reads at most left bytes and notes an attempt to read
+// past them (a file that grew while it was read).
+type limitedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		var one [1]byte
+		if n, _ := l.r.Read(one[:]); n > 0 {
+			l.over = true
+			return 0, ErrTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }

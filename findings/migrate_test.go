@@ -1,0 +1,70 @@
+package findings_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/migrations"
+)
+
+// TestRunSummaryMigration: a database from before migration 7 gets every
+// stored run summarised from its report and copied to the run list, and
+// later writes and deletes keep the list in step.
+func TestRunSummaryMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	report := `{"run_id":"r1","status":"critical","status_reasons":["probe_failed"],"duration_ms":42,
+		"resources":{"node":2,"vm":3},"invalid_resources":[{"id":"vm/9"}],"signals":[{},{}],"findings":[{},{},{}],"resolved":["a"],"errors":[]}`
+	if _, err := db.Exec(`INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at, complete, report, cost_usd)
+		VALUES ('r1', 'scheduled', 'critical', 'deterministic', '2026-11-29T10:00:00Z', '2026-11-29T10:00:01Z', 1, ?, 0.5)`, report); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err := findings.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	list, err := st.Runs(ctx, 10)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("runs: %v %v", list, err)
+	}
+	want := &findings.RunSummary{DurationMS: 42, StatusReasons: []string{"probe_failed"}, Resources: 5, InvalidResources: 1,
+		Signals: 2, Findings: 3, Resolved: 1, Errors: 0}
+	if !reflect.DeepEqual(list[0].Summary, want) || list[0].CostUSD != 0.5 || list[0].Report != nil {
+		t.Fatalf("migrated run: %+v summary %+v", list[0], list[0].Summary)
+	}
+	if spent, _ := st.Spent(list[0].StartedAt.Add(-1)); spent != 0.5 {
+		t.Fatalf("spend ledger after migration: %v", spent)
+	}
+	// Interrupted at the next start: the list follows the update.
+	if _, err := st.DB().Exec("UPDATE runs SET status = 'error' WHERE id = 'r1'"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ = st.Runs(ctx, 10); list[0].Status != "error" {
+		t.Fatalf("run list after an update: %+v", list[0])
+	}
+	if _, err := st.DB().Exec("DELETE FROM runs WHERE id = 'r1'"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ = st.Runs(ctx, 10); len(list) != 0 {
+		t.Fatalf("run list after a delete: %+v", list)
+	}
+}
