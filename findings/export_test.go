@@ -5,3 +5,6 @@ const (
 	PendingEventsSQL = pendingEventsSQL
 	PendingCountSQL  = pendingCountSQL
 )
+
+// MarshalForm is the check Enqueue uses to store data as it is.
+var MarshalForm = marshalForm

@@ -83,12 +83,22 @@ type querier interface {
 }
 
 func queryFindings(ctx context.Context, q querier, where string, args ...any) ([]Finding, error) {
+	return queryFindingsSized(ctx, q, 0, where, args...)
+}
+
+// queryFindingsSized is queryFindings with room for about size findings
+// up front: a Finding is large, and growing the slice row by row copies
+// every finding read so far, again and again.
+func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]Finding, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM findings "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query findings: %w", err)
 	}
 	defer rows.Close()
-	var out []Finding
+	var out []Finding // nil when nothing matches, as before
+	if size > 0 {
+		out = make([]Finding, 0, size)
+	}
 	for rows.Next() {
 		f, err := scanFinding(rows)
 		if err != nil {
