@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -76,12 +77,15 @@ type Approvals interface {
 }
 
 // Errors an Approvals implementation returns (wrapped) so the API can map
-// them to stable codes.
+// them to stable codes. They are the assistant's, which produces them; the
+// names here are the same values, for the API's own clients.
 var (
-	ErrApprovalNotFound = errors.New("approval not found")
-	ErrApprovalExpired  = errors.New("approval expired")
-	ErrApprovalDecided  = errors.New("approval already decided")
+	ErrApprovalNotFound = assistant.ErrApprovalNotFound
+	ErrApprovalExpired  = assistant.ErrApprovalExpired
+	ErrApprovalDecided  = assistant.ErrApprovalDecided
 )
+
+var _ Approvals = (*assistant.Assistant)(nil)
 
 // Options configure an API.
 type Options struct {

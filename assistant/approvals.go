@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -101,7 +100,7 @@ func scanParked(sc rowScanner) (*parked, error) {
 		p.DecidedAt = &t
 	}
 	p.state.ID, p.state.FindingID, p.state.Attempt = p.SessionID, p.FindingID, p.Attempt
-	p.state.Driver, p.state.Autonomy, p.state.StartedAt = bus.Driver(driver), findings.Autonomy(autonomy), parseTime(started)
+	p.state.Driver, p.state.Autonomy, p.state.StartedAt = contracts.Driver(driver), findings.Autonomy(autonomy), parseTime(started)
 	if err := json.Unmarshal([]byte(fsm), &p.fsm); err != nil {
 		return nil, fmt.Errorf("approval %s: fsm: %w", p.ID, err)
 	}
@@ -119,7 +118,7 @@ func (a *Assistant) load(ctx context.Context, id string) (*parked, error) {
 	row := a.opts.Store.DB().QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id)
 	p, err := scanParked(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("approval %q: %w", id, api.ErrApprovalNotFound)
+		return nil, fmt.Errorf("approval %q: %w", id, ErrApprovalNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("assistant: load approval %s: %w", id, err)

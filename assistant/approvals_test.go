@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
@@ -20,7 +19,7 @@ import (
 func queue(t *testing.T, fx *fixture, a *Assistant, risk Risk) (*Result, Approval) {
 	t.Helper()
 	res := fx.run(a)
-	if res.Transcript.Outcome != bus.OutcomeFixQueued || res.ApprovalID == "" || fx.fixLog() != "" {
+	if res.Transcript.Outcome != contracts.OutcomeFixQueued || res.ApprovalID == "" || fx.fixLog() != "" {
 		t.Fatalf("queued session: %s (action log %q)", mustJSON(t, res), fx.fixLog())
 	}
 	list, next, err := a.List(context.Background(), findings.Page{})
@@ -59,7 +58,7 @@ func TestApprovalQueuesThenResumesFromPersistedFSM(t *testing.T) {
 	}
 	d := out.(*DecisionResult)
 	tr := d.Transcript
-	if d.Outcome != bus.OutcomeFixVerified || d.Approval.State != ApprovalApproved || d.Approval.DecidedBy != "ops" || fx.fixLog() == "" {
+	if d.Outcome != contracts.OutcomeFixVerified || d.Approval.State != ApprovalApproved || d.Approval.DecidedBy != "ops" || fx.fixLog() == "" {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	// Resumed from READING (a fresh FSM would be RESOLVING and refuse the
@@ -73,10 +72,10 @@ func TestApprovalQueuesThenResumesFromPersistedFSM(t *testing.T) {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
 	}
 	equal(t, "events", fx.pub.types(), []string{
-		"patrold.approval.requested", bus.TypeRemediationOutcome, "patrold.approval.approved", bus.TypeRemediationOutcome,
+		"patrold.approval.requested", contracts.TypeRemediationOutcome, "patrold.approval.approved", contracts.TypeRemediationOutcome,
 	})
 	outs := fx.pub.outcomes(t)
-	if outs[0].Outcome != bus.OutcomeFixQueued || outs[1].Outcome != bus.OutcomeFixVerified || outs[1].SessionID != outs[0].SessionID {
+	if outs[0].Outcome != contracts.OutcomeFixQueued || outs[1].Outcome != contracts.OutcomeFixVerified || outs[1].SessionID != outs[0].SessionID {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	// fix_queued did not end the investigation for good: the finding is fixed.
@@ -84,7 +83,7 @@ func TestApprovalQueuesThenResumesFromPersistedFSM(t *testing.T) {
 	if f.Status != findings.StatusResolved {
 		t.Fatalf("finding %+v", f)
 	}
-	if _, err := a2.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, api.ErrApprovalDecided) {
+	if _, err := a2.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, ErrApprovalDecided) {
 		t.Fatalf("second approve: %v", err)
 	}
 }
@@ -98,17 +97,17 @@ func TestApprovalDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := out.(*DecisionResult)
-	if d.Outcome != bus.OutcomeFixRejected || d.Approval.State != ApprovalDenied || fx.fixLog() != "" {
+	if d.Outcome != contracts.OutcomeFixRejected || d.Approval.State != ApprovalDenied || fx.fixLog() != "" {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	f, _ := fx.st.Get(context.Background(), fx.finding.ID)
-	if f.LastOutcome != string(bus.OutcomeFixRejected) {
+	if f.LastOutcome != string(contracts.OutcomeFixRejected) {
 		t.Fatalf("finding outcome %q", f.LastOutcome)
 	}
-	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, api.ErrApprovalDecided) {
+	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, ErrApprovalDecided) {
 		t.Fatalf("approve after deny: %v", err)
 	}
-	if _, err := a.Deny(context.Background(), "nope", "ops"); !errors.Is(err, api.ErrApprovalNotFound) {
+	if _, err := a.Deny(context.Background(), "nope", "ops"); !errors.Is(err, ErrApprovalNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
@@ -126,14 +125,14 @@ func TestApprovalExpires(t *testing.T) {
 		t.Fatalf("sweep: %v %v", got, err)
 	}
 	fx.clock.advance(DefaultApprovalTTL)
-	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, api.ErrApprovalExpired) {
+	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, ErrApprovalExpired) {
 		t.Fatalf("approve after expiry: %v", err)
 	}
 	if list, _, _ := a.List(context.Background(), findings.Page{}); len(list.([]Approval)) != 0 {
 		t.Fatalf("still listed: %v", list)
 	}
 	outs := fx.pub.outcomes(t)
-	if len(outs) != 2 || outs[1].Outcome != bus.OutcomeNeedsAttention || fx.fixLog() != "" {
+	if len(outs) != 2 || outs[1].Outcome != contracts.OutcomeNeedsAttention || fx.fixLog() != "" {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	equal(t, "events", fx.pub.types()[2:3], []string{"patrold.approval.expired"})
@@ -144,7 +143,7 @@ func TestApproveAfterTTLWithoutSweepExpires(t *testing.T) {
 	a := fx.assistant(fx.options(findings.AutonomyApproval, fx.fixAction("low")))
 	_, ap := queue(t, fx, a, RiskLow)
 	fx.clock.advance(DefaultApprovalTTL + time.Second)
-	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, api.ErrApprovalExpired) {
+	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, ErrApprovalExpired) {
 		t.Fatalf("approve: %v", err)
 	}
 	if fx.fixLog() != "" {
@@ -169,7 +168,7 @@ func TestModelApprovalResumesConversation(t *testing.T) {
 	)
 	a := fx.assistant(o)
 	queued := fx.run(a)
-	if queued.Transcript.Outcome != bus.OutcomeFixQueued {
+	if queued.Transcript.Outcome != contracts.OutcomeFixQueued {
 		t.Fatalf("queued %s", mustJSON(t, queued))
 	}
 	out, err := a.Approve(context.Background(), queued.ApprovalID, "ops")
@@ -178,7 +177,7 @@ func TestModelApprovalResumesConversation(t *testing.T) {
 	}
 	d := out.(*DecisionResult)
 	tr := d.Transcript
-	if d.Outcome != bus.OutcomeFixVerified || tr.FinalAnswerBlocked != 1 || tr.FinalAnswer != "Pruned; the condition cleared." {
+	if d.Outcome != contracts.OutcomeFixVerified || tr.FinalAnswerBlocked != 1 || tr.FinalAnswer != "Pruned; the condition cleared." {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	equal(t, "steps", stepLines(tr.Steps), []string{
@@ -219,7 +218,7 @@ func TestConcurrentApprovalsRunTheActionOnce(t *testing.T) {
 		switch err := <-errs; {
 		case err == nil:
 			won++
-		case !errors.Is(err, api.ErrApprovalDecided):
+		case !errors.Is(err, ErrApprovalDecided):
 			t.Fatalf("approve: %v", err)
 		}
 	}
@@ -234,11 +233,11 @@ func TestConcurrentApprovalsRunTheActionOnce(t *testing.T) {
 func TestResumedSessionKeepsItsEvidenceBudget(t *testing.T) {
 	for _, c := range []struct {
 		budget int
-		want   bus.Outcome
+		want   contracts.Outcome
 		steps  []string
 	}{
-		{5, bus.OutcomeFixVerified, []string{"4:resolve_target:ok::READING>READING", "5:run_action:ok::READING>VERIFYING", "6:check_condition:ok::VERIFYING>VERIFYING"}},
-		{4, bus.OutcomeCannotFix, []string{"4:resolve_target:ok::READING>READING", "5:run_action:blocked:BUDGET_EXHAUSTED:READING>READING"}},
+		{5, contracts.OutcomeFixVerified, []string{"4:resolve_target:ok::READING>READING", "5:run_action:ok::READING>VERIFYING", "6:check_condition:ok::VERIFYING>VERIFYING"}},
+		{4, contracts.OutcomeCannotFix, []string{"4:resolve_target:ok::READING>READING", "5:run_action:blocked:BUDGET_EXHAUSTED:READING>READING"}},
 	} {
 		fx := newFixture(t)
 		o := fx.options(findings.AutonomyApproval, fx.fixAction("low"))
@@ -251,7 +250,7 @@ func TestResumedSessionKeepsItsEvidenceBudget(t *testing.T) {
 		}
 		tr := out.(*DecisionResult).Transcript
 		equal(t, "resumed steps", stepLines(tr.Steps)[3:], c.steps)
-		if tr.Outcome != c.want || (c.want == bus.OutcomeCannotFix) != (fx.fixLog() == "") {
+		if tr.Outcome != c.want || (c.want == contracts.OutcomeCannotFix) != (fx.fixLog() == "") {
 			t.Fatalf("budget %d: outcome %s, action log %q", c.budget, tr.Outcome, fx.fixLog())
 		}
 	}
@@ -277,7 +276,7 @@ func TestResumedSessionKeepsItsCostBudget(t *testing.T) {
 	)
 	a := fx.assistant(o)
 	queued := fx.run(a)
-	if queued.Transcript.Outcome != bus.OutcomeFixQueued || queued.CostUSD != 2 {
+	if queued.Transcript.Outcome != contracts.OutcomeFixQueued || queued.CostUSD != 2 {
 		t.Fatalf("queued %s", mustJSON(t, queued))
 	}
 	out, err := a.Approve(context.Background(), queued.ApprovalID, "ops")
@@ -285,7 +284,7 @@ func TestResumedSessionKeepsItsCostBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := out.(*DecisionResult)
-	if d.Outcome != bus.OutcomeFixVerificationUnknown || !strings.Contains(d.Summary, "stopped calling the model") {
+	if d.Outcome != contracts.OutcomeFixVerificationUnknown || !strings.Contains(d.Summary, "stopped calling the model") {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	var cost float64

@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model/prompt"
 )
@@ -59,11 +59,11 @@ func (a *Assistant) Actions() []Action { return append([]Action(nil), a.actions.
 
 // Driver returns the driver new sessions use: the model when a provider is
 // configured, else the playbook.
-func (a *Assistant) Driver() bus.Driver {
+func (a *Assistant) Driver() contracts.Driver {
 	if a.opts.Provider != nil {
-		return bus.DriverModel
+		return contracts.DriverModel
 	}
-	return bus.DriverPlaybook
+	return contracts.DriverPlaybook
 }
 
 func (a *Assistant) action(name string) (Action, bool) {
@@ -113,7 +113,7 @@ func (a *Assistant) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, a.opts.SessionTimeout)
 	defer cancel()
-	if s.state.Driver == bus.DriverModel {
+	if s.state.Driver == contracts.DriverModel {
 		s.driveModel(sctx, s.initialMessages())
 	} else {
 		s.drivePlaybook(sctx)

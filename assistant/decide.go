@@ -7,20 +7,17 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 )
 
-var _ api.Approvals = (*Assistant)(nil)
-
 // DecisionResult is the answer to approve or deny: the approval as decided and
 // how its session ended.
 type DecisionResult struct {
-	Approval Approval    `json:"approval"`
-	Outcome  bus.Outcome `json:"outcome"`
-	Summary  string      `json:"summary,omitempty"`
+	Approval Approval          `json:"approval"`
+	Outcome  contracts.Outcome `json:"outcome"`
+	Summary  string            `json:"summary,omitempty"`
 	// Transcript is the session's transcript after the decision.
 	Transcript *Transcript `json:"transcript,omitempty"`
 }
@@ -51,7 +48,7 @@ func (a *Assistant) Deny(ctx context.Context, id, actor string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.close(ctx, p, bus.OutcomeFixRejected, fmt.Sprintf("action %s denied by %s", p.Action, actor))
+	res, err := a.close(ctx, p, contracts.OutcomeFixRejected, fmt.Sprintf("action %s denied by %s", p.Action, actor))
 	return &DecisionResult{Approval: p.Approval, Outcome: res.Transcript.Outcome, Summary: res.Summary, Transcript: &res.Transcript}, err
 }
 
@@ -99,16 +96,16 @@ func (a *Assistant) decide(ctx context.Context, id string, to ApprovalState, act
 			if err := a.expire(ctx, p, now); err != nil {
 				return nil, err
 			}
-			return nil, fmt.Errorf("approval %q expired at %s: %w", id, p.ExpiresAt.Format(time.RFC3339), api.ErrApprovalExpired)
+			return nil, fmt.Errorf("approval %q expired at %s: %w", id, p.ExpiresAt.Format(time.RFC3339), ErrApprovalExpired)
 		case p.State == ApprovalExpired:
-			return nil, fmt.Errorf("approval %q: %w", id, api.ErrApprovalExpired)
+			return nil, fmt.Errorf("approval %q: %w", id, ErrApprovalExpired)
 		default:
-			return nil, fmt.Errorf("approval %q is %s: %w", id, p.State, api.ErrApprovalDecided)
+			return nil, fmt.Errorf("approval %q is %s: %w", id, p.State, ErrApprovalDecided)
 		}
 	}
-	event := bus.ApprovalApproved
+	event := contracts.ApprovalApproved
 	if to == ApprovalDenied {
-		event = bus.ApprovalDenied
+		event = contracts.ApprovalDenied
 	}
 	if err := a.publishApproval(ctx, event, p.Approval, now); err != nil {
 		a.log.Warn("publish approval event", "approval", id, "event", event, "err", err)
@@ -124,15 +121,15 @@ func (a *Assistant) expire(ctx context.Context, p *parked, now time.Time) error 
 		return err
 	}
 	p.State, p.DecidedAt = ApprovalExpired, &now
-	if err := a.publishApproval(ctx, bus.ApprovalExpired, p.Approval, now); err != nil {
-		a.log.Warn("publish approval event", "approval", p.ID, "event", bus.ApprovalExpired, "err", err)
+	if err := a.publishApproval(ctx, contracts.ApprovalExpired, p.Approval, now); err != nil {
+		a.log.Warn("publish approval event", "approval", p.ID, "event", contracts.ApprovalExpired, "err", err)
 	}
-	_, err = a.close(ctx, p, bus.OutcomeNeedsAttention, fmt.Sprintf("approval for action %s expired undecided", p.Action))
+	_, err = a.close(ctx, p, contracts.OutcomeNeedsAttention, fmt.Sprintf("approval for action %s expired undecided", p.Action))
 	return err
 }
 
 // close ends a parked session without running anything more.
-func (a *Assistant) close(ctx context.Context, p *parked, outcome bus.Outcome, summary string) (*Result, error) {
+func (a *Assistant) close(ctx context.Context, p *parked, outcome contracts.Outcome, summary string) (*Result, error) {
 	now := a.nowUTC()
 	t := p.state.Transcript
 	t.Outcome, t.FinalState = outcome, p.fsm.State
@@ -174,7 +171,7 @@ func (a *Assistant) resume(ctx context.Context, p *parked) (*Result, error) {
 	rb := s.batch(sctx, resolve)
 	call := model.ToolCall{ID: "approved_" + p.ID, Name: ToolRunAction, Arguments: p.Args}
 	b := s.batch(sctx, call)
-	if s.state.Driver == bus.DriverModel {
+	if s.state.Driver == contracts.DriverModel {
 		msgs := append(s.state.Messages,
 			model.Message{Role: model.RoleUser, Content: fmt.Sprintf("An operator approved action %s; patrold resolved the target again and ran it for you.", p.Action)},
 			model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{resolve}},

@@ -6,35 +6,34 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/contracts"
 )
 
 // ApprovalEventData is the data of a patrold.approval.<event> CloudEvent.
 type ApprovalEventData struct {
-	Event    bus.ApprovalEvent `json:"event"`
-	Approval Approval          `json:"approval"`
+	Event    contracts.ApprovalEvent `json:"event"`
+	Approval Approval                `json:"approval"`
 }
 
 // ApprovalEventRow builds the event row for one approval lifecycle event:
 // subject approvals.<event>, type patrold.approval.<event>, the resource as
 // the CloudEvents subject. Its id (approval id and event) makes a
 // republished event a JetStream duplicate.
-func ApprovalEventRow(event bus.ApprovalEvent, ap Approval, now time.Time) (findings.OutboxEvent, error) {
-	subject, typ, err := bus.ApprovalSubject(event)
+func ApprovalEventRow(event contracts.ApprovalEvent, ap Approval, now time.Time) (contracts.OutboxEvent, error) {
+	subject, typ, err := contracts.ApprovalSubject(event)
 	if err != nil {
-		return findings.OutboxEvent{}, err
+		return contracts.OutboxEvent{}, err
 	}
 	data, err := json.Marshal(ApprovalEventData{Event: event, Approval: ap})
 	if err != nil {
-		return findings.OutboxEvent{}, fmt.Errorf("encode %s: %w", typ, err)
+		return contracts.OutboxEvent{}, fmt.Errorf("encode %s: %w", typ, err)
 	}
-	return findings.OutboxEvent{ID: ap.ID + "-" + string(event), Subject: subject, Type: typ,
+	return contracts.OutboxEvent{ID: ap.ID + "-" + string(event), Subject: subject, Type: typ,
 		ResourceID: ap.ResourceID, Time: now.UTC(), Data: data}, nil
 }
 
 // publishApproval sends an approval lifecycle event (no Publisher: none).
-func (a *Assistant) publishApproval(ctx context.Context, event bus.ApprovalEvent, ap Approval, now time.Time) error {
+func (a *Assistant) publishApproval(ctx context.Context, event contracts.ApprovalEvent, ap Approval, now time.Time) error {
 	a.metrics.approval(event)
 	if a.opts.Publisher == nil {
 		return nil

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -47,10 +47,10 @@ func (c *clock) advance(d time.Duration) {
 // published records every event a Publisher receives.
 type published struct {
 	mu   sync.Mutex
-	rows []findings.OutboxEvent
+	rows []contracts.OutboxEvent
 }
 
-func (p *published) Publish(_ context.Context, row findings.OutboxEvent) error {
+func (p *published) Publish(_ context.Context, row contracts.OutboxEvent) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rows = append(p.rows, row)
@@ -69,16 +69,16 @@ func (p *published) types() []string {
 }
 
 // outcomes decodes every published outcome (validating it).
-func (p *published) outcomes(t *testing.T) []*bus.RemediationOutcome {
+func (p *published) outcomes(t *testing.T) []*contracts.RemediationOutcome {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []*bus.RemediationOutcome
+	var out []*contracts.RemediationOutcome
 	for _, r := range p.rows {
-		if r.Type != bus.TypeRemediationOutcome {
+		if r.Type != contracts.TypeRemediationOutcome {
 			continue
 		}
-		o, err := bus.DecodeOutcome(r.Data)
+		o, err := contracts.DecodeOutcome(r.Data)
 		if err != nil {
 			t.Fatalf("published outcome does not decode: %v: %s", err, r.Data)
 		}
@@ -133,7 +133,7 @@ func (fx *fixture) seed(resource, key, category string) findings.Finding {
 	}
 	id := ch[0].Finding.ID
 	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
-		return findings.OutboxDraft{Subject: bus.SubjectRemediationRequests, Type: bus.TypeRemediationRequest, ResourceID: f.ResourceID, Data: map[string]int{"attempt": attempt}}
+		return findings.OutboxDraft{Subject: contracts.SubjectRemediationRequests, Type: contracts.TypeRemediationRequest, ResourceID: f.ResourceID, Data: map[string]int{"attempt": attempt}}
 	}
 	got, err := fx.st.RequestInvestigations(ctx, []string{id}, findings.DefaultGate(), findings.AutonomyFull, t0, draft)
 	if err != nil || len(got) != 1 {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 )
 
 // Action results (metric label values).
@@ -52,16 +52,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for _, d := range []bus.Driver{bus.DriverModel, bus.DriverPlaybook} {
+	for _, d := range []contracts.Driver{contracts.DriverModel, contracts.DriverPlaybook} {
 		m.duration.WithLabelValues(string(d))
-		for _, o := range bus.Outcomes {
+		for _, o := range contracts.Outcomes {
 			m.sessions.WithLabelValues(string(d), string(o))
 		}
 	}
 	for _, r := range []string{actionOK, actionFailed, actionTimedOut} {
 		m.actions.WithLabelValues(r)
 	}
-	for _, e := range bus.ApprovalEvents {
+	for _, e := range contracts.ApprovalEvents {
 		m.approvals.WithLabelValues(string(e))
 	}
 	return m, nil
@@ -84,4 +84,4 @@ func (m *metrics) action(r ExecResult) {
 	}
 }
 
-func (m *metrics) approval(e bus.ApprovalEvent) { m.approvals.WithLabelValues(string(e)).Inc() }
+func (m *metrics) approval(e contracts.ApprovalEvent) { m.approvals.WithLabelValues(string(e)).Inc() }

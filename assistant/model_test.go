@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
@@ -42,7 +42,7 @@ func TestModelMustReadBeforeFinishing(t *testing.T) {
 	)
 	res := fx.run(fx.assistant(o))
 	tr := res.Transcript
-	if tr.Outcome != bus.OutcomeFixVerified || tr.Driver != bus.DriverModel || tr.FinalAnswerBlocked != 1 ||
+	if tr.Outcome != contracts.OutcomeFixVerified || tr.Driver != contracts.DriverModel || tr.FinalAnswerBlocked != 1 ||
 		tr.FinalAnswer != "Pruned snapshots; check_condition says cleared." || tr.FinalState != agent.StateReading {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
 	}
@@ -62,7 +62,7 @@ func TestModelTurnLimitEndsUnverified(t *testing.T) {
 	tr := res.Transcript
 	// The fault did clear (the action worked), but nobody read it back: the
 	// session never claims the fix.
-	if tr.Outcome != bus.OutcomeFixVerificationUnknown || tr.FinalAnswer != "" || tr.FinalAnswerBlocked != 3 || tr.FinalState != agent.StateVerifying {
+	if tr.Outcome != contracts.OutcomeFixVerificationUnknown || tr.FinalAnswer != "" || tr.FinalAnswerBlocked != 3 || tr.FinalState != agent.StateVerifying {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
 	}
 }
@@ -77,7 +77,7 @@ func TestModelReadWithoutCheckConditionIsNotVerified(t *testing.T) {
 		say("Usage looks fine now."),
 	)
 	res := fx.run(fx.assistant(o))
-	if res.Transcript.Outcome != bus.OutcomeFixVerificationUnknown {
+	if res.Transcript.Outcome != contracts.OutcomeFixVerificationUnknown {
 		t.Fatalf("outcome %s", res.Transcript.Outcome)
 	}
 }
@@ -99,7 +99,7 @@ func TestUnknownActionIsRefused(t *testing.T) {
 		// An all-refused turn makes the next one text-only (agent rule).
 		"3:run_action:blocked:TOOL_NOT_ADVERTISED:READING>READING",
 	})
-	if res.Transcript.Outcome != bus.OutcomeCannotFix || fx.fixLog() != "" {
+	if res.Transcript.Outcome != contracts.OutcomeCannotFix || fx.fixLog() != "" {
 		t.Fatalf("outcome %s, action log %q", res.Transcript.Outcome, fx.fixLog())
 	}
 

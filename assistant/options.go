@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
@@ -62,7 +63,7 @@ var _ Store = (*findings.Store)(nil)
 // Publisher sends one event (approval lifecycle, remediation outcome). The
 // daemon backs it with the outbox or bus.Transport.Publish.
 type Publisher interface {
-	Publish(ctx context.Context, row findings.OutboxEvent) error
+	Publish(ctx context.Context, row contracts.OutboxEvent) error
 }
 
 // Recorder applies an outcome to its finding directly; the CLI uses it

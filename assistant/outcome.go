@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -32,8 +32,8 @@ type Result struct {
 }
 
 // Outcome returns the remediation outcome message for the result.
-func (r *Result) Outcome() *bus.RemediationOutcome {
-	return &bus.RemediationOutcome{
+func (r *Result) Outcome() *contracts.RemediationOutcome {
+	return &contracts.RemediationOutcome{
 		SessionID: r.Transcript.SessionID, FindingID: r.Transcript.FindingID, Attempt: r.Attempt,
 		Outcome: r.Transcript.Outcome, Driver: r.Transcript.Driver, Summary: r.Summary,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
@@ -56,28 +56,28 @@ type verdict struct {
 // decideOutcome maps a session's end to exactly one contract outcome.
 // fix_verified needs check_condition, read after the last write, to say
 // cleared; anything short of that is never reported as a fix.
-func decideOutcome(v verdict) bus.Outcome {
+func decideOutcome(v verdict) contracts.Outcome {
 	switch {
 	case v.escalated:
-		return bus.OutcomeNeedsAttention
+		return contracts.OutcomeNeedsAttention
 	case v.queued:
-		return bus.OutcomeFixQueued
+		return contracts.OutcomeFixQueued
 	case v.interrupted:
-		return bus.OutcomeTimedOut
+		return contracts.OutcomeTimedOut
 	case v.executed == 0 && (v.modelFailed || v.stopped):
-		return bus.OutcomeNeedsAttention
+		return contracts.OutcomeNeedsAttention
 	case v.executed == 0:
-		return bus.OutcomeCannotFix
+		return contracts.OutcomeCannotFix
 	case v.unverified:
-		return bus.OutcomeFixVerificationUnknown
+		return contracts.OutcomeFixVerificationUnknown
 	case v.afterWrite == ConditionCleared:
-		return bus.OutcomeFixVerified
+		return contracts.OutcomeFixVerified
 	case v.afterWrite == ConditionPresent && v.actionOK:
-		return bus.OutcomeFixVerificationFailed
+		return contracts.OutcomeFixVerificationFailed
 	case v.afterWrite == ConditionPresent:
-		return bus.OutcomeFixFailed
+		return contracts.OutcomeFixFailed
 	}
-	return bus.OutcomeFixVerificationUnknown
+	return contracts.OutcomeFixVerificationUnknown
 }
 
 func (s *session) verdict(ctxErr error) verdict {
@@ -105,7 +105,7 @@ func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Resu
 	defer cancel()
 	now := a.nowUTC()
 	outcome := decideOutcome(s.verdict(ctxErr))
-	if outcome == bus.OutcomeTimedOut {
+	if outcome == contracts.OutcomeTimedOut {
 		s.reason = "session interrupted: " + ctxErr.Error()
 	}
 	summary := s.summaryFor(outcome)
@@ -128,13 +128,13 @@ func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Resu
 		res.FinishedAt = res.StartedAt
 	}
 	var errs []error
-	if outcome == bus.OutcomeFixQueued {
+	if outcome == contracts.OutcomeFixQueued {
 		ap, err := a.park(ctx, s, now)
 		if err != nil {
 			return res, err
 		}
 		res.ApprovalID = ap.ID
-		errs = append(errs, a.publishApproval(ctx, bus.ApprovalRequested, ap, now))
+		errs = append(errs, a.publishApproval(ctx, contracts.ApprovalRequested, ap, now))
 	}
 	if err := a.saveSession(ctx, res); err != nil {
 		return res, err
@@ -151,7 +151,7 @@ func (a *Assistant) emitOutcome(ctx context.Context, res *Result) error {
 	o := res.Outcome()
 	var errs []error
 	if a.opts.Publisher != nil {
-		row, err := bus.OutcomeEvent(outcomeEventID(res), o, res.FinishedAt)
+		row, err := contracts.OutcomeEvent(outcomeEventID(res), o, res.FinishedAt)
 		if err == nil {
 			err = a.opts.Publisher.Publish(ctx, row)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -17,7 +17,7 @@ func TestPlaybookFixesAndVerifies(t *testing.T) {
 	a := fx.assistant(fx.options(findings.AutonomyFull, fx.fixAction("high")))
 	res := fx.run(a)
 	tr := res.Transcript
-	if tr.Outcome != bus.OutcomeFixVerified || tr.Driver != bus.DriverPlaybook || tr.FinalState != agent.StateReading {
+	if tr.Outcome != contracts.OutcomeFixVerified || tr.Driver != contracts.DriverPlaybook || tr.FinalState != agent.StateReading {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
 	}
 	equal(t, "states", tr.States(), []agent.State{agent.StateResolving, agent.StateReading, agent.StateWriting, agent.StateVerifying, agent.StateReading})
@@ -33,11 +33,11 @@ func TestPlaybookFixesAndVerifies(t *testing.T) {
 	}
 	// Exactly one valid outcome was published, and recorded on the finding.
 	outs := fx.pub.outcomes(t)
-	if len(outs) != 1 || outs[0].Outcome != bus.OutcomeFixVerified || outs[0].Attempt != 1 || outs[0].SessionID != tr.SessionID {
+	if len(outs) != 1 || outs[0].Outcome != contracts.OutcomeFixVerified || outs[0].Attempt != 1 || outs[0].SessionID != tr.SessionID {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	f, err := fx.st.Get(context.Background(), fx.finding.ID)
-	if err != nil || f.Status != findings.StatusResolved || f.LastOutcome != string(bus.OutcomeFixVerified) {
+	if err != nil || f.Status != findings.StatusResolved || f.LastOutcome != string(contracts.OutcomeFixVerified) {
 		t.Fatalf("finding after fix: %+v %v", f, err)
 	}
 	// The transcript is stored and reads back identically.
@@ -51,7 +51,7 @@ func TestPlaybookActionThatDoesNotHelp(t *testing.T) {
 	fx := newFixture(t)
 	noop := ActionSpec{Name: "noop", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{testKey}}
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, noop)))
-	if res.Transcript.Outcome != bus.OutcomeFixVerificationFailed {
+	if res.Transcript.Outcome != contracts.OutcomeFixVerificationFailed {
 		t.Fatalf("outcome %s (%s)", res.Transcript.Outcome, res.Summary)
 	}
 }
@@ -61,7 +61,7 @@ func TestPlaybookFailingActionStillVerifies(t *testing.T) {
 	fail := ActionSpec{Name: "fail", Command: []string{"/bin/sh", "-c", "echo boom >&2; exit 3"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{testKey}}
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, fail)))
 	tr := res.Transcript
-	if tr.Outcome != bus.OutcomeFixFailed {
+	if tr.Outcome != contracts.OutcomeFixFailed {
 		t.Fatalf("outcome %s (%s)", tr.Outcome, res.Summary)
 	}
 	// The failed write still moved the FSM to VERIFYING and was read back.
@@ -80,7 +80,7 @@ func TestPlaybookWithoutMatchingActionCannotFix(t *testing.T) {
 	// An action without signals is usable by a model, not picked by the playbook.
 	any := ActionSpec{Name: "anything", Command: []string{"/bin/true"}, Kinds: []string{"storage"}, Risk: "low", Signals: []string{"*"}}
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, other, any)))
-	if res.Transcript.Outcome != bus.OutcomeCannotFix || len(res.Transcript.Steps) != 2 {
+	if res.Transcript.Outcome != contracts.OutcomeCannotFix || len(res.Transcript.Steps) != 2 {
 		t.Fatalf("transcript %s", mustJSON(t, res.Transcript))
 	}
 }
@@ -89,7 +89,7 @@ func TestPlaybookDoesNotActOnClearedCondition(t *testing.T) {
 	fx := newFixture(t)
 	fx.writeSnapshot(fx.snapPath, 10)
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, fx.fixAction("low"))))
-	if res.Transcript.Outcome != bus.OutcomeCannotFix || fx.fixLog() != "" {
+	if res.Transcript.Outcome != contracts.OutcomeCannotFix || fx.fixLog() != "" {
 		t.Fatalf("outcome %s, action log %q", res.Transcript.Outcome, fx.fixLog())
 	}
 }
@@ -100,7 +100,7 @@ func TestPlaybookDoesNotActBlind(t *testing.T) {
 	doc, _ := os.ReadFile(fx.snapPath)
 	_ = os.WriteFile(fx.snapPath, []byte(strings.Replace(string(doc), `"local-zfs","parent":"node/pve1","status":"online"`, `"local-zfs","parent":"node/pve1","status":"offline"`, 1)), 0o600)
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, fx.fixAction("low"))))
-	if res.Transcript.Outcome != bus.OutcomeCannotFix || fx.fixLog() != "" || !strings.Contains(res.Summary, "condition unknown") {
+	if res.Transcript.Outcome != contracts.OutcomeCannotFix || fx.fixLog() != "" || !strings.Contains(res.Summary, "condition unknown") {
 		t.Fatalf("outcome %s (%s), action log %q", res.Transcript.Outcome, res.Summary, fx.fixLog())
 	}
 }
@@ -110,7 +110,7 @@ func TestRiskNeverIsPolicyBlocked(t *testing.T) {
 	res := fx.run(fx.assistant(fx.options(findings.AutonomyFull, fx.fixAction("never"))))
 	tr := res.Transcript
 	equal(t, "steps", stepLines(tr.Steps)[2:], []string{"3:run_action:blocked:POLICY_BLOCKED:READING>READING"})
-	if tr.Outcome != bus.OutcomeCannotFix || fx.fixLog() != "" {
+	if tr.Outcome != contracts.OutcomeCannotFix || fx.fixLog() != "" {
 		t.Fatalf("outcome %s, action log %q", tr.Outcome, fx.fixLog())
 	}
 }
@@ -130,7 +130,7 @@ func TestMonitorNeverWrites(t *testing.T) {
 				t.Fatal("an action ran under monitor")
 			}
 			last := res.Transcript.Steps[len(res.Transcript.Steps)-1]
-			if last.Code != agent.CodePolicyBlocked || res.Transcript.Outcome != bus.OutcomeCannotFix {
+			if last.Code != agent.CodePolicyBlocked || res.Transcript.Outcome != contracts.OutcomeCannotFix {
 				t.Fatalf("transcript %s", mustJSON(t, res.Transcript))
 			}
 		})
@@ -140,7 +140,7 @@ func TestMonitorNeverWrites(t *testing.T) {
 func TestResourceTextIsNeutralised(t *testing.T) {
 	fx := newFixture(t)
 	a := fx.assistant(fx.options(findings.AutonomyFull))
-	s, err := a.newSession(sessionState{ID: "s", FindingID: fx.finding.ID, Attempt: 1, Driver: bus.DriverPlaybook}, fx.finding, nil)
+	s, err := a.newSession(sessionState{ID: "s", FindingID: fx.finding.ID, Attempt: 1, Driver: contracts.DriverPlaybook}, fx.finding, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

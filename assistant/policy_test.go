@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -51,19 +51,19 @@ func TestEffectiveAutonomyIsTheStricter(t *testing.T) {
 func TestDecideOutcome(t *testing.T) {
 	cases := []struct {
 		v    verdict
-		want bus.Outcome
+		want contracts.Outcome
 	}{
-		{verdict{queued: true, executed: 1}, bus.OutcomeFixQueued},
-		{verdict{interrupted: true, executed: 1, afterWrite: ConditionCleared}, bus.OutcomeTimedOut},
-		{verdict{}, bus.OutcomeCannotFix},
-		{verdict{modelFailed: true}, bus.OutcomeNeedsAttention},
-		{verdict{executed: 1, actionOK: true, afterWrite: ConditionCleared}, bus.OutcomeFixVerified},
-		{verdict{executed: 1, actionOK: false, afterWrite: ConditionCleared}, bus.OutcomeFixVerified},
-		{verdict{executed: 1, actionOK: true, afterWrite: ConditionCleared, unverified: true}, bus.OutcomeFixVerificationUnknown},
-		{verdict{executed: 1, actionOK: true, afterWrite: ConditionPresent}, bus.OutcomeFixVerificationFailed},
-		{verdict{executed: 1, actionOK: false, afterWrite: ConditionPresent}, bus.OutcomeFixFailed},
-		{verdict{executed: 1, actionOK: true, afterWrite: ConditionUnknown}, bus.OutcomeFixVerificationUnknown},
-		{verdict{executed: 1, actionOK: true}, bus.OutcomeFixVerificationUnknown},
+		{verdict{queued: true, executed: 1}, contracts.OutcomeFixQueued},
+		{verdict{interrupted: true, executed: 1, afterWrite: ConditionCleared}, contracts.OutcomeTimedOut},
+		{verdict{}, contracts.OutcomeCannotFix},
+		{verdict{modelFailed: true}, contracts.OutcomeNeedsAttention},
+		{verdict{executed: 1, actionOK: true, afterWrite: ConditionCleared}, contracts.OutcomeFixVerified},
+		{verdict{executed: 1, actionOK: false, afterWrite: ConditionCleared}, contracts.OutcomeFixVerified},
+		{verdict{executed: 1, actionOK: true, afterWrite: ConditionCleared, unverified: true}, contracts.OutcomeFixVerificationUnknown},
+		{verdict{executed: 1, actionOK: true, afterWrite: ConditionPresent}, contracts.OutcomeFixVerificationFailed},
+		{verdict{executed: 1, actionOK: false, afterWrite: ConditionPresent}, contracts.OutcomeFixFailed},
+		{verdict{executed: 1, actionOK: true, afterWrite: ConditionUnknown}, contracts.OutcomeFixVerificationUnknown},
+		{verdict{executed: 1, actionOK: true}, contracts.OutcomeFixVerificationUnknown},
 	}
 	for _, c := range cases {
 		if got := decideOutcome(c.v); got != c.want {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
@@ -36,7 +36,7 @@ type sessionState struct {
 	ID         string            `json:"session_id"`
 	FindingID  string            `json:"finding_id"`
 	Attempt    int               `json:"attempt"`
-	Driver     bus.Driver        `json:"driver"`
+	Driver     contracts.Driver  `json:"driver"`
 	Autonomy   findings.Autonomy `json:"autonomy"`
 	StartedAt  time.Time         `json:"started_at"`
 	Turns      int               `json:"turns"`
@@ -102,7 +102,7 @@ func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.F
 		MaxTurns: max(a.opts.Config.MaxTurns-st.Turns, 1), MaxTokens: a.opts.MaxOutputTokens, FSM: fsm,
 		Budgets: []*agent.CallBudget{evidence}, Metrics: a.opts.AgentMetrics, Logger: a.log, Now: a.opts.Now,
 	}
-	if a.opts.Provider != nil && st.Driver == bus.DriverModel {
+	if a.opts.Provider != nil && st.Driver == contracts.DriverModel {
 		if err := s.modelSide(&opts); err != nil {
 			return nil, err
 		}
@@ -285,7 +285,7 @@ func (s *session) finalise() {
 // summaryFor builds the published outcome summary from the outcome and the
 // evidence (the last action's result, the last live check) in patrold's
 // own words; no model text goes into it.
-func (s *session) summaryFor(outcome bus.Outcome) string {
+func (s *session) summaryFor(outcome contracts.Outcome) string {
 	parts := []string{string(outcome)}
 	if s.reason != "" {
 		parts = append(parts, s.reason)

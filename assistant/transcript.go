@@ -9,19 +9,19 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/model"
 )
 
 // Transcript is the record of one session (CONTRACTS.md §8), stored so a
 // session can be shown and replayed.
 type Transcript struct {
-	SessionID  string      `json:"session_id"`
-	FindingID  string      `json:"finding_id"`
-	Driver     bus.Driver  `json:"driver"`
-	Outcome    bus.Outcome `json:"outcome"`
-	FinalState agent.State `json:"final_state"`
-	Steps      []Step      `json:"steps"`
+	SessionID  string            `json:"session_id"`
+	FindingID  string            `json:"finding_id"`
+	Driver     contracts.Driver  `json:"driver"`
+	Outcome    contracts.Outcome `json:"outcome"`
+	FinalState agent.State       `json:"final_state"`
+	Steps      []Step            `json:"steps"`
 	// FinalAnswer is the model's final text kept as a note (figures and
 	// ids no tool result of the session supports stripped), or the
 	// playbook's summary. It is never the published summary.
@@ -138,7 +138,7 @@ func (a *Assistant) querySession(ctx context.Context, where string, args ...any)
 		r.FinishedAt = parseTime(finished.String)
 	}
 	r.Transcript.SessionID, r.Transcript.FindingID = id, finding
-	r.Transcript.Driver, r.Transcript.Outcome = bus.Driver(driver), bus.Outcome(outcome)
+	r.Transcript.Driver, r.Transcript.Outcome = contracts.Driver(driver), contracts.Outcome(outcome)
 	r.StartedAt = parseTime(started)
 	return &r, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -27,7 +28,7 @@ const (
 // Transport is what the worker needs of bus.Transport.
 type Transport interface {
 	Publisher
-	Consume(ctx context.Context, o bus.ConsumerOptions, h func(context.Context, *bus.RemediationRequest) error) error
+	Consume(ctx context.Context, o bus.ConsumerOptions, h func(context.Context, *contracts.RemediationRequest) error) error
 }
 
 var _ Transport = (*bus.Transport)(nil)
@@ -134,7 +135,7 @@ func (w *Worker) sweep(ctx context.Context) {
 // the duplicate) instead of acting again; one whose session was cut off
 // (a crash) is not re-run blind but ends needs_attention. An error makes
 // the transport redeliver the request later.
-func (w *Worker) Handle(ctx context.Context, r *bus.RemediationRequest) error {
+func (w *Worker) Handle(ctx context.Context, r *contracts.RemediationRequest) error {
 	prev, err := w.a.LastSession(ctx, r.FindingID, r.Attempt)
 	switch {
 	case err == nil && prev.Transcript.Outcome != "":
@@ -158,7 +159,7 @@ func (w *Worker) abandon(ctx context.Context, prev *Result) error {
 	if w.a.nowUTC().Sub(prev.StartedAt) < w.a.opts.SessionTimeout+finishTimeout {
 		return fmt.Errorf("session %s for finding %s attempt %d may still be running", prev.Transcript.SessionID, prev.Transcript.FindingID, prev.Attempt)
 	}
-	prev.Transcript.Outcome = bus.OutcomeNeedsAttention
+	prev.Transcript.Outcome = contracts.OutcomeNeedsAttention
 	prev.Transcript.Steps = []Step{}
 	prev.Summary = "a previous session for this attempt was interrupted; not running an action again without an operator"
 	prev.FinishedAt = w.a.nowUTC()

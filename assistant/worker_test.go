@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -49,7 +50,7 @@ func startNATS(t *testing.T) (jetstream.JetStream, *bus.Transport) {
 }
 
 // streamOutcomes returns every outcome message in the stream.
-func streamOutcomes(t *testing.T, js jetstream.JetStream) []*bus.RemediationOutcome {
+func streamOutcomes(t *testing.T, js jetstream.JetStream) []*contracts.RemediationOutcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -57,17 +58,17 @@ func streamOutcomes(t *testing.T, js jetstream.JetStream) []*bus.RemediationOutc
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{bus.FullSubject(testPrefix, bus.SubjectRemediationOutcomes)}})
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{contracts.FullSubject(testPrefix, contracts.SubjectRemediationOutcomes)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*bus.RemediationOutcome
+	var out []*contracts.RemediationOutcome
 	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for m := range batch.Messages() {
-		o, err := bus.DecodeOutcome(m.Data())
+		o, err := contracts.DecodeOutcome(m.Data())
 		if err != nil {
 			t.Fatalf("outcome on the wire does not decode: %v", err)
 		}
@@ -95,9 +96,9 @@ func TestWorkerOverEmbeddedNATS(t *testing.T) {
 		}
 	}()
 
-	req := &bus.RemediationRequest{FindingID: fx.finding.ID, ResourceID: testResource, Category: "capacity", Key: testKey,
+	req := &contracts.RemediationRequest{FindingID: fx.finding.ID, ResourceID: testResource, Category: "capacity", Key: testKey,
 		Severity: "critical", Title: "storage almost full", Autonomy: "full", Attempt: 1, RunID: "run1", RequestedAt: t0}
-	row, err := bus.RequestEvent("req-1", req, t0)
+	row, err := contracts.RequestEvent("req-1", req, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +116,11 @@ func TestWorkerOverEmbeddedNATS(t *testing.T) {
 	if err := tr.Publish(ctx, row); err != nil {
 		t.Fatal(err)
 	}
-	var outs []*bus.RemediationOutcome
+	var outs []*contracts.RemediationOutcome
 	for len(outs) == 0 && time.Now().Before(deadline) {
 		outs = streamOutcomes(t, js)
 	}
-	if len(outs) != 1 || outs[0].Outcome != bus.OutcomeFixVerified || outs[0].Attempt != 1 || outs[0].Driver != bus.DriverPlaybook || outs[0].FindingID != fx.finding.ID {
+	if len(outs) != 1 || outs[0].Outcome != contracts.OutcomeFixVerified || outs[0].Attempt != 1 || outs[0].Driver != contracts.DriverPlaybook || outs[0].FindingID != fx.finding.ID {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	// A redelivered request does not act again; it republishes the same
@@ -160,7 +161,7 @@ func TestWorkerDoesNotRerunAnInterruptedSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &bus.RemediationRequest{FindingID: fx.finding.ID, Attempt: 1, Autonomy: "full"}
+	req := &contracts.RemediationRequest{FindingID: fx.finding.ID, Attempt: 1, Autonomy: "full"}
 	if err := w.Handle(context.Background(), req); err == nil {
 		t.Fatal("a session that may still be running was abandoned")
 	}
@@ -169,7 +170,7 @@ func TestWorkerDoesNotRerunAnInterruptedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	outs := fx.pub.outcomes(t)
-	if len(outs) != 1 || outs[0].Outcome != bus.OutcomeNeedsAttention || outs[0].SessionID != "s-crashed" || fx.fixLog() != "" {
+	if len(outs) != 1 || outs[0].Outcome != contracts.OutcomeNeedsAttention || outs[0].SessionID != "s-crashed" || fx.fixLog() != "" {
 		t.Fatalf("outcomes %+v, action log %q", outs, fx.fixLog())
 	}
 }
@@ -177,7 +178,7 @@ func TestWorkerDoesNotRerunAnInterruptedSession(t *testing.T) {
 // noTransport publishes to a recorder and never consumes.
 type noTransport struct{ *published }
 
-func (noTransport) Consume(ctx context.Context, _ bus.ConsumerOptions, _ func(context.Context, *bus.RemediationRequest) error) error {
+func (noTransport) Consume(ctx context.Context, _ bus.ConsumerOptions, _ func(context.Context, *contracts.RemediationRequest) error) error {
 	<-ctx.Done()
 	return nil
 }

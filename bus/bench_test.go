@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -19,12 +20,12 @@ const benchEvents = 10_000
 // finding event data (a whole finding, as CommitRun writes it, about 1 KB
 // each); the id gets a per-iteration tag so JetStream does not drop them as
 // duplicates.
-func benchRows(b *testing.B, iter int) []findings.OutboxEvent {
+func benchRows(b *testing.B, iter int) []contracts.OutboxEvent {
 	b.Helper()
 	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
-	rows := make([]findings.OutboxEvent, 0, benchEvents)
+	rows := make([]contracts.OutboxEvent, 0, benchEvents)
 	for i := range benchEvents {
-		sev := findings.Severity(Severities[i%len(Severities)])
+		sev := findings.Severity(contracts.Severities[i%len(contracts.Severities)])
 		ch := findings.Observe(nil, findings.Observation{
 			Key: "high_cpu", ResourceID: fmt.Sprintf("vm/%d", 1000+i), ResourceKind: "vm", ResourceName: fmt.Sprintf("app-%d", i),
 			ResourceTags: []string{"prod", "web"}, Category: findings.CategoryPerformance, Severity: sev, Source: findings.SourceDeterministic,
@@ -38,7 +39,7 @@ func benchRows(b *testing.B, iter int) []findings.OutboxEvent {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rows = append(rows, findings.OutboxEvent{
+		rows = append(rows, contracts.OutboxEvent{
 			ID: fmt.Sprintf("b%d-%06d", iter, i), Subject: subject, Type: typ, ResourceID: ch.Finding.ResourceID,
 			Time: now.Add(time.Duration(i) * time.Millisecond), Data: data,
 		})
@@ -46,7 +47,7 @@ func benchRows(b *testing.B, iter int) []findings.OutboxEvent {
 	return rows
 }
 
-func eventBytes(rows []findings.OutboxEvent) float64 {
+func eventBytes(rows []contracts.OutboxEvent) float64 {
 	n := 0
 	for _, r := range rows {
 		n += len(r.Data)
@@ -108,10 +109,10 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 // fillSent writes n small rows and marks them sent.
 func fillSent(b *testing.B, st *findings.Store, n int) {
 	b.Helper()
-	rows := make([]findings.OutboxEvent, n)
+	rows := make([]contracts.OutboxEvent, n)
 	at := time.Now()
 	for i := range rows {
-		rows[i] = findings.OutboxEvent{ID: fmt.Sprintf("old-%07d", i), Subject: "runs.completed", Type: "patrold.run.completed", Time: at, Data: []byte(`{}`)}
+		rows[i] = contracts.OutboxEvent{ID: fmt.Sprintf("old-%07d", i), Subject: "runs.completed", Type: "patrold.run.completed", Time: at, Data: []byte(`{}`)}
 	}
 	ctx := context.Background()
 	if err := st.Enqueue(ctx, rows...); err != nil {

@@ -1,8 +1,9 @@
-// Package bus is patrold's NATS side: the embedded JetStream server used
-// when no URL is configured, the client connection, the PATROL stream, the
-// CloudEvents envelope and subjects, the outbox relay, the remediation
-// request/outcome transport and the leader lease. It moves events; it never
-// decides what is published.
+// Package bus is patrold's NATS transport: the embedded JetStream server
+// used when no URL is configured, the client connection, the PATROL stream,
+// the outbox relay, the durable consumers and the leader lease. It moves
+// subjects, ids and bytes; what they mean (subjects, CloudEvents envelope,
+// payloads) is package contracts', and bus imports no domain package, so it
+// never decides what is published.
 package bus
 
 import (
@@ -19,6 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Connection defaults.
@@ -56,7 +59,7 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) (*Bus, er
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	setStr(&opts.Source, DefaultSource())
+	setStr(&opts.Source, contracts.DefaultSource())
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 const testPrefix = "patrol"
@@ -108,7 +110,7 @@ func newTestRelay(tb testing.TB, ob Outbox, js jetstream.JetStream) *Relay {
 
 // streamEvents reads every message in the stream from the start (an
 // ordered consumer) and decodes the envelopes, in stream order.
-func streamEvents(tb testing.TB, js jetstream.JetStream, subject string) []*Event {
+func streamEvents(tb testing.TB, js jetstream.JetStream, subject string) []*contracts.Event {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -125,7 +127,7 @@ func streamEvents(tb testing.TB, js jetstream.JetStream, subject string) []*Even
 		tb.Fatal(err)
 	}
 	want := int(ci.NumPending)
-	var out []*Event
+	var out []*contracts.Event
 	for len(out) < want {
 		batch, err := cons.Fetch(min(500, want-len(out)), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
@@ -134,7 +136,7 @@ func streamEvents(tb testing.TB, js jetstream.JetStream, subject string) []*Even
 		got := 0
 		for m := range batch.Messages() {
 			got++
-			ev, err := DecodeEvent(m.Data())
+			ev, err := contracts.DecodeEvent(m.Data())
 			if err != nil {
 				tb.Fatalf("stream message %s: %v", m.Subject(), err)
 			}
@@ -148,7 +150,7 @@ func streamEvents(tb testing.TB, js jetstream.JetStream, subject string) []*Even
 }
 
 // eventIndex is the index a findingRows row carries in its data.
-func eventIndex(tb testing.TB, ev *Event) int {
+func eventIndex(tb testing.TB, ev *contracts.Event) int {
 	tb.Helper()
 	var d struct {
 		Index int `json:"index"`

@@ -12,7 +12,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/contracts"
 )
 
 // sqliteOutbox is a small SQLite outbox for the tests and benchmarks, shaped
@@ -52,7 +52,7 @@ func openOutbox(tb testing.TB, path string) *sqliteOutbox {
 
 // Insert writes rows in one transaction, as a commit of the findings store
 // would; Seq is assigned by SQLite.
-func (o *sqliteOutbox) Insert(ctx context.Context, rows []findings.OutboxEvent) error {
+func (o *sqliteOutbox) Insert(ctx context.Context, rows []contracts.OutboxEvent) error {
 	tx, err := o.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -71,16 +71,16 @@ func (o *sqliteOutbox) Insert(ctx context.Context, rows []findings.OutboxEvent) 
 	return tx.Commit()
 }
 
-func (o *sqliteOutbox) PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error) {
+func (o *sqliteOutbox) PendingEvents(ctx context.Context, limit int) ([]contracts.OutboxEvent, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT seq, id, subject, type, resource_id, time, data FROM outbox
 		WHERE sent_at IS NULL ORDER BY seq LIMIT ?`, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []findings.OutboxEvent
+	var out []contracts.OutboxEvent
 	for rows.Next() {
-		var e findings.OutboxEvent
+		var e contracts.OutboxEvent
 		var ts int64
 		var data []byte
 		if err := rows.Scan(&e.Seq, &e.ID, &e.Subject, &e.Type, &e.ResourceID, &ts, &data); err != nil {
@@ -152,17 +152,17 @@ func (f *failingMarkSent) MarkSent(ctx context.Context, seqs []int64, at time.Ti
 
 // findingRows builds n finding events, ids "<tag>-<i>", cycling through
 // events and severities; data carries the index so order can be checked.
-func findingRows(tb testing.TB, tag string, from, n int, now time.Time) []findings.OutboxEvent {
+func findingRows(tb testing.TB, tag string, from, n int, now time.Time) []contracts.OutboxEvent {
 	tb.Helper()
-	rows := make([]findings.OutboxEvent, 0, n)
+	rows := make([]contracts.OutboxEvent, 0, n)
 	for i := from; i < from+n; i++ {
-		ev := FindingEvents[i%len(FindingEvents)]
-		sev := Severities[i%len(Severities)]
-		subject, typ, err := FindingSubject(ev, sev)
+		ev := contracts.FindingEvents[i%len(contracts.FindingEvents)]
+		sev := contracts.Severities[i%len(contracts.Severities)]
+		subject, typ, err := contracts.FindingSubject(ev, sev)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		rows = append(rows, findings.OutboxEvent{
+		rows = append(rows, contracts.OutboxEvent{
 			ID:         fmt.Sprintf("%s-%06d", tag, i),
 			Subject:    subject,
 			Type:       typ,

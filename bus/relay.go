@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/contracts"
 )
 
 // Relay defaults.
@@ -28,7 +28,7 @@ const (
 // Outbox is what the relay needs from the findings store. PendingEvents
 // returns unsent rows in ascending Seq.
 type Outbox interface {
-	PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error)
+	PendingEvents(ctx context.Context, limit int) ([]contracts.OutboxEvent, error)
 	MarkSent(ctx context.Context, seqs []int64, at time.Time) error
 	PruneSent(ctx context.Context, before time.Time) (int64, error)
 	PendingCount(ctx context.Context) (int64, error)
@@ -46,7 +46,7 @@ type RelayOptions struct {
 	Outbox    Outbox
 	JetStream Publisher
 	Prefix    string // subject prefix, e.g. "patrol"
-	Source    string // CloudEvents source; "" = DefaultSource()
+	Source    string // CloudEvents source; "" = contracts.DefaultSource()
 	Batch     int    // rows per publish window
 	Retention time.Duration
 	// Interval is the polling fallback between kicks.
@@ -87,7 +87,7 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 	setNum(&o.Retention, DefaultOutboxRetention)
 	setNum(&o.Interval, DefaultRelayInterval)
 	setNum(&o.AckTimeout, DefaultRelayAckTimeout)
-	setStr(&o.Source, DefaultSource())
+	setStr(&o.Source, contracts.DefaultSource())
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -184,7 +184,7 @@ func (r *Relay) Flush(ctx context.Context) error {
 
 // publishWindow publishes rows asynchronously and waits for their acks in
 // order. It returns how many leading rows were acked.
-func (r *Relay) publishWindow(ctx context.Context, rows []findings.OutboxEvent) (int, error) {
+func (r *Relay) publishWindow(ctx context.Context, rows []contracts.OutboxEvent) (int, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
 	var sendErr error
 	for _, row := range rows {
@@ -208,7 +208,7 @@ func (r *Relay) publishWindow(ctx context.Context, rows []findings.OutboxEvent) 
 
 // awaitAcks waits for the futures in order and counts the unbroken prefix
 // of acks. A timeout or a cancelled ctx stops the wait.
-func (r *Relay) awaitAcks(ctx context.Context, rows []findings.OutboxEvent, futures []jetstream.PubAckFuture) (int, error) {
+func (r *Relay) awaitAcks(ctx context.Context, rows []contracts.OutboxEvent, futures []jetstream.PubAckFuture) (int, error) {
 	timer := time.NewTimer(r.opts.AckTimeout)
 	defer timer.Stop()
 	acked := 0
@@ -240,7 +240,7 @@ func (r *Relay) awaitAcks(ctx context.Context, rows []findings.OutboxEvent, futu
 	return acked, firstErr
 }
 
-func (r *Relay) message(row findings.OutboxEvent) (*nats.Msg, error) {
+func (r *Relay) message(row contracts.OutboxEvent) (*nats.Msg, error) {
 	return EventMessage(r.opts.Prefix, r.opts.Source, row)
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/contracts"
 )
 
 func startBus(t *testing.T, reg prometheus.Registerer) *Bus {
@@ -35,21 +35,21 @@ func startBus(t *testing.T, reg prometheus.Registerer) *Bus {
 }
 
 // mixedRows is one of every kind of event the daemon publishes.
-func mixedRows(t *testing.T, now time.Time) []findings.OutboxEvent {
+func mixedRows(t *testing.T, now time.Time) []contracts.OutboxEvent {
 	rows := findingRows(t, "find", 0, 240, now)
-	runSubj, runType := RunSubject()
-	rows = append(rows, findings.OutboxEvent{ID: "run-1", Subject: runSubj, Type: runType, Time: now,
+	runSubj, runType := contracts.RunSubject()
+	rows = append(rows, contracts.OutboxEvent{ID: "run-1", Subject: runSubj, Type: runType, Time: now,
 		Data: json.RawMessage(`{"run_id":"01JRUN","status":"healthy","index":240}`)})
-	req, err := RequestEvent("req-1", validRequest(), now)
+	req, err := contracts.RequestEvent("req-1", validRequest(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Data = json.RawMessage(strings.Replace(string(req.Data), "{", `{"index":241,`, 1))
-	appSubj, appType, err := ApprovalSubject(ApprovalExpired)
+	appSubj, appType, err := contracts.ApprovalSubject(contracts.ApprovalExpired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows = append(rows, req, findings.OutboxEvent{ID: "appr-1", Subject: appSubj, Type: appType,
+	rows = append(rows, req, contracts.OutboxEvent{ID: "appr-1", Subject: appSubj, Type: appType,
 		ResourceID: "vm/101", Time: now, Data: json.RawMessage(`{"index":242}`)})
 	return rows
 }
@@ -104,7 +104,7 @@ func TestRelayDeliversEveryOutboxEventOnceInOrder(t *testing.T) {
 	seen := map[string]int{}
 	for i, m := range got {
 		row := rows[i]
-		ev, err := DecodeEvent(m.Data)
+		ev, err := contracts.DecodeEvent(m.Data)
 		if err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
@@ -115,7 +115,7 @@ func TestRelayDeliversEveryOutboxEventOnceInOrder(t *testing.T) {
 		if id := m.Header.Get(jetstream.MsgIDHeader); id != row.ID {
 			t.Errorf("message %d: Nats-Msg-Id %q, want %q", i, id, row.ID)
 		}
-		want := Event{SpecVersion: "1.0", ID: row.ID, Source: "patrold/test", Type: row.Type, Time: row.Time,
+		want := contracts.Event{SpecVersion: "1.0", ID: row.ID, Source: "patrold/test", Type: row.Type, Time: row.Time,
 			Subject: row.ResourceID, DataContentType: "application/json"}
 		gotHead := *ev
 		gotHead.Data = nil
@@ -225,7 +225,7 @@ func (jsStub) PublishMsgAsync(*nats.Msg, ...jetstream.PublishOpt) (jetstream.Pub
 	return nil, nil
 }
 
-func sameHead(a, b Event) bool {
+func sameHead(a, b contracts.Event) bool {
 	return a.SpecVersion == b.SpecVersion && a.ID == b.ID && a.Source == b.Source && a.Type == b.Type &&
 		a.Time.Equal(b.Time) && a.Subject == b.Subject && a.DataContentType == b.DataContentType
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/contracts"
 )
 
 // Consumer defaults.
@@ -38,7 +38,7 @@ type TransportOptions struct {
 	JetStream  StreamConsumers
 	Prefix     string // subject prefix, e.g. "patrol"
 	Stream     string // default DefaultStreamName
-	Source     string // CloudEvents source for Publish; "" = DefaultSource()
+	Source     string // CloudEvents source for Publish; "" = contracts.DefaultSource()
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
@@ -79,7 +79,7 @@ func NewTransport(o TransportOptions) (*Transport, error) {
 		return nil, fmt.Errorf("transport: Prefix %q is not a single NATS subject token", o.Prefix)
 	}
 	setStr(&o.Stream, DefaultStreamName)
-	setStr(&o.Source, DefaultSource())
+	setStr(&o.Source, contracts.DefaultSource())
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,8 +92,8 @@ func NewTransport(o TransportOptions) (*Transport, error) {
 
 // Publish publishes one event directly (synchronously, with the
 // Nats-Msg-Id dedup header), for processes without an outbox such as a
-// remote assistant worker. Build the row with OutcomeEvent.
-func (t *Transport) Publish(ctx context.Context, row findings.OutboxEvent) error {
+// remote assistant worker. Build the row with contracts.OutcomeEvent.
+func (t *Transport) Publish(ctx context.Context, row contracts.OutboxEvent) error {
 	msg, err := EventMessage(t.opts.Prefix, t.opts.Source, row)
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", row.Type, err)
@@ -107,14 +107,14 @@ func (t *Transport) Publish(ctx context.Context, row findings.OutboxEvent) error
 // Consume runs a durable pull consumer on remediation requests until ctx
 // ends. A handler error naks the request with a growing delay; a request
 // that does not decode is terminated and counted, never retried.
-func (t *Transport) Consume(ctx context.Context, o ConsumerOptions, h func(context.Context, *RemediationRequest) error) error {
-	return consume(ctx, t, KindRemediationRequest, SubjectRemediationRequests, o, DecodeRequest, h)
+func (t *Transport) Consume(ctx context.Context, o ConsumerOptions, h func(context.Context, *contracts.RemediationRequest) error) error {
+	return consume(ctx, t, KindRemediationRequest, contracts.SubjectRemediationRequests, o, contracts.DecodeRequest, h)
 }
 
 // ConsumeOutcomes runs a durable pull consumer on remediation outcomes
 // until ctx ends, with the same rules as Consume.
-func (t *Transport) ConsumeOutcomes(ctx context.Context, o ConsumerOptions, h func(context.Context, *RemediationOutcome) error) error {
-	return consume(ctx, t, KindRemediationOutcome, SubjectRemediationOutcomes, o, DecodeOutcome, h)
+func (t *Transport) ConsumeOutcomes(ctx context.Context, o ConsumerOptions, h func(context.Context, *contracts.RemediationOutcome) error) error {
+	return consume(ctx, t, KindRemediationOutcome, contracts.SubjectRemediationOutcomes, o, contracts.DecodeOutcome, h)
 }
 
 func (o ConsumerOptions) withDefaults(stream, subject string) ConsumerOptions {
@@ -146,18 +146,18 @@ func (o ConsumerOptions) validate() error {
 // must ensure its consumers exist before anything it publishes could be
 // meant for them; Consume would otherwise create them only when it starts.
 func (t *Transport) EnsureRequestConsumer(ctx context.Context, o ConsumerOptions) error {
-	_, _, err := ensureConsumer(ctx, t, SubjectRemediationRequests, o)
+	_, _, err := ensureConsumer(ctx, t, contracts.SubjectRemediationRequests, o)
 	return err
 }
 
 // EnsureOutcomeConsumer is EnsureRequestConsumer for outcomes.
 func (t *Transport) EnsureOutcomeConsumer(ctx context.Context, o ConsumerOptions) error {
-	_, _, err := ensureConsumer(ctx, t, SubjectRemediationOutcomes, o)
+	_, _, err := ensureConsumer(ctx, t, contracts.SubjectRemediationOutcomes, o)
 	return err
 }
 
 func ensureConsumer(ctx context.Context, t *Transport, relSubject string, o ConsumerOptions) (jetstream.Consumer, ConsumerOptions, error) {
-	o = o.withDefaults(t.opts.Stream, FullSubject(t.opts.Prefix, relSubject))
+	o = o.withDefaults(t.opts.Stream, contracts.FullSubject(t.opts.Prefix, relSubject))
 	if err := o.validate(); err != nil {
 		return nil, o, err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 type transportFixture struct {
@@ -61,18 +63,18 @@ func (f *transportFixture) run(t *testing.T, durable string, consume func(ctx co
 
 func (f *transportFixture) publishRaw(t *testing.T, subject string, data []byte) {
 	t.Helper()
-	if _, err := f.js.Publish(context.Background(), FullSubject(testPrefix, subject), data); err != nil {
+	if _, err := f.js.Publish(context.Background(), contracts.FullSubject(testPrefix, subject), data); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestConsumeOutcomesTerminatesMalformedMessages(t *testing.T) {
 	f := newTransportFixture(t)
-	var handled []*RemediationOutcome
+	var handled []*contracts.RemediationOutcome
 	var mu sync.Mutex
 	opts := ConsumerOptions{Durable: "outcomes", AckWait: time.Second, MaxDeliver: 3, NakDelay: 50 * time.Millisecond}
 	f.run(t, "outcomes", func(ctx context.Context) error {
-		return f.tr.ConsumeOutcomes(ctx, opts, func(_ context.Context, o *RemediationOutcome) error {
+		return f.tr.ConsumeOutcomes(ctx, opts, func(_ context.Context, o *contracts.RemediationOutcome) error {
 			mu.Lock()
 			defer mu.Unlock()
 			handled = append(handled, o)
@@ -85,13 +87,13 @@ func TestConsumeOutcomesTerminatesMalformedMessages(t *testing.T) {
 	unknown.Outcome = "probably_fine"
 	for _, raw := range [][]byte{
 		[]byte("this is not json"),
-		envelopeOf(t, TypeRemediationRequest, validOutcome()), // wrong type
-		envelopeOf(t, TypeRemediationOutcome, unknown),
-		envelopeOf(t, TypeRemediationOutcome, noFinding),
+		envelopeOf(t, contracts.TypeRemediationRequest, validOutcome()), // wrong type
+		envelopeOf(t, contracts.TypeRemediationOutcome, unknown),
+		envelopeOf(t, contracts.TypeRemediationOutcome, noFinding),
 	} {
-		f.publishRaw(t, SubjectRemediationOutcomes, raw)
+		f.publishRaw(t, contracts.SubjectRemediationOutcomes, raw)
 	}
-	row, err := OutcomeEvent("outcome-1", validOutcome(), testTime)
+	row, err := contracts.OutcomeEvent("outcome-1", validOutcome(), testTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestConsumeRequestsRetriesAndBoundsInFlight(t *testing.T) {
 	opts := ConsumerOptions{Durable: "workers", MaxInFlight: maxInFlight, AckWait: 5 * time.Second,
 		MaxDeliver: 5, NakDelay: 50 * time.Millisecond}
 	f.run(t, "workers", func(ctx context.Context) error {
-		return f.tr.Consume(ctx, opts, func(_ context.Context, r *RemediationRequest) error {
+		return f.tr.Consume(ctx, opts, func(_ context.Context, r *contracts.RemediationRequest) error {
 			cur := inFlight.Add(1)
 			defer inFlight.Add(-1)
 			for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
@@ -168,7 +170,7 @@ func TestConsumeRequestsRetriesAndBoundsInFlight(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		r := validRequest()
 		r.Attempt = i // distinguishes the requests in this test
-		row, err := RequestEvent(fmt.Sprintf("req-%d", i), r, testTime)
+		row, err := contracts.RequestEvent(fmt.Sprintf("req-%d", i), r, testTime)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +211,7 @@ func TestConsumeRedeliversAfterAckWait(t *testing.T) {
 	done := make(chan struct{})
 	opts := ConsumerOptions{Durable: "slow", MaxInFlight: 1, AckWait: 700 * time.Millisecond, MaxDeliver: 3}
 	f.run(t, "slow", func(ctx context.Context) error {
-		return f.tr.Consume(ctx, opts, func(hctx context.Context, _ *RemediationRequest) error {
+		return f.tr.Consume(ctx, opts, func(hctx context.Context, _ *contracts.RemediationRequest) error {
 			if deliveries.Add(1) == 1 {
 				<-hctx.Done() // stuck past the ack wait
 				return hctx.Err()
@@ -218,7 +220,7 @@ func TestConsumeRedeliversAfterAckWait(t *testing.T) {
 			return nil
 		})
 	})
-	row, err := RequestEvent("req-slow", validRequest(), testTime)
+	row, err := contracts.RequestEvent("req-slow", validRequest(), testTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func TestConsumeRedeliversAfterAckWait(t *testing.T) {
 
 func TestConsumerOptionsAreValidated(t *testing.T) {
 	f := newTransportFixture(t)
-	h := func(context.Context, *RemediationRequest) error { return nil }
+	h := func(context.Context, *contracts.RemediationRequest) error { return nil }
 	if err := f.tr.Consume(context.Background(), ConsumerOptions{Durable: "a.b"}, h); err == nil || !strings.Contains(err.Error(), "Durable") {
 		t.Errorf("bad durable: %v", err)
 	}

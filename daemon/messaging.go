@@ -11,6 +11,7 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
 	"github.com/patrold/patrold/notify"
@@ -76,7 +77,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	// The outcome consumer exists before anything is published: consumers
 	// start with new messages.
 	outcomes := bus.ConsumerOptions{Stream: b.StreamName(), Durable: OutcomesDurable,
-		Subject: bus.FullSubject(b.Prefix(), bus.SubjectRemediationOutcomes)}
+		Subject: contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationOutcomes)}
 	if err := tr.EnsureOutcomeConsumer(ctx, outcomes); err != nil {
 		return fail(err)
 	}
@@ -148,7 +149,7 @@ func (m *messaging) stop() error {
 
 // handleOutcome hands a remediation outcome from the bus to the findings'
 // outcome handler.
-func (d *Daemon) handleOutcome(ctx context.Context, o *bus.RemediationOutcome) error {
+func (d *Daemon) handleOutcome(ctx context.Context, o *contracts.RemediationOutcome) error {
 	h := outcome.Handler{Recorder: d.store, Now: d.opts.Now, Logger: d.log, Applied: d.msg.kick}
 	return h.Handle(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
 		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary})

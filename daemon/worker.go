@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/patrold/patrold/assistant"
-	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -41,7 +41,7 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 			ModelName: modelName, MaxOutputTokens: maxOut,
 		},
 		Transport: d.msg.transport, Stream: b.StreamName(),
-		Subject:       bus.FullSubject(b.Prefix(), bus.SubjectRemediationRequests),
+		Subject:       contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationRequests),
 		MaxConcurrent: cfg.Investigation.MaxConcurrent, SweepInterval: assistant.DefaultSweepInterval,
 	})
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/assistant"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -88,7 +88,7 @@ func checkAssistantDoc(doc string, decide func(findings.Autonomy, assistant.Risk
 	}
 	// Outcomes: every documented one is a contract outcome.
 	for _, m := range assistantRow.FindAllStringSubmatch(assistantSection(doc, "Outcomes"), -1) {
-		if !bus.Outcome(m[1]).Valid() {
+		if !contracts.Outcome(m[1]).Valid() {
 			problems = append(problems, "ASSISTANT.md documents outcome "+m[1]+", which is not a contract outcome")
 		}
 	}

@@ -6,28 +6,28 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 )
 
-// natsDocFacts derives from package bus what docs/NATS.md must state: the
+// natsDocFacts derives from package contracts what docs/NATS.md must state: the
 // subjects and CloudEvents types, the finding and approval events, and the
 // remediation outcomes.
 func natsDocFacts() (words []string, listLines map[string][]string) {
 	for _, sub := range [][2]string{
-		{bus.SubjectRunCompleted, bus.TypeRunCompleted},
-		{bus.SubjectRemediationRequests, bus.TypeRemediationRequest},
-		{bus.SubjectRemediationOutcomes, bus.TypeRemediationOutcome},
+		{contracts.SubjectRunCompleted, contracts.TypeRunCompleted},
+		{contracts.SubjectRemediationRequests, contracts.TypeRemediationRequest},
+		{contracts.SubjectRemediationOutcomes, contracts.TypeRemediationOutcome},
 	} {
 		words = append(words, "patrol."+sub[0], sub[1])
 	}
 	listLines = map[string][]string{}
-	for _, e := range bus.FindingEvents {
+	for _, e := range contracts.FindingEvents {
 		listLines["finding `<event>`"] = append(listLines["finding `<event>`"], string(e))
 	}
-	for _, e := range bus.ApprovalEvents {
+	for _, e := range contracts.ApprovalEvents {
 		listLines["approval `<event>`"] = append(listLines["approval `<event>`"], string(e))
 	}
-	for _, o := range bus.Outcomes {
+	for _, o := range contracts.Outcomes {
 		listLines["`outcome` is one of"] = append(listLines["`outcome` is one of"], string(o))
 	}
 	return words, listLines

@@ -15,7 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/patrold/patrold/assistant"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -85,7 +85,7 @@ func docExamples(t *testing.T, doc string) (data, envelopes map[string][]byte) {
 			t.Fatalf("NATS.md example %s is not JSON:\n%s", m[1], raw)
 		}
 		if m[2] == "envelope" {
-			ev, err := bus.DecodeEvent(raw)
+			ev, err := contracts.DecodeEvent(raw)
 			if err != nil {
 				t.Fatalf("NATS.md example %s: %v", m[1], err)
 			}
@@ -176,12 +176,12 @@ func sameShape(a, b []string) (onlyA, onlyB []string) {
 func goEvents(t *testing.T) map[string][]byte {
 	t.Helper()
 	at := time.Date(2025, 3, 1, 12, 0, 7, 0, time.UTC)
-	out, err := json.Marshal(bus.RemediationOutcome{SessionID: "01JNQ4X0", FindingID: "3f1c2a9b8d7e6f50", Attempt: 1,
-		Outcome: bus.OutcomeFixVerified, Driver: bus.DriverPlaybook, Summary: "pruned", StartedAt: at, FinishedAt: at.Add(time.Minute)})
+	out, err := json.Marshal(contracts.RemediationOutcome{SessionID: "01JNQ4X0", FindingID: "3f1c2a9b8d7e6f50", Attempt: 1,
+		Outcome: contracts.OutcomeFixVerified, Driver: contracts.DriverPlaybook, Summary: "pruned", StartedAt: at, FinishedAt: at.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, err := json.Marshal(assistant.ApprovalEventData{Event: bus.ApprovalRequested, Approval: assistant.Approval{
+	ap, err := json.Marshal(assistant.ApprovalEventData{Event: contracts.ApprovalRequested, Approval: assistant.Approval{
 		ID: "01JNQ4X2", FindingID: "3f1c2a9b8d7e6f50", SessionID: "01JNQ4X0", Attempt: 1, ResourceID: "storage/pve1/local-zfs",
 		Action: "prune_snapshots", Args: json.RawMessage(`{"keep":3}`), Risk: assistant.RiskLow, State: assistant.ApprovalPending,
 		CreatedAt: at, ExpiresAt: at.Add(5 * time.Minute)}})
@@ -205,7 +205,7 @@ func TestNATSExamplesMatchTheWire(t *testing.T) {
 	real := map[string][]byte{}
 	realEnv := map[string][]byte{}
 	for typ, raw := range wire {
-		ev, err := bus.DecodeEvent(raw)
+		ev, err := contracts.DecodeEvent(raw)
 		if err != nil {
 			t.Fatalf("real %s: %v", typ, err)
 		}
@@ -281,17 +281,17 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 	}
 	fnd := read("patrold.finding.v1.json")
 	var outcomes, events []any
-	for _, o := range bus.Outcomes {
+	for _, o := range contracts.Outcomes {
 		outcomes = append(outcomes, o)
 	}
-	for _, e := range bus.ApprovalEvents {
+	for _, e := range contracts.ApprovalEvents {
 		events = append(events, e)
 	}
 	var sev, cat []any
-	for _, s := range bus.Severities {
+	for _, s := range contracts.Severities {
 		sev = append(sev, s)
 	}
-	for _, c := range bus.Categories {
+	for _, c := range contracts.Categories {
 		cat = append(cat, c)
 	}
 	cases := []struct {

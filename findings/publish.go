@@ -2,6 +2,8 @@ package findings
 
 import (
 	"time"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Publish reasons (CONTRACTS.md §4).
@@ -123,7 +125,6 @@ func pruneTransitions(ts []time.Time, now time.Time, window time.Duration) []tim
 // FindingSubject returns the subject (relative to the prefix) and the event
 // type of a finding event.
 func FindingSubject(event string, severity Severity) (subject, typ string) {
-	// The one place the finding subject and type are spelled; bus
-	// validates and delegates here.
-	return "findings." + event + "." + string(severity), "patrold.finding." + event
+	// Spelled once, in package contracts.
+	return contracts.FindingSubjectOf(contracts.FindingEvent(event), string(severity))
 }

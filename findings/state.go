@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Loop states (derived, BEHAVIOUR.md §4), first match wins.
@@ -22,18 +24,20 @@ const (
 	StateDetected           = "detected"
 )
 
-// Investigation outcomes.
+// Investigation outcomes. The ones a session reports are the wire values
+// of package contracts (one place they are spelled), mirrored here as
+// untyped strings for the store's columns.
 const (
-	OutcomeFixVerified            = "fix_verified"
-	OutcomeFixQueued              = "fix_queued"
-	OutcomeFixExecuted            = "fix_executed"
-	OutcomeFixFailed              = "fix_failed"
-	OutcomeFixVerificationFailed  = "fix_verification_failed"
-	OutcomeFixVerificationUnknown = "fix_verification_unknown"
-	OutcomeFixRejected            = "fix_rejected"
-	OutcomeCannotFix              = "cannot_fix"
-	OutcomeNeedsAttention         = "needs_attention"
-	OutcomeTimedOut               = "timed_out"
+	OutcomeFixVerified            = string(contracts.OutcomeFixVerified)
+	OutcomeFixQueued              = string(contracts.OutcomeFixQueued)
+	OutcomeFixExecuted            = string(contracts.OutcomeFixExecuted)
+	OutcomeFixFailed              = string(contracts.OutcomeFixFailed)
+	OutcomeFixVerificationFailed  = string(contracts.OutcomeFixVerificationFailed)
+	OutcomeFixVerificationUnknown = string(contracts.OutcomeFixVerificationUnknown)
+	OutcomeFixRejected            = string(contracts.OutcomeFixRejected)
+	OutcomeCannotFix              = string(contracts.OutcomeCannotFix)
+	OutcomeNeedsAttention         = string(contracts.OutcomeNeedsAttention)
+	OutcomeTimedOut               = string(contracts.OutcomeTimedOut)
 	OutcomeResolved               = "resolved"
 	InvestigationRunning          = "running"
 )

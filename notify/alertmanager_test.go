@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -33,7 +34,7 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func decoded(t *testing.T, row findings.OutboxEvent) *findingEvent {
+func decoded(t *testing.T, row contracts.OutboxEvent) *findingEvent {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"specversion": "1.0", "id": row.ID, "source": "patrold/test", "type": row.Type,
 		"time": row.Time, "subject": row.ResourceID, "datacontenttype": "application/json", "data": row.Data})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -50,7 +51,7 @@ func BenchmarkAlertmanagerApply(b *testing.B) {
 	}
 }
 
-func decodedB(b *testing.B, row findings.OutboxEvent) *findingEvent {
+func decodedB(b *testing.B, row contracts.OutboxEvent) *findingEvent {
 	b.Helper()
 	raw, err := json.Marshal(map[string]any{"specversion": "1.0", "id": row.ID, "source": "patrold/test", "type": row.Type,
 		"time": row.Time, "subject": row.ResourceID, "datacontenttype": "application/json", "data": row.Data})

@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
-const typeFindingPrefix = "patrold.finding."
-
 // findingEvent is a decoded finding lifecycle event.
 type findingEvent struct {
-	Event   *bus.Event
+	Event   *contracts.Event
 	Kind    string // opened, updated, repeated, resolved, reopened, suppressed
 	Finding findings.FindingEventData
 }
@@ -25,7 +23,7 @@ type findingEvent struct {
 // own state decides).
 func (e *findingEvent) ended() bool {
 	f := &e.Finding.Finding
-	return e.Kind == string(bus.FindingResolved) || e.Kind == string(bus.FindingSuppressed) ||
+	return e.Kind == string(contracts.FindingResolved) || e.Kind == string(contracts.FindingSuppressed) ||
 		f.Status == findings.StatusResolved || f.State == findings.StateSuppressed || f.State == findings.StateDismissed
 }
 
@@ -33,13 +31,13 @@ func (e *findingEvent) ended() bool {
 // The payload is read leniently (a newer publisher may add fields) but
 // every field an alert is built from is checked, naming it.
 func decodeFindingEvent(raw []byte) (*findingEvent, error) {
-	ev, err := bus.DecodeEvent(raw)
+	ev, err := contracts.DecodeEvent(raw)
 	if err != nil {
 		return nil, err
 	}
-	kind, ok := strings.CutPrefix(ev.Type, typeFindingPrefix)
-	if !ok || !bus.FindingEvent(kind).Valid() {
-		return nil, fmt.Errorf("type: %q is not a finding event (%s<%v>)", ev.Type, typeFindingPrefix, bus.FindingEvents)
+	kind, ok := strings.CutPrefix(ev.Type, contracts.TypeFindingPrefix)
+	if !ok || !contracts.FindingEvent(kind).Valid() {
+		return nil, fmt.Errorf("type: %q is not a finding event (%s<%v>)", ev.Type, contracts.TypeFindingPrefix, contracts.FindingEvents)
 	}
 	out := &findingEvent{Event: ev, Kind: kind}
 	dec := json.NewDecoder(bytes.NewReader(ev.Data))
@@ -55,9 +53,9 @@ func decodeFindingEvent(raw []byte) (*findingEvent, error) {
 	case f.Key == "":
 		return nil, errors.New("data.finding.key: required")
 	case !f.Severity.Valid():
-		return nil, fmt.Errorf("data.finding.severity: %q is not one of %v", f.Severity, bus.Severities)
+		return nil, fmt.Errorf("data.finding.severity: %q is not one of %v", f.Severity, contracts.Severities)
 	case findings.NormalizeCategory(string(f.Category)) != f.Category:
-		return nil, fmt.Errorf("data.finding.category: %q is not one of %v", f.Category, bus.Categories)
+		return nil, fmt.Errorf("data.finding.category: %q is not one of %v", f.Category, contracts.Categories)
 	case f.Status != findings.StatusActive && f.Status != findings.StatusResolved:
 		return nil, fmt.Errorf("data.finding.status: %q is not active or resolved", f.Status)
 	case f.DetectedAt.IsZero():

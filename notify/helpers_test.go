@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -46,9 +47,9 @@ func testFinding(resource, kind string, cat findings.Category, key string, sev f
 }
 
 // findingRow builds the outbox row of a finding event, like the store.
-func findingRow(t testing.TB, id, event string, f findings.Finding, at time.Time) findings.OutboxEvent {
+func findingRow(t testing.TB, id, event string, f findings.Finding, at time.Time) contracts.OutboxEvent {
 	t.Helper()
-	subject, typ, err := bus.FindingSubject(bus.FindingEvent(event), string(f.Severity))
+	subject, typ, err := contracts.FindingSubject(contracts.FindingEvent(event), string(f.Severity))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +57,11 @@ func findingRow(t testing.TB, id, event string, f findings.Finding, at time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return findings.OutboxEvent{ID: id, Subject: subject, Type: typ, ResourceID: f.ResourceID, Time: at, Data: data}
+	return contracts.OutboxEvent{ID: id, Subject: subject, Type: typ, ResourceID: f.ResourceID, Time: at, Data: data}
 }
 
 // publish publishes a row as the relay does and returns the body on the wire.
-func publish(t testing.TB, b *bus.Bus, row findings.OutboxEvent) []byte {
+func publish(t testing.TB, b *bus.Bus, row contracts.OutboxEvent) []byte {
 	t.Helper()
 	msg, err := bus.EventMessage(b.Prefix(), b.Source(), row)
 	if err != nil {

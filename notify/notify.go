@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 )
 
 // RunnerOptions configure a Runner.
@@ -109,7 +110,9 @@ func New(o RunnerOptions) (*Runner, error) {
 	return r, nil
 }
 
-func findingsFilter(prefix string) string { return bus.FullSubject(prefix, "findings.>") }
+func findingsFilter(prefix string) string {
+	return contracts.FullSubject(prefix, contracts.SubjectFindingsAll)
+}
 
 // Sinks reports how many sinks are configured.
 func (r *Runner) Sinks() int { return len(r.sinks) }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 )
 
 // Webhook request headers.
@@ -50,7 +50,7 @@ type webhookSink struct {
 
 func (w *webhookSink) deliver(ctx context.Context, msg jetstream.Msg) error {
 	body := msg.Data()
-	ev, err := bus.DecodeEvent(body)
+	ev, err := contracts.DecodeEvent(body)
 	if err != nil {
 		return &permanentError{err}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
@@ -186,7 +186,7 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 	for _, f := range rep.Findings {
 		byChange[string(f.Change)]++
 	}
-	subject, typ := bus.RunSubject()
+	subject, typ := contracts.RunSubject()
 	ev := findings.OutboxDraft{Subject: subject, Type: typ, Data: RunCompleted{
 		RunID: rep.RunID, Trigger: rep.Trigger, Status: rep.Status, StatusReasons: rep.StatusReasons, Analysis: rep.Analysis,
 		DurationMS: rep.DurationMS, Resources: rep.Resources, Signals: len(rep.Signals), Findings: byChange,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -52,9 +52,9 @@ func (r *Runner) handOver(ctx context.Context, set Settings, rep *Report) {
 		}
 	}
 	handed, err := r.opts.Store.RequestInvestigations(ctx, ids, gate, set.Autonomy, now, func(f *findings.Finding, attempt int) findings.OutboxDraft {
-		subject, typ := bus.RequestSubject()
+		subject, typ := contracts.RequestSubject()
 		return findings.OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID,
-			Data: bus.RemediationRequest{
+			Data: contracts.RemediationRequest{
 				FindingID: f.ID, ResourceID: f.ResourceID, Category: string(f.Category), Key: f.Key, Severity: string(f.Severity),
 				Title: f.Title, Autonomy: string(set.Autonomy), Attempt: attempt, RunID: rep.RunID, RequestedAt: now,
 			}}

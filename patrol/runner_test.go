@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/alerts"
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
@@ -250,7 +250,7 @@ func TestOutboxRows(t *testing.T) {
 		switch x.Type {
 		case "patrold.finding.opened":
 			opened++
-		case bus.TypeRunCompleted:
+		case contracts.TypeRunCompleted:
 			completed++
 		default:
 			t.Errorf("unexpected event %s", x.Type)

@@ -1,10 +1,14 @@
-package bus
+// Package contracts holds what patrold puts on the wire and what the other
+// side may rely on: the NATS subjects and CloudEvents types of every
+// published event, the CloudEvents envelope, the outbox row the relay
+// publishes, and the remediation request and outcome with their enums.
+//
+// It is a leaf: it imports the standard library only, so the findings
+// store, the patrol pipeline and the assistant can build events without
+// linking the transport (package bus) or each other.
+package contracts
 
-import (
-	"fmt"
-
-	"github.com/patrold/patrold/findings"
-)
+import "fmt"
 
 // Subjects and CloudEvents types (CONTRACTS.md §4). Subjects here are
 // relative to the configured prefix: the outbox stores "findings.opened.warning"
@@ -53,7 +57,12 @@ const (
 	TypeRemediationRequest     = "patrold.remediation.request"
 	SubjectRemediationOutcomes = "remediation.outcomes"
 	TypeRemediationOutcome     = "patrold.remediation.outcome"
-	typeApprovalPrefix         = "patrold.approval."
+	// TypeFindingPrefix and TypeApprovalPrefix begin the type of every
+	// finding and approval event; the event name follows.
+	TypeFindingPrefix  = "patrold.finding."
+	TypeApprovalPrefix = "patrold.approval."
+	// SubjectFindingsAll matches every finding event (a filter subject).
+	SubjectFindingsAll = "findings.>"
 )
 
 // FindingSubject returns the relative subject and the type of a finding
@@ -65,8 +74,16 @@ func FindingSubject(event FindingEvent, severity string) (subject, typ string, e
 	if !validSeverity(severity) {
 		return "", "", fmt.Errorf("severity %q is not one of %v", severity, Severities)
 	}
-	subject, typ = findings.FindingSubject(string(event), findings.Severity(severity))
+	subject, typ = FindingSubjectOf(event, severity)
 	return subject, typ, nil
+}
+
+// FindingSubjectOf spells the subject and type of a finding event without
+// checking the values: the one place they are spelled. Callers holding
+// already validated values (the findings store) use it; anything else uses
+// FindingSubject.
+func FindingSubjectOf(event FindingEvent, severity string) (subject, typ string) {
+	return "findings." + string(event) + "." + severity, TypeFindingPrefix + string(event)
 }
 
 // ApprovalSubject returns the relative subject and the type of an approval
@@ -75,7 +92,7 @@ func ApprovalSubject(event ApprovalEvent) (subject, typ string, err error) {
 	if !event.Valid() {
 		return "", "", fmt.Errorf("approval event %q is not one of %v", event, ApprovalEvents)
 	}
-	return "approvals." + string(event), typeApprovalPrefix + string(event), nil
+	return "approvals." + string(event), TypeApprovalPrefix + string(event), nil
 }
 
 // RunSubject returns the relative subject and type of a finished run.
@@ -119,28 +136,4 @@ func validSeverity(s string) bool {
 		}
 	}
 	return false
-}
-
-// validRelative reports whether a relative subject from an outbox row is
-// publishable: tokens separated by dots, none empty, no wildcards or spaces.
-func validRelative(s string) bool {
-	if s == "" {
-		return false
-	}
-	tok := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '.':
-			if tok == 0 {
-				return false
-			}
-			tok = 0
-		case c == '*' || c == '>' || c <= ' ' || c == 0x7f:
-			return false
-		default:
-			tok++
-		}
-	}
-	return tok > 0
 }

@@ -1,4 +1,4 @@
-package bus
+package contracts
 
 import (
 	"encoding/json"
@@ -33,11 +33,11 @@ func FuzzDecodeOutcome(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := EventMessage("patrol", "patrold/fuzz", row)
+		body, err := AppendEnvelope(nil, row, "patrold/fuzz")
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DecodeOutcome(msg.Data)
+		back, err := DecodeOutcome(body)
 		if err != nil {
 			t.Fatalf("round trip: %v", err)
 		}
@@ -71,11 +71,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := EventMessage("patrol", "patrold/fuzz", row)
+		body, err := AppendEnvelope(nil, row, "patrold/fuzz")
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DecodeRequest(msg.Data)
+		back, err := DecodeRequest(body)
 		if err != nil {
 			t.Fatalf("round trip: %v", err)
 		}

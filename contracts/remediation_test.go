@@ -1,4 +1,4 @@
-package bus
+package contracts
 
 import (
 	"encoding/json"
@@ -116,37 +116,5 @@ func TestDecodeRequestNamesTheField(t *testing.T) {
 	}
 	if _, err := DecodeRequest(envelopeOf(t, TypeRemediationOutcome, validRequest())); err == nil {
 		t.Error("a request under the outcome type was accepted")
-	}
-}
-
-func TestOutcomeEventRoundTrip(t *testing.T) {
-	row, err := OutcomeEvent("out-1", validOutcome(), testTime)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if row.Subject != "remediation.outcomes" || row.Type != "patrold.remediation.outcome" || row.ResourceID != "" {
-		t.Fatalf("row %+v", row)
-	}
-	msg, err := EventMessage("patrol", "patrold/w1", row)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msg.Subject != "patrol.remediation.outcomes" || msg.Header.Get("Nats-Msg-Id") != "out-1" {
-		t.Fatalf("message subject %q header %v", msg.Subject, msg.Header)
-	}
-	got, err := DecodeOutcome(msg.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *got != *validOutcome() {
-		t.Fatalf("round trip: %+v", got)
-	}
-	bad := validOutcome()
-	bad.Outcome = "maybe"
-	if _, err := OutcomeEvent("out-2", bad, testTime); err == nil || !strings.Contains(err.Error(), "outcome:") {
-		t.Fatalf("invalid outcome row built: %v", err)
-	}
-	if _, err := RequestEvent("", validRequest(), testTime); err == nil || !strings.Contains(err.Error(), "id:") {
-		t.Fatalf("row without id built: %v", err)
 	}
 }

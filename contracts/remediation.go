@@ -1,30 +1,28 @@
-package bus
+package contracts
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/patrold/patrold/findings"
 )
 
 // Outcome is how a remediation session ended (BEHAVIOUR.md §4 loop states).
 type Outcome string
 
-// Session outcomes.
-// They are the findings package's outcomes: one source of truth.
+// Session outcomes: the one place they are spelled. The findings package
+// records them as investigation outcomes and mirrors these constants.
 const (
-	OutcomeFixVerified            Outcome = findings.OutcomeFixVerified
-	OutcomeFixQueued              Outcome = findings.OutcomeFixQueued
-	OutcomeFixFailed              Outcome = findings.OutcomeFixFailed
-	OutcomeFixVerificationFailed  Outcome = findings.OutcomeFixVerificationFailed
-	OutcomeFixVerificationUnknown Outcome = findings.OutcomeFixVerificationUnknown
-	OutcomeCannotFix              Outcome = findings.OutcomeCannotFix
-	OutcomeNeedsAttention         Outcome = findings.OutcomeNeedsAttention
-	OutcomeTimedOut               Outcome = findings.OutcomeTimedOut
-	OutcomeFixRejected            Outcome = findings.OutcomeFixRejected
-	OutcomeFixExecuted            Outcome = findings.OutcomeFixExecuted
+	OutcomeFixVerified            Outcome = "fix_verified"
+	OutcomeFixQueued              Outcome = "fix_queued"
+	OutcomeFixFailed              Outcome = "fix_failed"
+	OutcomeFixVerificationFailed  Outcome = "fix_verification_failed"
+	OutcomeFixVerificationUnknown Outcome = "fix_verification_unknown"
+	OutcomeCannotFix              Outcome = "cannot_fix"
+	OutcomeNeedsAttention         Outcome = "needs_attention"
+	OutcomeTimedOut               Outcome = "timed_out"
+	OutcomeFixRejected            Outcome = "fix_rejected"
+	OutcomeFixExecuted            Outcome = "fix_executed"
 )
 
 // Outcomes lists every outcome.
@@ -35,7 +33,7 @@ var Outcomes = []Outcome{
 }
 
 // Valid reports whether o is a known outcome.
-func (o Outcome) Valid() bool { return findings.ValidOutcome(string(o)) }
+func (o Outcome) Valid() bool { return oneOf(o, Outcomes) }
 
 // Driver is what drove a session.
 type Driver string
@@ -179,9 +177,9 @@ func decodePayload(raw []byte, wantType string, dst any) error {
 
 // RequestEvent builds the outbox row for a request; id becomes the
 // CloudEvents id and the JetStream message id.
-func RequestEvent(id string, r *RemediationRequest, now time.Time) (findings.OutboxEvent, error) {
+func RequestEvent(id string, r *RemediationRequest, now time.Time) (OutboxEvent, error) {
 	if err := r.Validate(); err != nil {
-		return findings.OutboxEvent{}, fmt.Errorf("remediation request: %w", err)
+		return OutboxEvent{}, fmt.Errorf("remediation request: %w", err)
 	}
 	subject, typ := RequestSubject()
 	return outboxRow(id, subject, typ, r.ResourceID, r, now)
@@ -190,23 +188,23 @@ func RequestEvent(id string, r *RemediationRequest, now time.Time) (findings.Out
 // OutcomeEvent builds the outbox row (or the row to Publish directly) for
 // an outcome. An outcome names no resource, so the CloudEvents subject is
 // omitted; the finding id is in the data.
-func OutcomeEvent(id string, o *RemediationOutcome, now time.Time) (findings.OutboxEvent, error) {
+func OutcomeEvent(id string, o *RemediationOutcome, now time.Time) (OutboxEvent, error) {
 	if err := o.Validate(); err != nil {
-		return findings.OutboxEvent{}, fmt.Errorf("remediation outcome: %w", err)
+		return OutboxEvent{}, fmt.Errorf("remediation outcome: %w", err)
 	}
 	subject, typ := OutcomeSubject()
 	return outboxRow(id, subject, typ, "", o, now)
 }
 
-func outboxRow(id, subject, typ, resource string, payload any, now time.Time) (findings.OutboxEvent, error) {
+func outboxRow(id, subject, typ, resource string, payload any, now time.Time) (OutboxEvent, error) {
 	if id == "" {
-		return findings.OutboxEvent{}, errors.New("id: required")
+		return OutboxEvent{}, errors.New("id: required")
 	}
 	data, err := json.Marshal(payload)
 	if err != nil {
-		return findings.OutboxEvent{}, fmt.Errorf("encode %s: %w", typ, err)
+		return OutboxEvent{}, fmt.Errorf("encode %s: %w", typ, err)
 	}
-	return findings.OutboxEvent{ID: id, Subject: subject, Type: typ, ResourceID: resource, Time: now.UTC(), Data: data}, nil
+	return OutboxEvent{ID: id, Subject: subject, Type: typ, ResourceID: resource, Time: now.UTC(), Data: data}, nil
 }
 
 func validFindingID(s string) bool {
@@ -222,7 +220,7 @@ func validFindingID(s string) bool {
 	return true
 }
 
-func oneOf(s string, set []string) bool {
+func oneOf[T ~string](s T, set []T) bool {
 	for _, v := range set {
 		if s == v {
 			return true
