@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // Defaults.
@@ -47,7 +48,7 @@ type Store interface {
 	DB() *sql.DB
 }
 
-var _ Store = (*findings.Store)(nil)
+var _ Store = (*store.Store)(nil)
 
 // Daemon is what the API needs of the running daemon.
 type Daemon interface {

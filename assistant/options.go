@@ -29,6 +29,7 @@ import (
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store"
 )
 
 // Defaults.
@@ -58,7 +59,7 @@ type Store interface {
 	DB() *sql.DB
 }
 
-var _ Store = (*findings.Store)(nil)
+var _ Store = (*store.Store)(nil)
 
 // Publisher sends one event (approval lifecycle, remediation outcome). The
 // daemon backs it with the outbox or bus.Transport.Publish.

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 const benchEvents = 10_000
@@ -67,7 +68,7 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 			_, js := connect(b, srv.url())
 			ensureStream(b, js)
 			ctx := context.Background()
-			st, err := findings.Open(ctx, filepath.Join(b.TempDir(), "patrold.db"))
+			st, err := store.Open(ctx, filepath.Join(b.TempDir(), "patrold.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -106,7 +107,7 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 }
 
 // fillSent writes n small rows and marks them sent.
-func fillSent(b *testing.B, st *findings.Store, n int) {
+func fillSent(b *testing.B, st *store.Store, n int) {
 	b.Helper()
 	rows := make([]findings.OutboxEvent, n)
 	at := time.Now()

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 // TestDeletedDatabaseMakesDaemonUnready: a database deleted under the
@@ -59,7 +59,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	}
 	err = d.Start(context.Background())
 	d.Stop(context.Background())
-	if !errors.Is(err, findings.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 99, this patrold knows up to 7") {
+	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 99, this patrold knows up to 7") {
 		t.Fatalf("start on a newer schema: %v", err)
 	}
 	raw, _ := sql.Open("sqlite3", filepath.Join(dir, daemon.DBFile))

@@ -1,4 +1,4 @@
-package findings
+package store
 
 // The relay's queries, for the query-plan test.
 const (

@@ -1,4 +1,4 @@
-package findings
+package store
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/patrold/patrold/findings"
 	"strings"
 	"time"
 )
@@ -33,13 +34,13 @@ func (w *outboxWriter) close() { w.stmt.Close() }
 // copies it into SQLite), and writes the row. The bytes are what
 // json.Marshal makes: compact JSON, which the relay splices into the
 // envelope as it is.
-func (w *outboxWriter) add(ctx context.Context, d OutboxDraft) error {
+func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 	w.buf.Reset()
 	if err := w.enc.Encode(d.Data); err != nil {
 		return fmt.Errorf("encode %s event: %w", d.Type, err)
 	}
 	data := bytes.TrimSuffix(w.buf.Bytes(), []byte("\n"))
-	if _, err := w.stmt.ExecContext(ctx, NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
+	if _, err := w.stmt.ExecContext(ctx, findings.NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
 		return fmt.Errorf("write outbox %s: %w", d.Type, err)
 	}
 	return nil
@@ -54,15 +55,15 @@ const (
 )
 
 // PendingEvents returns up to limit unsent outbox events in Seq order.
-func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error) {
 	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
 	defer rows.Close()
-	var out []OutboxEvent
+	var out []findings.OutboxEvent
 	for rows.Next() {
-		var e OutboxEvent
+		var e findings.OutboxEvent
 		var at string
 		var data []byte
 		if err := rows.Scan(&e.Seq, &e.ID, &e.Subject, &e.Type, &e.ResourceID, &at, &data); err != nil {
@@ -110,7 +111,7 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 // Enqueue writes ready-made outbox rows (events built elsewhere, such as a
 // remediation session's outcome) in one transaction. A row whose id is
 // already in the outbox is skipped, so re-sending an event is harmless.
-func (s *Store) Enqueue(ctx context.Context, rows ...OutboxEvent) error {
+func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO outbox (id, subject, type, resource_id, time, data) VALUES (?,?,?,?,?,?)")
 		if err != nil {

@@ -1,4 +1,4 @@
-package findings
+package store
 
 import (
 	"context"
@@ -14,14 +14,6 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/patrold/patrold/migrations"
-)
-
-// Sentinel errors.
-var (
-	// ErrNotFound: no finding (or run) with that id.
-	ErrNotFound = errors.New("not found")
-	// ErrActionNotAllowed: the operator action does not apply in the finding's state.
-	ErrActionNotAllowed = errors.New("action not allowed")
 )
 
 // MaxOpenConns bounds the store's SQLite connections.

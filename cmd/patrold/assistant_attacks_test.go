@@ -23,6 +23,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
+	"github.com/patrold/patrold/store"
 )
 
 // assistantAttacksDir holds the adversarial suite: one YAML file per attack.
@@ -432,7 +433,7 @@ func runAttack(t *testing.T, a *attack) {
 		t.Errorf("escalation %q, want %q", tr.Escalation, a.Expect.Escalation)
 	}
 
-	st, err := findings.Open(context.Background(), filepath.Join(c.dir, "var", "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(c.dir, "var", "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +614,7 @@ func seedFinding(t *testing.T, path, resource, key, category string) string {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	st, err := findings.Open(ctx, path)
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
