@@ -118,7 +118,7 @@ func fillSent(b *testing.B, st *store.Store, n int) {
 	if err := st.Enqueue(ctx, rows...); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.DB().ExecContext(ctx, "UPDATE outbox SET sent_at = ?", at.UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := rawDB(b, st.Path()).ExecContext(ctx, "UPDATE outbox SET sent_at = ?", at.UTC().Format(time.RFC3339Nano)); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -48,7 +48,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DB().Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
+	if _, err := rawDB(t, st.Path()).Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -84,7 +84,7 @@ func TestFailedCommitMarksRunErrorAtOnce(t *testing.T) {
 	defer st.Close()
 	// A real SQLite failure inside the run's transaction: every outbox
 	// insert aborts, as a full disk would.
-	if _, err := st.DB().Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
+	if _, err := rawDB(t, st.Path()).Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
 		t.Fatal(err)
 	}
 	set, _ := daemon.RunSettings(cfg, time.Now, nil)

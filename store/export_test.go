@@ -1,7 +1,12 @@
 package store
 
+import "database/sql"
+
 // The relay's queries, for the query-plan test.
 const (
 	PendingEventsSQL = pendingEventsSQL
 	PendingCountSQL  = pendingCountSQL
 )
+
+// DB is the store's handle, for tests that inspect or break the schema.
+func (s *Store) DB() *sql.DB { return s.db }

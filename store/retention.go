@@ -18,7 +18,7 @@ var pruneTables = []struct {
 	layout      string
 }{
 	{"runs", "status NOT IN ('running') AND finished_at IS NOT NULL AND finished_at < ?", func(r findings.Retention) time.Duration { return r.Runs }, timeLayout},
-	{"audit_events", "at < ?", func(r findings.Retention) time.Duration { return r.Audit }, "2006-01-02T15:04:05.000000000Z"},
+	{"audit_events", "at < ?", func(r findings.Retention) time.Duration { return r.Audit }, auditTimeLayout},
 	{"investigations", "ended_at IS NOT NULL AND ended_at < ?", func(r findings.Retention) time.Duration { return r.Investigations }, timeLayout},
 	{"remediation_sessions", "finished_at IS NOT NULL AND finished_at < ? AND id NOT IN (SELECT session_id FROM approvals WHERE state = 'pending')",
 		func(r findings.Retention) time.Duration { return r.Sessions }, timeLayout},

@@ -97,9 +97,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 	return p.GetDBVersion(ctx)
 }
 
-// DB exposes the database handle to packages that add their own tables
-// through migrations (runs history, approvals).
-func (s *Store) DB() *sql.DB { return s.db }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }

@@ -123,7 +123,7 @@ func (a *app) newAssistant(st *store.Store, rec assistant.Recorder, provider mod
 // sessionReplay answers with the recorded model exchange of a past session,
 // under the recorded provider's name (so it is priced the same).
 func sessionReplay(cmd *cobra.Command, st *store.Store, sessionID string) (model.Provider, error) {
-	rec, err := assistant.SessionExchange(cmd.Context(), st.DB(), sessionID)
+	rec, err := assistant.SessionExchange(cmd.Context(), st, sessionID)
 	if err != nil {
 		return nil, usage(fmt.Errorf("--replay: %w", err))
 	}

@@ -438,7 +438,7 @@ func runAttack(t *testing.T, a *attack) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	db := st.DB()
+	db := rawDB(t, st.Path())
 	var summary string
 	if err := db.QueryRow(`SELECT summary FROM remediation_sessions WHERE id = ?`, tr.SessionID).Scan(&summary); err != nil {
 		t.Fatal(err)
@@ -453,7 +453,7 @@ func runAttack(t *testing.T, a *attack) {
 			t.Errorf("summary %q holds %q", summary, s)
 		}
 	}
-	rec, err := assistant.SessionExchange(context.Background(), db, tr.SessionID)
+	rec, err := assistant.SessionExchange(context.Background(), st, tr.SessionID)
 	if err != nil && len(a.Turns) > 0 {
 		t.Fatalf("exchange: %v", err)
 	}
