@@ -97,7 +97,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 	return p.GetDBVersion(ctx)
 }
 
-
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
