@@ -73,12 +73,8 @@ func outcomeEventID(r *Result) string {
 	return fmt.Sprintf("%s-%d-%s", r.Transcript.SessionID, len(r.Transcript.Steps), r.Transcript.Outcome)
 }
 
+// fmtTime is a time as the store writes it, for page cursors.
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-func parseTime(s string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
 
 // startSession records a session as running (a resumed session again).
 func (a *Assistant) startSession(ctx context.Context, s *session) error {
