@@ -1,3 +1,8 @@
+// Package store owns the SQLite database: it opens it, applies the
+// embedded migrations, and keeps every table behind typed methods (findings,
+// runs and outbox rows written in one transaction; silences, suppressions,
+// investigations, remediation sessions, approvals, audit events). It is the
+// only package that imports database/sql.
 package store
 
 import (
