@@ -3,9 +3,11 @@ package patrol
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
@@ -41,24 +43,86 @@ const maxSummaryRunes = 512
 // resource's name, the summary that quotes it and a backup error, string
 // evidence), so that the report, finding text, events, the API and a
 // later prompt inherit no live instruction from a source.
-func safeSignals(sigs []signals.Signal) {
+func safeSignals(sigs []signals.Signal, memo safeMemo) {
 	for i := range sigs {
-		s := &sigs[i]
-		s.ResourceName = prompt.Name(s.ResourceName)
-		s.Summary = prompt.SafeText(s.Summary, maxSummaryRunes)
-		for k, v := range s.Evidence {
-			switch x := v.(type) {
-			case string:
-				s.Evidence[k] = prompt.SafeText(x, signals.MaxErrorRunes)
-			case []string:
-				safe := make([]string, len(x))
-				for j := range x {
-					safe[j] = prompt.Name(x[j])
-				}
-				s.Evidence[k] = safe
+		safeSignal(&sigs[i], memo)
+	}
+}
+
+// safeSignalsParallel is safeSignals over contiguous shares of sigs, one
+// goroutine (with its own memo) each: SafeText is pure and every signal
+// has its own evidence map, so the result is the same as in one pass.
+// Short lists are done in one pass.
+func safeSignalsParallel(sigs []signals.Signal) {
+	workers := min(runtime.GOMAXPROCS(0), len(sigs)/minShare)
+	if workers <= 1 {
+		safeSignals(sigs, safeMemo{})
+		return
+	}
+	var wg sync.WaitGroup
+	share := (len(sigs) + workers - 1) / workers
+	for start := 0; start < len(sigs); start += share {
+		part := sigs[start:min(start+share, len(sigs))]
+		wg.Go(func() { safeSignals(part, safeMemo{}) })
+	}
+	wg.Wait()
+}
+
+// minShare is the fewest signals worth a goroutine of their own.
+const minShare = 512
+
+func safeSignal(s *signals.Signal, memo safeMemo) {
+	s.ResourceName = memo.name(s.ResourceName)
+	s.Summary = prompt.SafeText(s.Summary, maxSummaryRunes)
+	for k, v := range s.Evidence {
+		switch x := v.(type) {
+		case string:
+			s.Evidence[k] = memo.text(x, signals.MaxErrorRunes)
+		case []string:
+			safe := make([]string, len(x))
+			for j := range x {
+				safe[j] = memo.name(x[j])
 			}
+			s.Evidence[k] = safe
 		}
 	}
+}
+
+// safeMemo remembers what prompt.SafeText made of a text during one run.
+// SafeText is a pure function and a fleet repeats the same few names,
+// tags and evidence values (metric names, ages, errors) many times, so
+// each is neutralised once. Summaries, unique to their signal, are not
+// remembered.
+type safeMemo map[safeKey]string
+
+type safeKey struct {
+	text     string
+	maxRunes int
+}
+
+func (m safeMemo) text(s string, maxRunes int) string {
+	k := safeKey{s, maxRunes}
+	if v, ok := m[k]; ok {
+		return v
+	}
+	v := prompt.SafeText(s, maxRunes)
+	m[k] = v
+	return v
+}
+
+// name is prompt.Name, remembered.
+func (m safeMemo) name(s string) string { return m.text(s, prompt.MaxNameRunes) }
+
+// names is prompt.Names, remembered: a new slice, nil stays nil.
+func (m safeMemo) names(list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, n := range list {
+		out[i] = m.name(n)
+	}
+	return out
 }
 
 // observationFor files a signal deterministically, with templated text.

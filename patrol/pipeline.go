@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -81,10 +80,11 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(snap.Resources), "invalid", len(rep.InvalidResources),
 		"elapsed", time.Since(start).Round(time.Millisecond).String())
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
-	safeSignals(sigs)
+	safeSignalsParallel(sigs)
+	memo := safeMemo{}
 	rep.Signals = sigs
 	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "elapsed", time.Since(start).Round(time.Millisecond).String())
-	byID := indexResources(snap)
+	byID := newResourceIndex(snap, askedIDs(active, sigs))
 	var an *Analysis
 	if withModel {
 		an = r.analyze(ctx, set, rep, snap, sigs, active)
@@ -100,8 +100,8 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	for i := range unmatched {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
 		o := observationFor(&unmatched[i])
-		if res := byID[unmatched[i].ResourceID]; res != nil {
-			o.ResourceTags = prompt.Names(res.Tags)
+		if res := byID.get(unmatched[i].ResourceID); res != nil {
+			o.ResourceTags = memo.names(res.Tags)
 		}
 		obs = append(obs, o)
 	}
@@ -269,17 +269,61 @@ func indexResources(snap *snapshot.Snapshot) map[string]*snapshot.Resource {
 	return byID
 }
 
+// resourceIndex finds the resources of a snapshot by id. It indexes, in one
+// pass, only the ids the run asks about (the resources of its active
+// findings and of its signals), so a large fleet is not indexed whole; an
+// id outside that set (a finding activated after the keys were read)
+// indexes the whole snapshot, once. Either way get answers as a full
+// index would (the last resource with an id wins).
+type resourceIndex struct {
+	snap  *snapshot.Snapshot
+	asked map[string]bool
+	byID  map[string]*snapshot.Resource
+	full  bool
+}
+
+func newResourceIndex(snap *snapshot.Snapshot, asked map[string]bool) *resourceIndex {
+	byID := make(map[string]*snapshot.Resource, len(asked))
+	for i := range snap.Resources {
+		if id := snap.Resources[i].ID; asked[id] {
+			byID[id] = &snap.Resources[i]
+		}
+	}
+	return &resourceIndex{snap: snap, asked: asked, byID: byID}
+}
+
+func (x *resourceIndex) get(id string) *snapshot.Resource {
+	if x.full || x.asked[id] {
+		return x.byID[id]
+	}
+	x.byID, x.full = indexResources(x.snap), true
+	return x.byID[id]
+}
+
+// askedIDs are the resource ids a run looks up: those of its active
+// findings (canonical, as the checker asks) and of its signals.
+func askedIDs(active []findings.Finding, sigs []signals.Signal) map[string]bool {
+	out := make(map[string]bool, len(active)+len(sigs))
+	for i := range active {
+		out[snapshot.CanonicalID(active[i].ResourceID)] = true
+	}
+	for i := range sigs {
+		out[sigs[i].ResourceID] = true
+	}
+	return out
+}
+
 // checker tells reconciliation what this run knows about a finding it did
 // not observe. Resolution is decided by this run's detection alone: a
 // finding whose signal was detected stays open (CheckDetected), and one
 // clears only where the detector evaluated the resource and found nothing.
-func checker(byID map[string]*snapshot.Resource, detected map[signals.Key]bool) func(f *findings.Finding) findings.Check {
+func checker(byID *resourceIndex, detected map[signals.Key]bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
 		if f.ResourceID == SourceResourceID {
 			return findings.CheckCleared // this run collected a snapshot
 		}
 		id := snapshot.CanonicalID(f.ResourceID)
-		res := byID[id]
+		res := byID.get(id)
 		if res == nil {
 			return findings.CheckAbsent
 		}

@@ -34,7 +34,7 @@ MUTATIONS = [
      "f := c.res[snapshot.CanonicalID(resourceID)]\n\tif f == nil {",
      "f := c.any()\n\tif f == nil {", ATTACKS),
     ("safe-signal-text", "patrol/pipeline.go",
-     "\tsafeSignals(sigs)\n", "\n", ATTACKS),
+     "\tsafeSignalsParallel(sigs)\n", "\n", ATTACKS),
     ("structural-neutraliser", "model/prompt/compose.go",
      "res := cv.c.neut.NeutraliseDocument(s)", "res := cv.c.neut.Neutralise(s)", ATTACKS),
 ]

@@ -117,11 +117,27 @@ type Smart struct {
 // Metric returns the sustained value of a metric: the _avg value when
 // present, else the current value. ok is false when neither is present.
 func (r *Resource) Metric(name string) (v float64, avg bool, ok bool) {
-	if v, ok := r.Metrics[name+avgSuffix]; ok {
+	if v, ok := r.Metrics[avgName(name)]; ok {
 		return v, true, true
 	}
 	v, ok = r.Metrics[name]
 	return v, false, ok
+}
+
+// avgName is name+"_avg", without building the string for the metrics
+// the detectors read.
+func avgName(name string) string {
+	switch name {
+	case MetricCPU:
+		return MetricCPU + avgSuffix
+	case MetricMemory:
+		return MetricMemory + avgSuffix
+	case MetricDisk:
+		return MetricDisk + avgSuffix
+	case MetricUsage:
+		return MetricUsage + avgSuffix
+	}
+	return name + avgSuffix
 }
 
 // MetricsStale reports whether the metrics of r are stale: the resource is

@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"slices"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 // CommitRun applies a run's observations and resolutions, writes findings,
@@ -85,7 +86,8 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput) ([]findings.Change, error) {
 	// Active findings are read whole; resolved history only for the ids
 	// observed again (a regression), in one query for the run.
-	existing, err := queryFindings(ctx, tx, "WHERE status = 'active'")
+	// Sized for the usual case, where most active findings are observed.
+	existing, err := queryFindingsSized(ctx, tx, len(in.Observations), "WHERE status = 'active'")
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +154,7 @@ func findingsByID(ctx context.Context, q querier, ids []string) (map[string]*fin
 	if err != nil {
 		return nil, err
 	}
-	found, err := queryFindings(ctx, q, "WHERE id IN (SELECT value FROM json_each(?))", string(list))
+	found, err := queryFindingsSized(ctx, q, len(ids), "WHERE id IN (SELECT value FROM json_each(?))", string(list))
 	if err != nil {
 		return nil, err
 	}

@@ -10,3 +10,6 @@ const (
 
 // DB is the store's handle, for tests that inspect or break the schema.
 func (s *Store) DB() *sql.DB { return s.db }
+
+// MarshalForm is the check Enqueue uses to store data as it is.
+var MarshalForm = marshalForm

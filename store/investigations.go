@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 // RequestInvestigations runs the gate over the candidates at now and, for

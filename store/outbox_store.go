@@ -6,9 +6,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 type outboxWriter struct {
@@ -111,30 +114,102 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 // Enqueue writes ready-made outbox rows (events built elsewhere, such as a
 // remediation session's outcome) in one transaction. A row whose id is
 // already in the outbox is skipped, so re-sending an event is harmless.
+// Rows are inserted enqueueChunk at a time, one statement each.
 func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO outbox (id, subject, type, resource_id, time, data) VALUES (?,?,?,?,?,?)")
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		var compact, buf bytes.Buffer
-		for _, r := range rows {
-			if r.ID == "" || r.Subject == "" || r.Type == "" {
-				return fmt.Errorf("enqueue: id, subject and type are required (id %q)", r.ID)
+		var full *sql.Stmt
+		defer func() {
+			if full != nil {
+				full.Close()
 			}
-			// Stored data is what json.Marshal makes (compact, HTML
-			// escaped): the relay splices it into the envelope as it is.
-			compact.Reset()
-			buf.Reset()
-			if err := json.Compact(&compact, r.Data); err != nil {
-				return fmt.Errorf("enqueue %s: data: %w", r.ID, err)
+		}()
+		args := make([]any, 0, enqueueColumns*min(len(rows), enqueueChunk))
+		for len(rows) > 0 {
+			chunk := rows[:min(len(rows), enqueueChunk)]
+			rows = rows[len(chunk):]
+			args = args[:0]
+			for _, r := range chunk {
+				data, err := storedData(r)
+				if err != nil {
+					return err
+				}
+				args = append(args, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), data)
 			}
-			json.HTMLEscape(&buf, compact.Bytes())
-			if _, err := st.ExecContext(ctx, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), buf.Bytes()); err != nil {
-				return fmt.Errorf("enqueue %s: %w", r.ID, err)
+			var err error
+			if len(chunk) == enqueueChunk {
+				if full == nil {
+					if full, err = tx.PrepareContext(ctx, enqueueSQL(enqueueChunk)); err != nil {
+						return err
+					}
+				}
+				_, err = full.ExecContext(ctx, args...)
+			} else {
+				_, err = tx.ExecContext(ctx, enqueueSQL(len(chunk)), args...)
+			}
+			if err != nil {
+				return fmt.Errorf("enqueue %s..%s: %w", chunk[0].ID, chunk[len(chunk)-1].ID, err)
 			}
 		}
 		return nil
 	})
 }
+
+// enqueueChunk rows are inserted by one statement (6 parameters each, far
+// below SQLite's limit).
+const (
+	enqueueChunk   = 64
+	enqueueColumns = 6
+)
+
+func enqueueSQL(n int) string {
+	return "INSERT OR IGNORE INTO outbox (id, subject, type, resource_id, time, data) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?),", n), ",")
+}
+
+// storedData checks a row and returns its data as the outbox stores it:
+// what json.Marshal makes (compact, HTML escaped), because the relay
+// splices it into the envelope as it is. Data already in that form (what
+// json.Marshal made, the usual case) is stored as it is, after one
+// validity check; anything else is compacted and escaped.
+func storedData(r findings.OutboxEvent) ([]byte, error) {
+	if r.ID == "" || r.Subject == "" || r.Type == "" {
+		return nil, fmt.Errorf("enqueue: id, subject and type are required (id %q)", r.ID)
+	}
+	if marshalForm(r.Data) {
+		return r.Data, nil
+	}
+	var compact, buf bytes.Buffer
+	if err := json.Compact(&compact, r.Data); err != nil {
+		return nil, fmt.Errorf("enqueue %s: data: %w", r.ID, err)
+	}
+	json.HTMLEscape(&buf, compact.Bytes())
+	return buf.Bytes(), nil
+}
+
+// marshalForm reports whether data is one valid JSON value that
+// json.Compact and json.HTMLEscape would leave unchanged: no white space
+// outside strings and nothing HTMLEscape rewrites (<, >, &, U+2028,
+// U+2029). It is false for anything it is not sure of, which then takes
+// the Compact path (and its error for invalid JSON).
+func marshalForm(data []byte) bool {
+	if len(data) == 0 || bytes.IndexByte(data, '<') >= 0 || bytes.IndexByte(data, '>') >= 0 || bytes.IndexByte(data, '&') >= 0 ||
+		bytes.Contains(data, lineSep) || bytes.Contains(data, paraSep) {
+		return false
+	}
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			return false
+		case '"':
+			// Skip the string: to its closing quote, past escapes.
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return jsontext.Value(data).IsValid()
+}
+
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")

@@ -3,8 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 // Pruned counts the rows a prune deleted, by table.

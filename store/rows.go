@@ -5,10 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 const findingColumns = `id, key, resource_id, resource_kind, resource_name, category, severity, source,
@@ -84,12 +85,22 @@ type querier interface {
 }
 
 func queryFindings(ctx context.Context, q querier, where string, args ...any) ([]findings.Finding, error) {
+	return queryFindingsSized(ctx, q, 0, where, args...)
+}
+
+// queryFindingsSized is queryFindings with room for about size findings
+// up front: a Finding is large, and growing the slice row by row copies
+// every finding read so far, again and again.
+func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]findings.Finding, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM findings "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query findings: %w", err)
 	}
 	defer rows.Close()
-	var out []findings.Finding
+	var out []findings.Finding // nil when nothing matches, as before
+	if size > 0 {
+		out = make([]findings.Finding, 0, size)
+	}
 	for rows.Next() {
 		f, err := scanFinding(rows)
 		if err != nil {

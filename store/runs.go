@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 const runColumns = "id, trigger, status, analysis, started_at, finished_at, complete, report"

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 // AddSilence validates and stores a silence, returning it with its id.

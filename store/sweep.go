@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/patrold/patrold/findings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 // Sweep does the time-driven housekeeping in one transaction: retention
