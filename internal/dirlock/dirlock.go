@@ -1,0 +1,147 @@
+// Package dirlock makes a data directory belong to one process at a time:
+// an advisory flock(2) on a lock file inside it, released by the kernel
+// when the holder exits, however it exits (kill -9 included), so a stale
+// lock cannot outlive its process. The holder writes who it is into the
+// file, so a refused process can name it.
+package dirlock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// FileName is the lock file inside the data directory.
+const FileName = "patrold.lock"
+
+// ErrHeld: another process holds the directory.
+var ErrHeld = errors.New("data directory is held by another process")
+
+// Holder is what the lock file says about the process holding it.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Command string    `json:"command"`
+	Since   time.Time `json:"since"`
+	// API is the HTTP listen address of the holder, when it serves one, so
+	// a CLI command can go through it instead.
+	API string `json:"api,omitempty"`
+}
+
+func (h Holder) String() string {
+	s := fmt.Sprintf("pid %d on %s (%s, since %s)", h.PID, h.Host, h.Command, h.Since.UTC().Format(time.RFC3339))
+	if h.API != "" {
+		s += ", API " + h.API
+	}
+	return s
+}
+
+// HeldError is ErrHeld with the holder, when the lock file names one.
+type HeldError struct {
+	Dir    string
+	Holder *Holder
+}
+
+func (e *HeldError) Error() string {
+	if e.Holder == nil {
+		return fmt.Sprintf("%s: %v", e.Dir, ErrHeld)
+	}
+	return fmt.Sprintf("%s: %v: %s", e.Dir, ErrHeld, e.Holder)
+}
+
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// Lock is a held data directory.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// Acquire takes the directory for this process without waiting: it
+// returns a *HeldError (errors.Is ErrHeld) naming the holder when another
+// process has it. command and api describe this process to later ones.
+func Acquire(dir, command, api string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h, _ := ReadHolder(dir)
+			return nil, &HeldError{Dir: dir, Holder: h}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	host, _ := os.Hostname()
+	h := Holder{PID: os.Getpid(), Host: host, Command: command, Since: time.Now().UTC(), API: api}
+	data, _ := json.Marshal(h)
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt(append(data, '\n'), 0)
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: record holder: %w", path, err)
+		}
+	}
+	return &Lock{f: f, path: path}, nil
+}
+
+// Release gives the directory up; it is idempotent. The file stays (its
+// content names the last holder); only the flock matters.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	f := l.f
+	l.f = nil
+	_ = f.Truncate(0)
+	return f.Close() // closing the last descriptor drops the flock
+}
+
+// ReadHolder reads who holds (or last held) dir; nil when the file is
+// absent or says nothing.
+func ReadHolder(dir string) (*Holder, error) {
+	data, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil || strings.TrimSpace(string(data)) == "" {
+		return nil, err
+	}
+	var h Holder
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileName, err)
+	}
+	return &h, nil
+}
+
+// Held reports whether a live process holds dir (without taking it), and
+// who. It probes with a shared, non-blocking flock.
+func Held(dir string) (bool, *Holder, error) {
+	f, err := os.Open(filepath.Join(dir, FileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h, _ := ReadHolder(dir)
+			return true, h, nil
+		}
+		return false, nil, err
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false, nil, nil
+}
