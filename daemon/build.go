@@ -6,10 +6,9 @@ import (
 	"context"
 
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"path/filepath"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/api"
