@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/store"
 )
 
 const (
@@ -93,7 +94,7 @@ func (p *published) outcomes(t *testing.T) []*contracts.RemediationOutcome {
 type fixture struct {
 	t        testing.TB
 	dir      string
-	st       *findings.Store
+	st       *store.Store
 	finding  findings.Finding
 	snapPath string
 	goodPath string
@@ -104,7 +105,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := findings.Open(context.Background(), filepath.Join(dir, "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(dir, "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

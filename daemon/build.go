@@ -22,6 +22,7 @@ import (
 	"github.com/patrold/patrold/snapshot/probe"
 	promsource "github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/patrold/patrold/snapshot/proxmox"
+	"github.com/patrold/patrold/store"
 )
 
 // DBFile is the SQLite database under data_dir.
@@ -31,8 +32,8 @@ const DBFile = "patrold.db"
 func DBPath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, DBFile) }
 
 // OpenStore opens the findings store under cfg.DataDir.
-func OpenStore(ctx context.Context, cfg *config.Config) (*findings.Store, error) {
-	return findings.Open(ctx, DBPath(cfg))
+func OpenStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+	return store.Open(ctx, DBPath(cfg))
 }
 
 // NewSource builds the configured snapshot source; reg (may be nil)

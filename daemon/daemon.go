@@ -16,8 +16,8 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 // Options configure a Daemon.
@@ -41,7 +41,7 @@ type Daemon struct {
 	cfg      atomic.Pointer[config.Config]
 	settings atomic.Pointer[patrol.Settings]
 
-	store   *findings.Store
+	store   *store.Store
 	runner  *patrol.Runner
 	sched   *scheduler
 	msg     *messaging
@@ -124,7 +124,7 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 func (d *Daemon) Config() *config.Config { return d.cfg.Load() }
 
 // Store returns the findings store (after Start).
-func (d *Daemon) Store() *findings.Store { return d.store }
+func (d *Daemon) Store() *store.Store { return d.store }
 
 // Runner returns the patrol runner (after Start).
 func (d *Daemon) Runner() *patrol.Runner { return d.runner }

@@ -17,6 +17,7 @@ import (
 	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store"
 )
 
 func newAssistantCmd(a *app) *cobra.Command {
@@ -83,7 +84,7 @@ func newAssistantCmd(a *app) *cobra.Command {
 // actions, autonomy and model, on this process's store. It publishes
 // nothing (the CLI does not start NATS); rec, when set, records outcomes;
 // provider, when set, replaces the configured model (a replay).
-func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder, provider model.Provider) (*assistant.Assistant, error) {
+func (a *app) newAssistant(st *store.Store, rec assistant.Recorder, provider model.Provider) (*assistant.Assistant, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, err
@@ -121,8 +122,8 @@ func (a *app) newAssistant(st *findings.Store, rec assistant.Recorder, provider 
 
 // sessionReplay answers with the recorded model exchange of a past session,
 // under the recorded provider's name (so it is priced the same).
-func sessionReplay(cmd *cobra.Command, st *findings.Store, sessionID string) (model.Provider, error) {
-	rec, err := assistant.SessionExchange(cmd.Context(), st.DB(), sessionID)
+func sessionReplay(cmd *cobra.Command, st *store.Store, sessionID string) (model.Provider, error) {
+	rec, err := assistant.SessionExchange(cmd.Context(), st, sessionID)
 	if err != nil {
 		return nil, usage(fmt.Errorf("--replay: %w", err))
 	}

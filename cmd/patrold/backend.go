@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // backend is where store commands go: the running daemon's API, or the
@@ -67,7 +68,7 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 	return best, best != ""
 }
 
-type storeBackend struct{ st *findings.Store }
+type storeBackend struct{ st *store.Store }
 
 func (b *storeBackend) List(ctx context.Context, f findings.ListFilter, p findings.Page) ([]findings.Finding, string, error) {
 	return b.st.ListPage(ctx, f, p)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // Set by the linker (-X main.version=...).
@@ -71,7 +71,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-func (a *app) openStore(ctx context.Context) (*findings.Store, *config.Config, error) {
+func (a *app) openStore(ctx context.Context) (*store.Store, *config.Config, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, err
