@@ -8,7 +8,6 @@ package api
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // Defaults.
@@ -32,8 +32,8 @@ const (
 	MaxRunsLimit = 1000
 )
 
-// Store is what the API needs of the findings store. Its DB handle is used
-// only to append audit events to the audit_events table.
+// Store is what the API needs of the store: findings, runs, silences, and
+// appending audit events.
 type Store interface {
 	ListPage(ctx context.Context, filter findings.ListFilter, page findings.Page) ([]findings.Finding, string, error)
 	Get(ctx context.Context, id string) (findings.Finding, error)
@@ -45,10 +45,10 @@ type Store interface {
 	SilencesPage(ctx context.Context, now time.Time, activeOnly bool, page findings.Page) ([]findings.Silence, string, error)
 	AddSilence(ctx context.Context, sil findings.Silence, now time.Time) (findings.Silence, error)
 	ExpireSilence(ctx context.Context, id string, now time.Time) error
-	DB() *sql.DB
+	InsertAudit(ctx context.Context, ev store.AuditEvent) error
 }
 
-var _ Store = (*findings.Store)(nil)
+var _ Store = (*store.Store)(nil)
 
 // Daemon is what the API needs of the running daemon.
 type Daemon interface {
@@ -164,7 +164,7 @@ func New(opts Options) (*API, error) {
 		return nil, fmt.Errorf("api: Registerer: %w", err)
 	}
 	a.metrics = m
-	a.audit = &auditor{db: opts.Store.DB(), log: a.log, failures: m.auditFailures}
+	a.audit = &auditor{store: opts.Store, log: a.log, failures: m.auditFailures}
 	a.handler = a.mount(routes)
 	return a, nil
 }

@@ -21,7 +21,7 @@ func TestAuditRowsForMutations(t *testing.T) {
 	e.do("POST", "/api/v1/silences", adminSecret, `{"matchers":{"kind":"vm"},"comment":"c","duration":"1h"}`)
 	e.do("GET", "/api/v1/findings", adminSecret, "") // reads: no row
 
-	rows, err := api.AuditEvents(t.Context(), e.store.DB(), 100)
+	rows, err := e.store.AuditEvents(t.Context(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestAuditRowsForMutations(t *testing.T) {
 
 	// No row and no log line carries a secret.
 	var dump strings.Builder
-	rs, err := e.store.DB().Query("SELECT * FROM audit_events")
+	rs, err := rawDB(t, e.store.Path()).Query("SELECT * FROM audit_events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestAuditRowsForMutations(t *testing.T) {
 		}
 	}
 
-	if n, err := api.PruneAudit(t.Context(), e.store.DB(), e.now.Add(time.Second)); err != nil || n != 5 {
+	if n, err := e.store.PruneAudit(t.Context(), e.now.Add(time.Second)); err != nil || n != 5 {
 		t.Fatalf("PruneAudit = %d, %v; want 5", n, err)
 	}
 }

@@ -55,7 +55,7 @@ func BenchmarkAck(b *testing.B) {
 func seedLarge(b *testing.B, e *env) {
 	b.Helper()
 	report := []byte(`{"run_id":"x","pad":"` + strings.Repeat("x", 1<<20) + `"}`)
-	tx, err := e.store.DB().Begin()
+	tx, err := rawDB(b, e.store.Path()).Begin()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 const (
@@ -96,7 +97,7 @@ func (s *syncBuffer) String() string {
 
 type env struct {
 	t      testing.TB
-	store  *findings.Store
+	store  *store.Store
 	daemon *fakeDaemon
 	api    *api.API
 	srv    *httptest.Server
@@ -111,7 +112,7 @@ type env struct {
 // five findings and one run. mod may adjust the options.
 func newEnv(t testing.TB, tokens []api.Token, mod func(*api.Options)) *env {
 	t.Helper()
-	st, err := findings.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

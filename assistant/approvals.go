@@ -2,7 +2,6 @@ package assistant
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // ApprovalState is where an approval is in its lifecycle.
@@ -52,9 +52,6 @@ type parked struct {
 	fsm   agent.FSMSnapshot
 }
 
-const approvalColumns = `id, finding_id, session_id, attempt, resource_id, action, args, risk, state, created_at, expires_at,
-	decided_at, decided_by, driver, autonomy, started_at, turns, fsm, transcript, messages, reason`
-
 // park persists the approval a session waits for, with the session's
 // state machine snapshot, transcript and conversation.
 func (a *Assistant) park(ctx context.Context, s *session, now time.Time) (Approval, error) {
@@ -72,54 +69,56 @@ func (a *Assistant) park(ctx context.Context, s *session, now time.Time) (Approv
 	}
 	tj, _ := json.Marshal(s.state.Transcript)
 	msgs, _ := json.Marshal(s.state.Messages)
-	_, err = a.opts.Store.DB().ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?,?)`,
-		ap.ID, ap.FindingID, ap.SessionID, ap.Attempt, ap.ResourceID, ap.Action, string(ap.Args), string(ap.Risk), string(ap.State),
-		fmtTime(ap.CreatedAt), fmtTime(ap.ExpiresAt), string(s.state.Driver), string(s.state.Autonomy), fmtTime(s.state.StartedAt),
-		s.state.Turns, string(fsm), string(tj), string(msgs), ap.Reason)
+	err = a.opts.Store.InsertApproval(ctx, store.ApprovalRecord{
+		ID: ap.ID, FindingID: ap.FindingID, SessionID: ap.SessionID, Attempt: ap.Attempt, ResourceID: ap.ResourceID,
+		Action: ap.Action, Args: ap.Args, Risk: string(ap.Risk), State: string(ap.State), CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt,
+		Driver: string(s.state.Driver), Autonomy: string(s.state.Autonomy), StartedAt: s.state.StartedAt, Turns: s.state.Turns,
+		FSM: fsm, Transcript: tj, Messages: msgs, Reason: ap.Reason,
+	})
 	if err != nil {
-		return ap, fmt.Errorf("assistant: store approval: %w", err)
+		return ap, fmt.Errorf("assistant: %w", err)
 	}
 	return ap, nil
 }
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanParked(sc rowScanner) (*parked, error) {
+// parkedFrom decodes a stored approval and the session state it resumes.
+func parkedFrom(r store.ApprovalRecord) (*parked, error) {
 	var p parked
-	var args, risk, state, created, expires, driver, autonomy, started, fsm, tj, msgs string
-	var decided sql.NullString
-	err := sc.Scan(&p.ID, &p.FindingID, &p.SessionID, &p.Attempt, &p.ResourceID, &p.Action, &args, &risk, &state, &created, &expires,
-		&decided, &p.DecidedBy, &driver, &autonomy, &started, &p.state.Turns, &fsm, &tj, &msgs, &p.Reason)
-	if err != nil {
-		return nil, err
-	}
-	p.Args, p.Risk, p.State = json.RawMessage(args), Risk(risk), ApprovalState(state)
-	p.CreatedAt, p.ExpiresAt = parseTime(created), parseTime(expires)
-	if decided.Valid {
-		t := parseTime(decided.String)
-		p.DecidedAt = &t
-	}
+	p.Approval = approvalFrom(r)
+	p.state.Turns = r.Turns
 	p.state.ID, p.state.FindingID, p.state.Attempt = p.SessionID, p.FindingID, p.Attempt
-	p.state.Driver, p.state.Autonomy, p.state.StartedAt = contracts.Driver(driver), findings.Autonomy(autonomy), parseTime(started)
-	if err := json.Unmarshal([]byte(fsm), &p.fsm); err != nil {
+	p.state.Driver, p.state.Autonomy, p.state.StartedAt = contracts.Driver(r.Driver), findings.Autonomy(r.Autonomy), r.StartedAt
+	if err := json.Unmarshal(r.FSM, &p.fsm); err != nil {
 		return nil, fmt.Errorf("approval %s: fsm: %w", p.ID, err)
 	}
-	if err := json.Unmarshal([]byte(tj), &p.state.Transcript); err != nil {
+	if err := json.Unmarshal(r.Transcript, &p.state.Transcript); err != nil {
 		return nil, fmt.Errorf("approval %s: transcript: %w", p.ID, err)
 	}
-	if err := json.Unmarshal([]byte(msgs), &p.state.Messages); err != nil {
+	if err := json.Unmarshal(r.Messages, &p.state.Messages); err != nil {
 		return nil, fmt.Errorf("approval %s: messages: %w", p.ID, err)
 	}
 	return &p, nil
 }
 
+// approvalFrom is the approval a stored record describes.
+func approvalFrom(r store.ApprovalRecord) Approval {
+	return Approval{
+		ID: r.ID, FindingID: r.FindingID, SessionID: r.SessionID, Attempt: r.Attempt, ResourceID: r.ResourceID,
+		Action: r.Action, Args: r.Args, Risk: Risk(r.Risk), Reason: r.Reason, State: ApprovalState(r.State),
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt, DecidedBy: r.DecidedBy,
+	}
+}
+
 // load returns one approval with its session state.
 func (a *Assistant) load(ctx context.Context, id string) (*parked, error) {
-	row := a.opts.Store.DB().QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id)
-	p, err := scanParked(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	r, err := a.opts.Store.Approval(ctx, id)
+	if errors.Is(err, findings.ErrNotFound) {
 		return nil, fmt.Errorf("approval %q: %w", id, ErrApprovalNotFound)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("assistant: %w", err)
+	}
+	p, err := parkedFrom(r)
 	if err != nil {
 		return nil, fmt.Errorf("assistant: load approval %s: %w", id, err)
 	}
@@ -128,7 +127,7 @@ func (a *Assistant) load(ctx context.Context, id string) (*parked, error) {
 
 // Pending lists the approvals still waiting at now, oldest first.
 func (a *Assistant) Pending(ctx context.Context, now time.Time) ([]Approval, error) {
-	return a.queryApprovals(ctx, `WHERE state = 'pending' AND expires_at > ? ORDER BY created_at, id`, fmtTime(now))
+	return approvals(a.opts.Store.PendingApprovals(ctx, now, nil, 0))
 }
 
 // PendingPage returns one page of the pending approvals, oldest first,
@@ -138,12 +137,7 @@ func (a *Assistant) PendingPage(ctx context.Context, now time.Time, page finding
 	if err != nil {
 		return nil, "", err
 	}
-	where, args := `WHERE state = 'pending' AND expires_at > ?`, []any{fmtTime(now)}
-	if key != nil {
-		where += ` AND (created_at, id) > (?, ?)`
-		args = append(args, key[0], key[1])
-	}
-	out, err := a.queryApprovals(ctx, where+` ORDER BY created_at, id LIMIT ?`, append(args, limit+1)...)
+	out, err := approvals(a.opts.Store.PendingApprovals(ctx, now, key, limit+1))
 	if err != nil {
 		return nil, "", err
 	}
@@ -157,40 +151,27 @@ func (a *Assistant) PendingPage(ctx context.Context, now time.Time, page finding
 
 // Approvals lists every approval of a finding, oldest first.
 func (a *Assistant) Approvals(ctx context.Context, findingID string) ([]Approval, error) {
-	return a.queryApprovals(ctx, `WHERE finding_id = ? ORDER BY created_at, id`, findingID)
+	return approvals(a.opts.Store.FindingApprovals(ctx, findingID))
 }
 
-func (a *Assistant) queryApprovals(ctx context.Context, where string, args ...any) ([]Approval, error) {
-	rows, err := a.opts.Store.DB().QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals `+where, args...)
+func approvals(rs []store.ApprovalRecord, err error) ([]Approval, error) {
 	if err != nil {
-		return nil, fmt.Errorf("assistant: list approvals: %w", err)
+		return nil, fmt.Errorf("assistant: %w", err)
 	}
-	defer rows.Close()
-	out := []Approval{}
-	for rows.Next() {
-		p, err := scanParked(rows)
-		if err != nil {
-			return nil, fmt.Errorf("assistant: list approvals: %w", err)
-		}
-		out = append(out, p.Approval)
+	out := make([]Approval, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, approvalFrom(r))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // transition moves a pending approval to state, only if it is still
 // pending (and, for approve/deny, not past its expiry). It reports
 // whether this call made the change.
 func (a *Assistant) transition(ctx context.Context, id string, to ApprovalState, actor string, now time.Time) (bool, error) {
-	q := `UPDATE approvals SET state = ?, decided_at = ?, decided_by = ? WHERE id = ? AND state = 'pending'`
-	args := []any{string(to), fmtTime(now), actor, id}
-	if to != ApprovalExpired {
-		q += ` AND expires_at > ?`
-		args = append(args, fmtTime(now))
-	}
-	res, err := a.opts.Store.DB().ExecContext(ctx, q, args...)
+	ok, err := a.opts.Store.DecideApproval(ctx, id, string(to), actor, now)
 	if err != nil {
-		return false, fmt.Errorf("assistant: decide approval %s: %w", id, err)
+		return false, fmt.Errorf("assistant: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return ok, nil
 }

@@ -188,7 +188,7 @@ func TestModelApprovalResumesConversation(t *testing.T) {
 		"6:check_condition:ok::VERIFYING>VERIFYING",
 	})
 	// One recording for the whole session, before and after the approval.
-	rec, err := SessionExchange(context.Background(), fx.st.DB(), tr.SessionID)
+	rec, err := SessionExchange(context.Background(), fx.st, tr.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestResumedSessionKeepsItsCostBudget(t *testing.T) {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	var cost float64
-	if err := fx.st.DB().QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, queued.Transcript.SessionID).Scan(&cost); err != nil || cost != 3 {
+	if err := rawDB(t, fx.st.Path()).QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, queued.Transcript.SessionID).Scan(&cost); err != nil || cost != 3 {
 		t.Fatalf("stored cost %g (%v), want 3", cost, err)
 	}
 }

@@ -56,7 +56,7 @@ func (a *Assistant) Deny(ctx context.Context, id, actor string) (any, error) {
 // expires_at at now. Each expired approval is published, and its session
 // ends needs_attention (nobody decided; the next move is the operator's).
 func (a *Assistant) ExpireApprovals(ctx context.Context, now time.Time) ([]Approval, error) {
-	due, err := a.queryApprovals(ctx, `WHERE state = 'pending' AND expires_at <= ? ORDER BY created_at, id`, fmtTime(now))
+	due, err := approvals(a.opts.Store.DueApprovals(ctx, now))
 	if err != nil {
 		return nil, err
 	}

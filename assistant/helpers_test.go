@@ -17,6 +17,7 @@ import (
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/store"
 )
 
 const (
@@ -92,7 +93,7 @@ func (p *published) outcomes(t *testing.T) []*contracts.RemediationOutcome {
 type fixture struct {
 	t        testing.TB
 	dir      string
-	st       *findings.Store
+	st       *store.Store
 	finding  findings.Finding
 	snapPath string
 	goodPath string
@@ -103,7 +104,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := findings.Open(context.Background(), filepath.Join(dir, "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(dir, "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,11 +25,9 @@ func (a *Assistant) ledger(sessionID string) model.SpendLedger {
 			}
 			total += r
 		}
-		var s float64
-		err := a.opts.Store.DB().QueryRowContext(context.Background(),
-			`SELECT COALESCE(SUM(cost_usd), 0) FROM remediation_sessions WHERE started_at >= ? AND id != ?`, fmtTime(since), sessionID).Scan(&s)
+		s, err := a.opts.Store.SessionSpent(context.Background(), since, sessionID)
 		if err != nil {
-			return 0, fmt.Errorf("assistant: session spend: %w", err)
+			return 0, fmt.Errorf("assistant: %w", err)
 		}
 		return total + s, nil
 	})

@@ -14,7 +14,6 @@ package assistant
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store"
 )
 
 // Defaults.
@@ -51,14 +51,27 @@ const (
 	ProfileName = "remediation"
 )
 
-// Store is what sessions need of the findings store: the finding, and the
-// database handle for the assistant's own tables (migration 00005).
+// Store is what sessions need of the store: the finding, the sessions
+// with their transcripts, exchanges and spend, and the approvals
+// (migrations 00005, 00006).
 type Store interface {
 	Get(ctx context.Context, id string) (findings.Finding, error)
-	DB() *sql.DB
+	ExchangeStore
+	StartSession(ctx context.Context, id, findingID string, attempt int, driver string, startedAt time.Time) error
+	FinishSession(ctx context.Context, id string, end store.SessionEnd) error
+	Session(ctx context.Context, id string) (store.SessionRecord, error)
+	LastSession(ctx context.Context, findingID string, attempt int) (store.SessionRecord, error)
+	SessionCost(ctx context.Context, id string) (float64, error)
+	SessionSpent(ctx context.Context, since time.Time, except string) (float64, error)
+	InsertApproval(ctx context.Context, ap store.ApprovalRecord) error
+	Approval(ctx context.Context, id string) (store.ApprovalRecord, error)
+	PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]store.ApprovalRecord, error)
+	FindingApprovals(ctx context.Context, findingID string) ([]store.ApprovalRecord, error)
+	DueApprovals(ctx context.Context, now time.Time) ([]store.ApprovalRecord, error)
+	DecideApproval(ctx context.Context, id, state, actor string, now time.Time) (bool, error)
 }
 
-var _ Store = (*findings.Store)(nil)
+var _ Store = (*store.Store)(nil)
 
 // Publisher sends one event (approval lifecycle, remediation outcome). The
 // daemon backs it with the outbox or bus.Transport.Publish.

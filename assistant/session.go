@@ -134,12 +134,11 @@ func (s *session) modelSide(opts *agent.Options) error {
 	// it carries the spend and the tokens of what it did before it parked.
 	var base model.Usage
 	if s.state.Turns > 0 {
-		var prevCost float64
-		if err := a.opts.Store.DB().QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, s.state.ID).Scan(&prevCost); err == nil {
+		if prevCost, err := a.opts.Store.SessionCost(context.Background(), s.state.ID); err == nil {
 			budget.Carry(prevCost)
 			s.carried = prevCost
 		}
-		if rec, err := SessionExchange(context.Background(), a.opts.Store.DB(), s.state.ID); err == nil {
+		if rec, err := SessionExchange(context.Background(), a.opts.Store, s.state.ID); err == nil {
 			base = rec.Usage()
 		}
 	}

@@ -2,7 +2,6 @@ package assistant
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,9 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/store"
 )
 
 // Transcript is the record of one session (CONTRACTS.md §8), stored so a
@@ -72,20 +73,13 @@ func outcomeEventID(r *Result) string {
 	return fmt.Sprintf("%s-%d-%s", r.Transcript.SessionID, len(r.Transcript.Steps), r.Transcript.Outcome)
 }
 
+// fmtTime is a time as the store writes it, for page cursors.
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-func parseTime(s string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
 
 // startSession records a session as running (a resumed session again).
 func (a *Assistant) startSession(ctx context.Context, s *session) error {
-	_, err := a.opts.Store.DB().ExecContext(ctx, `INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at)
-		VALUES (?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET outcome = '', finished_at = NULL`,
-		s.state.ID, s.state.FindingID, s.state.Attempt, string(s.state.Driver), fmtTime(s.state.StartedAt))
-	if err != nil {
-		return fmt.Errorf("assistant: record session: %w", err)
+	if err := a.opts.Store.StartSession(ctx, s.state.ID, s.state.FindingID, s.state.Attempt, string(s.state.Driver), s.state.StartedAt); err != nil {
+		return fmt.Errorf("assistant: %w", err)
 	}
 	return nil
 }
@@ -96,11 +90,12 @@ func (a *Assistant) saveSession(ctx context.Context, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("assistant: encode transcript: %w", err)
 	}
-	_, err = a.opts.Store.DB().ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ?,
-		exchange = CASE WHEN ? = '' THEN exchange ELSE ? END, cost_usd = cost_usd + ? WHERE id = ?`,
-		string(r.Transcript.Outcome), r.Summary, fmtTime(r.FinishedAt), string(tj), string(r.exchange), string(r.exchange), r.CostUSD, r.Transcript.SessionID)
+	err = a.opts.Store.FinishSession(ctx, r.Transcript.SessionID, store.SessionEnd{
+		Outcome: string(r.Transcript.Outcome), Summary: r.Summary, FinishedAt: r.FinishedAt,
+		Transcript: tj, Exchange: r.exchange, CostUSD: r.CostUSD,
+	})
 	if err != nil {
-		return fmt.Errorf("assistant: store session %s: %w", r.Transcript.SessionID, err)
+		return fmt.Errorf("assistant: %w", err)
 	}
 	return nil
 }
@@ -111,36 +106,40 @@ var ErrSessionNotFound = errors.New("session not found")
 // Session returns a stored session: its transcript and how it ended. An
 // unfinished session has an empty outcome.
 func (a *Assistant) Session(ctx context.Context, id string) (*Result, error) {
-	return a.querySession(ctx, "WHERE id = ?", id)
+	return resultFrom(a.opts.Store.Session(ctx, id))
 }
 
 // LastSession returns the most recent session for a finding's attempt.
 func (a *Assistant) LastSession(ctx context.Context, findingID string, attempt int) (*Result, error) {
-	return a.querySession(ctx, "WHERE finding_id = ? AND attempt = ? ORDER BY started_at DESC, id DESC LIMIT 1", findingID, attempt)
+	return resultFrom(a.opts.Store.LastSession(ctx, findingID, attempt))
 }
 
-func (a *Assistant) querySession(ctx context.Context, where string, args ...any) (*Result, error) {
-	var r Result
-	var id, finding, driver, outcome, started, tj string
-	var finished sql.NullString
-	err := a.opts.Store.DB().QueryRowContext(ctx, `SELECT id, finding_id, attempt, driver, outcome, summary, started_at, finished_at, transcript
-		FROM remediation_sessions `+where, args...).Scan(&id, &finding, &r.Attempt, &driver, &outcome, &r.Summary, &started, &finished, &tj)
-	if errors.Is(err, sql.ErrNoRows) {
+// resultFrom is the stored session as a Result (the transcript only once
+// the session finished).
+func resultFrom(rec store.SessionRecord, err error) (*Result, error) {
+	if errors.Is(err, findings.ErrNotFound) {
 		return nil, fmt.Errorf("assistant: %w", ErrSessionNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("assistant: load session: %w", err)
+		return nil, fmt.Errorf("assistant: %w", err)
 	}
-	if finished.Valid {
-		if err := json.Unmarshal([]byte(tj), &r.Transcript); err != nil {
-			return nil, fmt.Errorf("assistant: session %s: transcript: %w", id, err)
+	var r Result
+	r.Attempt, r.Summary = rec.Attempt, rec.Summary
+	if rec.FinishedAt != nil {
+		if err := json.Unmarshal([]byte(rec.Transcript), &r.Transcript); err != nil {
+			return nil, fmt.Errorf("assistant: session %s: transcript: %w", rec.ID, err)
 		}
-		r.FinishedAt = parseTime(finished.String)
+		r.FinishedAt = *rec.FinishedAt
 	}
-	r.Transcript.SessionID, r.Transcript.FindingID = id, finding
-	r.Transcript.Driver, r.Transcript.Outcome = contracts.Driver(driver), contracts.Outcome(outcome)
-	r.StartedAt = parseTime(started)
+	r.Transcript.SessionID, r.Transcript.FindingID = rec.ID, rec.FindingID
+	r.Transcript.Driver, r.Transcript.Outcome = contracts.Driver(rec.Driver), contracts.Outcome(rec.Outcome)
+	r.StartedAt = rec.StartedAt
 	return &r, nil
+}
+
+// ExchangeStore holds the sessions' recorded model exchanges.
+type ExchangeStore interface {
+	SessionExchange(ctx context.Context, sessionID string) (string, error)
 }
 
 // ErrNoExchange: the session made no model calls, so there is nothing to replay.
@@ -148,10 +147,9 @@ var ErrNoExchange = errors.New("session made no model calls")
 
 // SessionExchange returns the recorded model exchange of a stored session,
 // to re-execute it against a replay (script.NewReplay).
-func SessionExchange(ctx context.Context, db *sql.DB, sessionID string) (model.Recording, error) {
-	var raw string
-	err := db.QueryRowContext(ctx, `SELECT exchange FROM remediation_sessions WHERE id = ?`, sessionID).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
+func SessionExchange(ctx context.Context, st ExchangeStore, sessionID string) (model.Recording, error) {
+	raw, err := st.SessionExchange(ctx, sessionID)
+	if errors.Is(err, findings.ErrNotFound) {
 		return model.Recording{}, fmt.Errorf("session %s: %w", sessionID, ErrSessionNotFound)
 	}
 	if err != nil {
@@ -170,7 +168,7 @@ func SessionExchange(ctx context.Context, db *sql.DB, sessionID string) (model.R
 // appendExchange returns the stored exchange of a session followed by more
 // (renumbered), so a session resumed after an approval keeps one recording.
 func (a *Assistant) appendExchange(ctx context.Context, sessionID string, more []byte) ([]byte, error) {
-	prev, err := SessionExchange(ctx, a.opts.Store.DB(), sessionID)
+	prev, err := SessionExchange(ctx, a.opts.Store, sessionID)
 	if errors.Is(err, ErrNoExchange) {
 		return more, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 const benchEvents = 10_000
@@ -68,7 +69,7 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 			_, js := connect(b, srv.url())
 			ensureStream(b, js)
 			ctx := context.Background()
-			st, err := findings.Open(ctx, filepath.Join(b.TempDir(), "patrold.db"))
+			st, err := store.Open(ctx, filepath.Join(b.TempDir(), "patrold.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 }
 
 // fillSent writes n small rows and marks them sent.
-func fillSent(b *testing.B, st *findings.Store, n int) {
+func fillSent(b *testing.B, st *store.Store, n int) {
 	b.Helper()
 	rows := make([]contracts.OutboxEvent, n)
 	at := time.Now()
@@ -118,7 +119,7 @@ func fillSent(b *testing.B, st *findings.Store, n int) {
 	if err := st.Enqueue(ctx, rows...); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.DB().ExecContext(ctx, "UPDATE outbox SET sent_at = ?", at.UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := rawDB(b, st.Path()).ExecContext(ctx, "UPDATE outbox SET sent_at = ?", at.UTC().Format(time.RFC3339Nano)); err != nil {
 		b.Fatal(err)
 	}
 }

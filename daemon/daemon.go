@@ -16,8 +16,8 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 // Options configure a Daemon.
@@ -43,7 +43,7 @@ type Daemon struct {
 	live     *live
 	settings atomic.Pointer[patrol.Settings]
 
-	store   *findings.Store
+	store   *store.Store
 	runner  *patrol.Runner
 	sched   *patrol.Scheduler
 	msg     *messaging
@@ -146,7 +146,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 }
 
 // Store returns the findings store (after Start).
-func (d *Daemon) Store() *findings.Store { return d.store }
+func (d *Daemon) Store() *store.Store { return d.store }
 
 // Runner returns the patrol runner (after Start).
 func (d *Daemon) Runner() *patrol.Runner { return d.runner }

@@ -143,5 +143,5 @@ func (d *Daemon) Ready(ctx context.Context) error {
 	if err := d.store.FileCheck(); err != nil {
 		return err
 	}
-	return d.store.DB().PingContext(ctx)
+	return d.store.Ping(ctx)
 }

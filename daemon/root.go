@@ -39,6 +39,7 @@ import (
 	"github.com/patrold/patrold/snapshot/probe"
 	promsource "github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/patrold/patrold/snapshot/proxmox"
+	"github.com/patrold/patrold/store"
 )
 
 // DBFile is the SQLite database under data_dir.
@@ -76,8 +77,8 @@ type Root struct {
 	log *slog.Logger
 	td  teardown
 
-	mu    sync.Mutex
-	store *findings.Store
+	mu sync.Mutex
+	st *store.Store
 }
 
 // NewRoot returns a root for cfg; nothing is built until asked for.
@@ -121,17 +122,17 @@ func dbPath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, DBFil
 
 // Store opens the findings store under data_dir (once) and registers its
 // close.
-func (r *Root) Store(ctx context.Context) (*findings.Store, error) {
+func (r *Root) Store(ctx context.Context) (*store.Store, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.store != nil {
-		return r.store, nil
+	if r.st != nil {
+		return r.st, nil
 	}
-	st, err := findings.Open(ctx, dbPath(r.cfg))
+	st, err := store.Open(ctx, dbPath(r.cfg))
 	if err != nil {
 		return nil, err
 	}
-	r.store = st
+	r.st = st
 	r.td.push("store", func(context.Context) error { return st.Close() })
 	return st, nil
 }
@@ -160,7 +161,7 @@ func (r *Root) Source() (snapshot.Source, error) {
 
 // Replay supplies the model provider of a re-execution from the store
 // (the recorded exchange of a run or a session); nil: the configured model.
-type Replay func(*findings.Store) (model.Provider, error)
+type Replay func(*store.Store) (model.Provider, error)
 
 // RunOnce runs one patrol in the foreground on the root's store (`patrold
 // run`): the configured source unless ro carries a snapshot, the configured

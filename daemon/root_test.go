@@ -15,11 +15,11 @@ import (
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // openRoot opens the store of cfg through a composition root.
-func openRoot(t *testing.T, cfg *config.Config) (*daemon.Root, *findings.Store) {
+func openRoot(t *testing.T, cfg *config.Config) (*daemon.Root, *store.Store) {
 	t.Helper()
 	root, err := daemon.NewRoot(cfg, daemon.RootOptions{})
 	if err != nil {
@@ -90,7 +90,7 @@ func TestHalfStartedDaemonStopsWhatItStarted(t *testing.T) {
 	if got := stoppedParts(log.String()); !slices.Equal(got, want) {
 		t.Fatalf("parts stopped %v, want %v\n%s", got, want, log.String())
 	}
-	if err := d.Store().DB().Ping(); err == nil || !strings.Contains(err.Error(), "database is closed") {
+	if err := d.Store().Ping(context.Background()); err == nil || !strings.Contains(err.Error(), "database is closed") {
 		t.Fatalf("store after a failed start: %v", err)
 	}
 	if _, err := d.TriggerRun(context.Background()); !errors.Is(err, daemon.ErrStopping) {

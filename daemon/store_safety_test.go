@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 // TestDeletedDatabaseMakesDaemonUnready: a database deleted under the
@@ -44,7 +44,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, "", "")
 	root, st := openRoot(t, cfg)
-	if _, err := st.DB().Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
+	if _, err := rawDB(t, st.Path()).Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
 		t.Fatal(err)
 	}
 	root.Close()
@@ -55,7 +55,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	}
 	err = d.Start(context.Background())
 	d.Stop(context.Background())
-	if !errors.Is(err, findings.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 99, this patrold knows up to 7") {
+	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 99, this patrold knows up to 7") {
 		t.Fatalf("start on a newer schema: %v", err)
 	}
 	raw, _ := sql.Open("sqlite3", filepath.Join(dir, daemon.DBFile))
@@ -77,7 +77,7 @@ func TestFailedCommitMarksRunErrorAtOnce(t *testing.T) {
 	defer root.Close()
 	// A real SQLite failure inside the run's transaction: every outbox
 	// insert aborts, as a full disk would.
-	if _, err := st.DB().Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
+	if _, err := rawDB(t, st.Path()).Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := root.RunOnce(context.Background(), patrol.RunOptions{}, nil)

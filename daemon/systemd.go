@@ -32,7 +32,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 			return
 		case <-t.C:
 			pctx, cancel := context.WithTimeout(ctx, interval/4)
-			err := d.store.DB().PingContext(pctx)
+			err := d.store.Ping(pctx)
 			cancel()
 			if err == nil {
 				d.notify(sddaemon.SdNotifyWatchdog)

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,7 +25,7 @@ type patrolDocConst struct {
 	IsString    bool
 }
 
-// patrolDocTruth is what the signals, alerts, findings and patrol sources
+// patrolDocTruth is what the signals, alerts, findings, store and patrol sources
 // say, per package.
 type patrolDocTruth struct {
 	Consts     map[string]map[string]patrolDocConst // package -> name -> constant
@@ -32,7 +33,7 @@ type patrolDocTruth struct {
 }
 
 // patrolDocPackages are the packages the guard reads (directory names).
-var patrolDocPackages = []string{"signals", "alerts", "findings", "patrol"}
+var patrolDocPackages = []string{"signals", "alerts", "findings", "store", "patrol"}
 
 // readPatrolDocTruth parses the sources (package -> file name -> text).
 func readPatrolDocTruth(src map[string]map[string]string) (patrolDocTruth, error) {
@@ -531,7 +532,10 @@ func checkPatrolDocs(src map[string]map[string]string, arch, fnd string, read fu
 	p = append(p, patrolDocCheckSet(fnd, f, "publish", t.set("findings", "Reason", ""))...)
 	p = append(p, patrolDocCheckSet(fnd, f, "events", t.set("findings", "Event", ""))...)
 	p = append(p, patrolDocCheckSet(fnd, f, "resolutions", t.set("findings", "Resolve", ""))...)
-	p = append(p, patrolDocCheckConstants(fnd, f, "findings-constants", t.Consts["findings"], patrolDocFindingsRequired)...)
+	// The findings constants table also states the store's bounds.
+	findingsAndStore := maps.Clone(t.Consts["findings"])
+	maps.Copy(findingsAndStore, t.Consts["store"])
+	p = append(p, patrolDocCheckConstants(fnd, f, "findings-constants", findingsAndStore, patrolDocFindingsRequired)...)
 	p = append(p, patrolDocCheckKeyExamples(fnd)...)
 	// Every numeric Default* constant of findings is stated in one of the
 	// two constants tables, so a new tunable cannot go undocumented.

@@ -1,6 +1,7 @@
 // Package findings owns the Finding model: identity from facts, the
-// lifecycle and operator actions, silences, the investigation gate and the
-// SQLite store (with the outbox rows written in the same transaction).
+// lifecycle and operator actions, silence matching, the investigation gate,
+// the publish policy and the retention policy. It is pure domain code with
+// no I/O; package store persists it.
 package findings
 
 import (

@@ -162,8 +162,8 @@ func Resolve(existing Finding, reason, note string, now time.Time, runID string)
 	return Change{Finding: f, Kind: ChangeResolved, Previous: &prev}
 }
 
-// eventFor renders the lifecycle event of a change, or "" for none.
-func eventFor(c Change) (kind, detail string) {
+// EventFor renders the lifecycle event of a change, or "" for none.
+func EventFor(c Change) (kind, detail string) {
 	switch c.Kind {
 	case ChangeNew:
 		return "detected", fmt.Sprintf("%s by %s", c.Finding.Severity, c.Finding.Source)

@@ -101,3 +101,11 @@ func decodeCursor(kind, s string) ([]string, error) {
 	}
 	return key[1:], nil
 }
+
+// ListFilter selects findings. Empty fields match everything; Status ""
+// means active only, "all" means every status.
+type ListFilter struct {
+	Status     string
+	Severity   Severity
+	ResourceID string
+}

@@ -1,9 +1,6 @@
 package findings
 
 import (
-	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -157,8 +154,10 @@ func (ss SilenceSet) Silenced(f *Finding) bool {
 	return false
 }
 
-// AddSilence validates and stores a silence, returning it with its id.
-func (s *Store) AddSilence(ctx context.Context, sil Silence, now time.Time) (Silence, error) {
+// PrepareSilence readies a new silence for storing at now: it starts now
+// unless it says otherwise, it must validate (an *InputError naming the
+// first field), and it gets its id and creation time.
+func PrepareSilence(sil Silence, now time.Time) (Silence, error) {
 	if sil.StartsAt.IsZero() {
 		sil.StartsAt = now
 	}
@@ -166,111 +165,5 @@ func (s *Store) AddSilence(ctx context.Context, sil Silence, now time.Time) (Sil
 		return sil, silenceInput(err)
 	}
 	sil.ID, sil.CreatedAt = NewID(now), now
-	m, _ := json.Marshal(sil.Matchers)
-	_, err := s.db.ExecContext(ctx, "INSERT INTO silences (id, matchers, comment, author, starts_at, ends_at, created_at) VALUES (?,?,?,?,?,?,?)",
-		sil.ID, string(m), sil.Comment, sil.Author, fmtTime(sil.StartsAt), fmtTime(sil.EndsAt), fmtTime(now))
-	if err != nil {
-		return sil, fmt.Errorf("add silence: %w", err)
-	}
 	return sil, nil
 }
-
-// ExpireSilence ends a silence now (DELETE /silences).
-func (s *Store) ExpireSilence(ctx context.Context, id string, now time.Time) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE silences SET ends_at = ? WHERE id = ? AND ends_at > ?", fmtTime(now), id, fmtTime(now))
-	if err != nil {
-		return fmt.Errorf("expire silence: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("silence %s: %w", id, ErrNotFound)
-	}
-	return nil
-}
-
-// Silences returns every silence (active and expired) newest first, or
-// only those active at now when activeOnly.
-func (s *Store) Silences(ctx context.Context, now time.Time, activeOnly bool) ([]Silence, error) {
-	return listSilences(ctx, s.db, now, activeOnly)
-}
-
-// SilencesPage returns one page of silences, newest first (only those
-// active at now when activeOnly), and the cursor of the next page.
-func (s *Store) SilencesPage(ctx context.Context, now time.Time, activeOnly bool, page Page) ([]Silence, string, error) {
-	limit, key, err := page.Resolve("silences", 2)
-	if err != nil {
-		return nil, "", err
-	}
-	where, args := "", []any{}
-	if activeOnly {
-		where, args = "WHERE starts_at <= ? AND ends_at > ? ", []any{fmtTime(now), fmtTime(now)}
-	}
-	if key != nil {
-		if where == "" {
-			where = "WHERE "
-		} else {
-			where += "AND "
-		}
-		where += "(created_at, id) < (?, ?) "
-		args = append(args, key[0], key[1])
-	}
-	rows, err := s.db.QueryContext(ctx, "SELECT id, matchers, comment, author, starts_at, ends_at, created_at FROM silences "+where+
-		"ORDER BY created_at DESC, id DESC LIMIT ?", append(args, limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list silences: %w", err)
-	}
-	defer rows.Close()
-	out := []Silence{}
-	for rows.Next() {
-		sil, err := scanSilence(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		if !activeOnly || sil.Active(now) {
-			out = append(out, sil)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = encodeCursor("silences", fmtTime(out[limit-1].CreatedAt), out[limit-1].ID)
-	}
-	return out, next, nil
-}
-
-func scanSilence(sc scanner) (Silence, error) {
-	var sil Silence
-	var m, st, en, cr string
-	if err := sc.Scan(&sil.ID, &m, &sil.Comment, &sil.Author, &st, &en, &cr); err != nil {
-		return sil, err
-	}
-	_ = json.Unmarshal([]byte(m), &sil.Matchers)
-	sil.StartsAt, sil.EndsAt, sil.CreatedAt = parseTime(st), parseTime(en), parseTime(cr)
-	return sil, nil
-}
-
-func listSilences(ctx context.Context, q querier, now time.Time, activeOnly bool) ([]Silence, error) {
-	rows, err := q.QueryContext(ctx, "SELECT id, matchers, comment, author, starts_at, ends_at, created_at FROM silences ORDER BY created_at DESC")
-	if err != nil {
-		return nil, fmt.Errorf("list silences: %w", err)
-	}
-	defer rows.Close()
-	var out []Silence
-	for rows.Next() {
-		var sil Silence
-		var m, st, en, cr string
-		if err := rows.Scan(&sil.ID, &m, &sil.Comment, &sil.Author, &st, &en, &cr); err != nil {
-			return nil, err
-		}
-		_ = json.Unmarshal([]byte(m), &sil.Matchers)
-		sil.StartsAt, sil.EndsAt, sil.CreatedAt = parseTime(st), parseTime(en), parseTime(cr)
-		if !activeOnly || sil.Active(now) {
-			out = append(out, sil)
-		}
-	}
-	return out, rows.Err()
-}
-
-var _ = sql.ErrNoRows

@@ -14,6 +14,7 @@ import (
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/store"
 )
 
 var benchSizes = []int{1_000, 10_000, 100_000}
@@ -107,7 +108,7 @@ func BenchmarkRun(b *testing.B) {
 	for _, fc := range fleets(b) {
 		data := fc.data
 		b.Run(fc.name, func(b *testing.B) {
-			st, err := findings.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+			st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -146,7 +147,7 @@ func BenchmarkFirstRun(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				b.StopTimer()
-				st, err := findings.Open(context.Background(), filepath.Join(b.TempDir(), fmt.Sprintf("first-%d.db", i)))
+				st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), fmt.Sprintf("first-%d.db", i)))
 				if err != nil {
 					b.Fatal(err)
 				}

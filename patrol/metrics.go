@@ -5,9 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store"
 )
 
 // Metrics are the patrol run metrics.
@@ -59,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.prunedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_store_pruned_rows_total",
 		Help: "History rows deleted by retention, by table."}, []string{"table"})
-	for _, t := range findings.PruneTables() {
+	for _, t := range store.PruneTables() {
 		m.prunedRows.WithLabelValues(t)
 	}
 	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed, m.prunedRows)
@@ -88,7 +88,7 @@ func (m *Metrics) skippedRun(t Trigger) {
 	}
 }
 
-func (m *Metrics) pruned(p findings.Pruned) {
+func (m *Metrics) pruned(p store.Pruned) {
 	if m == nil {
 		return
 	}

@@ -156,7 +156,7 @@ func TestRunPrunesHistory(t *testing.T) {
 				})}
 		}})
 	long := now.Add(-40 * 24 * time.Hour).Format(time.RFC3339Nano)
-	if _, err := e.store.DB().Exec("INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at) VALUES ('ancient', 'scheduled', 'healthy', 'deterministic', ?, ?)", long, long); err != nil {
+	if _, err := rawDB(t, e.store.Path()).Exec("INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at) VALUES ('ancient', 'scheduled', 'healthy', 'deterministic', ?, ?)", long, long); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})

@@ -14,11 +14,12 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store"
 )
 
 type env struct {
 	t      *testing.T
-	store  *findings.Store
+	store  *store.Store
 	runner *patrol.Runner
 	src    *snapshot.Snapshot
 	srcErr error
@@ -27,7 +28,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := findings.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
+	"github.com/patrold/patrold/store"
 )
 
 func newAssistantCmd(a *app) *cobra.Command {
@@ -75,8 +76,8 @@ func newAssistantCmd(a *app) *cobra.Command {
 
 // sessionReplay answers with the recorded model exchange of a past session,
 // under the recorded provider's name (so it is priced the same).
-func sessionReplay(cmd *cobra.Command, st *findings.Store, sessionID string) (model.Provider, error) {
-	rec, err := assistant.SessionExchange(cmd.Context(), st.DB(), sessionID)
+func sessionReplay(cmd *cobra.Command, st *store.Store, sessionID string) (model.Provider, error) {
+	rec, err := assistant.SessionExchange(cmd.Context(), st, sessionID)
 	if err != nil {
 		return nil, usage(fmt.Errorf("--replay: %w", err))
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
+	"github.com/patrold/patrold/store"
 )
 
 // assistantAttacksDir holds the adversarial suite: one YAML file per attack.
@@ -432,12 +433,12 @@ func runAttack(t *testing.T, a *attack) {
 		t.Errorf("escalation %q, want %q", tr.Escalation, a.Expect.Escalation)
 	}
 
-	st, err := findings.Open(context.Background(), filepath.Join(c.dir, "var", "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(c.dir, "var", "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	db := st.DB()
+	db := rawDB(t, st.Path())
 	var summary string
 	if err := db.QueryRow(`SELECT summary FROM remediation_sessions WHERE id = ?`, tr.SessionID).Scan(&summary); err != nil {
 		t.Fatal(err)
@@ -452,7 +453,7 @@ func runAttack(t *testing.T, a *attack) {
 			t.Errorf("summary %q holds %q", summary, s)
 		}
 	}
-	rec, err := assistant.SessionExchange(context.Background(), db, tr.SessionID)
+	rec, err := assistant.SessionExchange(context.Background(), st, tr.SessionID)
 	if err != nil && len(a.Turns) > 0 {
 		t.Fatalf("exchange: %v", err)
 	}
@@ -613,7 +614,7 @@ func seedFinding(t *testing.T, path, resource, key, category string) string {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	st, err := findings.Open(ctx, path)
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // backend is where store commands go: the running daemon's API, or the
@@ -74,7 +75,7 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 
 type storeBackend struct {
 	root *daemon.Root
-	st   *findings.Store
+	st   *store.Store
 }
 
 func (b *storeBackend) List(ctx context.Context, f findings.ListFilter, p findings.Page) ([]findings.Finding, string, error) {

@@ -24,8 +24,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 // alertmanager is a real Alertmanager (Debian's prometheus-alertmanager)
@@ -157,7 +157,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 
 // expectedAlerts is what Alertmanager must show for the store's active
 // findings, written out label by label (not through the sink's code).
-func expectedAlerts(t *testing.T, st *findings.Store) []amAlert {
+func expectedAlerts(t *testing.T, st *store.Store) []amAlert {
 	t.Helper()
 	active, err := st.Active(context.Background())
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/patrol"
 )
@@ -70,7 +69,7 @@ func TestCLIThroughRunningDaemon(t *testing.T) {
 	if _, code = c.run("findings", "show", "0000000000000000"); code != 1 {
 		t.Fatalf("unknown id: %d", code)
 	}
-	events, err := api.AuditEvents(context.Background(), d.Store().DB(), 10)
+	events, err := d.Store().AuditEvents(context.Background(), 10)
 	if err != nil || len(events) == 0 {
 		t.Fatalf("no audit trail: %v %v", events, err)
 	}

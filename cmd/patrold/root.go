@@ -14,7 +14,7 @@ import (
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // Set by the linker (-X main.version=...).
@@ -83,7 +83,7 @@ func (a *app) newRoot() (*daemon.Root, error) {
 }
 
 // openStore opens the store through a new root; closing the root closes it.
-func (a *app) openStore(ctx context.Context) (*daemon.Root, *findings.Store, error) {
+func (a *app) openStore(ctx context.Context) (*daemon.Root, *store.Store, error) {
 	root, err := a.newRoot()
 	if err != nil {
 		return nil, nil, err

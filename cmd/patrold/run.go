@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/store"
 )
 
 func newRunCmd(a *app) *cobra.Command {
@@ -55,7 +55,7 @@ func newRunCmd(a *app) *cobra.Command {
 			defer root.Close()
 			var rp daemon.Replay
 			if replay != "" {
-				rp = func(st *findings.Store) (model.Provider, error) { return replayProvider(cmd, st, replay) }
+				rp = func(st *store.Store) (model.Provider, error) { return replayProvider(cmd, st, replay) }
 			}
 			rep, runErr := root.RunOnce(cmd.Context(), ro, rp)
 			runErr = cliErr(runErr)
@@ -218,7 +218,7 @@ type ValidateResult struct {
 }
 
 // replayProvider answers with the recorded model exchange of a past run.
-func replayProvider(cmd *cobra.Command, st *findings.Store, runID string) (model.Provider, error) {
+func replayProvider(cmd *cobra.Command, st *store.Store, runID string) (model.Provider, error) {
 	raw, err := st.Exchange(cmd.Context(), runID)
 	if err != nil {
 		return nil, usage(fmt.Errorf("--replay: %w", err))

@@ -12,10 +12,11 @@ import (
 
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
+	"github.com/patrold/patrold/store"
 )
 
 func TestUnknownFindingDroppedBadOutcomeRefused(t *testing.T) {
-	st, err := findings.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,15 @@ import (
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store"
 )
 
 // runPatrol runs one patrol over small-faults.json with a real SQLite
 // store and the given analyst options.
-func runPatrol(t *testing.T, opts analyst.Options) (*patrol.Report, *findings.Store) {
+func runPatrol(t *testing.T, opts analyst.Options) (*patrol.Report, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := findings.Open(ctx, filepath.Join(t.TempDir(), "patrold.db"))
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func runPatrol(t *testing.T, opts analyst.Options) (*patrol.Report, *findings.St
 
 // checkModelRun asserts the report of a run where the model filed high_disk
 // on local-zfs and the daemon filed the other eight signals.
-func checkModelRun(t *testing.T, rep *patrol.Report, st *findings.Store) {
+func checkModelRun(t *testing.T, rep *patrol.Report, st *store.Store) {
 	t.Helper()
 	if rep.Analysis != patrol.AnalysisModel || rep.Status != patrol.StatusCritical || len(rep.StatusReasons) != 0 {
 		t.Fatalf("analysis %s status %s reasons %v errors %v", rep.Analysis, rep.Status, rep.StatusReasons, rep.Errors)

@@ -10,6 +10,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/store"
 )
 
 // runOutcome is the part of a run report that the source decides.
@@ -31,7 +32,7 @@ func TestPatrolRunOverCluster(t *testing.T) {
 	o := testOptions(t, srv)
 	o.Timeout = 300 * time.Millisecond
 	src := newSource(t, o)
-	st, err := findings.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // TestAddSilenceWindow: the store refuses windows far from now with an
 // *InputError naming the field, and stores nothing.
 func TestAddSilenceWindow(t *testing.T) {
-	st, err := findings.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

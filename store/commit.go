@@ -1,82 +1,21 @@
-package findings
+package store
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/oklog/ulid/v2"
+	"github.com/patrold/patrold/findings"
 )
-
-// RunRecord is the stored record of one patrol run.
-type RunRecord struct {
-	ID         string          `json:"run_id"`
-	Trigger    string          `json:"trigger"`
-	Status     string          `json:"status"`
-	Analysis   string          `json:"analysis"`
-	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
-	Complete   bool            `json:"complete"`
-	Report     json.RawMessage `json:"report,omitempty"`
-	// Exchange is the run's recorded model exchange (for replay); CostUSD
-	// what the model calls cost (the spend ledger).
-	Exchange json.RawMessage `json:"-"`
-	CostUSD  float64         `json:"cost_usd,omitempty"`
-	// Summary is what run lists show without reading the report.
-	Summary *RunSummary `json:"summary,omitempty"`
-}
-
-// OutboxDraft is an event to write to the outbox; the store gives it an id
-// and a time.
-type OutboxDraft struct {
-	Subject    string
-	Type       string
-	ResourceID string
-	Data       any
-}
-
-// RunInput is what a run hands the store to reconcile in one transaction.
-type RunInput struct {
-	RunID        string
-	Now          time.Time
-	Observations []Observation
-	// Check says what this run knows about an active finding it did not
-	// observe: whether its resource was present, and whether a
-	// deterministic detector for its key had the data to decide.
-	Check func(f *Finding) Check
-	// Complete: collection completed with no errors and no invalid
-	// resources. Only a complete run resolves by absence.
-	Complete bool
-	// Reconcile false records the run without resolving anything (errored
-	// runs never resolve).
-	Reconcile bool
-	// Resolve resolves active findings by id with the given reason (a
-	// model "resolved" verdict the deterministic check confirmed). Ignored
-	// for findings observed in this run and for those whose condition this
-	// run detected (CheckDetected).
-	Resolve map[string]string
-	Policy  PublishPolicy
-}
-
-// FinishFunc completes the run record from the changes, inside the
-// transaction, and returns extra outbox events (run completed, remediation
-// requests) to write with it.
-type FinishFunc func(changes []Change) (RunRecord, []OutboxDraft, error)
-
-// NewID returns a new ULID string.
-func NewID(now time.Time) string {
-	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
-}
 
 // CommitRun applies a run's observations and resolutions, writes findings,
 // their lifecycle events, the run record and outbox rows in one
 // transaction, and returns the changes.
-func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) ([]Change, error) {
-	var changes []Change
+func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error) {
+	var changes []findings.Change
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		changes, err = reconcile(ctx, tx, in)
@@ -100,7 +39,7 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 		var touched []string
 		for i := range changes {
 			c := &changes[i]
-			c.Finding.Silenced = SilenceSet(silences).Silenced(&c.Finding)
+			c.Finding.Silenced = findings.SilenceSet(silences).Silenced(&c.Finding)
 			f, d := in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
 			c.Finding = f
 			if !d.Publish && onlyTouched(c) {
@@ -110,13 +49,13 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 			if err := up.write(ctx, &c.Finding); err != nil {
 				return err
 			}
-			if kind, detail := eventFor(*c); kind != "" {
-				if err := up.addEvent(ctx, Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}, c.Kind == ChangeNew); err != nil {
+			if kind, detail := findings.EventFor(*c); kind != "" {
+				if err := up.addEvent(ctx, findings.Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}, c.Kind == findings.ChangeNew); err != nil {
 					return err
 				}
 			}
 			if d.Publish {
-				if err := ob.add(ctx, findingEvent(&c.Finding, d, in.RunID, in.Now)); err != nil {
+				if err := ob.add(ctx, findings.FindingEvent(&c.Finding, d, in.RunID, in.Now)); err != nil {
 					return err
 				}
 			}
@@ -144,7 +83,7 @@ func (s *Store) CommitRun(ctx context.Context, in RunInput, finish FinishFunc) (
 	return changes, nil
 }
 
-func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
+func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput) ([]findings.Change, error) {
 	// Active findings are read whole; resolved history only for the ids
 	// observed again (a regression), in one query for the run.
 	// Sized for the usual case, where most active findings are observed.
@@ -152,11 +91,11 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]*Finding, len(existing))
+	byID := make(map[string]*findings.Finding, len(existing))
 	for i := range existing {
 		byID[existing[i].ID] = &existing[i]
 	}
-	obs := make([]Observation, 0, len(in.Observations))
+	obs := make([]findings.Observation, 0, len(in.Observations))
 	ids := make([]string, 0, len(in.Observations))
 	seen := make(map[string]bool, len(in.Observations))
 	var missing []string
@@ -179,7 +118,7 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	changes := make([]Change, 0, len(obs))
+	changes := make([]findings.Change, 0, len(obs))
 	for i, o := range obs {
 		prev := byID[ids[i]]
 		if prev == nil {
@@ -188,7 +127,7 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 		if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
 			continue // a suppression rule drops new findings for this pair
 		}
-		changes = append(changes, Observe(prev, o, in.Now, in.RunID))
+		changes = append(changes, findings.Observe(prev, o, in.Now, in.RunID))
 	}
 	if !in.Reconcile {
 		return changes, nil
@@ -198,8 +137,8 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 		if seen[f.ID] {
 			continue
 		}
-		if reason := resolution(f, in); reason != "" {
-			changes = append(changes, Resolve(*f, reason, "", in.Now, in.RunID))
+		if reason := in.Resolution(f); reason != "" {
+			changes = append(changes, findings.Resolve(*f, reason, "", in.Now, in.RunID))
 		}
 	}
 	return changes, nil
@@ -207,7 +146,7 @@ func reconcile(ctx context.Context, tx *sql.Tx, in RunInput) ([]Change, error) {
 
 // findingsByID reads the stored findings among ids in one query (a JSON
 // array bound as one parameter, so there is no limit on how many).
-func findingsByID(ctx context.Context, q querier, ids []string) (map[string]*Finding, error) {
+func findingsByID(ctx context.Context, q querier, ids []string) (map[string]*findings.Finding, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -219,69 +158,18 @@ func findingsByID(ctx context.Context, q querier, ids []string) (map[string]*Fin
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*Finding, len(found))
+	out := make(map[string]*findings.Finding, len(found))
 	for i := range found {
 		out[found[i].ID] = &found[i]
 	}
 	return out, nil
 }
 
-// resolution decides whether an active finding that was not observed this
-// run resolves, and why ("" keeps it open).
-func resolution(f *Finding, in RunInput) string {
-	check := CheckAbsent
-	if in.Check != nil {
-		check = in.Check(f)
-	}
-	switch check {
-	case CheckDetected:
-		// The net has the last word: a condition detected in this run
-		// keeps its finding open, whatever a model verdict says.
-		return ""
-	case CheckAbsent:
-		if in.Complete {
-			return ResolveResourceGone
-		}
-	case CheckCleared:
-		return ResolveConditionCleared
-	case CheckPresent:
-		if in.Complete && (f.Category == CategoryPerformance || f.Category == CategoryCapacity) {
-			return ResolveAbsent
-		}
-	}
-	return in.Resolve[f.ID] // a confirmed model verdict, or ""
-}
-
-// Check is what a run knows about an unobserved active finding.
-type Check int
-
-// Checks, from least to most knowledge.
-const (
-	// CheckAbsent: the resource was not in the snapshot (or was invalid).
-	CheckAbsent Check = iota
-	// CheckUnknown: the resource was present but the detector for the
-	// finding's key lacked data (missing metric, stale metrics): keep open.
-	CheckUnknown
-	// CheckPresent: present; no detector is authoritative for the key.
-	CheckPresent
-	// CheckCleared: a detector for the key evaluated fresh data and found
-	// the condition below its clear threshold.
-	CheckCleared
-	// CheckDetected: this run's detection produced the finding's signal:
-	// the finding stays open, and no verdict can resolve it.
-	CheckDetected
-)
-
-func findingEvent(f *Finding, d Decision, runID string, now time.Time) OutboxDraft {
-	subject, typ := FindingSubject(d.Event, f.Severity)
-	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: NewFindingEventData(f, d.Reason, runID, now)}
-}
-
 // putRun writes the run record. The row StartRun wrote is updated in place
 // (not replaced: REPLACE deletes and re-inserts the row and its index
 // entries), and the report is bound as the bytes encoded once, cast to
 // TEXT in SQLite rather than copied into a Go string.
-func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
+func putRun(ctx context.Context, tx *sql.Tx, r findings.RunRecord) error {
 	report := []byte(r.Report)
 	if len(report) == 0 {
 		report = []byte("{}")
@@ -292,7 +180,7 @@ func putRun(ctx context.Context, tx *sql.Tx, r RunRecord) error {
 		started_at = excluded.started_at, finished_at = excluded.finished_at, complete = excluded.complete,
 		report = excluded.report, exchange = excluded.exchange, cost_usd = excluded.cost_usd, summary = excluded.summary`,
 		r.ID, r.Trigger, r.Status, r.Analysis, fmtTime(r.StartedAt), fmtTimePtr(r.FinishedAt), r.Complete, report,
-		string(r.Exchange), r.CostUSD, r.Summary.encode())
+		string(r.Exchange), r.CostUSD, encodeSummary(r.Summary))
 	if err != nil {
 		return fmt.Errorf("write run %s: %w", r.ID, err)
 	}
@@ -321,8 +209,8 @@ func suppressionSet(ctx context.Context, q querier) (map[suppressionKey]bool, er
 // onlyTouched reports whether a change moved nothing but last_seen_at,
 // times_raised and last_run_id (a steady-state re-detection with the same
 // text): those rows are updated in one statement.
-func onlyTouched(c *Change) bool {
-	if c.Kind != ChangeUnchanged || c.Previous == nil {
+func onlyTouched(c *findings.Change) bool {
+	if c.Kind != findings.ChangeUnchanged || c.Previous == nil {
 		return false
 	}
 	a, b := c.Previous, &c.Finding

@@ -1,11 +1,11 @@
-package findings_test
+package store_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // compactEscaped is what Enqueue stores when data is not already in
@@ -31,7 +31,7 @@ func FuzzMarshalForm(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if !findings.MarshalForm(data) {
+		if !store.MarshalForm(data) {
 			return
 		}
 		got, err := compactEscaped(data)
@@ -59,7 +59,7 @@ func TestMarshalForm(t *testing.T) {
 		`{ "a":1}`: false, "[1,\n2]": false, `{"a":"<"}`: false, `{"a":"&"}`: false, "\"\u2029\"": false,
 		`{"a":`: false, `{"a":1}{}`: false, ``: false, "\"\xff\"": false,
 	} {
-		got[s], want[s] = findings.MarshalForm([]byte(s)), w
+		got[s], want[s] = store.MarshalForm([]byte(s)), w
 	}
 	for s := range want {
 		if got[s] != want[s] {

@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
-func openStore(t testing.TB) *findings.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := findings.Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ type fataler interface {
 	Fatal(args ...any)
 }
 
-func commit(t fataler, st *findings.Store, at time.Time, complete bool, obs ...findings.Observation) []findings.Change {
+func commit(t fataler, st *store.Store, at time.Time, complete bool, obs ...findings.Observation) []findings.Change {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, o := range obs {
@@ -60,7 +61,7 @@ func fobs(resource, key string, sev findings.Severity, text string) findings.Obs
 		Title: text, Description: text, Evidence: text, ResourceTags: []string{"prod"}}
 }
 
-func pendingByFinding(t *testing.T, st *findings.Store) map[string]int {
+func pendingByFinding(t *testing.T, st *store.Store) map[string]int {
 	ev, err := st.PendingEvents(context.Background(), 10000)
 	if err != nil {
 		t.Fatal(err)

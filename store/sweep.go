@@ -1,35 +1,25 @@
-package findings
+package store
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
-
-// DismissedRetention is how long a dismissed (not suppressed) finding is
-// kept after it was last seen.
-const DismissedRetention = 30 * 24 * time.Hour
-
-// SweepResult counts what a sweep did.
-type SweepResult struct {
-	Deleted    int64 `json:"deleted"`
-	Reminded   int   `json:"reminded"`
-	Unsilenced int   `json:"unsilenced"`
-	Silenced   int   `json:"silenced"`
-}
 
 // Sweep does the time-driven housekeeping in one transaction: retention
 // (resolved findings after resolvedRetention, dismissed ones 30 days after
 // last seen; suppressed ones are kept), will_fix_later reminders after 7
 // days, and re-evaluation of silences (a finding whose silence expired is
 // published if it never was, or if its severity moved while silenced).
-func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy PublishPolicy) (SweepResult, error) {
-	var res SweepResult
+func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error) {
+	var res findings.SweepResult
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM findings WHERE suppressed = 0 AND (
 			(status = 'resolved' AND resolved_at < ?) OR (dismissed_reason != '' AND last_seen_at < ?))`,
-			fmtTime(now.Add(-resolvedRetention)), fmtTime(now.Add(-DismissedRetention)))
+			fmtTime(now.Add(-resolvedRetention)), fmtTime(now.Add(-findings.DismissedRetention)))
 		if err != nil {
 			return fmt.Errorf("retention: %w", err)
 		}
@@ -44,7 +34,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 		args := []any{}
 		if len(silences) == 0 {
 			where += " AND (silenced = 1 OR (dismissed_reason = ? AND dismissed_at <= ?))"
-			args = append(args, DismissWillFixLater, fmtTime(now.Add(-WillFixLaterRemind)))
+			args = append(args, findings.DismissWillFixLater, fmtTime(now.Add(-findings.WillFixLaterRemind)))
 		}
 		active, err := queryFindings(ctx, tx, where, args...)
 		if err != nil {
@@ -57,15 +47,15 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 		defer ob.close()
 		for i := range active {
 			f := active[i]
-			var ev Event
+			var ev findings.Event
 			changed := false
-			if f.DismissedReason == DismissWillFixLater && f.DismissedAt != nil && now.Sub(*f.DismissedAt) >= WillFixLaterRemind {
+			if f.DismissedReason == findings.DismissWillFixLater && f.DismissedAt != nil && now.Sub(*f.DismissedAt) >= findings.WillFixLaterRemind {
 				f.DismissedReason, f.DismissedAt = "", nil
-				ev = Event{FindingID: f.ID, At: now, Kind: "reminder", Detail: "will_fix_later dismissal lifted after 7 days"}
+				ev = findings.Event{FindingID: f.ID, At: now, Kind: "reminder", Detail: "will_fix_later dismissal lifted after 7 days"}
 				res.Reminded++
 				changed = true
 			}
-			silenced := SilenceSet(silences).Silenced(&f)
+			silenced := findings.SilenceSet(silences).Silenced(&f)
 			if silenced != f.Silenced {
 				f.Silenced, changed = silenced, true
 				if silenced {
@@ -77,9 +67,9 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 			if !changed {
 				continue
 			}
-			nf, d := policy.Decide(Change{Finding: f, Kind: ChangeUnchanged}, f.Silenced, now)
+			nf, d := policy.Decide(findings.Change{Finding: f, Kind: findings.ChangeUnchanged}, f.Silenced, now)
 			if ev.Kind == "reminder" && !d.Publish && !nf.Silenced {
-				d = Decision{Publish: true, Event: EventRepeated, Reason: ReasonRepeat}
+				d = findings.Decision{Publish: true, Event: findings.EventRepeated, Reason: findings.ReasonRepeat}
 				t := now
 				nf.LastPublishedAt, nf.LastPublishedSeverity, nf.LastPublishedEvent = &t, nf.Severity, d.Event
 			}
@@ -87,7 +77,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 				return err
 			}
 			if d.Publish {
-				if err := ob.add(ctx, findingEvent(&nf, d, "", now)); err != nil {
+				if err := ob.add(ctx, findings.FindingEvent(&nf, d, "", now)); err != nil {
 					return err
 				}
 			}

@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // TestPruneDeletesOnlyOldHistory: each table loses exactly its rows past
@@ -17,7 +18,7 @@ import (
 // on stay, and batches cover more rows than one statement deletes.
 func TestPruneDeletesOnlyOldHistory(t *testing.T) {
 	ctx := context.Background()
-	st, err := findings.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestPruneDeletesOnlyOldHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := findings.Pruned{"runs": 2500, "audit_events": 1, "investigations": 1, "remediation_sessions": 1, "approvals": 1, "silences": 1}
+	want := store.Pruned{"runs": 2500, "audit_events": 1, "investigations": 1, "remediation_sessions": 1, "approvals": 1, "silences": 1}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("pruned %v, want %v", got, want)
 	}
@@ -86,7 +87,7 @@ func TestPruneDeletesOnlyOldHistory(t *testing.T) {
 	if !reflect.DeepEqual(left, wantLeft) {
 		t.Fatalf("left %v, want %v", left, wantLeft)
 	}
-	if again, _ := st.Prune(ctx, now, findings.DefaultRetention()); !reflect.DeepEqual(again, findings.Pruned{"runs": 0, "audit_events": 0,
+	if again, _ := st.Prune(ctx, now, findings.DefaultRetention()); !reflect.DeepEqual(again, store.Pruned{"runs": 0, "audit_events": 0,
 		"investigations": 0, "remediation_sessions": 0, "approvals": 0, "silences": 0}) {
 		t.Fatalf("second prune: %v", again)
 	}

@@ -1,4 +1,4 @@
-package findings
+package store
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -35,13 +37,13 @@ func (w *outboxWriter) close() { w.stmt.Close() }
 // copies it into SQLite), and writes the row. The bytes are what
 // json.Marshal makes: compact JSON, which the relay splices into the
 // envelope as it is.
-func (w *outboxWriter) add(ctx context.Context, d OutboxDraft) error {
+func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 	w.buf.Reset()
 	if err := w.enc.Encode(d.Data); err != nil {
 		return fmt.Errorf("encode %s event: %w", d.Type, err)
 	}
 	data := bytes.TrimSuffix(w.buf.Bytes(), []byte("\n"))
-	if _, err := w.stmt.ExecContext(ctx, NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
+	if _, err := w.stmt.ExecContext(ctx, findings.NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
 		return fmt.Errorf("write outbox %s: %w", d.Type, err)
 	}
 	return nil
@@ -56,15 +58,15 @@ const (
 )
 
 // PendingEvents returns up to limit unsent outbox events in Seq order.
-func (s *Store) PendingEvents(ctx context.Context, limit int) ([]OutboxEvent, error) {
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error) {
 	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
 	defer rows.Close()
-	var out []OutboxEvent
+	var out []findings.OutboxEvent
 	for rows.Next() {
-		var e OutboxEvent
+		var e findings.OutboxEvent
 		var at string
 		var data []byte
 		if err := rows.Scan(&e.Seq, &e.ID, &e.Subject, &e.Type, &e.ResourceID, &at, &data); err != nil {
@@ -113,7 +115,7 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 // remediation session's outcome) in one transaction. A row whose id is
 // already in the outbox is skipped, so re-sending an event is harmless.
 // Rows are inserted enqueueChunk at a time, one statement each.
-func (s *Store) Enqueue(ctx context.Context, rows ...OutboxEvent) error {
+func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error {
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		var full *sql.Stmt
 		defer func() {
@@ -169,7 +171,7 @@ func enqueueSQL(n int) string {
 // splices it into the envelope as it is. Data already in that form (what
 // json.Marshal made, the usual case) is stored as it is, after one
 // validity check; anything else is compacted and escaped.
-func storedData(r OutboxEvent) ([]byte, error) {
+func storedData(r findings.OutboxEvent) ([]byte, error) {
 	if r.ID == "" || r.Subject == "" || r.Type == "" {
 		return nil, fmt.Errorf("enqueue: id, subject and type are required (id %q)", r.ID)
 	}

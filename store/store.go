@@ -1,4 +1,9 @@
-package findings
+// Package store owns the SQLite database: it opens it, applies the
+// embedded migrations, and keeps every table behind typed methods (findings,
+// runs and outbox rows written in one transaction; silences, suppressions,
+// investigations, remediation sessions, approvals, audit events). It is the
+// only package that imports database/sql.
+package store
 
 import (
 	"context"
@@ -14,14 +19,6 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/patrold/patrold/migrations"
-)
-
-// Sentinel errors.
-var (
-	// ErrNotFound: no finding (or run) with that id.
-	ErrNotFound = errors.New("not found")
-	// ErrActionNotAllowed: the operator action does not apply in the finding's state.
-	ErrActionNotAllowed = errors.New("action not allowed")
 )
 
 // MaxOpenConns bounds the store's SQLite connections.
@@ -104,10 +101,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 	}
 	return p.GetDBVersion(ctx)
 }
-
-// DB exposes the database handle to packages that add their own tables
-// through migrations (runs history, approvals).
-func (s *Store) DB() *sql.DB { return s.db }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }

@@ -1,4 +1,4 @@
-package findings
+package store
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 const runColumns = "id, trigger, status, analysis, started_at, finished_at, complete, report"
 
-func scanRun(sc scanner) (RunRecord, error) {
-	var r RunRecord
+func scanRun(sc scanner) (findings.RunRecord, error) {
+	var r findings.RunRecord
 	var started string
 	var finished sql.NullString
 	var report string
@@ -22,20 +24,7 @@ func scanRun(sc scanner) (RunRecord, error) {
 	return r, nil
 }
 
-// RunSummary is a run's duration, reasons and counts, stored beside the
-// report so lists never read reports.
-type RunSummary struct {
-	DurationMS       int64    `json:"duration_ms"`
-	StatusReasons    []string `json:"status_reasons"`
-	Resources        int      `json:"resources"`
-	InvalidResources int      `json:"invalid_resources"`
-	Signals          int      `json:"signals"`
-	Findings         int      `json:"findings"`
-	Resolved         int      `json:"resolved"`
-	Errors           int      `json:"errors"`
-}
-
-func (s *RunSummary) encode() string {
+func encodeSummary(s *findings.RunSummary) string {
 	if s == nil {
 		return "{}"
 	}
@@ -51,8 +40,8 @@ func (s *RunSummary) encode() string {
 // copy of runs that triggers keep): never the report.
 const runListColumns = "id, trigger, status, analysis, started_at, finished_at, complete, cost_usd, summary"
 
-func scanRunSummary(sc scanner) (RunRecord, error) {
-	var r RunRecord
+func scanRunSummary(sc scanner) (findings.RunRecord, error) {
+	var r findings.RunRecord
 	var started, summary string
 	var finished sql.NullString
 	if err := sc.Scan(&r.ID, &r.Trigger, &r.Status, &r.Analysis, &started, &finished, &r.Complete, &r.CostUSD, &summary); err != nil {
@@ -60,7 +49,7 @@ func scanRunSummary(sc scanner) (RunRecord, error) {
 	}
 	r.StartedAt, r.FinishedAt = parseTime(started), parseTimePtr(finished)
 	if summary != "" && summary != "{}" {
-		var sum RunSummary
+		var sum findings.RunSummary
 		if json.Unmarshal([]byte(summary), &sum) == nil {
 			r.Summary = &sum
 		}
@@ -70,25 +59,22 @@ func scanRunSummary(sc scanner) (RunRecord, error) {
 
 // Runs returns the newest runs first, at most limit, with their summaries
 // and without their reports.
-func (s *Store) Runs(ctx context.Context, limit int) ([]RunRecord, error) {
+func (s *Store) Runs(ctx context.Context, limit int) ([]findings.RunRecord, error) {
 	out, _, err := s.runs(ctx, limit, nil)
 	return out, err
 }
 
 // RunsPage returns one page of runs, newest first, with their summaries
 // and without their reports, and the cursor of the next page.
-func (s *Store) RunsPage(ctx context.Context, page Page) ([]RunRecord, string, error) {
-	limit, key, err := page.validate("runs")
+func (s *Store) RunsPage(ctx context.Context, page findings.Page) ([]findings.RunRecord, string, error) {
+	limit, key, err := page.Resolve("runs", 2)
 	if err != nil {
 		return nil, "", err
-	}
-	if key != nil && len(key) != 2 {
-		return nil, "", &InputError{Field: "cursor", Problem: "not a cursor returned by a previous page of runs"}
 	}
 	return s.runs(ctx, limit, key)
 }
 
-func (s *Store) runs(ctx context.Context, limit int, after []string) ([]RunRecord, string, error) {
+func (s *Store) runs(ctx context.Context, limit int, after []string) ([]findings.RunRecord, string, error) {
 	where, args := "", []any{}
 	if after != nil {
 		where, args = "WHERE (started_at, id) < (?, ?) ", []any{after[0], after[1]}
@@ -98,7 +84,7 @@ func (s *Store) runs(ctx context.Context, limit int, after []string) ([]RunRecor
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
 	defer rows.Close()
-	var out []RunRecord
+	var out []findings.RunRecord
 	for rows.Next() {
 		r, err := scanRunSummary(rows)
 		if err != nil {
@@ -113,23 +99,23 @@ func (s *Store) runs(ctx context.Context, limit int, after []string) ([]RunRecor
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor("runs", fmtTime(last.StartedAt), last.ID)
+		next = findings.NextCursor("runs", fmtTime(last.StartedAt), last.ID)
 	}
 	return out, next, nil
 }
 
 // Run returns one run by id.
-func (s *Store) Run(ctx context.Context, id string) (RunRecord, error) {
+func (s *Store) Run(ctx context.Context, id string) (findings.RunRecord, error) {
 	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
 	if err == sql.ErrNoRows {
-		return r, fmt.Errorf("run %s: %w", id, ErrNotFound)
+		return r, fmt.Errorf("run %s: %w", id, findings.ErrNotFound)
 	}
 	return r, err
 }
 
 // StartRun records a run as started (status "running"), so a crash leaves a
 // trace that MarkInterrupted turns into an error at the next start.
-func (s *Store) StartRun(ctx context.Context, r RunRecord) error {
+func (s *Store) StartRun(ctx context.Context, r findings.RunRecord) error {
 	r.Status = "running"
 	return s.withTx(ctx, func(tx *sql.Tx) error { return putRun(ctx, tx, r) })
 }
@@ -138,7 +124,7 @@ func (s *Store) StartRun(ctx context.Context, r RunRecord) error {
 // reason commit_failed and the error, in its own small transaction (the
 // run's own transaction was rolled back). It only touches a run still
 // "running"; a run whose record is missing is recorded from r.
-func (s *Store) FailRun(ctx context.Context, r RunRecord, cause error, now time.Time) error {
+func (s *Store) FailRun(ctx context.Context, r findings.RunRecord, cause error, now time.Time) error {
 	msg := cause.Error()
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', finished_at = ?, complete = 0,
@@ -155,7 +141,7 @@ func (s *Store) FailRun(ctx context.Context, r RunRecord, cause error, now time.
 				return err
 			}
 			r.Status, r.FinishedAt, r.Complete = "error", &now, false
-			r.Summary = &RunSummary{DurationMS: now.Sub(r.StartedAt).Milliseconds(), StatusReasons: []string{"commit_failed"}, Errors: 1}
+			r.Summary = &findings.RunSummary{DurationMS: now.Sub(r.StartedAt).Milliseconds(), StatusReasons: []string{"commit_failed"}, Errors: 1}
 			return putRun(ctx, tx, r)
 		}
 		return nil
@@ -209,7 +195,7 @@ func (s *Store) Exchange(ctx context.Context, runID string) (json.RawMessage, er
 	var ex string
 	err := s.db.QueryRowContext(ctx, "SELECT exchange FROM runs WHERE id = ?", runID).Scan(&ex)
 	if err == sql.ErrNoRows {
-		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+		return nil, fmt.Errorf("run %s: %w", runID, findings.ErrNotFound)
 	}
 	return json.RawMessage(ex), err
 }

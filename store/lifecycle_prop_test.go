@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 type pair struct{ resource, category string }
@@ -32,7 +33,7 @@ func TestLifecycleProperties(t *testing.T) {
 		}
 		defer os.RemoveAll(dir)
 		ctx := context.Background()
-		st, err := findings.Open(ctx, filepath.Join(dir, "f.db"))
+		st, err := store.Open(ctx, filepath.Join(dir, "f.db"))
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -173,7 +174,7 @@ func TestLifecycleProperties(t *testing.T) {
 	})
 }
 
-func checkInvariants(rt *rapid.T, st *findings.Store, suppressedAt map[pair]map[string]bool, resolvedAt map[string]time.Time, clock time.Time, retention time.Duration) {
+func checkInvariants(rt *rapid.T, st *store.Store, suppressedAt map[pair]map[string]bool, resolvedAt map[string]time.Time, clock time.Time, retention time.Duration) {
 	ctx := context.Background()
 	list, err := st.List(ctx, findings.ListFilter{Status: "all"})
 	if err != nil {

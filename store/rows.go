@@ -1,4 +1,4 @@
-package findings
+package store
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 const findingColumns = `id, key, resource_id, resource_kind, resource_name, category, severity, source,
@@ -35,8 +37,8 @@ var findingPlaceholders = "(" + strings.TrimSuffix(strings.Repeat("?,", strings.
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanFinding(sc scanner) (Finding, error) {
-	var f Finding
+func scanFinding(sc scanner) (findings.Finding, error) {
+	var f findings.Finding
 	var detected, lastSeen, transitions, tags string
 	var resolved, acked, snoozed, dismissed, invStarted, lastInv, lastPub sql.NullString
 	err := sc.Scan(&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName, &f.Category, &f.Severity, &f.Source,
@@ -60,7 +62,7 @@ func scanFinding(sc scanner) (Finding, error) {
 	return f, nil
 }
 
-func findingArgs(f *Finding) []any {
+func findingArgs(f *findings.Finding) []any {
 	tr := formatTransitions(f.Transitions)
 	tags, _ := json.Marshal(f.ResourceTags)
 	if f.ResourceTags == nil {
@@ -82,22 +84,22 @@ type querier interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-func queryFindings(ctx context.Context, q querier, where string, args ...any) ([]Finding, error) {
+func queryFindings(ctx context.Context, q querier, where string, args ...any) ([]findings.Finding, error) {
 	return queryFindingsSized(ctx, q, 0, where, args...)
 }
 
 // queryFindingsSized is queryFindings with room for about size findings
 // up front: a Finding is large, and growing the slice row by row copies
 // every finding read so far, again and again.
-func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]Finding, error) {
+func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]findings.Finding, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM findings "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query findings: %w", err)
 	}
 	defer rows.Close()
-	var out []Finding // nil when nothing matches, as before
+	var out []findings.Finding // nil when nothing matches, as before
 	if size > 0 {
-		out = make([]Finding, 0, size)
+		out = make([]findings.Finding, 0, size)
 	}
 	for rows.Next() {
 		f, err := scanFinding(rows)
@@ -109,10 +111,10 @@ func queryFindingsSized(ctx context.Context, q querier, size int, where string, 
 	return out, rows.Err()
 }
 
-func getFinding(ctx context.Context, q querier, id string) (Finding, error) {
+func getFinding(ctx context.Context, q querier, id string) (findings.Finding, error) {
 	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingColumns+" FROM findings WHERE id = ?", id))
 	if err == sql.ErrNoRows {
-		return f, fmt.Errorf("finding %s: %w", id, ErrNotFound)
+		return f, fmt.Errorf("finding %s: %w", id, findings.ErrNotFound)
 	}
 	return f, err
 }
@@ -145,7 +147,7 @@ func (u *upserter) close() {
 	u.trim.Close()
 }
 
-func (u *upserter) write(ctx context.Context, f *Finding) error {
+func (u *upserter) write(ctx context.Context, f *findings.Finding) error {
 	if _, err := u.upsert.ExecContext(ctx, findingArgs(f)...); err != nil {
 		return fmt.Errorf("write finding %s: %w", f.ID, err)
 	}
@@ -155,36 +157,28 @@ func (u *upserter) write(ctx context.Context, f *Finding) error {
 // addEvent appends a lifecycle event and trims the history to
 // MaxEventsPerFinding; fresh is true for a finding created in this
 // transaction, whose history cannot need trimming.
-func (u *upserter) addEvent(ctx context.Context, e Event, fresh bool) error {
+func (u *upserter) addEvent(ctx context.Context, e findings.Event, fresh bool) error {
 	if _, err := u.event.ExecContext(ctx, e.FindingID, fmtTime(e.At), e.Kind, e.Detail, e.RunID); err != nil {
 		return fmt.Errorf("write event for %s: %w", e.FindingID, err)
 	}
 	if fresh {
 		return nil
 	}
-	if _, err := u.trim.ExecContext(ctx, e.FindingID, MaxEventsPerFinding); err != nil {
+	if _, err := u.trim.ExecContext(ctx, e.FindingID, findings.MaxEventsPerFinding); err != nil {
 		return fmt.Errorf("trim events for %s: %w", e.FindingID, err)
 	}
 	return nil
 }
 
 // Get returns one finding.
-func (s *Store) Get(ctx context.Context, id string) (Finding, error) {
+func (s *Store) Get(ctx context.Context, id string) (findings.Finding, error) {
 	return getFinding(ctx, s.db, id)
-}
-
-// ListFilter selects findings. Empty fields match everything; Status ""
-// means active only, "all" means every status.
-type ListFilter struct {
-	Status     string
-	Severity   Severity
-	ResourceID string
 }
 
 // List returns every finding matching filter, most severe and newest
 // first. A filter that does not validate is an *InputError.
-func (s *Store) List(ctx context.Context, filter ListFilter) ([]Finding, error) {
-	where, args, err := filter.where()
+func (s *Store) List(ctx context.Context, filter findings.ListFilter) ([]findings.Finding, error) {
+	where, args, err := filterWhere(filter)
 	if err != nil {
 		return nil, err
 	}
@@ -196,19 +190,16 @@ const severityRank = `CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1
 
 // ListPage returns one page of the findings matching filter in List's
 // order, and the cursor of the next page ("" after the last).
-func (s *Store) ListPage(ctx context.Context, filter ListFilter, page Page) ([]Finding, string, error) {
-	where, args, err := filter.where()
+func (s *Store) ListPage(ctx context.Context, filter findings.ListFilter, page findings.Page) ([]findings.Finding, string, error) {
+	where, args, err := filterWhere(filter)
 	if err != nil {
 		return nil, "", err
 	}
-	limit, key, err := page.validate("findings")
+	limit, key, err := page.Resolve("findings", 3)
 	if err != nil {
 		return nil, "", err
 	}
 	if key != nil {
-		if len(key) != 3 {
-			return nil, "", &InputError{Field: "cursor", Problem: "not a cursor returned by a previous page of findings"}
-		}
 		rank, _ := strconv.Atoi(key[0])
 		if where == "" {
 			where = "WHERE "
@@ -226,24 +217,24 @@ func (s *Store) ListPage(ctx context.Context, filter ListFilter, page Page) ([]F
 	if len(list) > limit {
 		list = list[:limit]
 		last := &list[limit-1]
-		next = encodeCursor("findings", strconv.Itoa(rankOf(last.Severity)), fmtTime(last.LastSeenAt), last.ID)
+		next = findings.NextCursor("findings", strconv.Itoa(rankOf(last.Severity)), fmtTime(last.LastSeenAt), last.ID)
 	}
 	return list, next, nil
 }
 
-func rankOf(s Severity) int {
+func rankOf(s findings.Severity) int {
 	switch s {
-	case SeverityCritical:
+	case findings.SeverityCritical:
 		return 0
-	case SeverityWarning:
+	case findings.SeverityWarning:
 		return 1
-	case SeverityWatch:
+	case findings.SeverityWatch:
 		return 2
 	}
 	return 3
 }
 
-func (filter ListFilter) where() (string, []any, error) {
+func filterWhere(filter findings.ListFilter) (string, []any, error) {
 	if err := filter.Validate(); err != nil {
 		return "", nil, err
 	}
@@ -273,20 +264,20 @@ func (filter ListFilter) where() (string, []any, error) {
 }
 
 // Active returns every active finding.
-func (s *Store) Active(ctx context.Context) ([]Finding, error) {
+func (s *Store) Active(ctx context.Context) ([]findings.Finding, error) {
 	return queryFindings(ctx, s.db, "WHERE status = 'active'")
 }
 
 // Events returns the lifecycle history of a finding, oldest first.
-func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, id string) ([]findings.Event, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT finding_id, at, kind, detail, run_id FROM finding_events WHERE finding_id = ? ORDER BY seq", id)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Event
+	var out []findings.Event
 	for rows.Next() {
-		var e Event
+		var e findings.Event
 		var at string
 		if err := rows.Scan(&e.FindingID, &at, &e.Kind, &e.Detail, &e.RunID); err != nil {
 			return nil, err
@@ -332,19 +323,19 @@ func parseTransitions(s string) []time.Time {
 
 // ActiveKeys returns the identity facts of every active finding: what
 // hysteresis needs before detection, without reading whole rows.
-func (s *Store) ActiveKeys(ctx context.Context) ([]Finding, error) {
+func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT id, key, resource_id, category FROM findings WHERE status = 'active'")
 	if err != nil {
 		return nil, fmt.Errorf("active keys: %w", err)
 	}
 	defer rows.Close()
-	var out []Finding
+	var out []findings.Finding
 	for rows.Next() {
-		var f Finding
+		var f findings.Finding
 		if err := rows.Scan(&f.ID, &f.Key, &f.ResourceID, &f.Category); err != nil {
 			return nil, err
 		}
-		f.Status = StatusActive
+		f.Status = findings.StatusActive
 		out = append(out, f)
 	}
 	return out, rows.Err()

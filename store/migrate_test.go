@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/migrations"
+	"github.com/patrold/patrold/store"
 )
 
 // TestRunSummaryMigration: a database from before migration 7 gets every
@@ -37,7 +38,7 @@ func TestRunSummaryMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	st, err := findings.Open(ctx, path)
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

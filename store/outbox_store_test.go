@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // TestRelayQueriesUseThePendingIndex: the relay's reads search the
@@ -15,8 +16,8 @@ import (
 func TestRelayQueriesUseThePendingIndex(t *testing.T) {
 	st := openStore(t)
 	for sql, want := range map[string]string{
-		findings.PendingEventsSQL: "SEARCH outbox USING INDEX outbox_pending (sent_at=?)",
-		findings.PendingCountSQL:  "SEARCH outbox USING COVERING INDEX outbox_pending (sent_at=?)",
+		store.PendingEventsSQL: "SEARCH outbox USING INDEX outbox_pending (sent_at=?)",
+		store.PendingCountSQL:  "SEARCH outbox USING COVERING INDEX outbox_pending (sent_at=?)",
 	} {
 		var args []any
 		if strings.Contains(sql, "?") {

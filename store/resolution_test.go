@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"

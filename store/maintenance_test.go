@@ -1,4 +1,4 @@
-package findings_test
+package store_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // TestCheckFindsCorruption: quick_check answers ok on a sound database and
@@ -17,7 +17,7 @@ import (
 func TestCheckFindsCorruption(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "patrold.db")
-	st, err := findings.Open(ctx, path)
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +57,13 @@ func TestCheckFindsCorruption(t *testing.T) {
 	}
 	f.WriteAt(junk, int64(root-1)*int64(pageSize)+100)
 	f.Close()
-	st, err = findings.Open(ctx, path)
+	st, err = store.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	defer st.Close()
 	err = st.Check(ctx, false)
-	if !errors.Is(err, findings.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("corrupted database: %v", err)
 	}
 }

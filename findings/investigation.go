@@ -1,0 +1,37 @@
+package findings
+
+import "time"
+
+// InvestigationRecord is one attempt at investigating a finding.
+type InvestigationRecord struct {
+	FindingID string     `json:"finding_id"`
+	Attempt   int        `json:"attempt"`
+	SessionID string     `json:"session_id,omitempty"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	Outcome   string     `json:"outcome,omitempty"`
+	Summary   string     `json:"summary,omitempty"`
+}
+
+// RequestDraft renders the remediation request event for a finding that
+// passed the gate, for the given attempt.
+type RequestDraft func(f *Finding, attempt int) OutboxDraft
+
+// Outcome is the end of one investigation, as reported by a session.
+type Outcome struct {
+	FindingID string
+	SessionID string
+	Attempt   int
+	Outcome   string
+	Summary   string
+}
+
+// validOutcomes are the outcomes a session may report.
+var validOutcomes = map[string]bool{
+	OutcomeFixVerified: true, OutcomeFixQueued: true, OutcomeFixExecuted: true, OutcomeFixFailed: true,
+	OutcomeFixVerificationFailed: true, OutcomeFixVerificationUnknown: true, OutcomeFixRejected: true,
+	OutcomeCannotFix: true, OutcomeNeedsAttention: true, OutcomeTimedOut: true,
+}
+
+// ValidOutcome reports whether o is an outcome a session may report.
+func ValidOutcome(o string) bool { return validOutcomes[o] }

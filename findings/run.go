@@ -1,0 +1,134 @@
+package findings
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// RunRecord is the stored record of one patrol run.
+type RunRecord struct {
+	ID         string          `json:"run_id"`
+	Trigger    string          `json:"trigger"`
+	Status     string          `json:"status"`
+	Analysis   string          `json:"analysis"`
+	StartedAt  time.Time       `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	Complete   bool            `json:"complete"`
+	Report     json.RawMessage `json:"report,omitempty"`
+	// Exchange is the run's recorded model exchange (for replay); CostUSD
+	// what the model calls cost (the spend ledger).
+	Exchange json.RawMessage `json:"-"`
+	CostUSD  float64         `json:"cost_usd,omitempty"`
+	// Summary is what run lists show without reading the report.
+	Summary *RunSummary `json:"summary,omitempty"`
+}
+
+// OutboxDraft is an event to write to the outbox; the store gives it an id
+// and a time.
+type OutboxDraft struct {
+	Subject    string
+	Type       string
+	ResourceID string
+	Data       any
+}
+
+// RunInput is what a run hands the store to reconcile in one transaction.
+type RunInput struct {
+	RunID        string
+	Now          time.Time
+	Observations []Observation
+	// Check says what this run knows about an active finding it did not
+	// observe: whether its resource was present, and whether a
+	// deterministic detector for its key had the data to decide.
+	Check func(f *Finding) Check
+	// Complete: collection completed with no errors and no invalid
+	// resources. Only a complete run resolves by absence.
+	Complete bool
+	// Reconcile false records the run without resolving anything (errored
+	// runs never resolve).
+	Reconcile bool
+	// Resolve resolves active findings by id with the given reason (a
+	// model "resolved" verdict the deterministic check confirmed). Ignored
+	// for findings observed in this run and for those whose condition this
+	// run detected (CheckDetected).
+	Resolve map[string]string
+	Policy  PublishPolicy
+}
+
+// FinishFunc completes the run record from the changes, inside the
+// transaction, and returns extra outbox events (run completed, remediation
+// requests) to write with it.
+type FinishFunc func(changes []Change) (RunRecord, []OutboxDraft, error)
+
+// NewID returns a new ULID string.
+func NewID(now time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+}
+
+// RunSummary is a run's duration, reasons and counts, stored beside the
+// report so lists never read reports.
+type RunSummary struct {
+	DurationMS       int64    `json:"duration_ms"`
+	StatusReasons    []string `json:"status_reasons"`
+	Resources        int      `json:"resources"`
+	InvalidResources int      `json:"invalid_resources"`
+	Signals          int      `json:"signals"`
+	Findings         int      `json:"findings"`
+	Resolved         int      `json:"resolved"`
+	Errors           int      `json:"errors"`
+}
+
+// Resolution decides whether an active finding that was not observed this
+// run resolves, and why ("" keeps it open).
+func (in RunInput) Resolution(f *Finding) string {
+	check := CheckAbsent
+	if in.Check != nil {
+		check = in.Check(f)
+	}
+	switch check {
+	case CheckDetected:
+		// The net has the last word: a condition detected in this run
+		// keeps its finding open, whatever a model verdict says.
+		return ""
+	case CheckAbsent:
+		if in.Complete {
+			return ResolveResourceGone
+		}
+	case CheckCleared:
+		return ResolveConditionCleared
+	case CheckPresent:
+		if in.Complete && (f.Category == CategoryPerformance || f.Category == CategoryCapacity) {
+			return ResolveAbsent
+		}
+	}
+	return in.Resolve[f.ID] // a confirmed model verdict, or ""
+}
+
+// Check is what a run knows about an unobserved active finding.
+type Check int
+
+// Checks, from least to most knowledge.
+const (
+	// CheckAbsent: the resource was not in the snapshot (or was invalid).
+	CheckAbsent Check = iota
+	// CheckUnknown: the resource was present but the detector for the
+	// finding's key lacked data (missing metric, stale metrics): keep open.
+	CheckUnknown
+	// CheckPresent: present; no detector is authoritative for the key.
+	CheckPresent
+	// CheckCleared: a detector for the key evaluated fresh data and found
+	// the condition below its clear threshold.
+	CheckCleared
+	// CheckDetected: this run's detection produced the finding's signal:
+	// the finding stays open, and no verdict can resolve it.
+	CheckDetected
+)
+
+// FindingEvent is the outbox event publishing decision d of f.
+func FindingEvent(f *Finding, d Decision, runID string, now time.Time) OutboxDraft {
+	subject, typ := FindingSubject(d.Event, f.Severity)
+	return OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID, Data: NewFindingEventData(f, d.Reason, runID, now)}
+}
