@@ -8,7 +8,6 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/snapshot/demo"
@@ -38,8 +37,23 @@ type Config struct {
 	Assistant     AssistantConfig     `koanf:"assistant" yaml:"assistant"`
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
 	Notify        notify.Options      `koanf:"notify" yaml:"notify"`
-	Retention     findings.Retention  `koanf:"retention" yaml:"retention"`
+	Retention     RetentionConfig     `koanf:"retention" yaml:"retention"`
 }
+
+// RetentionConfig says how long each kind of history is kept (the
+// composition root maps it onto the store's retention).
+type RetentionConfig struct {
+	Runs           time.Duration `koanf:"runs" yaml:"runs"`
+	Audit          time.Duration `koanf:"audit" yaml:"audit"`
+	Investigations time.Duration `koanf:"investigations" yaml:"investigations"`
+	Sessions       time.Duration `koanf:"sessions" yaml:"sessions"`
+	Approvals      time.Duration `koanf:"approvals" yaml:"approvals"`
+	Silences       time.Duration `koanf:"silences" yaml:"silences"`
+}
+
+// MinRunRetention is retention.runs' floor: the 30-day model budget reads
+// the runs.
+const MinRunRetention = 720 * time.Hour
 
 // LogConfig configures logging.
 type LogConfig struct {
@@ -167,14 +181,15 @@ func Default() Config {
 		},
 		Model:  model.DefaultOptions(),
 		Patrol: PatrolConfig{Autonomy: "monitor"},
-		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: findings.DefaultRepeatInterval,
-			Flap: FlapConfig{Window: findings.DefaultFlapWindow, MaxTransitions: findings.DefaultFlapMaxTransitions}},
-		Investigation: InvestigationConfig{MaxAttempts: findings.DefaultMaxAttempts, Cooldown: findings.DefaultCooldown,
-			TimeoutCooldown: findings.DefaultTimeoutCooldown, FixRetryCooldown: findings.DefaultFixRetryCooldown,
-			Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent, EvidenceBudget: 10},
+		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: 4 * time.Hour,
+			Flap: FlapConfig{Window: 6 * time.Hour, MaxTransitions: 4}},
+		Investigation: InvestigationConfig{MaxAttempts: 3, Cooldown: time.Hour,
+			TimeoutCooldown: 10 * time.Minute, FixRetryCooldown: 20 * time.Minute,
+			Timeout: 10 * time.Minute, MaxConcurrent: 3, EvidenceBudget: 10},
 		NATS:      bus.DefaultOptions(),
 		Assistant: AssistantConfig{Enabled: true, MaxTurns: 20, ApprovalTTL: 5 * time.Minute, MaxTokens: DefaultAssistantMaxTokens},
 		Notify:    notify.DefaultOptions(),
-		Retention: findings.DefaultRetention(),
+		Retention: RetentionConfig{Runs: 720 * time.Hour, Audit: 2160 * time.Hour, Investigations: 2160 * time.Hour,
+			Sessions: 2160 * time.Hour, Approvals: 720 * time.Hour, Silences: 720 * time.Hour},
 	}
 }

@@ -91,7 +91,7 @@ func (c *Config) Validate() error {
 	p.err(c.Model.Validate())
 	p.oneOf("patrol.autonomy", c.Patrol.Autonomy, "monitor", "approval", "assisted", "full")
 	p.positive("findings.resolved_retention", c.Findings.ResolvedRetention)
-	p.list = append(p.list, c.Retention.Validate("retention.")...)
+	c.Retention.validate(&p, "retention.")
 	p.positive("findings.repeat_interval", c.Findings.RepeatInterval)
 	p.positive("findings.flap.window", c.Findings.Flap.Window)
 	if c.Findings.Flap.MaxTransitions < 1 {
@@ -204,5 +204,20 @@ func validateActionScope(p *problems, key string, a ActionConfig) {
 		case s == AnySignal && len(a.Signals) > 1:
 			p.add(fmt.Sprintf("%s.signals[%d]", key, j), `"*" (any signal) must be the only entry`)
 		}
+	}
+}
+
+func (r RetentionConfig) validate(p *problems, prefix string) {
+	for _, c := range []struct {
+		key string
+		d   time.Duration
+	}{{"runs", r.Runs}, {"audit", r.Audit}, {"investigations", r.Investigations}, {"sessions", r.Sessions},
+		{"approvals", r.Approvals}, {"silences", r.Silences}} {
+		if c.d < time.Hour {
+			p.list = append(p.list, fmt.Sprintf("%s%s: %s is shorter than 1h", prefix, c.key, c.d))
+		}
+	}
+	if r.Runs >= time.Hour && r.Runs < MinRunRetention {
+		p.list = append(p.list, fmt.Sprintf("%sruns: %s is shorter than %s (the 30-day model budget reads the runs)", prefix, r.Runs, MinRunRetention))
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/snapshot/probe"
@@ -90,5 +91,26 @@ func TestSourcesRebuiltAroundMetricsRegisteredOnce(t *testing.T) {
 	bad.Source.Probe.Timeout = -time.Second
 	if _, _, err := l.configure(&bad); err == nil || err.Error() != "source.probe.timeout: must not be negative, got -1s" {
 		t.Fatalf("bad probe: %v", err)
+	}
+}
+
+// TestConfigDefaultsAgreeWithFindings: config declares its own defaults
+// for the findings, investigation and retention sections; mapped by the
+// root they are exactly the findings package's defaults.
+func TestConfigDefaultsAgreeWithFindings(t *testing.T) {
+	def := config.Default()
+	set, err := settingsWith(&def, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGate := findings.Gate{MaxAttempts: findings.DefaultMaxAttempts, Cooldown: findings.DefaultCooldown,
+		TimeoutCooldown: findings.DefaultTimeoutCooldown, FixRetryCooldown: findings.DefaultFixRetryCooldown,
+		Timeout: findings.DefaultInvestigationTTL, MaxConcurrent: findings.DefaultMaxConcurrent}
+	wantPublish := findings.PublishPolicy{RepeatInterval: findings.DefaultRepeatInterval, FlapWindow: findings.DefaultFlapWindow,
+		FlapMaxTransitions: findings.DefaultFlapMaxTransitions}
+	if set.Gate != wantGate || set.Publish != wantPublish || set.Retention != findings.DefaultRetention() ||
+		config.MinRunRetention != findings.MinRunRetention {
+		t.Fatalf("gate %+v want %+v\npublish %+v want %+v\nretention %+v want %+v\nmin runs %s want %s", set.Gate, wantGate,
+			set.Publish, wantPublish, set.Retention, findings.DefaultRetention(), config.MinRunRetention, findings.MinRunRetention)
 	}
 }

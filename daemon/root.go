@@ -301,7 +301,7 @@ func settingsWith(cfg *config.Config, src snapshot.Source, prober patrol.Prober)
 		// The one place the investigation gate's numbers are read.
 		Gate: findings.Gate{MaxAttempts: inv.MaxAttempts, Cooldown: inv.Cooldown, TimeoutCooldown: inv.TimeoutCooldown,
 			FixRetryCooldown: inv.FixRetryCooldown, Timeout: inv.Timeout, MaxConcurrent: inv.MaxConcurrent},
-		ResolvedRetention: cfg.Findings.ResolvedRetention, Retention: cfg.Retention,
+		ResolvedRetention: cfg.Findings.ResolvedRetention, Retention: retention(cfg),
 	}, nil
 }
 
@@ -387,4 +387,11 @@ func tokenSpecs(cfg *config.Config) []api.TokenSpec {
 		out = append(out, api.TokenSpec{Name: t.Name, Token: t.Token.Reveal(), TokenFile: t.TokenFile, Scope: t.Scope})
 	}
 	return out
+}
+
+// retention maps the retention section onto the findings' retention.
+func retention(cfg *config.Config) findings.Retention {
+	r := cfg.Retention
+	return findings.Retention{Runs: r.Runs, Audit: r.Audit, Investigations: r.Investigations, Sessions: r.Sessions,
+		Approvals: r.Approvals, Silences: r.Silences}
 }

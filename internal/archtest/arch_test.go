@@ -207,12 +207,12 @@ func domainImportsNoConfig(g graph) []string {
 //
 // Still listed because config's sections embed their Options types (the
 // keys map one to one onto those structs, with their defaults and
-// Validate): alerts, bus, findings, model, notify and the snapshot
+// Validate): alerts, bus, model, notify and the snapshot
 // sources. Issue 12 moves these to config-owned section types mapped by
-// the composition root; each one that moves leaves this list, and nothing
-// may join it but leaf types.
+// the composition root (findings left with the retention section); each
+// one that moves leaves this list, and nothing may join it but leaf types.
 var configAllowed = []string{
-	"alerts", "bus", "findings", "model", "notify",
+	"alerts", "bus", "model", "notify",
 	"snapshot/demo", "snapshot/exec", "snapshot/file", "snapshot/probe", "snapshot/prometheus", "snapshot/proxmox",
 }
 
