@@ -1,0 +1,242 @@
+// Package replica keeps a standby's SQLite in step with the leader's over
+// NATS (cluster mode). The leader's store captures every committed row
+// change into its outbox (store.EnableCapture); the relay publishes those
+// rows, like every other event, on `<prefix>.state.changes` in the patrol
+// stream (R3 on a NATS cluster). A Follower reads that subject in stream
+// order from the sequence after the one its database applied last and
+// applies each change once (store.ApplyState). CatchUp waits until the
+// database has applied the stream's last state change: a standby that
+// wins the lease calls it before its first run, so nothing it already
+// applied is filed or published again.
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/store"
+)
+
+// Subject is the relative subject of state-change events.
+const Subject = "state.changes"
+
+const (
+	retryMin  = 100 * time.Millisecond
+	retryMax  = 5 * time.Second
+	pollEvery = 50 * time.Millisecond
+)
+
+// Options configure a Follower.
+type Options struct {
+	JetStream jetstream.JetStream
+	Stream    string // the patrol stream
+	Prefix    string // subject prefix
+	Store     *store.Store
+	Instance  string // this instance's stable name (state changes it wrote are not re-applied)
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Follower applies the state-change stream to the local store.
+type Follower struct {
+	o   Options
+	log *slog.Logger
+
+	mu      sync.Mutex
+	lastErr error
+	dropped uint64 // changes refused as malformed
+}
+
+// New validates the options.
+func New(o Options) (*Follower, error) {
+	switch {
+	case o.JetStream == nil:
+		return nil, errors.New("replica: JetStream is required")
+	case o.Store == nil:
+		return nil, errors.New("replica: Store is required")
+	case o.Stream == "" || o.Prefix == "":
+		return nil, errors.New("replica: Stream and Prefix are required")
+	case o.Instance == "":
+		return nil, errors.New("replica: Instance is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Follower{o: o, log: o.Logger.With("component", "replica", "instance", o.Instance)}, nil
+}
+
+// FullSubject is the subject state changes are published on.
+func (f *Follower) FullSubject() string { return contracts.FullSubject(f.o.Prefix, Subject) }
+
+// EnableCapture makes the store write state-change events (the leader).
+func (f *Follower) EnableCapture(ctx context.Context) error {
+	return f.o.Store.EnableCapture(ctx, Subject, f.o.Instance)
+}
+
+// Run applies state changes until ctx ends, resuming after the applied
+// sequence; it reconnects with backoff after errors and returns nil when
+// ctx is cancelled.
+func (f *Follower) Run(ctx context.Context) error {
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		err := f.follow(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.mu.Lock()
+		f.lastErr = err
+		f.mu.Unlock()
+		backoff = min(max(2*backoff, retryMin), retryMax)
+		f.log.Warn("state stream interrupted, resuming", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+	}
+	return nil
+}
+
+func (f *Follower) follow(ctx context.Context) error {
+	st, err := f.o.Store.ReplicaStatus(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.FullSubject()}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if st.AppliedSeq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, st.AppliedSeq+1
+	}
+	cons, err := f.o.JetStream.OrderedConsumer(ctx, f.o.Stream, cfg)
+	if err != nil {
+		return fmt.Errorf("state consumer: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("state consumer: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("state consumer: %w", err)
+		}
+		if err := f.apply(ctx, msg); err != nil {
+			return err
+		}
+	}
+}
+
+func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
+	md, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("state message metadata: %w", err)
+	}
+	seq := md.Sequence.Stream
+	c, err := Decode(msg.Data())
+	if err != nil {
+		// A malformed change is skipped (and counted), never applied in
+		// part; what the store holds stays as it was.
+		f.mu.Lock()
+		f.dropped++
+		f.mu.Unlock()
+		f.log.Error("state change refused", "seq", seq, "err", err)
+		c = store.StateChange{Origin: f.o.Instance, Table: "-", Op: "delete"} // advances the sequence only
+	}
+	if _, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Decode reads a state-change event (a CloudEvents envelope whose data is
+// a store.StateChange), naming the field that is wrong.
+func Decode(raw []byte) (store.StateChange, error) {
+	ev, err := contracts.DecodeEvent(raw)
+	if err != nil {
+		return store.StateChange{}, err
+	}
+	if ev.Type != store.StateEventType {
+		return store.StateChange{}, fmt.Errorf("type: %q is not %s", ev.Type, store.StateEventType)
+	}
+	return store.DecodeStateChange(ev.Data)
+}
+
+// Lag is how far the local database is behind the state stream.
+type Lag struct {
+	AppliedSeq uint64     `json:"applied_seq"`
+	LastSeq    uint64     `json:"last_seq"`
+	Behind     bool       `json:"behind"`
+	AppliedAt  *time.Time `json:"applied_at,omitempty"`
+	Dropped    uint64     `json:"dropped"`
+}
+
+// LastSeq is the stream sequence of the last state change (0: none yet).
+func (f *Follower) LastSeq(ctx context.Context) (uint64, error) {
+	s, err := f.o.JetStream.Stream(ctx, f.o.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("state stream: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, f.FullSubject())
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last state change: %w", err)
+	}
+	return m.Sequence, nil
+}
+
+// Lag compares the applied sequence with the stream's last.
+func (f *Follower) Lag(ctx context.Context) (Lag, error) {
+	st, err := f.o.Store.ReplicaStatus(ctx)
+	if err != nil {
+		return Lag{}, err
+	}
+	last, err := f.LastSeq(ctx)
+	if err != nil {
+		return Lag{}, err
+	}
+	f.mu.Lock()
+	dropped := f.dropped
+	f.mu.Unlock()
+	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped}, nil
+}
+
+// CatchUp returns once the database applied the stream's last state
+// change as of the call (Run must be running), or with ctx's error.
+func (f *Follower) CatchUp(ctx context.Context) error {
+	target, err := f.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		st, err := f.o.Store.ReplicaStatus(ctx)
+		if err != nil {
+			return err
+		}
+		if st.AppliedSeq >= target {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("catch up to state seq %d (applied %d): %w", target, st.AppliedSeq, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package replica_test
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/replica"
+	"github.com/patrold/patrold/store"
+)
+
+type node struct {
+	st  *store.Store
+	b   *bus.Bus
+	f   *replica.Follower
+	rel *bus.Relay
+}
+
+func newNode(t *testing.T, o bus.Options, name string) *node {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "patrold.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := bus.New(o, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	f, err := replica.New(replica.Options{JetStream: b.JetStream(), Stream: b.StreamName(), Prefix: b.Prefix(), Store: st, Instance: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := bus.NewRelay(bus.RelayOptions{Outbox: st, JetStream: b.JetStream(), Prefix: b.Prefix(), Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node{st: st, b: b, f: f, rel: rel}
+}
+
+func run(t *testing.T, fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = fn(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func obs(resource, key string) findings.Observation {
+	return findings.Observation{Key: key, ResourceID: resource, Category: "performance", Severity: findings.SeverityWarning,
+		Source: findings.SourceDeterministic, Title: key, Description: key, Evidence: key, ResourceTags: []string{"prod"}}
+}
+
+func commitRun(t *testing.T, st *store.Store, at time.Time, o ...findings.Observation) {
+	t.Helper()
+	id := findings.NewID(at)
+	_, err := st.CommitRun(context.Background(), findings.RunInput{RunID: id, Now: at, Observations: o, Complete: true, Reconcile: true,
+		Policy: findings.DefaultPublishPolicy(), Check: func(*findings.Finding) findings.Check { return findings.CheckAbsent }},
+		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
+			return findings.RunRecord{ID: id, Trigger: "manual", Status: "issues_found", Analysis: "deterministic", StartedAt: at}, nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
+	ctx := context.Background()
+	o := bus.DefaultOptions()
+	o.Embedded.Listen = "127.0.0.1:0"
+	o.Embedded.StoreDir = t.TempDir()
+	leader := newNode(t, o, "a")
+	o2 := bus.DefaultOptions()
+	o2.URL = leader.b.ClientURL()
+	standby := newNode(t, o2, "b")
+
+	if err := leader.f.EnableCapture(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run(t, leader.rel.Run)
+	run(t, leader.f.Run) // the leader follows too: its own changes only advance its sequence
+	run(t, standby.f.Run)
+
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, leader.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	fs, err := leader.st.List(ctx, findings.ListFilter{})
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("leader findings: %v %v", len(fs), err)
+	}
+	if _, err := leader.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	sil, err := leader.st.AddSilence(ctx, findings.Silence{Matchers: findings.Matchers{Resource: "vm-2"},
+		Comment: "maintenance", Author: "op", StartsAt: now, EndsAt: now.Add(time.Hour)}, now.Add(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.rel.Kick()
+
+	waitFor(t, "standby caught up", func() bool {
+		lag, err := standby.f.Lag(ctx)
+		return err == nil && lag.LastSeq > 0 && !lag.Behind
+	})
+	if err := standby.f.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := leader.st.List(ctx, findings.ListFilter{})
+	got, err := standby.st.List(ctx, findings.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("standby findings differ:\n got %+v\nwant %+v", got, want)
+	}
+	wantSil, _ := leader.st.Silences(ctx, now, false)
+	gotSil, _ := standby.st.Silences(ctx, now, false)
+	if !reflect.DeepEqual(gotSil, wantSil) || len(gotSil) != 1 || gotSil[0].ID != sil.ID {
+		t.Fatalf("standby silences %+v, want %+v", gotSil, wantSil)
+	}
+	// The standby wrote nothing to its own outbox.
+	if n, err := standby.st.PendingCount(ctx); err != nil || n != 0 {
+		t.Fatalf("standby outbox pending = %d, %v; want 0", n, err)
+	}
+	// Applying a sequence again is a no-op.
+	st, _ := standby.st.ReplicaStatus(ctx)
+	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", store.StateChange{Origin: "a", Table: "findings", Op: "delete", RowID: 1}, now)
+	if err != nil || applied {
+		t.Fatalf("re-apply of seq %d: applied=%v err=%v; want skipped", st.AppliedSeq, applied, err)
+	}
+	if got2, _ := standby.st.List(ctx, findings.ListFilter{}); !reflect.DeepEqual(got2, want) {
+		t.Fatalf("re-apply changed findings: %+v", got2)
+	}
+	leaderSt, _ := leader.st.ReplicaStatus(ctx)
+	if leaderSt.AppliedSeq != st.AppliedSeq {
+		t.Fatalf("leader applied seq %d, standby %d: want equal", leaderSt.AppliedSeq, st.AppliedSeq)
+	}
+}

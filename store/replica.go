@@ -1,0 +1,329 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// StateEventType is the outbox type of a replicated row change.
+const StateEventType = "state.change"
+
+// Tables that are never replicated: the outbox and the replica's own
+// bookkeeping are per instance, run_list is derived from runs by triggers,
+// goose's version table belongs to migrations.
+var replicaSkipTables = map[string]bool{"outbox": true, "replica_state": true, "run_list": true, "goose_db_version": true}
+
+// Columns that stay on the instance that wrote them: whole run reports,
+// model exchanges and session transcripts can be megabytes, over a NATS
+// message's size. A standby keeps their defaults.
+var replicaSkipColumns = map[string]bool{"runs.report": true, "runs.exchange": true,
+	"remediation_sessions.transcript": true, "remediation_sessions.exchange": true}
+
+// StateChange is one replicated row change, the data of a state-change
+// event: Op "upsert" carries the whole row (replicated columns and its
+// rowid), "delete" the rowid of the row deleted.
+type StateChange struct {
+	Origin string                     `json:"origin"`
+	Table  string                     `json:"table"`
+	Op     string                     `json:"op"`
+	RowID  int64                      `json:"rowid"`
+	Row    map[string]json.RawMessage `json:"row,omitempty"`
+}
+
+type tableInfo struct {
+	cols []string
+	pk   []string // declared primary key columns; empty: the rowid
+}
+
+// replicaTables reads the replicated tables and their columns from the
+// schema.
+func replicaTables(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (map[string]tableInfo, error) {
+	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if !replicaSkipTables[n] {
+			names = append(names, n)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]tableInfo, len(names))
+	for _, n := range names {
+		cr, err := q.QueryContext(ctx, "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", n)
+		if err != nil {
+			return nil, err
+		}
+		var ti tableInfo
+		for cr.Next() {
+			var c string
+			var pk int
+			if err := cr.Scan(&c, &pk); err != nil {
+				cr.Close()
+				return nil, err
+			}
+			if pk > 0 {
+				ti.pk = append(ti.pk, c)
+			}
+			if !replicaSkipColumns[n+"."+c] {
+				ti.cols = append(ti.cols, c)
+			}
+		}
+		cr.Close()
+		out[n] = ti
+	}
+	return out, nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// EnableCapture switches this database to leader capture: every row change
+// committed from now on (findings, their events, runs, operator actions,
+// silences, suppressions, investigations, sessions, approvals, audit) is
+// also written to the outbox, in the same transaction, as a state-change
+// event on subject, naming origin. The triggers are rebuilt from the
+// current schema on every call.
+func (s *Store) EnableCapture(ctx context.Context, subject, origin string) error {
+	if subject == "" || origin == "" {
+		return errors.New("enable capture: subject and origin are required")
+	}
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		tables, err := replicaTables(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("enable capture: read schema: %w", err)
+		}
+		for t, ti := range tables {
+			if err := createCaptureTriggers(ctx, tx, t, ti); err != nil {
+				return fmt.Errorf("enable capture: triggers on %s: %w", t, err)
+			}
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE replica_state SET capture = 1, applying = 0, subject = ?, origin = ? WHERE id = 1", subject, origin)
+		return err
+	})
+}
+
+// DisableCapture stops writing state-change events (a standby).
+func (s *Store) DisableCapture(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, "UPDATE replica_state SET capture = 0 WHERE id = 1")
+	return err
+}
+
+func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tableInfo) error {
+	var obj strings.Builder
+	for i, c := range ti.cols {
+		if i > 0 {
+			obj.WriteString(", ")
+		}
+		fmt.Fprintf(&obj, "%s, NEW.%s", sqlString(c), quoteIdent(c))
+	}
+	ins := func(op, rowid, row string) string {
+		return "INSERT INTO outbox (id, subject, type, resource_id, time, data) SELECT " +
+			"'st-' || lower(hex(randomblob(16))), subject, '" + StateEventType + "', " + sqlString(table) + ", " +
+			"strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), " +
+			"json_object('origin', origin, 'table', " + sqlString(table) + ", 'op', '" + op + "', 'rowid', " + rowid + row + ") " +
+			"FROM replica_state WHERE id = 1 AND capture = 1 AND applying = 0;"
+	}
+	row := ", 'row', json_object(" + obj.String() + ")"
+	for _, tr := range []struct{ name, event, body string }{
+		{"ins", "AFTER INSERT", ins("upsert", "NEW.rowid", row)},
+		{"upd", "AFTER UPDATE", ins("upsert", "NEW.rowid", row)},
+		{"del", "AFTER DELETE", ins("delete", "OLD.rowid", "")},
+	} {
+		name := quoteIdent("replica_" + table + "_" + tr.name)
+		if _, err := tx.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+name); err != nil {
+			return err
+		}
+		q := "CREATE TRIGGER " + name + " " + tr.event + " ON " + quoteIdent(table) + " BEGIN " + tr.body + " END"
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReplicaStatus is what a replica has applied.
+type ReplicaStatus struct {
+	AppliedSeq uint64
+	AppliedAt  *time.Time
+}
+
+// ReplicaStatus returns the stream sequence applied last and when.
+func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
+	var seq int64
+	var at sql.NullString
+	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at FROM replica_state WHERE id = 1").Scan(&seq, &at); err != nil {
+		return ReplicaStatus{}, fmt.Errorf("replica status: %w", err)
+	}
+	st := ReplicaStatus{AppliedSeq: uint64(seq)}
+	if at.Valid {
+		t := parseTime(at.String)
+		st.AppliedAt = &t
+	}
+	return st, nil
+}
+
+// DecodeStateChange decodes a state-change event's data, naming the field
+// that is wrong.
+func DecodeStateChange(data []byte) (StateChange, error) {
+	var c StateChange
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return StateChange{}, fmt.Errorf("state change: %w", err)
+	}
+	switch {
+	case c.Origin == "":
+		return StateChange{}, errors.New("state change: origin is required")
+	case c.Table == "":
+		return StateChange{}, errors.New("state change: table is required")
+	case c.Op != "upsert" && c.Op != "delete":
+		return StateChange{}, fmt.Errorf("state change: op %q is not upsert or delete", c.Op)
+	case c.Op == "upsert" && len(c.Row) == 0:
+		return StateChange{}, errors.New("state change: row is required for upsert")
+	case c.Op == "delete" && len(c.Row) != 0:
+		return StateChange{}, errors.New("state change: row must be empty for delete")
+	}
+	return c, nil
+}
+
+// ApplyState applies the state change at stream sequence seq, once: a
+// sequence at or below the one applied last is skipped (false, nil). A
+// change written by self (this instance, as leader) only advances the
+// sequence. The change and the sequence commit together, and the capture
+// triggers do not fire for it.
+func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c StateChange, now time.Time) (bool, error) {
+	applied := false
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var last int64
+		if err := tx.QueryRowContext(ctx, "SELECT applied_seq FROM replica_state WHERE id = 1").Scan(&last); err != nil {
+			return err
+		}
+		if seq <= uint64(last) {
+			return nil
+		}
+		applied = true
+		if c.Origin != self {
+			if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 1 WHERE id = 1"); err != nil {
+				return err
+			}
+			if err := applyChange(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ? WHERE id = 1", int64(seq), fmtTime(now))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("apply state seq %d (%s %s rowid %d): %w", seq, c.Op, c.Table, c.RowID, err)
+	}
+	return applied, nil
+}
+
+func applyChange(ctx context.Context, tx *sql.Tx, c StateChange) error {
+	tables, err := replicaTables(ctx, tx)
+	if err != nil {
+		return err
+	}
+	ti, ok := tables[c.Table]
+	if !ok {
+		return fmt.Errorf("table: %q is not a replicated table", c.Table)
+	}
+	t := quoteIdent(c.Table)
+	if c.Op == "delete" {
+		_, err := tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE rowid = ?", c.RowID)
+		return err
+	}
+	cols := make([]string, 0, len(c.Row))
+	for k := range c.Row {
+		if !slices.Contains(ti.cols, k) {
+			return fmt.Errorf("row.%s: not a replicated column of %s", k, c.Table)
+		}
+		cols = append(cols, k)
+	}
+	slices.Sort(cols)
+	args := make([]any, 0, len(cols)+1)
+	sets := make([]string, 0, len(cols))
+	for _, k := range cols {
+		v, err := sqlValue(c.Row[k])
+		if err != nil {
+			return fmt.Errorf("row.%s: %w", k, err)
+		}
+		args = append(args, v)
+		sets = append(sets, quoteIdent(k)+" = ?")
+	}
+	// Rows that moved to another rowid (a REPLACE on the leader) are
+	// removed by primary key first, so the rowid stays the leader's.
+	if len(ti.pk) > 0 {
+		var where []string
+		var pkArgs []any
+		for _, k := range ti.pk {
+			raw, ok := c.Row[k]
+			if !ok {
+				return fmt.Errorf("row.%s: primary key column missing", k)
+			}
+			v, _ := sqlValue(raw)
+			where = append(where, quoteIdent(k)+" = ?")
+			pkArgs = append(pkArgs, v)
+		}
+		pkArgs = append(pkArgs, c.RowID)
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE "+strings.Join(where, " AND ")+" AND rowid <> ?", pkArgs...); err != nil {
+			return err
+		}
+	}
+	res, err := tx.ExecContext(ctx, "UPDATE "+t+" SET "+strings.Join(sets, ", ")+" WHERE rowid = ?", append(args, c.RowID)...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	qcols := make([]string, 0, len(cols)+1)
+	for _, k := range cols {
+		qcols = append(qcols, quoteIdent(k))
+	}
+	qcols = append(qcols, "rowid")
+	_, err = tx.ExecContext(ctx, "INSERT INTO "+t+" ("+strings.Join(qcols, ", ")+") VALUES ("+
+		strings.TrimSuffix(strings.Repeat("?, ", len(qcols)), ", ")+")", append(args, c.RowID)...)
+	return err
+}
+
+// sqlValue turns a JSON value made by json_object back into what SQLite
+// stored: text, an integer, a real or NULL.
+func sqlValue(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	switch x := v.(type) {
+	case nil, string:
+		return x, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil && !strings.ContainsAny(x.String(), ".eE") {
+			return i, nil
+		}
+		return x.Float64()
+	}
+	return nil, fmt.Errorf("a %T is not a column value", v)
+}
