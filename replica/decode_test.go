@@ -9,7 +9,7 @@ import (
 
 func TestDecodeNamesTheField(t *testing.T) {
 	env := func(typ, data string) string {
-		return `{"specversion":"1.0","id":"x","source":"patrold","type":"` + typ + `","time":"2026-12-01T09:00:00Z","data":` + data + `}`
+		return `{"specversion":"1.0","id":"x","source":"patrold","datacontenttype":"application/json","type":"` + typ + `","time":"2026-12-01T09:00:00Z","data":` + data + `}`
 	}
 	for _, tc := range []struct{ raw, want string }{
 		{env("finding.opened", `{}`), `type: "finding.opened" is not state.change`},
@@ -33,7 +33,7 @@ func TestDecodeNamesTheField(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"patrold","type":"state.change","time":"2026-12-01T09:00:00Z","data":{"origin":"a","table":"findings","op":"upsert","rowid":1,"row":{"id":"a","n":1.5}}}`))
+	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"patrold","datacontenttype":"application/json","type":"state.change","time":"2026-12-01T09:00:00Z","data":{"origin":"a","table":"findings","op":"upsert","rowid":1,"row":{"id":"a","n":1.5}}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
