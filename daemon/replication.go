@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/patrold/patrold/replica"
+)
+
+// Cluster-mode replication defaults.
+const (
+	leaderPoll      = 100 * time.Millisecond
+	catchUpAttempts = 5 * time.Second // one CatchUp's bound; retried while leading
+)
+
+// replication runs a clustered instance's side of the shared state: the
+// follower applying the leader's state changes (always, so a standby stays
+// warm and a leader's own sequence advances), and on every change of
+// leadership the switch between the two roles. An instance that wins the
+// lease is not the writer until its database has applied the stream's last
+// state change; then it captures its own changes and consumes outcomes.
+// One that loses the lease stops both at once.
+type replication struct {
+	d        *Daemon
+	f        *replica.Follower
+	leading  func() bool // holds the lease
+	instance string
+
+	writer atomic.Bool // leading, caught up, capturing
+
+	mu          sync.Mutex
+	stopWriting context.CancelFunc // the leader-only consumers
+	wg          sync.WaitGroup
+}
+
+func newReplication(d *Daemon, m *messaging, instance string, leading func() bool) (*replication, error) {
+	f, err := replica.New(replica.Options{JetStream: m.bus.JetStream(), Stream: m.bus.StreamName(), Prefix: m.bus.Prefix(),
+		Store: d.store, Instance: instance, Logger: d.log, Now: d.opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &replication{d: d, f: f, leading: leading, instance: instance}, nil
+}
+
+// start runs the follower and the leadership watch until ctx ends. A
+// clustered instance starts as a standby: its store captures nothing.
+func (r *replication) start(ctx context.Context, m *messaging) error {
+	if err := r.d.store.DisableCapture(ctx); err != nil {
+		return err
+	}
+	m.goRun(func() error { return r.f.Run(ctx) })
+	m.goRun(func() error { r.watch(ctx, m); return nil })
+	return nil
+}
+
+// IsWriter reports whether this instance may write now.
+func (r *replication) IsWriter() bool { return r.writer.Load() && r.leading() }
+
+func (r *replication) watch(ctx context.Context, m *messaging) {
+	t := time.NewTicker(leaderPoll)
+	defer t.Stop()
+	defer r.demote(context.Background())
+	for {
+		lead := r.leading()
+		switch {
+		case lead && !r.writer.Load():
+			r.promote(ctx, m)
+		case !lead && r.writer.Load():
+			r.demote(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// promote catches up, switches capture on and starts the leader-only
+// consumers; a catch-up that does not finish is retried at the next tick.
+func (r *replication) promote(ctx context.Context, m *messaging) {
+	cctx, cancel := context.WithTimeout(ctx, catchUpAttempts)
+	err := r.f.CatchUp(cctx)
+	cancel()
+	if err != nil {
+		r.d.log.Warn("leader lease held, catching up before the first write", "err", err)
+		return
+	}
+	if !r.leading() {
+		return
+	}
+	if err := r.f.EnableCapture(ctx); err != nil {
+		r.d.log.Error("enable state capture", "err", err)
+		return
+	}
+	wctx, stop := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.stopWriting = stop
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		m.consumeOutcomes(wctx, r.d)
+	}()
+	r.writer.Store(true)
+	lag, _ := r.f.Lag(ctx)
+	r.d.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq)
+}
+
+func (r *replication) demote(ctx context.Context) {
+	if !r.writer.Swap(false) {
+		return
+	}
+	r.mu.Lock()
+	stop := r.stopWriting
+	r.stopWriting = nil
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	r.wg.Wait()
+	if err := r.d.store.DisableCapture(ctx); err != nil {
+		r.d.log.Error("disable state capture", "err", err)
+	}
+	r.d.log.Warn("standby: leader lease lost", "instance", r.instance)
+}
+
+// lag is the replica's lag for reads (nil outside cluster mode).
+func (r *replication) lag(ctx context.Context) *replica.Lag {
+	if r == nil {
+		return nil
+	}
+	l, err := r.f.Lag(ctx)
+	if err != nil {
+		return nil
+	}
+	return &l
+}
