@@ -133,7 +133,6 @@ func (m *messaging) goRun(fn func() error) {
 	}()
 }
 
-
 func (m *messaging) kick() {
 	if m != nil {
 		m.relay.Kick()
