@@ -36,6 +36,10 @@ type LeaseOptions struct {
 	TTL    time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnChange, when set, is called with the new state each time this
+	// instance becomes or stops being the leader (acquired, lost, run out,
+	// released by Close), one call at a time.
+	OnChange func(leader bool)
 }
 
 // Lease is a leader lease on a JetStream KV key whose bucket has a TTL. The
@@ -134,11 +138,15 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	defer l.opMu.Unlock()
 	l.mu.Lock()
 	leader, rev, closed := l.leader, l.rev, l.closed
-	if leader && !l.o.Now().Before(l.validUntil) {
+	ranOut := leader && !l.o.Now().Before(l.validUntil)
+	if ranOut {
 		leader, l.leader = false, false
 		l.log.Warn("leader lease ran out before it could be renewed")
 	}
 	l.mu.Unlock()
+	if ranOut {
+		l.changed(false)
+	}
 	if closed {
 		return l.o.TTL
 	}
@@ -179,7 +187,24 @@ func (l *Lease) reclaim(ctx context.Context) (uint64, error) {
 // rather than when the current lease runs out.
 func (l *Lease) record(start time.Time, rev uint64, err error, lose bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	was := l.leader
+	l.recordLocked(start, rev, err, lose)
+	now := l.leader
+	l.mu.Unlock()
+	if was != now {
+		l.changed(now)
+	}
+}
+
+// changed announces a change of leadership (callers hold opMu, so calls
+// never overlap).
+func (l *Lease) changed(leader bool) {
+	if l.o.OnChange != nil {
+		l.o.OnChange(leader)
+	}
+}
+
+func (l *Lease) recordLocked(start time.Time, rev uint64, err error, lose bool) {
 	if err == nil {
 		l.held, l.rev = true, rev
 	} else if lose {
@@ -215,10 +240,14 @@ func (l *Lease) Close() error {
 	}
 	l.closed = true
 	close(l.done)
+	was := l.leader
 	l.leader = false
 	l.mu.Unlock()
 	l.opMu.Lock() // wait for a write in flight
 	defer l.opMu.Unlock()
+	if was {
+		l.changed(false)
+	}
 	l.mu.Lock()
 	held, rev := l.held, l.rev
 	l.held = false

@@ -38,7 +38,24 @@ type Config struct {
 	Actions       []ActionConfig      `koanf:"actions" yaml:"actions"`
 	Notify        notify.Options      `koanf:"notify" yaml:"notify"`
 	Retention     RetentionConfig     `koanf:"retention" yaml:"retention"`
+	// Cluster switches cluster mode on: several instances on one NATS
+	// cluster, one of them (the lease holder) the writer. Absent (nil): a
+	// single instance, which takes no lease and schedules whether or not
+	// NATS is up.
+	Cluster *ClusterConfig `koanf:"cluster" yaml:"cluster,omitempty"`
 }
+
+// ClusterConfig is the cluster section.
+type ClusterConfig struct {
+	// Instance is this instance's stable name among the instances (the
+	// leader lease's holder). Empty: a name generated on first start and
+	// kept in data_dir, so a restart (kill -9 included) is the same
+	// instance.
+	Instance string `koanf:"instance" yaml:"instance"`
+}
+
+// Clustered reports whether the cluster section is present.
+func (c *Config) Clustered() bool { return c.Cluster != nil }
 
 // RetentionConfig says how long each kind of history is kept (the
 // composition root maps it onto the store's retention).

@@ -12,6 +12,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/internal/instance"
 )
 
 // CronParser parses schedule.cron: five standard fields or a descriptor
@@ -135,6 +136,9 @@ func (c *Config) Validate() error {
 		validateActionScope(&p, key, a)
 	}
 	p.err(c.Notify.Validate(c.NATS.SubjectPrefix))
+	if c.Cluster != nil {
+		p.err(instance.Validate(c.Cluster.Instance))
+	}
 	if len(p.list) > 0 {
 		return &Error{Problems: p.list}
 	}

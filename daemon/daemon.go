@@ -349,5 +349,8 @@ func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Re
 }
 
 func (d *Daemon) schedHooks() patrol.SchedulerHooks {
-	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.msg.leader, LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
+	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.root.Leadership().IsLeader, LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
 }
+
+// Leadership is the root's leadership (single, leader or standby).
+func (d *Daemon) Leadership() *Leadership { return d.root.Leadership() }

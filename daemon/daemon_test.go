@@ -196,9 +196,36 @@ func TestCommittedEventsSurviveACrash(t *testing.T) {
 	}
 }
 
-// TestLeaseOneSchedulerAtATime: two daemons on one NATS server; only the
-// lease holder runs scheduled ticks, and the other takes over within a TTL
-// or two when the holder stops.
+// clusterConfig is testConfig in cluster mode as instance name.
+func clusterConfig(t *testing.T, dir, cron, natsURL, name string) *config.Config {
+	t.Helper()
+	cfg := testConfig(t, dir, cron, natsURL)
+	cfg.Cluster = &config.ClusterConfig{Instance: name}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// scheduledRuns counts d's scheduled runs.
+func scheduledRuns(t *testing.T, d *daemon.Daemon) int {
+	t.Helper()
+	list, err := d.Store().Runs(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range list {
+		if r.Trigger == string(patrol.TriggerScheduled) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLeaseOneSchedulerAtATime: two daemons in cluster mode on one NATS
+// server; only the lease holder runs scheduled ticks, and the other takes
+// over when the holder stops (it releases the lease).
 func TestLeaseOneSchedulerAtATime(t *testing.T) {
 	sopts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
@@ -212,34 +239,19 @@ func TestLeaseOneSchedulerAtATime(t *testing.T) {
 	first, second := t.TempDir(), t.TempDir()
 	useSnapshot(t, first, "healthy.json")
 	useSnapshot(t, second, "healthy.json")
-	a := start(t, testConfig(t, first, "@every 1s", srv.ClientURL()))
-	time.Sleep(1500 * time.Millisecond) // a takes the lease first
-	b := start(t, testConfig(t, second, "@every 1s", srv.ClientURL()))
-	runs := func(d *daemon.Daemon) int {
-		list, err := d.Store().Runs(context.Background(), 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, r := range list {
-			if r.Trigger == string(patrol.TriggerScheduled) {
-				n++
-			}
-		}
-		return n
-	}
-	time.Sleep(4 * time.Second)
-	ra, rb := runs(a), runs(b)
-	if ra < 3 || rb != 0 {
-		t.Fatalf("while a leads: a ran %d, b ran %d", ra, rb)
+	a := start(t, clusterConfig(t, first, "@every 1s", srv.ClientURL(), "node-a"))
+	waitUntil(t, 5*time.Second, "a leads", a.Leadership().IsLeader)
+	b := start(t, clusterConfig(t, second, "@every 1s", srv.ClientURL(), "node-b"))
+	waitUntil(t, 10*time.Second, "a runs three scheduled patrols", func() bool { return scheduledRuns(t, a) >= 3 })
+	if got, role := scheduledRuns(t, b), b.Leadership().Role(); got != 0 || role != daemon.RoleStandby {
+		t.Fatalf("while a leads: b ran %d as %s, want 0 as standby", got, role)
 	}
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second)
-	if got := runs(b); got < 1 {
-		t.Fatalf("b did not take over: %d runs", got)
-	}
+	waitUntil(t, 5*time.Second, "b takes over and runs", func() bool {
+		return b.Leadership().Role() == daemon.RoleLeader && scheduledRuns(t, b) >= 1
+	})
 }
 
 // TestCrashedRunMarkedInterrupted: a run left "running" by a crash is an
@@ -264,5 +276,17 @@ func TestCrashedRunMarkedInterrupted(t *testing.T) {
 	}
 	if n, _ := d.Store().Count(context.Background()); n != 9 {
 		t.Fatalf("findings of the committed run: %d", n)
+	}
+}
+
+// waitUntil polls cond until it holds or within has passed.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

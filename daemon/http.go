@@ -118,7 +118,7 @@ func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
 // Status reports what the daemon is doing.
 func (d *Daemon) Status(ctx context.Context) (any, error) {
 	cfg := d.Config()
-	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: d.msg.leader(),
+	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: d.root.Leadership().IsLeader(),
 		NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
 	if runs, err := d.store.Runs(ctx, 1); err == nil && len(runs) > 0 {
 		s.LastRunID, s.LastRunStatus, s.LastRunAt = runs[0].ID, runs[0].Status, runs[0].FinishedAt

@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -68,11 +66,20 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 		return fail(err)
 	}
 	m.transport = tr
-	host, _ := os.Hostname()
-	m.lease, err = bus.NewLease(b.JetStream(), bus.LeaseOptions{Bucket: cfg.NATS.Lease.Bucket, Key: LeaseKey,
-		Holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), findings.NewID(d.opts.Now())[20:]), TTL: cfg.NATS.Lease.TTL, Logger: d.log})
-	if err != nil {
-		return fail(err)
+	lead := d.root.Leadership()
+	if lead.Clustered() {
+		// The holder is the stable instance name: a restart (kill -9
+		// included) reclaims its own lease at once.
+		name, err := d.root.Instance()
+		if err != nil {
+			return fail(err)
+		}
+		m.lease, err = bus.NewLease(b.JetStream(), bus.LeaseOptions{Bucket: cfg.NATS.Lease.Bucket, Key: LeaseKey,
+			Holder: name, TTL: cfg.NATS.Lease.TTL, Logger: d.log, Now: d.opts.Now, OnChange: lead.set})
+		if err != nil {
+			return fail(err)
+		}
+		lead.attach(m.lease)
 	}
 	// The outcome consumer exists before anything is published: consumers
 	// start with new messages.
@@ -87,7 +94,9 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel, m.runCtx = cancel, runCtx
-	m.goRun(func() error { return m.lease.Run(runCtx) })
+	if m.lease != nil {
+		m.goRun(func() error { return m.lease.Run(runCtx) })
+	}
 	m.goRun(func() error { return tr.ConsumeOutcomes(runCtx, outcomes, d.handleOutcome) })
 	if notifier != nil {
 		m.goRun(func() error { return notifier.Run(runCtx) })
@@ -124,9 +133,6 @@ func (m *messaging) goRun(fn func() error) {
 	}()
 }
 
-// leader reports whether this instance holds the scheduling lease.
-func (m *messaging) leader() bool { return m == nil || m.lease.IsLeader() }
-
 func (m *messaging) kick() {
 	if m != nil {
 		m.relay.Kick()
@@ -144,7 +150,11 @@ func (m *messaging) stop() error {
 	cancel()
 	m.cancel()
 	m.wg.Wait()
-	return errors.Join(flushErr, m.lease.Close(), m.bus.Close())
+	var leaseErr error
+	if m.lease != nil {
+		leaseErr = m.lease.Close()
+	}
+	return errors.Join(flushErr, leaseErr, m.bus.Close())
 }
 
 // handleOutcome hands a remediation outcome from the bus to the findings'

@@ -26,6 +26,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/instance"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/model/providers"
@@ -77,8 +78,11 @@ type Root struct {
 	log *slog.Logger
 	td  teardown
 
-	mu sync.Mutex
-	st *store.Store
+	lead *Leadership
+
+	mu   sync.Mutex
+	st   *store.Store
+	name string // the stable instance name, once read
 }
 
 // NewRoot returns a root for cfg; nothing is built until asked for.
@@ -96,7 +100,7 @@ func NewRoot(cfg *config.Config, o RootOptions) (*Root, error) {
 		reg := prometheus.NewRegistry()
 		o.Registerer, o.Gatherer = reg, reg
 	}
-	r := &Root{cfg: cfg, o: o, log: newLogger(cfg, o.Stderr)}
+	r := &Root{cfg: cfg, o: o, log: newLogger(cfg, o.Stderr), lead: newLeadership(cfg.Clustered(), o.Now)}
 	r.td.log = r.log
 	return r, nil
 }
@@ -114,6 +118,36 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // Close stops every part the root built, last built first; it is
 // idempotent.
 func (r *Root) Close() error { return r.td.stop(context.Background()) }
+
+// Leadership says whether this instance is the writer now (always, for a
+// single instance; the leader lease's holder in cluster mode) and
+// announces each change (Changed, OnChange). The daemon attaches its lease
+// when NATS starts; until then a clustered instance is a standby.
+func (r *Root) Leadership() *Leadership { return r.lead }
+
+// Clustered reports cluster mode (the configuration has a cluster section).
+func (r *Root) Clustered() bool { return r.cfg.Clustered() }
+
+// Instance is the stable instance name: cluster.instance, or the name kept
+// in data_dir (generated and kept on first use). It is the leader lease's
+// holder, so a restarted instance reclaims its own lease at once.
+func (r *Root) Instance() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.name != "" {
+		return r.name, nil
+	}
+	configured := ""
+	if r.cfg.Cluster != nil {
+		configured = r.cfg.Cluster.Instance
+	}
+	name, err := instance.Name(r.cfg.DataDir, configured)
+	if err != nil {
+		return "", err
+	}
+	r.name = name
+	return name, nil
+}
 
 // DBPath is the database file under data_dir.
 func (r *Root) DBPath() string { return dbPath(r.cfg) }

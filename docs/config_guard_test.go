@@ -59,9 +59,14 @@ func cfgKeysOf(t reflect.Type, v reflect.Value, prefix string, elem bool, out *[
 // cfgKeyAt records the key path of one field of type t.
 func cfgKeyAt(t reflect.Type, v reflect.Value, path string, elem bool, out *[]cfgKey) {
 	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		if v.IsValid() && !v.IsNil() {
+		switch {
+		case v.IsValid() && !v.IsNil():
 			v = v.Elem()
-		} else {
+		case v.IsValid() && !elem:
+			// An absent optional section (cluster): its keys' defaults
+			// are what a present, empty section gives.
+			v = reflect.Zero(t.Elem())
+		default:
 			v = reflect.Value{}
 		}
 		t = t.Elem()
