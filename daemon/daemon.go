@@ -349,7 +349,17 @@ func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Re
 }
 
 func (d *Daemon) schedHooks() patrol.SchedulerHooks {
-	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.root.Leadership().IsLeader, LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
+	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.IsWriter, LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
+}
+
+// IsWriter reports whether this instance may write (schedule runs, change
+// state) now: the leader (a single instance always is); in cluster mode
+// only once its database caught up with the state stream.
+func (d *Daemon) IsWriter() bool {
+	if d.msg != nil && d.msg.repl != nil {
+		return d.msg.repl.IsWriter()
+	}
+	return d.root.Leadership().IsLeader()
 }
 
 // Leadership is the root's leadership (single, leader or standby).

@@ -29,6 +29,8 @@ type messaging struct {
 	transport *bus.Transport
 	relay     *bus.Relay
 	lease     *bus.Lease
+	repl      *replication // cluster mode: the shared state
+	outcomes  bus.ConsumerOptions
 	cancel    context.CancelFunc
 	runCtx    context.Context
 	wg        sync.WaitGroup
@@ -80,6 +82,9 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 			return fail(err)
 		}
 		lead.attach(m.lease)
+		if m.repl, err = newReplication(d, m, name, m.lease.IsLeader); err != nil {
+			return fail(err)
+		}
 	}
 	// The outcome consumer exists before anything is published: consumers
 	// start with new messages.
@@ -88,6 +93,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if err := tr.EnsureOutcomeConsumer(ctx, outcomes); err != nil {
 		return fail(err)
 	}
+	m.outcomes = outcomes
 	notifier, err := startNotify(ctx, cfg, b, d)
 	if err != nil {
 		return fail(err)
@@ -97,11 +103,24 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if m.lease != nil {
 		m.goRun(func() error { return m.lease.Run(runCtx) })
 	}
-	m.goRun(func() error { return tr.ConsumeOutcomes(runCtx, outcomes, d.handleOutcome) })
+	if m.repl == nil {
+		m.goRun(func() error { m.consumeOutcomes(runCtx, d); return nil })
+	} else if err := m.repl.start(runCtx, m); err != nil {
+		cancel()
+		return fail(err)
+	}
 	if notifier != nil {
 		m.goRun(func() error { return notifier.Run(runCtx) })
 	}
 	return m, nil
+}
+
+// consumeOutcomes applies remediation outcomes until ctx ends: always on a
+// single instance, on the writer only in cluster mode (replication).
+func (m *messaging) consumeOutcomes(ctx context.Context, d *Daemon) {
+	if err := m.transport.ConsumeOutcomes(ctx, m.outcomes, d.handleOutcome); err != nil && ctx.Err() == nil {
+		d.log.Error("outcome consumer stopped", "err", err)
+	}
 }
 
 // startNotify builds the notification sinks when they run inside serve
