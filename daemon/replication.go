@@ -32,7 +32,30 @@ type replication struct {
 
 	mu          sync.Mutex
 	stopWriting context.CancelFunc // the leader-only consumers
+	writeCtx    context.Context    // theirs, while writer
+	leaderOnly  []func(context.Context)
 	wg          sync.WaitGroup
+}
+
+// whileWriter runs fn (until its context ends) every time this instance
+// becomes the writer, and at once when it is one now: the consumers of
+// outcomes and remediation requests.
+func (r *replication) whileWriter(fn func(context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leaderOnly = append(r.leaderOnly, fn)
+	if r.writeCtx != nil {
+		r.goWrite(r.writeCtx, fn)
+	}
+}
+
+// goWrite runs fn on ctx; callers hold mu.
+func (r *replication) goWrite(ctx context.Context, fn func(context.Context)) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		fn(ctx)
+	}()
 }
 
 func newReplication(d *Daemon, m *messaging, instance string, leading func() bool) (*replication, error) {
@@ -41,7 +64,9 @@ func newReplication(d *Daemon, m *messaging, instance string, leading func() boo
 	if err != nil {
 		return nil, err
 	}
-	return &replication{d: d, f: f, leading: leading, instance: instance}, nil
+	r := &replication{d: d, f: f, leading: leading, instance: instance}
+	r.leaderOnly = []func(context.Context){func(ctx context.Context) { m.consumeOutcomes(ctx, d) }}
+	return r, nil
 }
 
 // start runs the follower and the leadership watch until ctx ends. A
@@ -51,14 +76,14 @@ func (r *replication) start(ctx context.Context, m *messaging) error {
 		return err
 	}
 	m.goRun(func() error { return r.f.Run(ctx) })
-	m.goRun(func() error { r.watch(ctx, m); return nil })
+	m.goRun(func() error { r.watch(ctx); return nil })
 	return nil
 }
 
 // IsWriter reports whether this instance may write now.
 func (r *replication) IsWriter() bool { return r.writer.Load() && r.leading() }
 
-func (r *replication) watch(ctx context.Context, m *messaging) {
+func (r *replication) watch(ctx context.Context) {
 	t := time.NewTicker(leaderPoll)
 	defer t.Stop()
 	defer r.demote(context.Background())
@@ -66,7 +91,7 @@ func (r *replication) watch(ctx context.Context, m *messaging) {
 		lead := r.leading()
 		switch {
 		case lead && !r.writer.Load():
-			r.promote(ctx, m)
+			r.promote(ctx)
 		case !lead && r.writer.Load():
 			r.demote(ctx)
 		}
@@ -80,7 +105,7 @@ func (r *replication) watch(ctx context.Context, m *messaging) {
 
 // promote catches up, switches capture on and starts the leader-only
 // consumers; a catch-up that does not finish is retried at the next tick.
-func (r *replication) promote(ctx context.Context, m *messaging) {
+func (r *replication) promote(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, catchUpAttempts)
 	err := r.f.CatchUp(cctx)
 	cancel()
@@ -97,13 +122,11 @@ func (r *replication) promote(ctx context.Context, m *messaging) {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	r.mu.Lock()
-	r.stopWriting = stop
+	r.stopWriting, r.writeCtx = stop, wctx
+	for _, fn := range r.leaderOnly {
+		r.goWrite(wctx, fn)
+	}
 	r.mu.Unlock()
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		m.consumeOutcomes(wctx, r.d)
-	}()
 	r.writer.Store(true)
 	lag, _ := r.f.Lag(ctx)
 	r.d.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq)
@@ -115,7 +138,7 @@ func (r *replication) demote(ctx context.Context) {
 	}
 	r.mu.Lock()
 	stop := r.stopWriting
-	r.stopWriting = nil
+	r.stopWriting, r.writeCtx = nil, nil
 	r.mu.Unlock()
 	if stop != nil {
 		stop()

@@ -51,6 +51,16 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	d.worker = w
+	if d.msg.repl != nil {
+		// Cluster mode: only the writer takes remediation requests (its
+		// database holds every finding they name).
+		d.msg.repl.whileWriter(func(ctx context.Context) {
+			if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("assistant worker stopped", "err", err)
+			}
+		})
+		return nil
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)

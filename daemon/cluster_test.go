@@ -1,0 +1,326 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// natsCluster starts n embedded nats-servers with JetStream, clustered on
+// loopback by routes, and returns their client URLs once JetStream has a
+// meta leader.
+func natsCluster(t *testing.T, n int) []string {
+	t.Helper()
+	ports := make([]int, n)
+	var routes []string
+	for i := range ports {
+		ports[i] = freePort(t)
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
+	}
+	var urls []string
+	for i := range n {
+		o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.ServerName = fmt.Sprintf("nats-%d", i+1)
+		o.Cluster = server.ClusterOpts{Name: "patrol-test", Host: "127.0.0.1", Port: ports[i]}
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		srv, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+		if !srv.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("nats-%d not ready", i+1)
+		}
+		urls = append(urls, srv.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	waitUntil(t, 20*time.Second, "JetStream cluster has a meta leader", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	})
+	return urls
+}
+
+type streamCounts struct {
+	opened   map[string]int // finding id -> opened events
+	requests map[string]int // finding/attempt -> requests
+	outcomes map[string]int // finding/attempt -> outcomes
+}
+
+// readStream reads every message of the patrol stream in order.
+func readStream(t *testing.T, url string) streamCounts {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, bus.DefaultStreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := streamCounts{opened: map[string]int{}, requests: map[string]int{}, outcomes: map[string]int{}}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := contracts.DecodeEvent(m.Data)
+		if err != nil {
+			t.Fatalf("stream seq %d: %v", seq, err)
+		}
+		var d struct {
+			Finding   struct{ ID string } `json:"finding"`
+			FindingID string              `json:"finding_id"`
+			Attempt   int                 `json:"attempt"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		switch ev.Type {
+		case contracts.TypeFindingPrefix + findings.EventOpened:
+			c.opened[d.Finding.ID]++
+		case contracts.TypeRemediationRequest:
+			c.requests[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++
+		case contracts.TypeRemediationOutcome:
+			c.outcomes[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++
+		}
+	}
+	return c
+}
+
+// logTap is a daemon's log, searchable.
+type logTap struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logTap) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logTap) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
+
+// TestClusterFailover: three instances in cluster mode on a three-node
+// JetStream cluster (R3 stream), their assistant workers sharing the
+// request consumer. The leader is killed mid-schedule (no lease release);
+// a standby takes over within two lease TTLs with the findings, acks and
+// silences intact, files nothing again, and every remediation request
+// gets exactly one outcome.
+func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	urls := natsCluster(t, 3)
+	shared := t.TempDir()
+	useSnapshot(t, shared, "faults.json")
+	const ttl = 2 * time.Second
+	nodes := make([]*daemon.Daemon, 3)
+	logs := make([]*logTap, 3)
+	for i := range nodes {
+		dir := t.TempDir()
+		// Each instance dials its own server first.
+		order := append([]string{urls[i]}, append(append([]string{}, urls[:i]...), urls[i+1:]...)...)
+		yaml := "data_dir: " + dir + "\nlog: {level: info, format: json}\n" +
+			"http: {listen: '127.0.0.1:0'}\n" +
+			"cluster: {instance: node-" + fmt.Sprint(i+1) + "}\n" +
+			"nats: {url: '" + strings.Join(order, ",") + "', stream: {replicas: 3}, lease: {ttl: " + ttl.String() + "}}\n" +
+			"schedule: {cron: '@every 1s', startup_delay: 1h}\n" +
+			"source: {kind: file, file: {path: " + filepath.Join(shared, "snapshot.json") + "}}\n" +
+			"patrol: {autonomy: full}\n" +
+			"investigation: {max_concurrent: 10, max_attempts: 1}\n" +
+			"actions: [{name: noop, command: [/bin/true], risk: low, kinds: [storage, node], signals: [high_disk, high_cpu]}]\n"
+		cfg, err := config.Load([]byte(yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[i] = &logTap{}
+		reg := prometheus.NewRegistry()
+		d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: logs[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Stop(context.Background()) })
+		nodes[i] = d
+	}
+	writer := func() (int, bool) {
+		for i, d := range nodes {
+			if d != nil && d.IsWriter() {
+				return i, true
+			}
+		}
+		return -1, false
+	}
+	waitUntil(t, 15*time.Second, "a writer", func() bool { _, ok := writer(); return ok })
+	li, _ := writer()
+	leader := nodes[li]
+	ctx := context.Background()
+	waitUntil(t, 15*time.Second, "the leader files findings", func() bool {
+		fs, err := leader.Store().List(ctx, findings.ListFilter{})
+		return err == nil && len(fs) >= 2
+	})
+	fs, err := leader.Store().List(ctx, findings.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := leader.Store().Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now); err != nil {
+		t.Fatal(err)
+	}
+	sil, err := leader.Store().AddSilence(ctx, findings.Silence{Matchers: findings.Matchers{Resource: fs[1].ResourceID},
+		Comment: "maintenance", Author: "op", StartsAt: now, EndsAt: now.Add(time.Hour)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two more scheduled runs, the outbox published, then the kill.
+	runs := scheduledRuns(t, leader)
+	waitUntil(t, 10*time.Second, "two more scheduled runs", func() bool { return scheduledRuns(t, leader) >= runs+2 })
+	waitUntil(t, 10*time.Second, "the leader's outbox is published", func() bool {
+		n, err := leader.Store().PendingCount(ctx)
+		return err == nil && n == 0
+	})
+	wantFindings, _ := leader.Store().List(ctx, findings.ListFilter{})
+	killedAt := time.Now()
+	leader.Crash()
+	nodes[li] = nil
+
+	waitUntil(t, 2*ttl+time.Second, "a new writer within two lease TTLs", func() bool { _, ok := writer(); return ok })
+	ni, _ := writer()
+	next := nodes[ni]
+	tookOver := time.Since(killedAt)
+	waitUntil(t, 2*ttl, "the new leader runs", func() bool { return len(ownRuns(t, next, next)) == 0 && newRunsSince(t, next, killedAt) >= 1 })
+	if tookOver > 2*ttl {
+		t.Fatalf("took over after %s, want within %s", tookOver, 2*ttl)
+	}
+
+	got, err := next.Store().List(ctx, findings.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]findings.Finding{}
+	for _, f := range got {
+		byID[f.ID] = f
+	}
+	for _, w := range wantFindings {
+		g, ok := byID[w.ID]
+		if !ok {
+			t.Fatalf("finding %s lost on the new leader", w.ID)
+		}
+		if g.DetectedAt != w.DetectedAt || g.AcknowledgedAt == nil != (w.AcknowledgedAt == nil) || g.TimesRaised < w.TimesRaised {
+			t.Fatalf("finding %s on the new leader:\n got %+v\nwant %+v", w.ID, g, w)
+		}
+	}
+	if byID[fs[0].ID].AcknowledgedAt == nil {
+		t.Fatalf("ack lost: %+v", byID[fs[0].ID])
+	}
+	gotSil, err := next.Store().Silences(ctx, time.Now(), true)
+	if err != nil || len(gotSil) != 1 || !reflect.DeepEqual(gotSil[0].Matchers, sil.Matchers) || gotSil[0].ID != sil.ID {
+		t.Fatalf("silences on the new leader: %+v %v, want [%+v]", gotSil, err, sil)
+	}
+
+	// Let the new leader's remediation settle, then read the whole stream.
+	var c streamCounts
+	defer func() {
+		if t.Failed() {
+			t.Logf("stream: %+v", c)
+			for i, l := range logs {
+				t.Logf("node-%d log:\n%s", i+1, l.String())
+			}
+		}
+	}()
+	waitUntil(t, 20*time.Second, "every remediation request has its outcome", func() bool {
+		c = readStream(t, urls[ni])
+		for k := range c.requests {
+			if c.outcomes[k] == 0 {
+				return false
+			}
+		}
+		return len(c.requests) > 0
+	})
+	for id, n := range c.opened {
+		if n != 1 {
+			t.Errorf("finding %s has %d opened events, want 1", id, n)
+		}
+	}
+	for k, n := range c.requests {
+		if n != 1 || c.outcomes[k] != 1 {
+			t.Errorf("remediation %s: %d requests, %d outcomes; want 1 and 1", k, n, c.outcomes[k])
+		}
+	}
+	for i, l := range logs {
+		if s := l.String(); strings.Contains(s, "unknown finding") {
+			t.Errorf("node-%d dropped an unknown finding:\n%s", i+1, s)
+		}
+	}
+	_ = os.Stderr
+}
+
+// newRunsSince counts d's runs started after at.
+func newRunsSince(t *testing.T, d *daemon.Daemon, at time.Time) int {
+	t.Helper()
+	list, err := d.Store().Runs(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range list {
+		if r.StartedAt.After(at) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,17 @@
+package daemon
+
+import "context"
+
+// Crash stops d the way a killed process looks to the cluster: the
+// scheduler stops, the NATS connection closes at once (no flush, no lease
+// release: the lease key stays until it runs out), then the rest stops.
+func (d *Daemon) Crash() {
+	if d.sched != nil {
+		d.sched.Stop()
+	}
+	if d.msg != nil {
+		d.msg.cancel()
+		d.msg.bus.Conn().Close()
+	}
+	_ = d.Stop(context.Background())
+}
