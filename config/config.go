@@ -12,7 +12,6 @@ import (
 	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
-	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/snapshot/probe"
 	"github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/patrold/patrold/snapshot/proxmox"
@@ -91,7 +90,7 @@ type ScheduleConfig struct {
 type SourceConfig struct {
 	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus | proxmox
 	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
-	File       file.Options       `koanf:"file" yaml:"file"`
+	File       FileSourceConfig   `koanf:"file" yaml:"file"`
 	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
 	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
@@ -99,6 +98,17 @@ type SourceConfig struct {
 	// addresses and no verdict from the source.
 	Probe probe.Options `koanf:"probe" yaml:"probe"`
 }
+
+// FileSourceConfig configures the file source (source.file).
+type FileSourceConfig struct {
+	Path string `koanf:"path" json:"path" yaml:"path"`
+	// MaxBytes bounds the file's size; it applies to `patrold run
+	// --snapshot` too.
+	MaxBytes int64 `koanf:"max_bytes" json:"max_bytes" yaml:"max_bytes"`
+}
+
+// DefaultFileMaxBytes is source.file.max_bytes' default (512 MiB).
+const DefaultFileMaxBytes int64 = 512 << 20
 
 // PatrolConfig configures patrol behaviour.
 type PatrolConfig struct {
@@ -172,7 +182,7 @@ func Default() Config {
 			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
 		Source: SourceConfig{
 			Kind:       "demo",
-			File:       file.Options{MaxBytes: file.DefaultMaxBytes},
+			File:       FileSourceConfig{MaxBytes: DefaultFileMaxBytes},
 			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},

@@ -67,7 +67,9 @@ func (c *Config) Validate() error {
 	case "demo":
 		p.err(c.Source.Demo.Validate())
 	case "file":
-		p.err(c.Source.File.Validate())
+		if c.Source.File.Path == "" {
+			p.add("source.file.path", "required when source.kind is file")
+		}
 	case "exec":
 		p.err(c.Source.Exec.Validate())
 	case "prometheus":

@@ -253,7 +253,7 @@ func buildSource(cfg *config.Config, now func() time.Time, m sourceMetrics) (sna
 	case "demo":
 		return demo.New(cfg.Source.Demo, now)
 	case "file":
-		return file.New(cfg.Source.File)
+		return file.New(file.Options{Path: cfg.Source.File.Path, MaxBytes: cfg.Source.File.MaxBytes})
 	case "exec":
 		return exec.New(cfg.Source.Exec)
 	case "prometheus":
