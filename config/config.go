@@ -12,7 +12,6 @@ import (
 	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
-	"github.com/patrold/patrold/snapshot/probe"
 	"github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/patrold/patrold/snapshot/proxmox"
 )
@@ -96,7 +95,7 @@ type SourceConfig struct {
 	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
-	Probe probe.Options `koanf:"probe" yaml:"probe"`
+	Probe ProbeConfig `koanf:"probe" yaml:"probe"`
 }
 
 // FileSourceConfig configures the file source (source.file).
@@ -109,6 +108,14 @@ type FileSourceConfig struct {
 
 // DefaultFileMaxBytes is source.file.max_bytes' default (512 MiB).
 const DefaultFileMaxBytes int64 = 512 << 20
+
+// ProbeConfig configures the reachability prober (source.probe).
+type ProbeConfig struct {
+	// Timeout bounds one TCP connect.
+	Timeout time.Duration `koanf:"timeout" yaml:"timeout" json:"timeout"`
+	// Concurrency bounds the connects in flight across all guests.
+	Concurrency int `koanf:"concurrency" yaml:"concurrency" json:"concurrency"`
+}
 
 // PatrolConfig configures patrol behaviour.
 type PatrolConfig struct {
@@ -187,7 +194,7 @@ func Default() Config {
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
 			Proxmox:    proxmox.DefaultOptions(),
-			Probe:      probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency},
+			Probe:      ProbeConfig{Timeout: 2 * time.Second, Concurrency: 16},
 		},
 		Model:  model.DefaultOptions(),
 		Patrol: PatrolConfig{Autonomy: "monitor"},

@@ -81,7 +81,12 @@ func (c *Config) Validate() error {
 		// Checked whatever the kind: `patrold run --snapshot` applies it.
 		p.add("source.file.max_bytes", "must be positive")
 	}
-	p.err(c.Source.Probe.Validate())
+	if c.Source.Probe.Timeout < 0 {
+		p.add("source.probe.timeout", fmt.Sprintf("must not be negative, got %s", c.Source.Probe.Timeout))
+	}
+	if c.Source.Probe.Concurrency < 0 {
+		p.add("source.probe.concurrency", fmt.Sprintf("must not be negative, got %d", c.Source.Probe.Concurrency))
+	}
 	if _, err := alerts.New(c.Alerts); err != nil {
 		var ve *alerts.ValidationError
 		if errors.As(err, &ve) {

@@ -278,7 +278,7 @@ func runSettings(cfg *config.Config, now func() time.Time) (patrol.Settings, err
 	if err != nil {
 		return patrol.Settings{}, err
 	}
-	prober, err := probe.New(cfg.Source.Probe)
+	prober, err := probe.New(probeOptions(cfg))
 	if err != nil {
 		return patrol.Settings{}, err
 	}
@@ -394,4 +394,9 @@ func retention(cfg *config.Config) findings.Retention {
 	r := cfg.Retention
 	return findings.Retention{Runs: r.Runs, Audit: r.Audit, Investigations: r.Investigations, Sessions: r.Sessions,
 		Approvals: r.Approvals, Silences: r.Silences}
+}
+
+// probeOptions maps source.probe onto the prober's options.
+func probeOptions(cfg *config.Config) probe.Options {
+	return probe.Options{Timeout: cfg.Source.Probe.Timeout, Concurrency: cfg.Source.Probe.Concurrency}
 }
