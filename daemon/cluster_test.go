@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -173,7 +174,7 @@ func TestClusterFailover(t *testing.T) {
 		// Each instance dials its own server first.
 		order := append([]string{urls[i]}, append(append([]string{}, urls[:i]...), urls[i+1:]...)...)
 		yaml := "data_dir: " + dir + "\nlog: {level: info, format: json}\n" +
-			"http: {listen: '127.0.0.1:0'}\n" +
+			"http: {listen: '127.0.0.1:0', tokens: [{name: ops, token: admin-secret-1, scope: admin}]}\n" +
 			"cluster: {instance: node-" + fmt.Sprint(i+1) + "}\n" +
 			"nats: {url: '" + strings.Join(order, ",") + "', stream: {replicas: 3}, lease: {ttl: " + ttl.String() + "}}\n" +
 			"schedule: {cron: '@every 1s', startup_delay: 1h}\n" +
@@ -270,6 +271,45 @@ func TestClusterFailover(t *testing.T) {
 	gotSil, err := next.Store().Silences(ctx, time.Now(), true)
 	if err != nil || len(gotSil) != 1 || !reflect.DeepEqual(gotSil[0].Matchers, sil.Matchers) || gotSil[0].ID != sil.ID {
 		t.Fatalf("silences on the new leader: %+v %v, want [%+v]", gotSil, err, sil)
+	}
+
+	// A mutation on the remaining standby is forwarded to the new leader;
+	// reads on the standby carry the replica's position.
+	si := 3 - li - ni
+	standby := nodes[si]
+	target := wantFindings[len(wantFindings)-1]
+	for _, w := range wantFindings {
+		if w.AcknowledgedAt == nil && w.ID != fs[0].ID {
+			target = w
+		}
+	}
+	req, _ := http.NewRequest("POST", "http://"+standby.HTTPAddr()+"/api/v1/findings/"+target.ID+"/ack", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer admin-secret-1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get(daemon.HeaderForwardedBy) != fmt.Sprintf("node-%d", ni+1) {
+		t.Fatalf("ack on the standby: %d, forwarded by %q; want 200 from node-%d", res.StatusCode, res.Header.Get(daemon.HeaderForwardedBy), ni+1)
+	}
+	if f, err := next.Store().Get(ctx, target.ID); err != nil || f.AcknowledgedAt == nil {
+		t.Fatalf("forwarded ack not on the leader: %+v %v", f, err)
+	}
+	waitUntil(t, 5*time.Second, "the forwarded ack reaches the standby's database", func() bool {
+		f, err := standby.Store().Get(ctx, target.ID)
+		return err == nil && f.AcknowledgedAt != nil
+	})
+	req, _ = http.NewRequest("GET", "http://"+standby.HTTPAddr()+"/api/v1/findings", nil)
+	req.Header.Set("Authorization", "Bearer admin-secret-1")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get(daemon.HeaderReplicaRole) != "standby" || res.Header.Get(daemon.HeaderReplicaSeq) == "" ||
+		res.Header.Get(daemon.HeaderReplicaLast) == "" {
+		t.Fatalf("read on the standby: %d %v", res.StatusCode, res.Header)
 	}
 
 	// Let the new leader's remediation settle, then read the whole stream.

@@ -46,7 +46,14 @@ func (d *Daemon) startHTTP() error {
 	}
 	d.httpAddr = ln.Addr().String()
 	d.log.Info("api listening", "addr", d.httpAddr)
-	d.root.td.push("api", serveHTTP(ln, a.Handler(), d.log, "http server stopped"))
+	h := a.Handler()
+	if d.msg != nil && d.msg.repl != nil {
+		// Cluster mode: a standby forwards mutations to the writer.
+		ch := &clusterHTTP{d: d, repl: d.msg.repl, next: h, nc: d.msg.bus.Conn(), subj: ForwardSubject(d.msg.bus.Prefix())}
+		d.msg.repl.whileWriter(ch.serveForwarded)
+		h = ch
+	}
+	d.root.td.push("api", serveHTTP(ln, h, d.log, "http server stopped"))
 	return nil
 }
 

@@ -1,0 +1,233 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/replica"
+)
+
+// Mutation forwarding (cluster mode). A standby serves reads from its own
+// database, with the replica's position in headers, and forwards every
+// other request to the writer over NATS request/reply on
+// ForwardSubject(prefix): core NATS, outside the patrol stream's
+// `<prefix>.>`, so no stream captures it. The writer serves it through its
+// own API (tokens are checked there) and answers with the response.
+const (
+	forwardTimeout   = 30 * time.Second
+	forwardMaxHeader = 64
+	lagCacheFor      = 500 * time.Millisecond
+
+	HeaderForwardedBy  = "Patrold-Forwarded-By"   // the writer that served a forwarded request
+	HeaderReplicaRole  = "Patrold-Role"           // leader or standby (cluster mode)
+	HeaderReplicaSeq   = "Patrold-Replica-Seq"    // state stream sequence the database applied
+	HeaderReplicaLast  = "Patrold-Replica-Last"   // the state stream's last sequence
+	HeaderReplicaAgeMS = "Patrold-Replica-Age-Ms" // milliseconds since the last change was applied
+)
+
+// ForwardSubject is the request/reply subject of forwarded API calls.
+func ForwardSubject(prefix string) string { return "patrold_api." + prefix }
+
+// forwardedRequest is an API request sent to the writer.
+type forwardedRequest struct {
+	Method string              `json:"method"`
+	URI    string              `json:"uri"`
+	Header map[string][]string `json:"header"`
+	Body   []byte              `json:"body"`
+}
+
+// forwardedResponse is the writer's answer.
+type forwardedResponse struct {
+	Status int                 `json:"status"`
+	Header map[string][]string `json:"header"`
+	Body   []byte              `json:"body"`
+}
+
+// decodeForwarded reads a forwarded request, naming the field that is wrong.
+func decodeForwarded(data []byte) (*http.Request, error) {
+	var f forwardedRequest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("forwarded request: %w", err)
+	}
+	switch {
+	case f.Method == "" || strings.ContainsAny(f.Method, " \t\r\n"):
+		return nil, fmt.Errorf("forwarded request: method %q is not an HTTP method", f.Method)
+	case !strings.HasPrefix(f.URI, "/"):
+		return nil, fmt.Errorf("forwarded request: uri %q must start with /", f.URI)
+	case len(f.Header) > forwardMaxHeader:
+		return nil, fmt.Errorf("forwarded request: header has %d fields, at most %d", len(f.Header), forwardMaxHeader)
+	}
+	r, err := http.NewRequest(f.Method, f.URI, bytes.NewReader(f.Body))
+	if err != nil {
+		return nil, fmt.Errorf("forwarded request: uri: %w", err)
+	}
+	for k, vs := range f.Header {
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	r.RemoteAddr = "nats-forward"
+	return r, nil
+}
+
+// recorder is a ResponseWriter kept in memory.
+type recorder struct {
+	status int
+	header http.Header
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(p)
+}
+
+// clusterHTTP wraps the API of a clustered instance.
+type clusterHTTP struct {
+	d    *Daemon
+	repl *replication
+	next http.Handler
+	nc   *nats.Conn
+	subj string
+
+	lagMu sync.Mutex
+	lag   *replica.Lag
+	lagAt time.Time
+}
+
+func readOnly(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	writer := c.repl.IsWriter()
+	role := "standby"
+	if writer {
+		role = "leader"
+	}
+	w.Header().Set(HeaderReplicaRole, role)
+	if writer || readOnly(r.Method) || strings.HasPrefix(r.URL.Path, "/-/") && r.URL.Path != "/-/reload" {
+		if !writer {
+			c.setLag(r.Context(), w.Header())
+		}
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	c.forward(w, r)
+}
+
+func (c *clusterHTTP) setLag(ctx context.Context, h http.Header) {
+	c.lagMu.Lock()
+	defer c.lagMu.Unlock()
+	if c.lag == nil || time.Since(c.lagAt) > lagCacheFor {
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		c.lag = c.repl.lag(lctx)
+		cancel()
+		c.lagAt = time.Now()
+	}
+	if c.lag == nil {
+		return
+	}
+	h.Set(HeaderReplicaSeq, strconv.FormatUint(c.lag.AppliedSeq, 10))
+	h.Set(HeaderReplicaLast, strconv.FormatUint(c.lag.LastSeq, 10))
+	if c.lag.AppliedAt != nil {
+		h.Set(HeaderReplicaAgeMS, strconv.FormatInt(time.Since(*c.lag.AppliedAt).Milliseconds(), 10))
+	}
+}
+
+func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		writeAPIError(w, http.StatusRequestEntityTooLarge, api.CodeInvalidRequest, "request body too large to forward to the leader", nil)
+		return
+	}
+	data, err := json.Marshal(forwardedRequest{Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header, Body: body})
+	if err != nil {
+		writeAPIError(w, http.StatusInternalServerError, api.CodeInternal, err.Error(), nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, c.subj, data)
+	if err != nil {
+		c.d.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeAPIError(w, http.StatusServiceUnavailable, api.CodeNotReady, "this instance is a standby and no leader answered: "+err.Error(),
+			map[string]any{"role": "standby"})
+		return
+	}
+	var resp forwardedResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Status < 100 || resp.Status > 999 {
+		writeAPIError(w, http.StatusBadGateway, api.CodeInternal, fmt.Sprintf("leader's answer is not a forwarded response (status %d, %v)", resp.Status, err), nil)
+		return
+	}
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+// serveForwarded answers forwarded requests while this instance is the
+// writer (until ctx ends).
+func (c *clusterHTTP) serveForwarded(ctx context.Context) {
+	sub, err := c.nc.Subscribe(c.subj, func(m *nats.Msg) {
+		resp := forwardedResponse{Status: http.StatusBadRequest}
+		r, err := decodeForwarded(m.Data)
+		if err != nil {
+			rec := &recorder{header: http.Header{}}
+			writeAPIError(rec, http.StatusBadRequest, api.CodeInvalidRequest, err.Error(), nil)
+			resp = forwardedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+		} else {
+			rec := &recorder{header: http.Header{}}
+			c.next.ServeHTTP(rec, r.WithContext(ctx))
+			if rec.status == 0 {
+				rec.status = http.StatusOK
+			}
+			rec.header.Set(HeaderForwardedBy, c.repl.instance)
+			resp = forwardedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+		}
+		data, _ := json.Marshal(resp)
+		if err := m.Respond(data); err != nil {
+			c.d.log.Warn("answer a forwarded request", "err", err)
+		}
+	})
+	if err != nil {
+		c.d.log.Error("serve forwarded requests", "err", err)
+		return
+	}
+	<-ctx.Done()
+	_ = sub.Unsubscribe()
+}
+
+func writeAPIError(w http.ResponseWriter, status int, code api.Code, msg string, details map[string]any) {
+	if details == nil {
+		details = map[string]any{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.Error{Code: code, Message: msg, Details: details})
+}
