@@ -111,3 +111,24 @@ func TestKilledHolderLeavesNoLock(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestSetAPIRecordsTheBoundAddress(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir, "serve", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.SetAPI("127.0.0.1:40123"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ReadHolder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := l.holder
+	want.API = "127.0.0.1:40123"
+	if h == nil || *h != want {
+		t.Fatalf("holder %+v, want %+v", h, want)
+	}
+}
