@@ -114,19 +114,23 @@ func TestKilledHolderLeavesNoLock(t *testing.T) {
 
 func TestSetAPIRecordsTheBoundAddress(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Acquire(dir, "serve", "127.0.0.1:0")
+	before, err := dirlock.Acquire(dir, "serve", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Release()
-	if err := l.SetAPI("127.0.0.1:40123"); err != nil {
+	defer before.Release()
+	first, err := dirlock.ReadHolder(dir)
+	if err != nil || first == nil {
+		t.Fatalf("holder %v %v", first, err)
+	}
+	if err := before.SetAPI("127.0.0.1:40123"); err != nil {
 		t.Fatal(err)
 	}
-	h, err := ReadHolder(dir)
+	h, err := dirlock.ReadHolder(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := l.holder
+	want := *first
 	want.API = "127.0.0.1:40123"
 	if h == nil || *h != want {
 		t.Fatalf("holder %+v, want %+v", h, want)
