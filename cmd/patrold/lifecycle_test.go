@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -175,5 +180,72 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 	second.signal(syscall.SIGTERM)
 	if code := second.exit(30 * time.Second); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+}
+
+// leaseHolder reads the leader lease key from the NATS at url ("" when
+// there is none).
+func leaseHolder(t *testing.T, url string) string {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, "patrold_leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "scheduler")
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(e.Value())
+}
+
+// TestGracefulStopReleasesLeaseAndSurvivesNATSOutage: a graceful stop
+// deletes the lease key (another instance need not wait for its TTL); a
+// graceful stop with NATS unreachable exits 0 (the events stay in the
+// outbox, the lease expires on its own) and leaves data_dir free.
+func TestGracefulStopReleasesLeaseAndSurvivesNATSOutage(t *testing.T) {
+	url, stopNATS := startExternalNATS(t)
+	cfg, data := serveConfig(t, "source: {kind: demo}\ncluster: {instance: node-a}\n"+
+		"nats: {url: '"+url+"', lease: {ttl: 30s}}\n")
+	p := startPatrold(t, cfg, "serve")
+	apiOf(t, data)
+	poll(t, 10*time.Second, "node-a holds the lease", func() bool { return leaseHolder(t, url) == "node-a" })
+	p.signal(syscall.SIGTERM)
+	if code := p.exit(30 * time.Second); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM", code)
+	}
+	if h := leaseHolder(t, url); h != "" {
+		t.Fatalf("lease key after a graceful stop names %q, want it deleted", h)
+	}
+
+	p = startPatrold(t, cfg, "serve")
+	apiOf(t, data)
+	poll(t, 10*time.Second, "node-a holds the lease again", func() bool { return leaseHolder(t, url) == "node-a" })
+	stopNATS()
+	p.signal(syscall.SIGTERM)
+	if code := p.exit(30 * time.Second); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM with NATS down:\n%s", code, p.stderr.String())
+	}
+	out := p.stderr.String()
+	for _, want := range []string{"NATS unreachable at stop", "leader lease not released; it expires within nats.lease.ttl", "patrold stopped"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("stop with NATS down did not log %q:\n%s", want, out)
+		}
+	}
+	if held, h, err := dirlock.Held(data); err != nil || held {
+		t.Fatalf("data_dir still held after the stop: %v %v %v", held, h, err)
 	}
 }
