@@ -12,8 +12,6 @@ import (
 	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
-	"github.com/patrold/patrold/snapshot/file"
-	"github.com/patrold/patrold/snapshot/probe"
 	"github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/patrold/patrold/snapshot/proxmox"
 )
@@ -108,13 +106,32 @@ type ScheduleConfig struct {
 type SourceConfig struct {
 	Kind       string             `koanf:"kind" yaml:"kind"` // demo | file | exec | prometheus | proxmox
 	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
-	File       file.Options       `koanf:"file" yaml:"file"`
+	File       FileSourceConfig   `koanf:"file" yaml:"file"`
 	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
 	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
-	Probe probe.Options `koanf:"probe" yaml:"probe"`
+	Probe ProbeConfig `koanf:"probe" yaml:"probe"`
+}
+
+// FileSourceConfig configures the file source (source.file).
+type FileSourceConfig struct {
+	Path string `koanf:"path" json:"path" yaml:"path"`
+	// MaxBytes bounds the file's size; it applies to `patrold run
+	// --snapshot` too.
+	MaxBytes int64 `koanf:"max_bytes" json:"max_bytes" yaml:"max_bytes"`
+}
+
+// DefaultFileMaxBytes is source.file.max_bytes' default (512 MiB).
+const DefaultFileMaxBytes int64 = 512 << 20
+
+// ProbeConfig configures the reachability prober (source.probe).
+type ProbeConfig struct {
+	// Timeout bounds one TCP connect.
+	Timeout time.Duration `koanf:"timeout" yaml:"timeout" json:"timeout"`
+	// Concurrency bounds the connects in flight across all guests.
+	Concurrency int `koanf:"concurrency" yaml:"concurrency" json:"concurrency"`
 }
 
 // PatrolConfig configures patrol behaviour.
@@ -189,12 +206,12 @@ func Default() Config {
 			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
 		Source: SourceConfig{
 			Kind:       "demo",
-			File:       file.Options{MaxBytes: file.DefaultMaxBytes},
+			File:       FileSourceConfig{MaxBytes: DefaultFileMaxBytes},
 			Demo:       demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: demo.DefaultChangeEvery},
 			Exec:       exec.Options{Timeout: exec.DefaultTimeout, MaxOutputBytes: exec.DefaultMaxOutputBytes},
 			Prometheus: prometheus.Options{Timeout: prometheus.DefaultTimeout, Window: prometheus.DefaultWindow, RateWindow: prometheus.DefaultRateWindow, Concurrency: prometheus.DefaultConcurrency},
 			Proxmox:    proxmox.DefaultOptions(),
-			Probe:      probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency},
+			Probe:      ProbeConfig{Timeout: 2 * time.Second, Concurrency: 16},
 		},
 		Model:  model.DefaultOptions(),
 		Patrol: PatrolConfig{Autonomy: "monitor"},

@@ -68,7 +68,9 @@ func (c *Config) Validate() error {
 	case "demo":
 		p.err(c.Source.Demo.Validate())
 	case "file":
-		p.err(c.Source.File.Validate())
+		if c.Source.File.Path == "" {
+			p.add("source.file.path", "required when source.kind is file")
+		}
 	case "exec":
 		p.err(c.Source.Exec.Validate())
 	case "prometheus":
@@ -80,7 +82,12 @@ func (c *Config) Validate() error {
 		// Checked whatever the kind: `patrold run --snapshot` applies it.
 		p.add("source.file.max_bytes", "must be positive")
 	}
-	p.err(c.Source.Probe.Validate())
+	if c.Source.Probe.Timeout < 0 {
+		p.add("source.probe.timeout", fmt.Sprintf("must not be negative, got %s", c.Source.Probe.Timeout))
+	}
+	if c.Source.Probe.Concurrency < 0 {
+		p.add("source.probe.concurrency", fmt.Sprintf("must not be negative, got %d", c.Source.Probe.Concurrency))
+	}
 	if _, err := alerts.New(c.Alerts); err != nil {
 		var ve *alerts.ValidationError
 		if errors.As(err, &ve) {

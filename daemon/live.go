@@ -59,7 +59,7 @@ func (l *live) configure(cfg *config.Config) (snapshot.Source, *probe.Prober, er
 	if err != nil {
 		return nil, nil, err
 	}
-	po := cfg.Source.Probe
+	po := probeOptions(cfg)
 	po.Metrics = l.probeM
 	pr, err := probe.New(po)
 	if err != nil {

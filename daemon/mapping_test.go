@@ -109,7 +109,8 @@ func TestConfigDefaultsAgreeWithFindings(t *testing.T) {
 	wantPublish := findings.PublishPolicy{RepeatInterval: findings.DefaultRepeatInterval, FlapWindow: findings.DefaultFlapWindow,
 		FlapMaxTransitions: findings.DefaultFlapMaxTransitions}
 	if set.Gate != wantGate || set.Publish != wantPublish || set.Retention != findings.DefaultRetention() ||
-		config.MinRunRetention != findings.MinRunRetention {
+		config.MinRunRetention != findings.MinRunRetention || config.DefaultFileMaxBytes != file.DefaultMaxBytes ||
+		probeOptions(&def) != (probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency}) {
 		t.Fatalf("gate %+v want %+v\npublish %+v want %+v\nretention %+v want %+v\nmin runs %s want %s", set.Gate, wantGate,
 			set.Publish, wantPublish, set.Retention, findings.DefaultRetention(), config.MinRunRetention, findings.MinRunRetention)
 	}

@@ -342,7 +342,7 @@ func buildSource(cfg *config.Config, now func() time.Time, m sourceMetrics) (sna
 	case "demo":
 		return demo.New(cfg.Source.Demo, now)
 	case "file":
-		return file.New(cfg.Source.File)
+		return file.New(file.Options{Path: cfg.Source.File.Path, MaxBytes: cfg.Source.File.MaxBytes})
 	case "exec":
 		return exec.New(cfg.Source.Exec)
 	case "prometheus":
@@ -367,7 +367,7 @@ func runSettings(cfg *config.Config, now func() time.Time) (patrol.Settings, err
 	if err != nil {
 		return patrol.Settings{}, err
 	}
-	prober, err := probe.New(cfg.Source.Probe)
+	prober, err := probe.New(probeOptions(cfg))
 	if err != nil {
 		return patrol.Settings{}, err
 	}
@@ -483,4 +483,9 @@ func retention(cfg *config.Config) findings.Retention {
 	r := cfg.Retention
 	return findings.Retention{Runs: r.Runs, Audit: r.Audit, Investigations: r.Investigations, Sessions: r.Sessions,
 		Approvals: r.Approvals, Silences: r.Silences}
+}
+
+// probeOptions maps source.probe onto the prober's options.
+func probeOptions(cfg *config.Config) probe.Options {
+	return probe.Options{Timeout: cfg.Source.Probe.Timeout, Concurrency: cfg.Source.Probe.Concurrency}
 }

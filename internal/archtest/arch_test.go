@@ -209,11 +209,12 @@ func domainImportsNoConfig(g graph) []string {
 // keys map one to one onto those structs, with their defaults and
 // Validate): alerts, bus, model, notify and the snapshot
 // sources. Issue 12 moves these to config-owned section types mapped by
-// the composition root (findings left with the retention section); each
+// the composition root (findings left with the retention section, snapshot/file and
+// snapshot/probe with source.file and source.probe); each
 // one that moves leaves this list, and nothing may join it but leaf types.
 var configAllowed = []string{
 	"alerts", "bus", "model", "notify",
-	"snapshot/demo", "snapshot/exec", "snapshot/file", "snapshot/probe", "snapshot/prometheus", "snapshot/proxmox",
+	"snapshot/demo", "snapshot/exec", "snapshot/prometheus", "snapshot/proxmox",
 }
 
 // configImportsOnlyAllowed: config imports no project package outside
