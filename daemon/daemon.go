@@ -170,6 +170,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}()
 	cfg := d.Config()
+	// data_dir is this process's before anything in it is opened: a second
+	// serve is refused naming the holder, and migrations never race.
+	if err := d.root.Lock("serve", cfg.HTTP.Listen); err != nil {
+		return err
+	}
 	if _, err := os.Stat(dbPath(cfg)); errors.Is(err, os.ErrNotExist) {
 		d.log.Warn("database file not found: creating a new, empty database", "db", dbPath(cfg))
 	}
@@ -216,6 +221,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.msg.startRelay()
 	if err := d.startHTTP(); err != nil {
+		return err
+	}
+	if err := d.root.setLockAPI(d.httpAddr); err != nil {
 		return err
 	}
 	sched, err := patrol.NewScheduler(d.schedHooks(), cfg.Schedule.Cron)
@@ -349,7 +357,12 @@ func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Re
 }
 
 func (d *Daemon) schedHooks() patrol.SchedulerHooks {
-	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.IsWriter, LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
+	lead := d.root.Leadership()
+	await := func(ctx context.Context) bool {
+		return lead.Await(ctx, d.Config().NATS.Lease.TTL) && d.awaitWriter(ctx, catchUpAttempts)
+	}
+	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.IsWriter, AwaitLeading: await,
+		LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
 }
 
 // IsWriter reports whether this instance may write (schedule runs, change
@@ -360,6 +373,24 @@ func (d *Daemon) IsWriter() bool {
 		return d.msg.repl.IsWriter()
 	}
 	return d.root.Leadership().IsLeader()
+}
+
+// awaitWriter waits (bounded) until a lease holder has caught up and
+// writes, and reports whether it does.
+func (d *Daemon) awaitWriter(ctx context.Context, within time.Duration) bool {
+	t := time.NewTicker(leaderPoll / 2)
+	defer t.Stop()
+	deadline := time.After(within)
+	for !d.IsWriter() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline:
+			return d.IsWriter()
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // Leadership is the root's leadership (single, leader or standby).

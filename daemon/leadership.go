@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -82,6 +83,26 @@ func (l *Leadership) Changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.changed
+}
+
+// Await waits until this instance is the writer, ctx ends or within has
+// passed, and reports whether it is the writer.
+func (l *Leadership) Await(ctx context.Context, within time.Duration) bool {
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		ch := l.Changed()
+		if l.IsLeader() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return l.IsLeader()
+		}
+	}
 }
 
 // OnChange calls fn with the new state at every change of leadership, in

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ type messaging struct {
 	outcomes  bus.ConsumerOptions
 	cancel    context.CancelFunc
 	runCtx    context.Context
+	log       *slog.Logger
 	wg        sync.WaitGroup
 }
 
@@ -53,7 +55,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if err := b.Start(ctx); err != nil {
 		return nil, err
 	}
-	m := &messaging{bus: b}
+	m := &messaging{bus: b, log: d.log}
 	fail := func(err error) (*messaging, error) { return nil, errors.Join(err, b.Close()) }
 	m.relay, err = bus.NewRelay(bus.RelayOptions{
 		Outbox: d.store, JetStream: b.JetStream(), Prefix: b.Prefix(), Source: b.Source(),
@@ -159,21 +161,31 @@ func (m *messaging) kick() {
 }
 
 // stop flushes what is pending (bounded), releases the lease and closes
-// the connection and the embedded server.
+// the connection and the embedded server. NATS being unreachable is no
+// failure of the stop: unsent events stay in the outbox (published at the
+// next start) and an unreleased lease expires within its TTL, so both are
+// logged and the stop succeeds.
 func (m *messaging) stop() error {
 	if m == nil {
 		return nil
 	}
-	fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-	flushErr := m.relay.Flush(fctx)
-	cancel()
+	if nc := m.bus.Conn(); nc != nil && nc.IsConnected() {
+		fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		if err := m.relay.Flush(fctx); err != nil {
+			m.log.Warn("outbox not flushed at stop; its events are published at the next start", "err", err)
+		}
+		cancel()
+	} else {
+		m.log.Warn("NATS unreachable at stop; pending events stay in the outbox and are published at the next start")
+	}
 	m.cancel()
 	m.wg.Wait()
-	var leaseErr error
 	if m.lease != nil {
-		leaseErr = m.lease.Close()
+		if err := m.lease.Close(); err != nil {
+			m.log.Warn("leader lease not released; it expires within nats.lease.ttl", "err", err)
+		}
 	}
-	return errors.Join(flushErr, leaseErr, m.bus.Close())
+	return m.bus.Close()
 }
 
 // handleOutcome hands a remediation outcome from the bus to the findings'

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/internal/instance"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
@@ -82,7 +84,8 @@ type Root struct {
 
 	mu   sync.Mutex
 	st   *store.Store
-	name string // the stable instance name, once read
+	name string        // the stable instance name, once read
+	lock *dirlock.Lock // data_dir, when this process took it
 }
 
 // NewRoot returns a root for cfg; nothing is built until asked for.
@@ -162,13 +165,65 @@ func (r *Root) Store(ctx context.Context) (*store.Store, error) {
 	if r.st != nil {
 		return r.st, nil
 	}
-	st, err := store.Open(ctx, dbPath(r.cfg))
+	var st *store.Store
+	err := withMigrationLock(r.cfg.DataDir, func() (err error) {
+		st, err = store.Open(ctx, dbPath(r.cfg))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	r.st = st
 	r.td.push("store", func(context.Context) error { return st.Close() })
 	return st, nil
+}
+
+// MigrateLockFile is flocked while a process opens (and migrates) the
+// database, so two first starts never migrate at once.
+const MigrateLockFile = "patrold.migrate.lock"
+
+// withMigrationLock runs fn holding an exclusive flock on data_dir's
+// migration lock file, waiting for another process's open to finish.
+func withMigrationLock(dir string, fn func() error) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, MigrateLockFile), os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer f.Close() // drops the flock
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	return fn()
+}
+
+// Lock takes data_dir for this process (serve; run without a daemon)
+// before anything in it is opened, and releases it last on Close. Another
+// process holding it is a *dirlock.HeldError naming the holder. command
+// and api (the HTTP address, "" for none) describe this process to later
+// ones.
+func (r *Root) Lock(command, api string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lock != nil {
+		return nil
+	}
+	l, err := dirlock.Acquire(r.cfg.DataDir, command, api)
+	if err != nil {
+		return err
+	}
+	r.lock = l
+	r.td.push("data_dir lock", func(context.Context) error { return l.Release() })
+	return nil
+}
+
+// setLockAPI records the bound API address in the data_dir lock.
+func (r *Root) setLockAPI(api string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lock.SetAPI(api)
 }
 
 // Check reads what serve reads from files besides the configuration

@@ -17,8 +17,13 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 // run, whether this instance holds the scheduling lease, when the last
 // complete run finished.
 type SchedulerHooks struct {
-	Run          func(Trigger)
-	Leading      func() bool
+	Run     func(Trigger)
+	Leading func() bool
+	// AwaitLeading, when set, is asked at the startup run when Leading is
+	// false: it waits (bounded) for this instance to become the lease
+	// holder, e.g. while a restarted instance reclaims its own lease, and
+	// reports whether it did.
+	AwaitLeading func(context.Context) bool
 	LastComplete func(context.Context) (*time.Time, error)
 	Now          func() time.Time
 	Logger       *slog.Logger
@@ -59,7 +64,13 @@ func (s *Scheduler) Start(ctx context.Context, startupDelay, skipStartupIfRecent
 }
 
 func (s *Scheduler) startupRun(ctx context.Context, skipIfRecent time.Duration) {
-	if ctx.Err() != nil || !s.h.Leading() {
+	if ctx.Err() != nil {
+		return
+	}
+	if !s.h.Leading() && (s.h.AwaitLeading == nil || !s.h.AwaitLeading(ctx)) {
+		if ctx.Err() == nil {
+			s.h.Logger.Info("startup run left to the lease holder: this instance is not the leader")
+		}
 		return
 	}
 	last, err := s.h.LastComplete(ctx)

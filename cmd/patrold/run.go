@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/patrol"
@@ -53,6 +58,20 @@ func newRunCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer root.Close()
+			// One run lock: beside a live daemon the run is the daemon's.
+			var held *dirlock.HeldError
+			if err := root.Lock("run", ""); errors.As(err, &held) {
+				if snapPath != "" || replay != "" {
+					return fmt.Errorf("%w; --snapshot and --replay run only without a daemon (stop it, or use a copy of data_dir)", err)
+				}
+				rep, err := runThroughDaemon(cmd.Context(), cfg, held)
+				if err != nil {
+					return err
+				}
+				return a.printRun(rep, output)
+			} else if err != nil {
+				return err
+			}
 			var rp daemon.Replay
 			if replay != "" {
 				rp = func(st *store.Store) (model.Provider, error) { return replayProvider(cmd, st, replay) }
@@ -60,12 +79,8 @@ func newRunCmd(a *app) *cobra.Command {
 			rep, runErr := root.RunOnce(cmd.Context(), ro, rp)
 			runErr = cliErr(runErr)
 			if rep != nil {
-				if output == "json" {
-					if err := a.printJSON(rep); err != nil {
-						return err
-					}
-				} else {
-					printReport(a.stdout, rep)
+				if err := a.printRun(rep, output); err != nil {
+					return err
 				}
 			}
 			return runErr
@@ -76,6 +91,95 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&doProbe, "probe", false, "with --snapshot: also probe guest addresses (off: the run is reproducible)")
 	outputFlag(cmd, &output)
 	return cmd
+}
+
+func (a *app) printRun(rep *patrol.Report, output string) error {
+	if output == "json" {
+		return a.printJSON(rep)
+	}
+	printReport(a.stdout, rep)
+	return nil
+}
+
+// runPoll is how often `run` through a daemon asks whether its run ended.
+// runAppear bounds the wait for its record to be written.
+const (
+	runPoll   = 200 * time.Millisecond
+	runAppear = 30 * time.Second
+)
+
+// runThroughDaemon asks the daemon holding data_dir to run a patrol (its
+// run lock: a run in progress is refused, never overlapped), waits for the
+// run to end and returns its report.
+func runThroughDaemon(ctx context.Context, cfg *config.Config, held *dirlock.HeldError) (*patrol.Report, error) {
+	addr := cfg.HTTP.Listen
+	if held.Holder != nil && held.Holder.API != "" {
+		addr = held.Holder.API
+	}
+	token, ok := pickToken(cfg, true)
+	if !ok {
+		return nil, fmt.Errorf("%w; the run goes through its API, which needs an admin token in http.tokens", held)
+	}
+	c, err := api.NewClient("http://"+addr, token, &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	id, err := c.TriggerRun(ctx)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code == api.CodePatrolAlreadyRunning {
+		return nil, fmt.Errorf("the daemon holding %s is running %s; not started (runs never overlap)", cfg.DataDir, ae.CurrentRunID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w; asking its API at %s to run: %w", held, addr, err)
+	}
+	appear := time.Now().Add(runAppear)
+	for {
+		raw, err := c.Run(ctx, id)
+		// The run is admitted before its record is written: not found
+		// for a moment.
+		if errors.As(err, &ae) && ae.Code == api.CodeNotFound && time.Now().Before(appear) {
+			if err := sleepCtx(ctx, runPoll); err != nil {
+				return nil, fmt.Errorf("run %s: %w", id, err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		// While running the daemon answers the run record, without
+		// finished_at; then the report.
+		var probe struct {
+			Status     string     `json:"status"`
+			FinishedAt *time.Time `json:"finished_at"`
+		}
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		if probe.FinishedAt != nil && probe.Status != "running" {
+			var rep patrol.Report
+			if err := json.Unmarshal(raw, &rep); err != nil {
+				return nil, fmt.Errorf("run %s: report: %w", id, err)
+			}
+			if rep.Status == patrol.StatusError {
+				return &rep, fmt.Errorf("run %s ended with status error", id)
+			}
+			return &rep, nil
+		}
+		if err := sleepCtx(ctx, runPoll); err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func printReport(w io.Writer, rep *patrol.Report) {

@@ -58,8 +58,9 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 
 // Lock is a held data directory.
 type Lock struct {
-	f    *os.File
-	path string
+	f      *os.File
+	path   string
+	holder Holder
 }
 
 // Acquire takes the directory for this process without waiting: it
@@ -83,19 +84,37 @@ func Acquire(dir, command, api string) (*Lock, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	host, _ := os.Hostname()
-	h := Holder{PID: os.Getpid(), Host: host, Command: command, Since: time.Now().UTC(), API: api}
-	data, _ := json.Marshal(h)
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt(append(data, '\n'), 0)
+	l := &Lock{f: f, path: path, holder: Holder{PID: os.Getpid(), Host: host, Command: command, Since: time.Now().UTC(), API: api}}
+	if err := l.write(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// write records the holder in the lock file.
+func (l *Lock) write() error {
+	data, _ := json.Marshal(l.holder)
+	if err := l.f.Truncate(0); err == nil {
+		_, err = l.f.WriteAt(append(data, '\n'), 0)
 		if err == nil {
-			err = f.Sync()
+			err = l.f.Sync()
 		}
 		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: record holder: %w", path, err)
+			return fmt.Errorf("lock %s: record holder: %w", l.path, err)
 		}
 	}
-	return &Lock{f: f, path: path}, nil
+	return nil
+}
+
+// SetAPI records the API address the holder actually listens on (known
+// only once its listener is bound, e.g. with port 0).
+func (l *Lock) SetAPI(api string) error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	l.holder.API = api
+	return l.write()
 }
 
 // Release gives the directory up; it is idempotent. The file stays (its

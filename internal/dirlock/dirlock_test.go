@@ -111,3 +111,28 @@ func TestKilledHolderLeavesNoLock(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestSetAPIRecordsTheBoundAddress(t *testing.T) {
+	dir := t.TempDir()
+	before, err := dirlock.Acquire(dir, "serve", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Release()
+	first, err := dirlock.ReadHolder(dir)
+	if err != nil || first == nil {
+		t.Fatalf("holder %v %v", first, err)
+	}
+	if err := before.SetAPI("127.0.0.1:40123"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := dirlock.ReadHolder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *first
+	want.API = "127.0.0.1:40123"
+	if h == nil || *h != want {
+		t.Fatalf("holder %+v, want %+v", h, want)
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/dirlock"
+)
+
+// execEnv makes the test binary run patrold's main instead of the tests,
+// so a test can start, signal and kill -9 a real patrold process.
+const execEnv = "RUN_TEST_BINARY_AS_PATROLD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(execEnv) == "1" {
+		os.Exit(run())
+	}
+	os.Exit(m.Run())
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// proc is a patrold process.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan struct{}
+	err    error
+}
+
+// startPatrold starts `patrold --config cfg argv...` as a process.
+func startPatrold(t *testing.T, cfg string, argv ...string) *proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(exe, append([]string{"--config", cfg}, argv...)...)
+	p.cmd.Env = append(os.Environ(), execEnv+"=1")
+	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("patrold %v output:\n%s", argv, p.stderr.String())
+		}
+	})
+	return p
+}
+
+// exit waits for the process to end and returns its exit code.
+func (p *proc) exit(within time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		p.t.Fatalf("patrold still running after %s:\n%s", within, p.stderr.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		p.t.Fatal(p.err)
+	}
+	return 0
+}
+
+func (p *proc) signal(sig os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// poll waits until cond holds, failing after within.
+func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", within, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+const testAdminToken = "process-test-admin-token"
+
+// serveConfig writes a configuration for a served daemon on a fresh
+// data_dir (API and embedded NATS on free ports, an admin token) plus
+// extra YAML, and returns its path and data_dir.
+func serveConfig(t *testing.T, extra string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "var")
+	body := "data_dir: " + data + "\n" +
+		"log: {level: info}\n" +
+		"http: {listen: '127.0.0.1:0', tokens: [{name: admin, token: " + testAdminToken + ", scope: admin}]}\n" +
+		"assistant: {enabled: false}\n" + extra
+	if !strings.Contains(extra, "nats:") {
+		body += "nats: {embedded: {listen: '127.0.0.1:0'}}\n"
+	}
+	if !strings.Contains(extra, "schedule:") {
+		body += "schedule: {cron: '@every 1h', startup_delay: 1h}\n"
+	}
+	cfg := filepath.Join(dir, "patrold.yaml")
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, data
+}
+
+// apiOf waits for the daemon holding data to record its bound API
+// address in the data_dir lock and returns a client for it.
+func apiOf(t *testing.T, data string) (*api.Client, *dirlock.Holder) {
+	t.Helper()
+	var h *dirlock.Holder
+	poll(t, 30*time.Second, "the daemon records its API in the data_dir lock", func() bool {
+		held, holder, err := dirlock.Held(data)
+		if err != nil || !held || holder == nil || strings.HasSuffix(holder.API, ":0") || holder.API == "" {
+			return false
+		}
+		h = holder
+		return true
+	})
+	c, err := api.NewClient("http://"+h.API, testAdminToken, &http.Client{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 10*time.Second, "the API answers", func() bool { return c.Ping(context.Background()) == nil })
+	return c, h
+}
+
+// runsBy lists the daemon's runs with the given trigger.
+func runsBy(t *testing.T, c *api.Client, trigger string) []findings.RunRecord {
+	t.Helper()
+	all, err := c.RunsLimit(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []findings.RunRecord
+	for _, r := range all {
+		if r.Trigger == trigger {
+			out = append(out, r)
+		}
+	}
+	return out
+}
