@@ -12,20 +12,20 @@ func TestDecodeNamesTheField(t *testing.T) {
 		return `{"specversion":"1.0","id":"x","source":"patrold","datacontenttype":"application/json","type":"` + typ + `","time":"2026-12-01T09:00:00Z","data":` + data + `}`
 	}
 	for _, tc := range []struct{ raw, want string }{
-		{env("finding.opened", `{}`), `type: "finding.opened" is not state.change`},
-		{env("state.change", `{"table":"findings","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: origin is required"},
-		{env("state.change", `{"origin":"a","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: table is required"},
-		{env("state.change", `{"origin":"a","table":"findings","op":"drop","rowid":1}`), `state change: op "drop" is not upsert or delete`},
-		{env("state.change", `{"origin":"a","table":"findings","op":"upsert","rowid":1}`), "state change: row is required for upsert"},
-		{env("state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"row":{"id":"a"}}`), "state change: row must be empty for delete"},
-		{env("state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"extra":1}`), `state change: json: unknown field "extra"`},
+		{env("finding.opened", `{}`), `type: "finding.opened" is not patrold.state.change`},
+		{env("patrold.state.change", `{"table":"findings","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: origin is required"},
+		{env("patrold.state.change", `{"origin":"a","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: table is required"},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"drop","rowid":1}`), `state change: op "drop" is not upsert or delete`},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"upsert","rowid":1}`), "state change: row is required for upsert"},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"row":{"id":"a"}}`), "state change: row must be empty for delete"},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"extra":1}`), `state change: json: unknown field "extra"`},
 	} {
 		_, err := replica.Decode([]byte(tc.raw))
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Decode(%s) error = %v, want %q", tc.raw, err, tc.want)
 		}
 	}
-	got, err := replica.Decode([]byte(env("state.change", `{"origin":"a","table":"findings","op":"delete","rowid":7}`)))
+	got, err := replica.Decode([]byte(env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":7}`)))
 	if err != nil || got.Origin != "a" || got.Table != "findings" || got.Op != "delete" || got.RowID != 7 || got.Row != nil {
 		t.Fatalf("Decode = %+v, %v", got, err)
 	}
@@ -33,7 +33,7 @@ func TestDecodeNamesTheField(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"patrold","datacontenttype":"application/json","type":"state.change","time":"2026-12-01T09:00:00Z","data":{"origin":"a","table":"findings","op":"upsert","rowid":1,"row":{"id":"a","n":1.5}}}`))
+	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"patrold","datacontenttype":"application/json","type":"patrold.state.change","time":"2026-12-01T09:00:00Z","data":{"origin":"a","table":"findings","op":"upsert","rowid":1,"row":{"id":"a","n":1.5}}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {

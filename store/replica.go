@@ -13,7 +13,7 @@ import (
 )
 
 // StateEventType is the outbox type of a replicated row change.
-const StateEventType = "state.change"
+const StateEventType = "patrold.state.change"
 
 // Tables that are never replicated: the outbox and the replica's own
 // bookkeeping are per instance, run_list is derived from runs by triggers,
