@@ -117,7 +117,12 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if err := a.opts.Daemon.Ready(r.Context()); err != nil {
 		return newError(CodeNotReady, "not ready: %v", err)
 	}
-	writeJSON(w, http.StatusOK, StatusMessage{Status: "ready"})
+	body := Readiness{}
+	if rd, ok := a.opts.Daemon.(ReadyDetailer); ok {
+		body = rd.ReadyDetail(r.Context())
+	}
+	body.Status = "ready"
+	writeJSON(w, http.StatusOK, body)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"time"
 
 	"github.com/patrold/patrold/agent"
@@ -15,6 +16,15 @@ type Status struct {
 	LastRunStatus string     `json:"last_run_status,omitempty"`
 	LastRunAt     *time.Time `json:"last_run_finished_at,omitempty"`
 	Leader        bool       `json:"scheduler_leader"`
+	// Role is single (no cluster section: always the writer), leader or
+	// standby (cluster mode); Instance the stable instance name (cluster
+	// mode); LeaderSince when leadership last changed (cluster mode).
+	Role        string     `json:"role"`
+	Instance    string     `json:"instance,omitempty"`
+	LeaderSince *time.Time `json:"leader_since,omitempty"`
+	// LastSuccessAt is when the last run that did not end in error
+	// finished.
+	LastSuccessAt *time.Time `json:"last_success_at,omitempty"`
 	NATSURL       string     `json:"nats_url"`
 	OutboxPending int64      `json:"outbox_pending"`
 	ActiveCount   int        `json:"active_findings"`
@@ -35,4 +45,19 @@ type Capabilities struct {
 // NewCapabilities is the manifest of the given profiles, in order.
 func NewCapabilities(profiles ...agent.Capabilities) Capabilities {
 	return Capabilities{Profiles: profiles, Codes: agent.Codes(), APICodes: Codes()}
+}
+
+// Readiness is the body of a 200 from GET /readyz: "ready", with the
+// instance's role and last successful run when the daemon tells them.
+type Readiness struct {
+	Status        string     `json:"status"`
+	Role          string     `json:"role,omitempty"`
+	Leader        *bool      `json:"leader,omitempty"`
+	LastSuccessAt *time.Time `json:"last_success_at,omitempty"`
+}
+
+// ReadyDetailer is implemented by a Daemon that tells /readyz its role,
+// leadership and last successful run.
+type ReadyDetailer interface {
+	ReadyDetail(ctx context.Context) Readiness
 }

@@ -98,7 +98,7 @@ func (a *Assistant) Run(ctx context.Context, req Request) (*Result, error) {
 	now := a.opts.Now()
 	attempt := req.Attempt
 	if attempt < 1 {
-		attempt = max(f.Attempts, 1)
+		attempt = max(f.Attempt, 1)
 	}
 	autonomy := Effective(req.Autonomy, a.opts.Autonomy())
 	s, err := a.newSession(sessionState{

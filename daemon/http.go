@@ -125,8 +125,15 @@ func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
 // Status reports what the daemon is doing.
 func (d *Daemon) Status(ctx context.Context) (any, error) {
 	cfg := d.Config()
-	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: d.root.Leadership().IsLeader(),
-		NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
+	lead := d.root.Leadership()
+	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: lead.IsLeader(),
+		Role: string(lead.Role()), NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
+	if lead.Clustered() {
+		since := lead.Since().UTC()
+		s.LeaderSince = &since
+		s.Instance, _ = d.root.Instance()
+	}
+	s.LastSuccessAt = d.lastSuccess(ctx)
 	if runs, err := d.store.Runs(ctx, 1); err == nil && len(runs) > 0 {
 		s.LastRunID, s.LastRunStatus, s.LastRunAt = runs[0].ID, runs[0].Status, runs[0].FinishedAt
 	}
@@ -151,4 +158,23 @@ func (d *Daemon) Ready(ctx context.Context) error {
 		return err
 	}
 	return d.store.Ping(ctx)
+}
+
+// lastSuccess is when the last run not ending in error finished (nil:
+// none, or the store did not answer).
+func (d *Daemon) lastSuccess(ctx context.Context) *time.Time {
+	last, err := d.store.LastSuccessfulRun(ctx)
+	if err != nil || last == nil {
+		return nil
+	}
+	t := last.UTC()
+	return &t
+}
+
+// ReadyDetail is what /readyz shows besides "ready": role, leadership and
+// the last successful run.
+func (d *Daemon) ReadyDetail(ctx context.Context) api.Readiness {
+	lead := d.root.Leadership()
+	leader := lead.IsLeader()
+	return api.Readiness{Role: string(lead.Role()), Leader: &leader, LastSuccessAt: d.lastSuccess(ctx)}
 }

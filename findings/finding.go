@@ -161,7 +161,15 @@ type Operator struct {
 
 // Investigation holds the remediation bookkeeping of a finding.
 type Investigation struct {
-	Attempts             int        `json:"investigation_attempts"`
+	// Attempts counts the investigations of the current episode (since
+	// the finding was last opened or reopened); the gate's max_attempts
+	// reads it.
+	Attempts int `json:"investigation_attempts"`
+	// Attempt is the number of the current (or last) investigation on the
+	// wire (requests, sessions, outcomes): unique per finding across
+	// episodes, so an outcome of an earlier episode is never taken as this
+	// one's. 0: none since the finding was (re)opened.
+	Attempt              int        `json:"investigation_attempt,omitempty"`
 	InvestigationStatus  string     `json:"investigation_status,omitempty"` // "running" or ""
 	InvestigationStarted *time.Time `json:"investigation_started_at,omitempty"`
 	LastInvestigationAt  *time.Time `json:"last_investigation_at,omitempty"`

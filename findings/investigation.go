@@ -4,8 +4,12 @@ import "time"
 
 // InvestigationRecord is one attempt at investigating a finding.
 type InvestigationRecord struct {
-	FindingID string     `json:"finding_id"`
-	Attempt   int        `json:"attempt"`
+	FindingID string `json:"finding_id"`
+	Attempt   int    `json:"attempt"`
+	// Episode is which opening of the finding it belongs to: 1 for the
+	// first, 2 after its first reopening, ... (0: recorded before
+	// episodes were).
+	Episode   int        `json:"episode"`
 	SessionID string     `json:"session_id,omitempty"`
 	StartedAt time.Time  `json:"started_at"`
 	EndedAt   *time.Time `json:"ended_at,omitempty"`

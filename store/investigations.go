@@ -45,17 +45,26 @@ func (s *Store) RequestInvestigations(ctx context.Context, ids []string, gate fi
 			if ok, _ := gate.ShouldInvestigate(&f, autonomy, now); !ok {
 				continue
 			}
+			// The wire attempt continues after every earlier episode's, so
+			// the request, its session and its outcome are this episode's
+			// own.
+			var last int
+			if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(attempt), 0) FROM investigations WHERE finding_id = ?", f.ID).Scan(&last); err != nil {
+				return fmt.Errorf("last investigation attempt: %w", err)
+			}
 			t := now
 			f.Attempts++
+			f.Attempt = max(last, f.Attempt) + 1
 			f.InvestigationStatus, f.InvestigationStarted, f.InvestigationSession = findings.InvestigationRunning, &t, ""
-			ev := findings.Event{FindingID: f.ID, At: now, Kind: "investigation_requested", Detail: fmt.Sprintf("attempt %d (%s)", f.Attempts, autonomy)}
+			ev := findings.Event{FindingID: f.ID, At: now, Kind: "investigation_requested", Detail: investigationDetail(&f, autonomy)}
 			if err := writeOne(ctx, tx, &f, &ev); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO investigations (finding_id, attempt, started_at) VALUES (?,?,?)", f.ID, f.Attempts, fmtTime(now)); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO investigations (finding_id, attempt, episode, started_at) VALUES (?,?,?,?)",
+				f.ID, f.Attempt, f.RegressionCount+1, fmtTime(now)); err != nil {
 				return fmt.Errorf("record investigation: %w", err)
 			}
-			if err := w.add(ctx, draft(&f, f.Attempts)); err != nil {
+			if err := w.add(ctx, draft(&f, f.Attempt)); err != nil {
 				return err
 			}
 			running++
@@ -67,6 +76,15 @@ func (s *Store) RequestInvestigations(ctx context.Context, ids []string, gate fi
 		return nil, fmt.Errorf("request investigations: %w", err)
 	}
 	return out, nil
+}
+
+// investigationDetail is the investigation_requested event's detail: the
+// attempt of the episode, and the wire attempt when they differ.
+func investigationDetail(f *findings.Finding, autonomy findings.Autonomy) string {
+	if f.Attempt == f.Attempts {
+		return fmt.Sprintf("attempt %d (%s)", f.Attempts, autonomy)
+	}
+	return fmt.Sprintf("attempt %d of episode %d, request attempt %d (%s)", f.Attempts, f.RegressionCount+1, f.Attempt, autonomy)
 }
 
 // RecordOutcome applies an investigation outcome. A redelivered or stale
@@ -87,7 +105,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o findings.Outcome, now time.
 		err = tx.QueryRowContext(ctx, "SELECT ended_at, outcome FROM investigations WHERE finding_id = ? AND attempt = ?", f.ID, o.Attempt).Scan(&ended, &stored)
 		// Stale (not the current attempt) or already final: nothing to do.
 		// fix_queued is not final: the session resumes after approval.
-		if err == sql.ErrNoRows || o.Attempt != f.Attempts || (ended.Valid && (stored == o.Outcome || stored != findings.OutcomeFixQueued)) {
+		if err == sql.ErrNoRows || o.Attempt != f.Attempt || (ended.Valid && (stored == o.Outcome || stored != findings.OutcomeFixQueued)) {
 			return nil
 		}
 		if err != nil {
@@ -129,8 +147,17 @@ func (s *Store) RecordOutcome(ctx context.Context, o findings.Outcome, now time.
 }
 
 // RecoverStuck marks investigations running longer than the gate's timeout
-// plus StuckGrace as timed out; they are retried through the gate.
+// plus StuckGrace as timed out; they are retried through the gate. It also
+// ends the investigation records every earlier episode left open (a
+// finding resolved or reopened while one ran): no outcome can apply to
+// them any more.
 func (s *Store) RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error) {
+	if _, err := s.db.ExecContext(ctx, `UPDATE investigations SET ended_at = ?, outcome = ?, summary = ?
+		WHERE ended_at IS NULL AND started_at < ? AND NOT EXISTS (SELECT 1 FROM findings f WHERE f.id = investigations.finding_id
+			AND f.investigation_status = 'running' AND f.investigation_attempt = investigations.attempt)`,
+		fmtTime(now), findings.OutcomeTimedOut, "episode ended without an outcome", fmtTime(now.Add(-(gate.Timeout + findings.StuckGrace)))); err != nil {
+		return nil, fmt.Errorf("end investigations of earlier episodes: %w", err)
+	}
 	running, err := queryFindings(ctx, s.db, "WHERE investigation_status = 'running'")
 	if err != nil {
 		return nil, err
@@ -140,7 +167,7 @@ func (s *Store) RecoverStuck(ctx context.Context, gate findings.Gate, now time.T
 		if !gate.Stuck(&running[i], now) {
 			continue
 		}
-		if ok, err := s.RecordOutcome(ctx, findings.Outcome{FindingID: running[i].ID, Attempt: running[i].Attempts, Outcome: findings.OutcomeTimedOut, Summary: "no outcome before timeout"}, now); err != nil {
+		if ok, err := s.RecordOutcome(ctx, findings.Outcome{FindingID: running[i].ID, Attempt: running[i].Attempt, Outcome: findings.OutcomeTimedOut, Summary: "no outcome before timeout"}, now); err != nil {
 			return out, err
 		} else if ok {
 			out = append(out, running[i].ID)
@@ -151,7 +178,7 @@ func (s *Store) RecoverStuck(ctx context.Context, gate findings.Gate, now time.T
 
 // Investigations returns the investigation records of a finding.
 func (s *Store) Investigations(ctx context.Context, id string) ([]findings.InvestigationRecord, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT finding_id, attempt, session_id, started_at, ended_at, outcome, summary FROM investigations WHERE finding_id = ? ORDER BY attempt", id)
+	rows, err := s.db.QueryContext(ctx, "SELECT finding_id, attempt, episode, session_id, started_at, ended_at, outcome, summary FROM investigations WHERE finding_id = ? ORDER BY attempt, id", id)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +188,7 @@ func (s *Store) Investigations(ctx context.Context, id string) ([]findings.Inves
 		var r findings.InvestigationRecord
 		var st string
 		var en sql.NullString
-		if err := rows.Scan(&r.FindingID, &r.Attempt, &r.SessionID, &st, &en, &r.Outcome, &r.Summary); err != nil {
+		if err := rows.Scan(&r.FindingID, &r.Attempt, &r.Episode, &r.SessionID, &st, &en, &r.Outcome, &r.Summary); err != nil {
 			return nil, err
 		}
 		r.StartedAt, r.EndedAt = parseTime(st), parseTimePtr(en)

@@ -150,7 +150,7 @@ func TestLifecycleProperties(t *testing.T) {
 					out := rapid.SampledFrom([]string{findings.OutcomeFixFailed, findings.OutcomeTimedOut, findings.OutcomeFixExecuted,
 						findings.OutcomeFixFailed, findings.OutcomeTimedOut, findings.OutcomeFixExecuted,
 						findings.OutcomeFixVerified, findings.OutcomeCannotFix, findings.OutcomeFixVerificationFailed}).Draw(rt, "outcome")
-					ok, err := st.RecordOutcome(ctx, findings.Outcome{FindingID: f.ID, Attempt: f.Attempts, Outcome: out}, clock)
+					ok, err := st.RecordOutcome(ctx, findings.Outcome{FindingID: f.ID, Attempt: f.Attempt, Outcome: out}, clock)
 					if err != nil {
 						rt.Fatal(err)
 					}

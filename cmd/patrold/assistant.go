@@ -42,7 +42,7 @@ func newAssistantCmd(a *app) *cobra.Command {
 			req := assistant.Request{FindingID: f.ID}
 			var rec assistant.Recorder
 			if f.InvestigationStatus == findings.InvestigationRunning {
-				req.Attempt, rec = f.Attempts, st
+				req.Attempt, rec = f.Attempt, st
 			}
 			var provider model.Provider
 			if replay != "" {
