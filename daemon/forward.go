@@ -194,7 +194,7 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 // writer (until ctx ends).
 func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 	sub, err := c.nc.Subscribe(c.subj, func(m *nats.Msg) {
-		resp := forwardedResponse{Status: http.StatusBadRequest}
+		var resp forwardedResponse
 		r, err := decodeForwarded(m.Data)
 		if err != nil {
 			rec := &recorder{header: http.Header{}}
