@@ -25,12 +25,24 @@ type Status struct {
 	// LastSuccessAt is when the last run that did not end in error
 	// finished.
 	LastSuccessAt *time.Time `json:"last_success_at,omitempty"`
-	NATSURL       string     `json:"nats_url"`
-	OutboxPending int64      `json:"outbox_pending"`
-	ActiveCount   int        `json:"active_findings"`
-	Source        string     `json:"source"`
-	Schedule      string     `json:"schedule"`
-	Autonomy      string     `json:"autonomy"`
+	// Replica is the database's position on the state stream (cluster
+	// mode only): the writer flag, the sequence applied, the stream's last.
+	Replica       *ReplicaStatus `json:"replica,omitempty"`
+	NATSURL       string         `json:"nats_url"`
+	OutboxPending int64          `json:"outbox_pending"`
+	ActiveCount   int            `json:"active_findings"`
+	Source        string         `json:"source"`
+	Schedule      string         `json:"schedule"`
+	Autonomy      string         `json:"autonomy"`
+}
+
+// ReplicaStatus is a clustered instance's replica position.
+type ReplicaStatus struct {
+	Writer     bool       `json:"writer"`      // leading and caught up: schedules, writes, consumes outcomes
+	AppliedSeq uint64     `json:"applied_seq"` // stream sequence of the last state change applied
+	LastSeq    uint64     `json:"last_seq"`    // stream sequence of the last state change published
+	Behind     bool       `json:"behind"`      // applied_seq < last_seq
+	AppliedAt  *time.Time `json:"applied_at,omitempty"`
 }
 
 // Capabilities is the manifest served at GET /api/v1/agent/capabilities:

@@ -312,6 +312,16 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("read on the standby: %d %v", res.StatusCode, res.Header)
 	}
 
+	// /api/v1/status shows each one's replica position.
+	waitUntil(t, 5*time.Second, "status: the standby caught up, the leader writes", func() bool {
+		_, sb := call(t, "GET", "http://"+standby.HTTPAddr()+"/api/v1/status", "admin-secret-1", "")
+		_, ld := call(t, "GET", "http://"+next.HTTPAddr()+"/api/v1/status", "admin-secret-1", "")
+		sr, _ := sb["replica"].(map[string]any)
+		lr, _ := ld["replica"].(map[string]any)
+		return sr != nil && lr != nil && sr["writer"] == false && sr["behind"] == false && sr["applied_seq"] == sr["last_seq"] &&
+			lr["writer"] == true && sb["role"] == "standby" && ld["role"] == "leader"
+	})
+
 	// Let the new leader's remediation settle, then read the whole stream.
 	var c streamCounts
 	defer func() {

@@ -132,6 +132,12 @@ func (d *Daemon) Status(ctx context.Context) (any, error) {
 		since := lead.Since().UTC()
 		s.LeaderSince = &since
 		s.Instance, _ = d.root.Instance()
+		if d.msg != nil && d.msg.repl != nil {
+			s.Replica = &api.ReplicaStatus{Writer: d.msg.repl.IsWriter()}
+			if l := d.msg.repl.lag(ctx); l != nil {
+				s.Replica.AppliedSeq, s.Replica.LastSeq, s.Replica.Behind, s.Replica.AppliedAt = l.AppliedSeq, l.LastSeq, l.Behind, l.AppliedAt
+			}
+		}
 	}
 	s.LastSuccessAt = d.lastSuccess(ctx)
 	if runs, err := d.store.Runs(ctx, 1); err == nil && len(runs) > 0 {

@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/replica"
 )
@@ -66,6 +69,9 @@ func newReplication(d *Daemon, m *messaging, instance string, leading func() boo
 	}
 	r := &replication{d: d, f: f, leading: leading, instance: instance}
 	r.leaderOnly = []func(context.Context){func(ctx context.Context) { m.consumeOutcomes(ctx, d) }}
+	if err := d.opts.Registerer.Register(replicaCollector{r}); err != nil {
+		return nil, fmt.Errorf("replica metrics: %w", err)
+	}
 	return r, nil
 }
 
@@ -160,4 +166,36 @@ func (r *replication) lag(ctx context.Context) *replica.Lag {
 		return nil
 	}
 	return &l
+}
+
+var (
+	replicaWriterDesc = prometheus.NewDesc("patrold_replica_writer",
+		"Cluster mode: 1 while this instance holds the lease and has caught up with the state stream (it schedules and writes).", nil, nil)
+	replicaAppliedDesc = prometheus.NewDesc("patrold_replica_applied_sequence",
+		"Cluster mode: stream sequence of the last state change this database applied.", nil, nil)
+	replicaLastDesc = prometheus.NewDesc("patrold_replica_last_sequence",
+		"Cluster mode: stream sequence of the last state change on the stream.", nil, nil)
+	replicaRefusedDesc = prometheus.NewDesc("patrold_replica_refused_total",
+		"Cluster mode: malformed state changes skipped since the start.", nil, nil)
+)
+
+// replicaCollector reads the replica's position at scrape time.
+type replicaCollector struct{ r *replication }
+
+func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaWriterDesc
+	ch <- replicaAppliedDesc
+	ch <- replicaLastDesc
+	ch <- replicaRefusedDesc
+}
+
+func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(replicaWriterDesc, prometheus.GaugeValue, boolValue(c.r.IsWriter()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if l := c.r.lag(ctx); l != nil {
+		ch <- prometheus.MustNewConstMetric(replicaAppliedDesc, prometheus.GaugeValue, float64(l.AppliedSeq))
+		ch <- prometheus.MustNewConstMetric(replicaLastDesc, prometheus.GaugeValue, float64(l.LastSeq))
+		ch <- prometheus.MustNewConstMetric(replicaRefusedDesc, prometheus.CounterValue, float64(l.Dropped))
+	}
 }
