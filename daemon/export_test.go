@@ -15,3 +15,6 @@ func (d *Daemon) Crash() {
 	}
 	_ = d.Stop(context.Background())
 }
+
+// CloseNATS drops d's NATS connection (as a network cut would).
+func (d *Daemon) CloseNATS() { d.msg.bus.Conn().Close() }

@@ -82,8 +82,40 @@ func (r *replication) start(ctx context.Context, m *messaging) error {
 		return err
 	}
 	m.goRun(func() error { return r.f.Run(ctx) })
+	r.fence(ctx)
 	m.goRun(func() error { r.watch(ctx); return nil })
 	return nil
+}
+
+// fence runs before the relay starts. State changes left unsent in the
+// outbox (a writer killed between its commit and the publish) are dropped
+// when, once caught up, the stream's last change came from another
+// instance: a newer writer wrote since, and replaying older row images
+// over its rows would undo them. When this instance wrote last they are
+// still the newest and are published. Unable to tell (no stream), they
+// are kept.
+func (r *replication) fence(ctx context.Context) {
+	n, err := r.d.store.UnsentState(ctx)
+	if err != nil || n == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, catchUpAttempts)
+	err = r.f.CatchUp(cctx)
+	cancel()
+	if err != nil {
+		r.d.log.Warn("unsent state changes kept: cannot read the state stream to tell whether they are stale", "rows", n, "err", err)
+		return
+	}
+	st, err := r.d.store.ReplicaStatus(ctx)
+	if err != nil || st.AppliedOrigin == "" || st.AppliedOrigin == r.instance {
+		return
+	}
+	dropped, err := r.d.store.DropUnsentState(ctx)
+	if err != nil {
+		r.d.log.Error("drop stale state changes", "err", err)
+		return
+	}
+	r.d.log.Warn("unsent state changes dropped: another instance wrote since this one stopped", "rows", dropped, "last_writer", st.AppliedOrigin)
 }
 
 // IsWriter reports whether this instance may write now.

@@ -11,6 +11,8 @@ CREATE TABLE replica_state (
     subject     TEXT NOT NULL DEFAULT '',
     origin      TEXT NOT NULL DEFAULT '',
     applied_seq INTEGER NOT NULL DEFAULT 0,
+    -- origin of the last change applied (self included): who wrote last
+    applied_origin TEXT NOT NULL DEFAULT '',
     applied_at  TEXT
 );
 INSERT INTO replica_state (id) VALUES (1);

@@ -154,7 +154,7 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		f.dropped++
 		f.mu.Unlock()
 		f.log.Error("state change refused", "seq", seq, "err", err)
-		c = store.StateChange{Origin: f.o.Instance, Table: "-", Op: "delete"} // advances the sequence only
+		c = store.SkipChange(f.o.Instance) // advances the sequence only
 	}
 	if _, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now()); err != nil {
 		return err

@@ -149,6 +149,14 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	if got2, _ := standby.st.List(ctx, findings.ListFilter{}); !reflect.DeepEqual(got2, want) {
 		t.Fatalf("re-apply changed findings: %+v", got2)
 	}
+	if st.AppliedOrigin != "a" {
+		t.Fatalf("standby's last writer = %q, want a", st.AppliedOrigin)
+	}
+	// A change captured but never published is what a restarted writer
+	// drops when another instance wrote since.
+	if n, err := leader.st.UnsentState(ctx); err != nil || n != 0 {
+		t.Fatalf("leader unsent state = %d, %v; want 0 after the relay", n, err)
+	}
 	leaderSt, _ := leader.st.ReplicaStatus(ctx)
 	if leaderSt.AppliedSeq != st.AppliedSeq {
 		t.Fatalf("leader applied seq %d, standby %d: want equal", leaderSt.AppliedSeq, st.AppliedSeq)

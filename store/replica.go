@@ -161,25 +161,56 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 	return nil
 }
 
+// skipTable marks a change that only advances the applied sequence (a
+// refused one).
+const skipTable = "-"
+
+// SkipChange is the change ApplyState records for a refused message: the
+// sequence advances, nothing else changes.
+func SkipChange(self string) StateChange {
+	return StateChange{Origin: self, Table: skipTable, Op: "delete"}
+}
+
 // ReplicaStatus is what a replica has applied.
 type ReplicaStatus struct {
-	AppliedSeq uint64
-	AppliedAt  *time.Time
+	AppliedSeq    uint64
+	AppliedAt     *time.Time
+	AppliedOrigin string // who wrote the last change applied
 }
 
 // ReplicaStatus returns the stream sequence applied last and when.
 func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
 	var seq int64
 	var at sql.NullString
-	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at FROM replica_state WHERE id = 1").Scan(&seq, &at); err != nil {
+	var origin string
+	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at, applied_origin FROM replica_state WHERE id = 1").Scan(&seq, &at, &origin); err != nil {
 		return ReplicaStatus{}, fmt.Errorf("replica status: %w", err)
 	}
-	st := ReplicaStatus{AppliedSeq: uint64(seq)}
+	st := ReplicaStatus{AppliedSeq: uint64(seq), AppliedOrigin: origin}
 	if at.Valid {
 		t := parseTime(at.String)
 		st.AppliedAt = &t
 	}
 	return st, nil
+}
+
+// DropUnsentState deletes the state-change events still waiting in the
+// outbox and returns how many: a deposed writer's last changes, which the
+// stream's newer changes by another writer supersede (replaying them would
+// overwrite newer rows with older ones).
+func (s *Store) DropUnsentState(ctx context.Context) (int64, error) {
+	res, err := s.db.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NULL AND type = ?", StateEventType)
+	if err != nil {
+		return 0, fmt.Errorf("drop unsent state changes: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// UnsentState counts the state-change events waiting in the outbox.
+func (s *Store) UnsentState(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE sent_at IS NULL AND type = ?", StateEventType).Scan(&n)
+	return n, err
 }
 
 // DecodeStateChange decodes a state-change event's data, naming the field
@@ -230,7 +261,12 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ? WHERE id = 1", int64(seq), fmtTime(now))
+		origin := c.Origin
+		if c.Table == skipTable {
+			origin = "" // a refused change names nobody
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ?, applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END WHERE id = 1",
+			int64(seq), fmtTime(now), origin, origin)
 		return err
 	})
 	if err != nil {
