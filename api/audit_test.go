@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 func TestAuditRowsForMutations(t *testing.T) {
@@ -50,7 +51,7 @@ func TestAuditRowsForMutations(t *testing.T) {
 
 	// No row and no log line carries a secret.
 	var dump strings.Builder
-	rs, err := rawDB(t, e.store.Path()).Query("SELECT * FROM audit_events")
+	rs, err := storetest.RawDB(t, e.store.Path()).Query("SELECT * FROM audit_events")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 func benchServe(b *testing.B, h http.Handler, method, path, token string, want int) {
@@ -55,7 +56,7 @@ func BenchmarkAck(b *testing.B) {
 func seedLarge(b *testing.B, e *env) {
 	b.Helper()
 	report := []byte(`{"run_id":"x","pad":"` + strings.Repeat("x", 1<<20) + `"}`)
-	tx, err := rawDB(b, e.store.Path()).Begin()
+	tx, err := storetest.RawDB(b, e.store.Path()).Begin()
 	if err != nil {
 		b.Fatal(err)
 	}

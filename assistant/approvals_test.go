@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // queue runs a playbook session at autonomy approval; it must end
@@ -288,7 +289,7 @@ func TestResumedSessionKeepsItsCostBudget(t *testing.T) {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	var cost float64
-	if err := rawDB(t, fx.st.Path()).QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, queued.Transcript.SessionID).Scan(&cost); err != nil || cost != 3 {
+	if err := storetest.RawDB(t, fx.st.Path()).QueryRow(`SELECT cost_usd FROM remediation_sessions WHERE id = ?`, queued.Transcript.SessionID).Scan(&cost); err != nil || cost != 3 {
 		t.Fatalf("stored cost %g (%v), want 3", cost, err)
 	}
 }

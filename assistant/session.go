@@ -148,7 +148,7 @@ func (s *session) modelSide(opts *agent.Options) error {
 	}
 	s.rec, s.cv, s.budget = rec, cv, budget
 	s.meter = &meter{s: s, base: base}
-	opts.Provider = &composed{next: rec, cv: cv, guard: prompt.Guard(systemPolicy), skip: 1}
+	opts.Provider = &prompt.Provider{Next: rec, Conv: cv, Guard: prompt.Guard(systemPolicy), Skip: 1}
 	opts.TurnBudget = s.meter.check
 	return nil
 }

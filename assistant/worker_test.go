@@ -11,6 +11,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 const testPrefix = "patrol"
@@ -156,7 +157,7 @@ func TestWorkerDoesNotRerunAnInterruptedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A session for attempt 1 started and never finished (a crash).
-	_, err = rawDB(t, fx.st.Path()).Exec(`INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at) VALUES ('s-crashed', ?, 1, 'playbook', ?)`,
+	_, err = storetest.RawDB(t, fx.st.Path()).Exec(`INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at) VALUES ('s-crashed', ?, 1, 'playbook', ?)`,
 		fx.finding.ID, fmtTime(t0))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 const benchEvents = 10_000
@@ -119,7 +120,7 @@ func fillSent(b *testing.B, st *store.Store, n int) {
 	if err := st.Enqueue(ctx, rows...); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := rawDB(b, st.Path()).ExecContext(ctx, "UPDATE outbox SET sent_at = ?", at.UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := storetest.RawDB(b, st.Path()).ExecContext(ctx, "UPDATE outbox SET sent_at = ?", at.UTC().Format(time.RFC3339Nano)); err != nil {
 		b.Fatal(err)
 	}
 }

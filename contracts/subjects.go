@@ -27,10 +27,11 @@ const (
 	FindingResolved   FindingEvent = "resolved"
 	FindingReopened   FindingEvent = "reopened"
 	FindingSuppressed FindingEvent = "suppressed"
+	FindingDismissed  FindingEvent = "dismissed"
 )
 
 // FindingEvents lists every finding event.
-var FindingEvents = []FindingEvent{FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed}
+var FindingEvents = []FindingEvent{FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed, FindingDismissed}
 
 // ApprovalEvent is an approval lifecycle event.
 type ApprovalEvent string
@@ -114,7 +115,7 @@ func FullSubject(prefix, relative string) string { return prefix + "." + relativ
 // Valid reports whether e is a known finding event.
 func (e FindingEvent) Valid() bool {
 	switch e {
-	case FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed:
+	case FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed, FindingDismissed:
 		return true
 	}
 	return false

@@ -7,7 +7,7 @@ import (
 
 // The subject and type table of CONTRACTS.md §4, written out.
 func TestSubjectsMatchTheContract(t *testing.T) {
-	for _, ev := range []string{"opened", "updated", "repeated", "resolved", "reopened", "suppressed"} {
+	for _, ev := range []string{"opened", "updated", "repeated", "resolved", "reopened", "suppressed", "dismissed"} {
 		for _, sev := range []string{"info", "watch", "warning", "critical"} {
 			subj, typ, err := FindingSubject(FindingEvent(ev), sev)
 			if err != nil {

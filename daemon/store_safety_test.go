@@ -15,6 +15,7 @@ import (
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // TestDeletedDatabaseMakesDaemonUnready: a database deleted under the
@@ -44,7 +45,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, "", "")
 	root, st := openRoot(t, cfg)
-	if _, err := rawDB(t, st.Path()).Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
+	if _, err := storetest.RawDB(t, st.Path()).Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)"); err != nil {
 		t.Fatal(err)
 	}
 	root.Close()
@@ -77,7 +78,7 @@ func TestFailedCommitMarksRunErrorAtOnce(t *testing.T) {
 	defer root.Close()
 	// A real SQLite failure inside the run's transaction: every outbox
 	// insert aborts, as a full disk would.
-	if _, err := rawDB(t, st.Path()).Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
+	if _, err := storetest.RawDB(t, st.Path()).Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := root.RunOnce(context.Background(), patrol.RunOptions{}, nil)

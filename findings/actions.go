@@ -97,6 +97,8 @@ func ApplyAction(f Finding, req ActionRequest, now time.Time) (Finding, Event, *
 		t := now
 		f.DismissedReason, f.DismissedAt = req.Reason, &t
 		ev.Kind, ev.Detail = "dismissed", req.Reason+actor
+		// Subscribers (an Alertmanager sink) end what they show for it.
+		pub = &Decision{Publish: true, Event: EventDismissed, Reason: "dismissed"}
 	case ActionUndismiss:
 		if f.DismissedReason == "" {
 			return notAllowed("the finding is not dismissed")

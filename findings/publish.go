@@ -24,6 +24,7 @@ const (
 	EventResolved   = "resolved"
 	EventReopened   = "reopened"
 	EventSuppressed = "suppressed"
+	EventDismissed  = "dismissed"
 )
 
 // Defaults of the publish policy.

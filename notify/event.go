@@ -14,7 +14,7 @@ import (
 // findingEvent is a decoded finding lifecycle event.
 type findingEvent struct {
 	Event   *contracts.Event
-	Kind    string // opened, updated, repeated, resolved, reopened, suppressed
+	Kind    string // opened, updated, repeated, resolved, reopened, suppressed, dismissed
 	Finding findings.FindingEventData
 }
 
@@ -23,7 +23,7 @@ type findingEvent struct {
 // own state decides).
 func (e *findingEvent) ended() bool {
 	f := &e.Finding.Finding
-	return e.Kind == string(contracts.FindingResolved) || e.Kind == string(contracts.FindingSuppressed) ||
+	return e.Kind == string(contracts.FindingResolved) || e.Kind == string(contracts.FindingSuppressed) || e.Kind == string(contracts.FindingDismissed) ||
 		f.Status == findings.StatusResolved || f.State == findings.StateSuppressed || f.State == findings.StateDismissed
 }
 

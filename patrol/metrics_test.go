@@ -15,6 +15,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // silentAnalyst is a model that files nothing: every signal is missed.
@@ -156,7 +157,7 @@ func TestRunPrunesHistory(t *testing.T) {
 				})}
 		}})
 	long := now.Add(-40 * 24 * time.Hour).Format(time.RFC3339Nano)
-	if _, err := rawDB(t, e.store.Path()).Exec("INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at) VALUES ('ancient', 'scheduled', 'healthy', 'deterministic', ?, ?)", long, long); err != nil {
+	if _, err := storetest.RawDB(t, e.store.Path()).Exec("INSERT INTO runs (id, trigger, status, analysis, started_at, finished_at) VALUES ('ancient', 'scheduled', 'healthy', 'deterministic', ?, ?)", long, long); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})

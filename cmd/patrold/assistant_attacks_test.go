@@ -24,6 +24,7 @@ import (
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // assistantAttacksDir holds the adversarial suite: one YAML file per attack.
@@ -438,7 +439,7 @@ func runAttack(t *testing.T, a *attack) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	db := rawDB(t, st.Path())
+	db := storetest.RawDB(t, st.Path())
 	var summary string
 	if err := db.QueryRow(`SELECT summary FROM remediation_sessions WHERE id = ?`, tr.SessionID).Scan(&summary); err != nil {
 		t.Fatal(err)

@@ -110,8 +110,8 @@ func (r *run) runStage(ctx context.Context, stage string, cv *prompt.Conversatio
 	}
 	m := &meter{r: r}
 	sess, err := agent.NewSession(agent.Options{
-		Provider: &composed{next: r.rec, cv: cv, guard: r.a.composer.Guard(), window: r.a.opts.ContextWindow,
-			maxOut: r.a.opts.MaxOutputTokens, skip: 1},
+		Provider: &prompt.Provider{Next: r.rec, Conv: cv, Guard: r.a.composer.Guard(), Window: r.a.opts.ContextWindow,
+			MaxOutput: r.a.opts.MaxOutputTokens, Skip: 1},
 		Registry: r.reg, Profile: Profiles()[stage], System: Policy, MaxTurns: turns,
 		MaxTokens: r.a.opts.MaxOutputTokens, FSM: r.fsm, TurnBudget: m.check,
 		Metrics: r.a.opts.AgentMetrics, Logger: r.a.opts.Logger, Now: r.a.now,
@@ -132,7 +132,7 @@ func (r *run) runStage(ctx context.Context, stage string, cv *prompt.Conversatio
 		}
 	}
 	switch {
-	case errors.Is(err, errContextFull):
+	case errors.Is(err, prompt.ErrContextFull):
 		outcome = OutcomeContextFull
 	case err != nil:
 		outcome = OutcomeModelFailed
