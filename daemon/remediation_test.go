@@ -121,9 +121,11 @@ func TestRemediationEndToEnd(t *testing.T) {
 	// of replaying episode 1's outcome, which would be dropped as a
 	// duplicate) and its own outcome resolves the finding again.
 	useSnapshot(t, dir, "faults.json")
-	rep, err = d.RunNow(context.Background(), patrol.TriggerManual)
-	if err != nil {
+	if rep, err = d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
 		t.Fatal(err)
+	}
+	if len(rep.HandedOver) == 0 {
+		t.Fatal("the reopened finding was not handed over")
 	}
 	waitUntil(t, 20*time.Second, "episode 2 ends fix_verified", func() bool {
 		recs, err := d.Store().Investigations(context.Background(), id)
