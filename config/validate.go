@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -12,12 +13,15 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/patrold/patrold/alerts"
-	"github.com/patrold/patrold/internal/instance"
 )
 
 // CronParser parses schedule.cron: five standard fields or a descriptor
 // (@every 6h, @hourly, ...).
 var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// instanceName is what cluster.instance may be (internal/instance applies
+// the same rule to the name it generates or is given).
+var instanceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // Validate checks every key and returns an *Error listing all problems.
 func (c *Config) Validate() error {
@@ -143,8 +147,8 @@ func (c *Config) Validate() error {
 		validateActionScope(&p, key, a)
 	}
 	p.err(c.Notify.Validate(c.NATS.SubjectPrefix))
-	if c.Cluster != nil {
-		p.err(instance.Validate(c.Cluster.Instance))
+	if c.Cluster != nil && c.Cluster.Instance != "" && !instanceName.MatchString(c.Cluster.Instance) {
+		p.add("cluster.instance", fmt.Sprintf("%q must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Cluster.Instance))
 	}
 	if len(p.list) > 0 {
 		return &Error{Problems: p.list}

@@ -115,4 +115,35 @@ func TestRemediationEndToEnd(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+
+	// The pool fills up again: the finding reopens, a new episode. Its
+	// request carries attempt 2, so the worker runs a new session (instead
+	// of replaying episode 1's outcome, which would be dropped as a
+	// duplicate) and its own outcome resolves the finding again.
+	useSnapshot(t, dir, "faults.json")
+	if rep, err = d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.HandedOver) == 0 {
+		t.Fatal("the reopened finding was not handed over")
+	}
+	waitUntil(t, 20*time.Second, "episode 2 ends fix_verified", func() bool {
+		recs, err := d.Store().Investigations(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs) == 2 && recs[1].Outcome == findings.OutcomeFixVerified
+	})
+	f, err := d.Store().Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Status != findings.StatusResolved || f.InvestigationStatus != "" || f.RegressionCount != 1 || f.Attempt != 2 || f.Attempts != 1 {
+		t.Fatalf("after episode 2: status %s regressions %d %+v", f.Status, f.RegressionCount, f.Investigation)
+	}
+	recs, _ := d.Store().Investigations(context.Background(), id)
+	if recs[0].Attempt != 1 || recs[0].Episode != 1 || recs[1].Attempt != 2 || recs[1].Episode != 2 ||
+		recs[0].SessionID == "" || recs[1].SessionID == "" || recs[0].SessionID == recs[1].SessionID {
+		t.Fatalf("episodes: %+v", recs)
+	}
 }

@@ -37,7 +37,7 @@ func slowSource(t *testing.T) string {
 func TestSecondServeRefusedNamingHolder(t *testing.T) {
 	cfg, data := serveConfig(t, "source: {kind: demo}\n")
 	first := startPatrold(t, cfg, "serve")
-	_, holder := apiOf(t, data)
+	_, holder := apiOf(t, first, data)
 	if holder.PID != first.cmd.Process.Pid || holder.Command != "serve" {
 		t.Fatalf("lock holder %+v, want pid %d serve", holder, first.cmd.Process.Pid)
 	}
@@ -62,7 +62,7 @@ func TestSecondServeRefusedNamingHolder(t *testing.T) {
 func TestRunBesideDaemonGoesThroughItsAPI(t *testing.T) {
 	cfg, data := serveConfig(t, slowSource(t))
 	daemonProc := startPatrold(t, cfg, "serve")
-	c, holder := apiOf(t, data)
+	c, holder := apiOf(t, daemonProc, data)
 	cl := &cli{t: t, cfg: cfg}
 
 	type result struct {
@@ -145,7 +145,7 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 		"nats: {url: '"+url+"', lease: {ttl: 30s}}\n"+
 		"schedule: {cron: '@every 1h', startup_delay: "+startupDelay.String()+", skip_startup_if_recent: 0s}\n")
 	first := startPatrold(t, cfg, "serve")
-	c, _ := apiOf(t, data)
+	c, _ := apiOf(t, first, data)
 	poll(t, 30*time.Second, "the first startup run finishes", func() bool {
 		runs := runsBy(t, c, string(patrol.TriggerStartup))
 		return len(runs) == 1 && runs[0].FinishedAt != nil
@@ -161,7 +161,7 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 
 	restarted := time.Now()
 	second := startPatrold(t, cfg, "serve")
-	c, _ = apiOf(t, data)
+	c, _ = apiOf(t, second, data)
 	poll(t, startupDelay+10*time.Second, "the restarted instance's startup run", func() bool {
 		return len(runsBy(t, c, string(patrol.TriggerStartup))) == 2
 	})
@@ -221,7 +221,7 @@ func TestGracefulStopReleasesLeaseAndSurvivesNATSOutage(t *testing.T) {
 	cfg, data := serveConfig(t, "source: {kind: demo}\ncluster: {instance: node-a}\n"+
 		"nats: {url: '"+url+"', lease: {ttl: 30s}}\n")
 	p := startPatrold(t, cfg, "serve")
-	apiOf(t, data)
+	apiOf(t, p, data)
 	poll(t, 10*time.Second, "node-a holds the lease", func() bool { return leaseHolder(t, url) == "node-a" })
 	p.signal(syscall.SIGTERM)
 	if code := p.exit(30 * time.Second); code != 0 {
@@ -232,7 +232,7 @@ func TestGracefulStopReleasesLeaseAndSurvivesNATSOutage(t *testing.T) {
 	}
 
 	p = startPatrold(t, cfg, "serve")
-	apiOf(t, data)
+	apiOf(t, p, data)
 	poll(t, 10*time.Second, "node-a holds the lease again", func() bool { return leaseHolder(t, url) == "node-a" })
 	stopNATS()
 	p.signal(syscall.SIGTERM)

@@ -153,14 +153,15 @@ func serveConfig(t *testing.T, extra string) (string, string) {
 	return cfg, data
 }
 
-// apiOf waits for the daemon holding data to record its bound API
-// address in the data_dir lock and returns a client for it.
-func apiOf(t *testing.T, data string) (*api.Client, *dirlock.Holder) {
+// apiOf waits for the daemon p to record its bound API address in the
+// data_dir lock and returns a client for it. It reads the lock file
+// without taking any flock, so it never races the daemon's Acquire.
+func apiOf(t *testing.T, p *proc, data string) (*api.Client, *dirlock.Holder) {
 	t.Helper()
 	var h *dirlock.Holder
 	poll(t, 30*time.Second, "the daemon records its API in the data_dir lock", func() bool {
-		held, holder, err := dirlock.Held(data)
-		if err != nil || !held || holder == nil || strings.HasSuffix(holder.API, ":0") || holder.API == "" {
+		holder, err := dirlock.ReadHolder(data)
+		if err != nil || holder == nil || holder.PID != p.cmd.Process.Pid || strings.HasSuffix(holder.API, ":0") || holder.API == "" {
 			return false
 		}
 		h = holder
