@@ -44,9 +44,7 @@ type tableInfo struct {
 
 // replicaTables reads the replicated tables and their columns from the
 // schema.
-func replicaTables(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (map[string]tableInfo, error) {
+func replicaTables(ctx context.Context, q querier) (map[string]tableInfo, error) {
 	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
 	if err != nil {
 		return nil, err
@@ -68,29 +66,38 @@ func replicaTables(ctx context.Context, q interface {
 	}
 	out := make(map[string]tableInfo, len(names))
 	for _, n := range names {
-		cr, err := q.QueryContext(ctx, "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", n)
+		ti, err := replicaTable(ctx, q, n)
 		if err != nil {
 			return nil, err
 		}
-		var ti tableInfo
-		for cr.Next() {
-			var c string
-			var pk int
-			if err := cr.Scan(&c, &pk); err != nil {
-				cr.Close()
-				return nil, err
-			}
-			if pk > 0 {
-				ti.pk = append(ti.pk, c)
-			}
-			if !replicaSkipColumns[n+"."+c] {
-				ti.cols = append(ti.cols, c)
-			}
-		}
-		cr.Close()
 		out[n] = ti
 	}
 	return out, nil
+}
+
+// replicaTable reads one table's replicated columns and primary key; a
+// table that does not exist has no columns.
+func replicaTable(ctx context.Context, q querier, n string) (tableInfo, error) {
+	var ti tableInfo
+	cr, err := q.QueryContext(ctx, "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", n)
+	if err != nil {
+		return ti, err
+	}
+	defer cr.Close()
+	for cr.Next() {
+		var c string
+		var pk int
+		if err := cr.Scan(&c, &pk); err != nil {
+			return ti, err
+		}
+		if pk > 0 {
+			ti.pk = append(ti.pk, c)
+		}
+		if !replicaSkipColumns[n+"."+c] {
+			ti.cols = append(ti.cols, c)
+		}
+	}
+	return ti, cr.Err()
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -276,12 +283,14 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 }
 
 func applyChange(ctx context.Context, tx *sql.Tx, c StateChange) error {
-	tables, err := replicaTables(ctx, tx)
+	if replicaSkipTables[c.Table] || strings.HasPrefix(c.Table, "sqlite_") {
+		return fmt.Errorf("table: %q is not a replicated table", c.Table)
+	}
+	ti, err := replicaTable(ctx, tx, c.Table)
 	if err != nil {
 		return err
 	}
-	ti, ok := tables[c.Table]
-	if !ok {
+	if len(ti.cols) == 0 {
 		return fmt.Errorf("table: %q is not a replicated table", c.Table)
 	}
 	t := quoteIdent(c.Table)
