@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/replica"
 )
 
@@ -87,13 +88,14 @@ func (r *replication) start(ctx context.Context, m *messaging) error {
 	return nil
 }
 
-// fence runs before the relay starts. State changes left unsent in the
-// outbox (a writer killed between its commit and the publish) are dropped
-// when, once caught up, the stream's last change came from another
-// instance: a newer writer wrote since, and replaying older row images
-// over its rows would undo them. When this instance wrote last they are
-// still the newest and are published. Unable to tell (no stream), they
-// are kept.
+// fence runs before the relay starts. Events left unsent in the outbox
+// with state changes among them (a writer killed between its commit and
+// the publish) are dropped, remediation outcomes excepted, when, once
+// caught up, the stream's last change came from another instance: a newer
+// writer wrote since, and replaying older row images over its rows would
+// undo them (and their finding events repeat its own). When this instance
+// wrote last they are still the newest and are published. Unable to tell
+// (no stream), they are kept.
 func (r *replication) fence(ctx context.Context) {
 	n, err := r.d.store.UnsentState(ctx)
 	if err != nil || n == 0 {
@@ -110,12 +112,14 @@ func (r *replication) fence(ctx context.Context) {
 	if err != nil || st.AppliedOrigin == "" || st.AppliedOrigin == r.instance {
 		return
 	}
-	dropped, err := r.d.store.DropUnsentState(ctx)
+	// Remediation outcomes stay: they answer requests the writer of
+	// the stream knows.
+	dropped, err := r.d.store.DropUnsent(ctx, contracts.TypeRemediationOutcome)
 	if err != nil {
-		r.d.log.Error("drop stale state changes", "err", err)
+		r.d.log.Error("drop stale outbox events", "err", err)
 		return
 	}
-	r.d.log.Warn("unsent state changes dropped: another instance wrote since this one stopped", "rows", dropped, "last_writer", st.AppliedOrigin)
+	r.d.log.Warn("unsent state changes dropped: another instance wrote since this one stopped", "rows", dropped, "state_changes", n, "last_writer", st.AppliedOrigin)
 }
 
 // IsWriter reports whether this instance may write now.

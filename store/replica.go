@@ -201,14 +201,23 @@ func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
 	return st, nil
 }
 
-// DropUnsentState deletes the state-change events still waiting in the
-// outbox and returns how many: a deposed writer's last changes, which the
-// stream's newer changes by another writer supersede (replaying them would
-// overwrite newer rows with older ones).
-func (s *Store) DropUnsentState(ctx context.Context) (int64, error) {
-	res, err := s.db.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NULL AND type = ?", StateEventType)
+// DropUnsent deletes the events still waiting in the outbox, except those
+// of the types in keep, and returns how many went: a deposed writer's last
+// commits, which a newer writer superseded (replaying their row images
+// would overwrite newer rows; their finding events and requests would
+// repeat what the newer writer published for the same findings).
+func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
+	q := "DELETE FROM outbox WHERE sent_at IS NULL"
+	args := make([]any, 0, len(keep))
+	if len(keep) > 0 {
+		q += " AND type NOT IN (" + strings.TrimSuffix(strings.Repeat("?,", len(keep)), ",") + ")"
+		for _, k := range keep {
+			args = append(args, k)
+		}
+	}
+	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
-		return 0, fmt.Errorf("drop unsent state changes: %w", err)
+		return 0, fmt.Errorf("drop unsent events: %w", err)
 	}
 	return res.RowsAffected()
 }
