@@ -3,7 +3,7 @@ package probe
 import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"fmt"
+	"github.com/patrold/patrold/internal/promreg"
 )
 
 // metrics of the prober; every label value is pre-created.
@@ -36,7 +36,7 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 	for _, v := range []string{verdictReachable, verdictUnreachable, verdictUnknown} {
 		m.guests.WithLabelValues(v)
 	}
-	if err := register(reg, m.addresses, m.guests); err != nil {
+	if err := promreg.Register(reg, m.addresses, m.guests); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -55,18 +55,6 @@ func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return &Metrics{m: m}, nil
-}
-
-func register(reg promclient.Registerer, cs ...promclient.Collector) error {
-	if reg == nil {
-		return nil
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	return nil
 }
 
 func (m *metrics) address(o Outcome) { m.addresses.WithLabelValues(string(o)).Inc() }

@@ -3,7 +3,7 @@ package prometheus
 import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"fmt"
+	"github.com/patrold/patrold/internal/promreg"
 )
 
 // metrics of the Prometheus source; every query label is pre-created.
@@ -34,7 +34,7 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 		m.failures.WithLabelValues(name)
 		m.skipped.WithLabelValues(name)
 	}
-	if err := register(reg, m.duration, m.failures, m.skipped); err != nil {
+	if err := promreg.Register(reg, m.duration, m.failures, m.skipped); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -53,16 +53,4 @@ func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return &Metrics{m: m}, nil
-}
-
-func register(reg promclient.Registerer, cs ...promclient.Collector) error {
-	if reg == nil {
-		return nil
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	return nil
 }

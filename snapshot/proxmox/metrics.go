@@ -5,7 +5,7 @@ import (
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"fmt"
+	"github.com/patrold/patrold/internal/promreg"
 )
 
 // Endpoint families, the values of the endpoint label.
@@ -43,7 +43,7 @@ func newMetrics(reg promclient.Registerer) (*metrics, error) {
 			m.requests.WithLabelValues(e, o)
 		}
 	}
-	if err := register(reg, m.requests, m.duration); err != nil {
+	if err := promreg.Register(reg, m.requests, m.duration); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -62,18 +62,6 @@ func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return &Metrics{m: m}, nil
-}
-
-func register(reg promclient.Registerer, cs ...promclient.Collector) error {
-	if reg == nil {
-		return nil
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	return nil
 }
 
 func (m *metrics) observe(segments []string, seconds float64, err error) {
