@@ -15,6 +15,10 @@
 //	deps(t, rel) []string     every package it links, transitively (sorted)
 //	graph                     import path -> direct imports; g.deps(path) is the transitive closure
 //	loadGraph(t) graph        the module's real graph (with std and external packages)
+//	listGraph(dir, args...)   the graph `go list -json args...` gives in dir (a throwaway module)
+//	g.below(root) []string    packages of g at or below the full path root
+//	inTree(path, root) bool   path is root or below it (full paths)
+//	standard(path) bool       a standard-library path
 //	synthetic(edges...) graph a graph from "a -> b" edges of relative paths, for violation tests
 //	expectViolations(t, rule, g, want...) fails unless rule(g) reports exactly want
 package archtest
@@ -24,7 +28,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,8 +51,7 @@ func project(path string) bool { return path == module || strings.HasPrefix(path
 
 func under(path string, rels ...string) bool {
 	for _, r := range rels {
-		p := pkg(r)
-		if path == p || strings.HasPrefix(path, p+"/") {
+		if inTree(path, pkg(r)) {
 			return true
 		}
 	}
@@ -94,38 +100,103 @@ var (
 	graphErr  error
 )
 
+// loadGraph lists the module's non-test build graph once per test binary.
 func loadGraph(t *testing.T) graph {
 	t.Helper()
 	graphOnce.Do(func() {
-		cmd := exec.Command("go", "list", "-deps", "-json", "./...")
-		cmd.Dir = "../.."
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			graphErr = errors.New("go list: " + err.Error() + ": " + stderr.String())
+		if graphErr = touchSources("../.."); graphErr != nil {
 			return
 		}
-		realGraph = graph{}
-		dec := json.NewDecoder(bytes.NewReader(out))
-		for {
-			var p struct {
-				ImportPath string
-				Imports    []string
+		realGraph, graphErr = listGraph("../..", "-deps", "./...")
+		if graphErr == nil {
+			if _, ok := realGraph[pkg("bus")]; !ok {
+				graphErr = errors.New("go list output has no " + pkg("bus") + ": not run from the module")
 			}
-			if err := dec.Decode(&p); err == io.EOF {
-				break
-			} else if err != nil {
-				graphErr = err
-				return
-			}
-			realGraph[p.ImportPath] = p.Imports
 		}
 	})
 	if graphErr != nil {
 		t.Fatal(graphErr)
 	}
 	return realGraph
+}
+
+// listGraph runs `go list -json` with args in dir and returns the graph of
+// the packages it lists (their non-test imports).
+func listGraph(dir string, args ...string) (graph, error) {
+	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, errors.New("go list: " + err.Error() + ": " + stderr.String())
+	}
+	return decodeGraph(out)
+}
+
+// decodeGraph reads the stream of JSON objects `go list -json` prints.
+func decodeGraph(raw []byte) (graph, error) {
+	g := graph{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, errors.New("decode go list output: " + err.Error())
+		}
+		g[p.ImportPath] = p.Imports
+	}
+	if len(g) == 0 {
+		return nil, errors.New("go list listed no package")
+	}
+	return g, nil
+}
+
+// touchSources stats every Go file and go.mod of the module. go test
+// caches a result keyed on the files the test itself opened or stat'ed, and
+// the graph comes from a child process: without this, an edit that breaks a
+// rule could be answered from the cache.
+func touchSources(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "var" || name == "bin" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") || d.Name() == "go.mod" {
+			_, err = os.Stat(path)
+		}
+		return err
+	})
+}
+
+// standard reports a standard-library path: no dot in its first element.
+func standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// inTree reports whether path is root or a package below it.
+func inTree(path, root string) bool { return path == root || strings.HasPrefix(path, root+"/") }
+
+// below are the packages of g at root or below it, sorted.
+func (g graph) below(root string) []string {
+	var out []string
+	for p := range g {
+		if inTree(p, root) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func imports(t *testing.T, rel string) []string {
@@ -157,7 +228,7 @@ func synthetic(edges ...string) graph {
 		if rest, ok := strings.CutPrefix(s, "std:"); ok {
 			return rest
 		}
-		if first, _, _ := strings.Cut(s, "/"); strings.Contains(first, ".") {
+		if !standard(s) {
 			return s
 		}
 		return pkg(s)
