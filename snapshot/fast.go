@@ -75,21 +75,10 @@ func (p *fastParser) parse(raw []byte) bool {
 		return false
 	}
 	for more := p.first('}'); more; more = p.next('}') {
-		key, ok := p.key()
+		bit, ok := p.field(resourceKeys, &seen)
 		if !ok {
 			return false
 		}
-		bit := resourceKeys[string(key)]
-		if bit == 0 {
-			if !p.unknown(key, resourceKeys) {
-				return false
-			}
-			continue
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
 		switch bit {
 		case fID:
 			if id, ok = p.rawString(); !ok {
@@ -372,13 +361,8 @@ func (p *fastParser) strings(intern bool) ([]string, bool) {
 }
 
 func (p *fastParser) labels() (map[string]string, bool) {
-	switch p.peek() {
-	case 'n':
-		return nil, p.skip()
-	case '{':
-		p.i++
-	default:
-		return nil, false
+	if null, ok := p.nullOrObject(); null || !ok {
+		return nil, ok
 	}
 	out := make(map[string]string, 4)
 	for more := p.first('}'); more; more = p.next('}') {
@@ -398,13 +382,8 @@ func (p *fastParser) labels() (map[string]string, bool) {
 // metrics reads the metrics object and applies the metric checks: a value
 // that fails them leaves the fast path (v1 names the first in key order).
 func (p *fastParser) metrics() (map[string]float64, bool) {
-	switch p.peek() {
-	case 'n':
-		return nil, p.skip()
-	case '{':
-		p.i++
-	default:
-		return nil, false
+	if null, ok := p.nullOrObject(); null || !ok {
+		return nil, ok
 	}
 	var out map[string]float64
 	for more := p.first('}'); more; more = p.next('}') {
@@ -448,32 +427,16 @@ func (p *fastParser) boolPtr() (*bool, bool) {
 }
 
 func (p *fastParser) backup() (*Backup, bool) {
-	switch p.peek() {
-	case 'n':
-		return nil, p.skip()
-	case '{':
-		p.i++
-	default:
-		return nil, false
+	if null, ok := p.nullOrObject(); null || !ok {
+		return nil, ok
 	}
 	b := &Backup{}
 	seen := 0
 	for more := p.first('}'); more; more = p.next('}') {
-		k, ok := p.key()
+		bit, ok := p.field(backupKeys, &seen)
 		if !ok {
 			return nil, false
 		}
-		bit := backupKeys[string(k)]
-		if bit == 0 {
-			if !p.unknown(k, backupKeys) {
-				return nil, false
-			}
-			continue
-		}
-		if seen&bit != 0 {
-			return nil, false
-		}
-		seen |= bit
 		switch bit {
 		case 1:
 			ok = p.setString(&b.LastStatus, true)
@@ -489,6 +452,38 @@ func (p *fastParser) backup() (*Backup, bool) {
 		}
 	}
 	return b, true
+}
+
+// field reads the next key of an object whose known keys are keys and
+// returns its bit; bit 0 is an unknown key, already skipped as v1 would.
+// seen collects the bits read so far: a repeated key is not ok (the fast
+// path leaves such a resource to v1).
+func (p *fastParser) field(keys map[string]int, seen *int) (bit int, ok bool) {
+	k, ok := p.key()
+	if !ok {
+		return 0, false
+	}
+	if bit = keys[string(k)]; bit == 0 {
+		return 0, p.unknown(k, keys)
+	}
+	if *seen&bit != 0 {
+		return 0, false
+	}
+	*seen |= bit
+	return bit, true
+}
+
+// nullOrObject reads a null (null true) or the opening brace of an
+// object; anything else is not ok.
+func (p *fastParser) nullOrObject() (null, ok bool) {
+	switch p.peek() {
+	case 'n':
+		return true, p.skip()
+	case '{':
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 // timePtr reads a time the way v1 does (time.Time's UnmarshalJSON on the
@@ -509,32 +504,16 @@ func (p *fastParser) timePtr() (*time.Time, bool) {
 }
 
 func (p *fastParser) smart() (*Smart, bool) {
-	switch p.peek() {
-	case 'n':
-		return nil, p.skip()
-	case '{':
-		p.i++
-	default:
-		return nil, false
+	if null, ok := p.nullOrObject(); null || !ok {
+		return nil, ok
 	}
 	s := &Smart{}
 	seen := 0
 	for more := p.first('}'); more; more = p.next('}') {
-		k, ok := p.key()
+		bit, ok := p.field(smartKeys, &seen)
 		if !ok {
 			return nil, false
 		}
-		bit := smartKeys[string(k)]
-		if bit == 0 {
-			if !p.unknown(k, smartKeys) {
-				return nil, false
-			}
-			continue
-		}
-		if seen&bit != 0 {
-			return nil, false
-		}
-		seen |= bit
 		switch bit {
 		case 1:
 			ok = p.setString(&s.Health, true)
