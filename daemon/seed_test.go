@@ -19,6 +19,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // TestDBSeed: a new instance takes a copy of a running instance's
@@ -93,6 +94,11 @@ func TestDBSeed(t *testing.T) {
 	st.Close()
 	if err != nil || !reflect.DeepEqual(got, want) || status.AppliedSeq != res.AppliedSeq || pending != 0 {
 		t.Fatalf("seeded findings %+v (%v), want %+v; status %+v; %d pending", got, err, want, status, pending)
+	}
+	// The writer's outbox (its events, sent or not) stays with the writer.
+	var rows int
+	if err := storetest.RawDB(t, res.Database).QueryRow("SELECT count(*) FROM outbox").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("the copy holds %d outbox rows (%v)", rows, err)
 	}
 
 	_, err = seed(false)
