@@ -1,0 +1,361 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/patrol"
+)
+
+// clusterTTL is the leader lease TTL of TestClusterProcessFailover: a new
+// leader must have finished a scheduled run within two of them after the
+// kill.
+const clusterTTL = 3 * time.Second
+
+// clusterYAML is the part of an instance's configuration every instance
+// shares: the example fleet with faults (a file, so every run sees the
+// same fleet), full autonomy (every finding gets one remediation request,
+// max_attempts 1) and one harmless action for the high_disk and high_cpu
+// findings, which changes nothing, so every request gets one outcome.
+func clusterYAML(t *testing.T) string {
+	t.Helper()
+	snap, err := filepath.Abs(filepath.Join("..", "..", "examples", "small-faults.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "schedule: {cron: '@every 1s', startup_delay: 1h}\n" +
+		"source: {kind: file, file: {path: " + snap + "}}\n" +
+		"patrol: {autonomy: full}\n" +
+		"investigation: {max_concurrent: 10, max_attempts: 1}\n" +
+		"actions: [{name: noop, command: [/bin/true], risk: low, kinds: [storage, node], signals: [high_disk, high_cpu]}]\n"
+}
+
+// instance is one `patrold serve` of the cluster.
+type instance struct {
+	name, cfg, data string
+	p               *proc
+	c               *api.Client
+	fwd             *headerTap // the Patrold-Forwarded-By of c's last answer
+}
+
+// headerTap records one header of the last answer an api.Client read.
+type headerTap struct {
+	name string
+	mu   sync.Mutex
+	last string
+}
+
+func (h *headerTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		h.mu.Lock()
+		h.last = res.Header.Get(h.name)
+		h.mu.Unlock()
+	}
+	return res, err
+}
+
+func (h *headerTap) get() string { h.mu.Lock(); defer h.mu.Unlock(); return h.last }
+
+// start starts (or restarts) the instance's serve process on its data_dir.
+func (in *instance) start(t *testing.T) {
+	t.Helper()
+	in.p = startPatrold(t, in.cfg, "serve")
+}
+
+// connect waits for the process's API and makes the client for it.
+func (in *instance) connect(t *testing.T) {
+	t.Helper()
+	_, h := apiOf(t, in.p, in.data)
+	in.fwd = &headerTap{name: daemon.HeaderForwardedBy}
+	var err error
+	in.c, err = api.NewClient("http://"+h.API, testAdminToken, &http.Client{Timeout: 10 * time.Second, Transport: in.fwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status is the instance's /api/v1/status, or nil when it does not answer.
+func (in *instance) status() *api.Status {
+	raw, err := in.c.Status(context.Background())
+	if err != nil {
+		return nil
+	}
+	var s api.Status
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	return &s
+}
+
+// writer reports whether the instance leads and has caught up.
+func (in *instance) writer() bool {
+	s := in.status()
+	return s != nil && s.Role == string(daemon.RoleLeader) && s.Replica != nil && s.Replica.Writer
+}
+
+// TestClusterProcessFailover: three `patrold serve` processes in cluster
+// mode on a three-node JetStream cluster (R3 stream, embedded in the test
+// process). Operators ack and silence through the leader and through a
+// standby; the leader is killed with SIGKILL while it schedules; a
+// survivor finishes a scheduled run within two lease TTLs with every
+// finding, ack and silence as they were; the stream holds one opened per
+// finding and one outcome per remediation request; no process drops an
+// unknown finding; the killed instance restarts as a standby and catches
+// up.
+func TestClusterProcessFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	ctx := context.Background()
+	urls := natstest.Cluster(t, 3)
+	shared := clusterYAML(t)
+	nodes := make([]*instance, 3)
+	for i := range nodes {
+		// Each instance dials its own server first.
+		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
+		in := &instance{name: fmt.Sprintf("node-%d", i+1)}
+		in.cfg, in.data = serveConfig(t, shared+
+			"assistant: {enabled: true}\n"+
+			"cluster: {instance: "+in.name+"}\n"+
+			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}, lease: {ttl: "+clusterTTL.String()+"}}\n")
+		nodes[i] = in
+	}
+	// The processes start side by side, then each announces its API.
+	for _, in := range nodes {
+		in.start(t)
+	}
+	for _, in := range nodes {
+		in.connect(t)
+	}
+
+	var leader *instance
+	poll(t, 20*time.Second, "one instance writes", func() bool {
+		for _, in := range nodes {
+			if in.writer() {
+				leader = in
+				return true
+			}
+		}
+		return false
+	})
+	var standbys []*instance
+	for _, in := range nodes {
+		if in != leader {
+			standbys = append(standbys, in)
+		}
+	}
+	var fs []api.FindingView
+	poll(t, 20*time.Second, "the leader files the demo fleet's findings and remediates", func() bool {
+		var err error
+		fs, err = leader.c.Findings(ctx, findings.ListFilter{})
+		if err != nil || len(fs) < 3 {
+			return false
+		}
+		c := natstest.ReadStream(t, urls[0])
+		return len(c.Requests) >= 2 && len(c.Unanswered()) == 0
+	})
+
+	// Operator actions: an ack on the leader, an ack and a silence through
+	// a standby (forwarded to the leader).
+	if _, err := leader.c.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := standbys[0].c.Act(ctx, fs[1].ID, findings.ActionRequest{Action: findings.ActionAcknowledge}); err != nil {
+		t.Fatal(err)
+	}
+	if by := standbys[0].fwd.get(); by != leader.name {
+		t.Fatalf("ack on standby %s: forwarded by %q, want %s", standbys[0].name, by, leader.name)
+	}
+	sil, err := standbys[1].c.AddSilence(ctx, api.SilenceRequest{Matchers: findings.Matchers{Resource: fs[2].ResourceID},
+		Comment: "maintenance", Author: "op", Duration: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := standbys[1].fwd.get(); by != leader.name {
+		t.Fatalf("silence on standby %s: forwarded by %q, want %s", standbys[1].name, by, leader.name)
+	}
+
+	// Everything published and on both standbys: what the leader holds now
+	// is what any new leader must hold.
+	var want []api.FindingView
+	var wantSil []findings.Silence
+	poll(t, 20*time.Second, "a scheduled run after the actions, published and applied by both standbys", func() bool {
+		s := leader.status()
+		if s == nil || s.OutboxPending != 0 || s.LastRunAt == nil || !s.LastRunAt.After(sil.CreatedAt) {
+			return false
+		}
+		for _, sb := range standbys {
+			st := sb.status()
+			if st == nil || st.Replica == nil || st.Replica.Behind || st.Replica.AppliedSeq != s.Replica.LastSeq {
+				return false
+			}
+		}
+		var err error
+		if want, err = leader.c.Findings(ctx, findings.ListFilter{}); err != nil {
+			return false
+		}
+		wantSil, err = leader.c.Silences(ctx, false)
+		return err == nil
+	})
+
+	// SIGKILL while it schedules: right after its next scheduled run.
+	runs := len(runsBy(t, leader.c, string(patrol.TriggerScheduled)))
+	poll(t, 10*time.Second, "the leader's next scheduled run", func() bool {
+		return len(runsBy(t, leader.c, string(patrol.TriggerScheduled))) > runs
+	})
+	killedAt := time.Now()
+	leader.p.signal(syscall.SIGKILL)
+	if code := leader.p.exit(10 * time.Second); code != -int(syscall.SIGKILL) {
+		t.Fatalf("killed leader exited %d", code)
+	}
+
+	// A survivor leads and finishes a scheduled run within two TTLs.
+	var next *instance
+	var first findings.RunRecord
+	poll(t, 2*clusterTTL+10*time.Second, "a survivor finishes a scheduled run", func() bool {
+		for _, in := range standbys {
+			if !in.writer() {
+				continue
+			}
+			for _, r := range runsBy(t, in.c, string(patrol.TriggerScheduled)) {
+				if r.StartedAt.After(killedAt) && r.FinishedAt != nil && (first.FinishedAt == nil || r.FinishedAt.Before(*first.FinishedAt)) {
+					next, first = in, r
+				}
+			}
+		}
+		return next != nil
+	})
+	took := first.FinishedAt.Sub(killedAt)
+	if took > 2*clusterTTL {
+		t.Fatalf("first run of new leader %s finished %s after the kill, want within %s", next.name, took, 2*clusterTTL)
+	}
+	t.Logf("%s killed; %s finished a scheduled run %s later", leader.name, next.name, took.Round(time.Millisecond))
+
+	// Findings, acks and silences as they were (a run since moves only
+	// when a finding was last seen, and by which run).
+	got, err := next.c.Findings(ctx, findings.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := findingsDiff(got, want); diff != "" {
+		t.Fatalf("findings on the new leader %s differ from the killed leader's:\n%s", next.name, diff)
+	}
+	gotSil, err := next.c.Silences(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotSil, wantSil) {
+		t.Fatalf("silences on the new leader:\n got %+v\nwant %+v", gotSil, wantSil)
+	}
+
+	// The killed instance comes back on its data_dir as a standby and
+	// catches up with the new leader.
+	leader.start(t)
+	leader.connect(t)
+	poll(t, 20*time.Second, "the restarted instance is a caught-up standby with the new leader's findings", func() bool {
+		s, ns := leader.status(), next.status()
+		if s == nil || ns == nil || s.Role != string(daemon.RoleStandby) || s.Replica == nil || s.Replica.Writer ||
+			s.Replica.Behind || ns.Replica == nil || s.Replica.AppliedSeq != ns.Replica.LastSeq {
+			return false
+		}
+		a, errA := leader.c.Findings(ctx, findings.ListFilter{})
+		b, errB := next.c.Findings(ctx, findings.ListFilter{})
+		return errA == nil && errB == nil && reflect.DeepEqual(a, b)
+	})
+	if !next.writer() {
+		t.Fatalf("%s stopped writing when %s came back", next.name, leader.name)
+	}
+
+	// The whole stream: one opened per finding, one outcome per request.
+	var c natstest.Counts
+	poll(t, 20*time.Second, "every remediation request has its outcome", func() bool {
+		c = natstest.ReadStream(t, urls[1])
+		return len(c.Unanswered()) == 0
+	})
+	wantOpened := map[string]int{}
+	for _, f := range want {
+		wantOpened[f.ID] = 1
+	}
+	if !maps.Equal(c.Opened, wantOpened) {
+		t.Errorf("opened events per finding: %v, want %v", c.Opened, wantOpened)
+	}
+	wantReq := map[string]int{}
+	for _, f := range want {
+		wantReq[fmt.Sprintf("%s/%d", f.ID, f.Attempt)] = 1
+	}
+	if !maps.Equal(c.Requests, wantReq) || !maps.Equal(c.Outcomes, wantReq) {
+		t.Errorf("remediation requests %v and outcomes %v, want one each for %v", c.Requests, c.Outcomes, wantReq)
+	}
+	for _, in := range nodes {
+		if out := in.p.stderr.String(); strings.Contains(out, "unknown finding") {
+			t.Errorf("%s dropped an unknown finding:\n%s", in.name, out)
+		}
+	}
+}
+
+// findingsDiff compares the findings a new leader lists with what the old
+// one listed: the same findings with the same values, but for what every
+// run moves forward (when each was last seen, how often, by which run).
+// It names each differing field.
+func findingsDiff(got, want []api.FindingView) string {
+	byID := map[string]api.FindingView{}
+	for _, g := range got {
+		byID[g.ID] = g
+	}
+	var b strings.Builder
+	if len(got) != len(want) {
+		fmt.Fprintf(&b, "%d findings, want %d\n", len(got), len(want))
+	}
+	for _, w := range want {
+		g, ok := byID[w.ID]
+		if !ok {
+			fmt.Fprintf(&b, "%s lost\n", w.ID)
+			continue
+		}
+		if g.LastSeenAt.Before(w.LastSeenAt) || g.TimesRaised < w.TimesRaised {
+			fmt.Fprintf(&b, "%s went back: last seen %s (was %s), raised %d times (was %d)\n", w.ID, g.LastSeenAt, w.LastSeenAt, g.TimesRaised, w.TimesRaised)
+		}
+		g.LastSeenAt, g.TimesRaised, g.LastRunID = w.LastSeenAt, w.TimesRaised, w.LastRunID
+		if reflect.DeepEqual(g, w) {
+			continue
+		}
+		var gm, wm map[string]any
+		gj, _ := json.Marshal(g)
+		wj, _ := json.Marshal(w)
+		_ = json.Unmarshal(gj, &gm)
+		_ = json.Unmarshal(wj, &wm)
+		for _, k := range slices.Sorted(maps.Keys(mergeKeys(gm, wm))) {
+			if !reflect.DeepEqual(gm[k], wm[k]) {
+				fmt.Fprintf(&b, "%s %s: got %v, want %v\n", w.ID, k, gm[k], wm[k])
+			}
+		}
+	}
+	return b.String()
+}
+
+func mergeKeys(a, b map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
