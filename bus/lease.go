@@ -33,9 +33,12 @@ type LeaseOptions struct {
 	// (e.g. hostname and pid, or an instance id).
 	Holder string
 	// TTL is how long a lease outlives its last renewal; at least 1 s.
-	TTL    time.Duration
-	Now    func() time.Time
-	Logger *slog.Logger
+	TTL time.Duration
+	// Replicas of the bucket's stream (0: 1); on a cluster as many as the
+	// patrol stream's, so the lease survives the loss of a server.
+	Replicas int
+	Now      func() time.Time
+	Logger   *slog.Logger
 	// OnChange, when set, is called with the new state each time this
 	// instance becomes or stops being the leader (acquired, lost, run out,
 	// released by Close), one call at a time.
@@ -110,6 +113,7 @@ func (l *Lease) Run(ctx context.Context) error {
 		TTL:         l.o.TTL,
 		History:     1,
 		Storage:     jetstream.FileStorage,
+		Replicas:    max(l.o.Replicas, 1),
 	})
 	if err != nil {
 		return fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err)

@@ -39,12 +39,24 @@ func FreePort(t testing.TB) int {
 // down when the test ends.
 func Cluster(t testing.TB, n int) []string {
 	t.Helper()
+	urls := make([]string, 0, n)
+	for _, srv := range ClusterServers(t, n) {
+		urls = append(urls, srv.ClientURL())
+	}
+	return urls
+}
+
+// ClusterServers is Cluster returning the servers (named nats-1..n), for
+// a test that shuts one down.
+func ClusterServers(t testing.TB, n int) []*server.Server {
+	t.Helper()
 	ports := make([]int, n)
 	routes := make([]string, n)
 	for i := range ports {
 		ports[i] = FreePort(t)
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i])
 	}
+	srvs := make([]*server.Server, 0, n)
 	urls := make([]string, 0, n)
 	for i := range n {
 		o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
@@ -63,6 +75,7 @@ func Cluster(t testing.TB, n int) []string {
 		if !srv.ReadyForConnections(10 * time.Second) {
 			t.Fatalf("nats-%d not ready", i+1)
 		}
+		srvs = append(srvs, srv)
 		urls = append(urls, srv.ClientURL())
 	}
 	nc, err := nats.Connect(strings.Join(urls, ","))
@@ -80,7 +93,7 @@ func Cluster(t testing.TB, n int) []string {
 		_, err := js.AccountInfo(ctx)
 		cancel()
 		if err == nil {
-			return urls
+			return srvs
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("JetStream cluster has no meta leader after 30s: %v", err)
