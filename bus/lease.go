@@ -104,19 +104,36 @@ func (l *Lease) IsLeader() bool {
 	return l.leader && l.o.Now().Before(l.validUntil)
 }
 
-// Run creates the bucket, then acquires and renews the lease until ctx ends
-// or Close is called. It does not release the key; Close does.
+// Run creates the bucket (retrying every TTL/3 while that fails, so a
+// JetStream that is not ready yet delays the lease instead of ending it),
+// then acquires and renews the lease until ctx ends or Close is called.
+// It does not release the key; Close does.
 func (l *Lease) Run(ctx context.Context) error {
-	kv, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      l.o.Bucket,
-		Description: "patrold leader lease",
-		TTL:         l.o.TTL,
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    max(l.o.Replicas, 1),
-	})
-	if err != nil {
-		return fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err)
+	var kv jetstream.KeyValue
+	for {
+		var err error
+		kv, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      l.o.Bucket,
+			Description: "patrold leader lease",
+			TTL:         l.o.TTL,
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    max(l.o.Replicas, 1),
+		})
+		if err == nil {
+			break
+		}
+		l.log.Warn("leader lease bucket not ready; retrying", "err", fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err))
+		timer := time.NewTimer(l.o.TTL / 3)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-l.done:
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
 	}
 	l.opMu.Lock()
 	l.kv = kv
