@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,5 +127,58 @@ func TestLeaseSurvivesBucketServerLoss(t *testing.T) {
 			since = time.Now()
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLeasesStartTogetherOnFreshCluster: three leases (R3 bucket) started
+// at once on a fresh cluster, where the bucket's concurrent creates may go
+// unanswered, all end up able to lead: each in turn takes over when the
+// leader before it closes.
+func TestLeasesStartTogetherOnFreshCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	urls := natstest.Cluster(t, 3)
+	leases := make([]*bus.Lease, len(urls))
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); wg.Wait() }()
+	for i, url := range urls {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leases[i], err = bus.NewLease(js, bus.LeaseOptions{Holder: fmt.Sprintf("patrold-%d", i), TTL: time.Second, Replicas: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range leases {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = l.Run(ctx) }()
+	}
+	open := slices.Clone(leases)
+	for len(open) > 0 {
+		var leader *bus.Lease
+		deadline := time.Now().Add(10 * time.Second)
+		for leader == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("no leader among the %d open leases after 10s", len(open))
+			}
+			for _, l := range open {
+				if l.IsLeader() {
+					leader = l
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := leader.Close(); err != nil {
+			t.Fatal(err)
+		}
+		open = slices.DeleteFunc(open, func(l *bus.Lease) bool { return l == leader })
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -104,15 +105,18 @@ func (l *Lease) IsLeader() bool {
 	return l.leader && l.o.Now().Before(l.validUntil)
 }
 
-// Run creates the bucket (retrying every TTL/3 while that fails, so a
-// JetStream that is not ready yet delays the lease instead of ending it),
-// then acquires and renews the lease until ctx ends or Close is called.
-// It does not release the key; Close does.
+// Run creates the bucket, then acquires and renews the lease until ctx
+// ends or Close is called. It does not release the key; Close does. A
+// bucket creation that fails is retried (at once after no answer within
+// streamAttemptTimeout: a clustered JetStream may leave concurrent creates
+// of one bucket unanswered; TTL/3 later after an error), so a JetStream
+// that is not ready yet delays the lease instead of ending it.
 func (l *Lease) Run(ctx context.Context) error {
 	var kv jetstream.KeyValue
 	for {
+		actx, cancel := context.WithTimeout(ctx, streamAttemptTimeout)
 		var err error
-		kv, err = l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err = l.js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
 			Bucket:      l.o.Bucket,
 			Description: "patrold leader lease",
 			TTL:         l.o.TTL,
@@ -120,11 +124,16 @@ func (l *Lease) Run(ctx context.Context) error {
 			Storage:     jetstream.FileStorage,
 			Replicas:    max(l.o.Replicas, 1),
 		})
+		cancel()
 		if err == nil {
 			break
 		}
 		l.log.Warn("leader lease bucket not ready; retrying", "err", fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err))
-		timer := time.NewTimer(l.o.TTL / 3)
+		wait := l.o.TTL / 3
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			wait = 0
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()

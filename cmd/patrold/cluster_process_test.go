@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -110,13 +112,13 @@ func (in *instance) writer() bool {
 }
 
 // TestClusterProcessFailover: three `patrold serve` processes in cluster
-// mode on a three-node JetStream cluster (R3 stream, embedded in the test
-// process). Operators ack and silence through the leader and through a
+// mode and two `patrold worker` processes on a three-node JetStream
+// cluster (R3 stream, embedded in the test process). Operators ack and silence through the leader and through a
 // standby; the leader is killed with SIGKILL while it schedules; a
 // survivor finishes a scheduled run within two lease TTLs with every
 // finding, ack and silence as they were; the stream holds one opened per
-// finding and one outcome per remediation request; no process drops an
-// unknown finding; the killed instance restarts as a standby and catches
+// finding and one outcome per remediation request, every session ran in a
+// worker; no process drops an unknown finding; the killed instance restarts as a standby and catches
 // up.
 func TestClusterProcessFailover(t *testing.T) {
 	if testing.Short() {
@@ -131,14 +133,32 @@ func TestClusterProcessFailover(t *testing.T) {
 		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
 		in := &instance{name: fmt.Sprintf("node-%d", i+1)}
 		in.cfg, in.data = serveConfig(t, shared+
-			"assistant: {enabled: true}\n"+
 			"cluster: {instance: "+in.name+"}\n"+
 			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}, lease: {ttl: "+clusterTTL.String()+"}}\n")
 		nodes[i] = in
 	}
-	// The processes start side by side, then each announces its API.
+	// Two standalone workers (no database, no data_dir) take the
+	// remediation requests: the instances run no assistant.
+	workers := make([]*instance, 2)
+	for i := range workers {
+		order := append([]string{urls[i+1]}, slices.Delete(slices.Clone(urls), i+1, i+2)...)
+		w := &instance{name: fmt.Sprintf("worker-%d", i+1)}
+		w.cfg, w.data = serveConfig(t, shared+
+			"assistant: {enabled: true}\n"+
+			"cluster: {instance: "+w.name+"}\n"+
+			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}}\n")
+		workers[i] = w
+	}
+	// The five processes start side by side; each instance then announces
+	// its API, each worker logs that it is ready.
+	for _, w := range workers {
+		w.p = startPatrold(t, w.cfg, "worker")
+	}
 	for _, in := range nodes {
 		in.start(t)
+	}
+	for _, w := range workers {
+		poll(t, 30*time.Second, w.name+" is ready", func() bool { return strings.Contains(w.p.stderr.String(), `msg="worker ready"`) })
 	}
 	for _, in := range nodes {
 		in.connect(t)
@@ -302,11 +322,51 @@ func TestClusterProcessFailover(t *testing.T) {
 	if !maps.Equal(c.Requests, wantReq) || !maps.Equal(c.Outcomes, wantReq) {
 		t.Errorf("remediation requests %v and outcomes %v, want one each for %v", c.Requests, c.Outcomes, wantReq)
 	}
-	for _, in := range nodes {
-		if out := in.p.stderr.String(); strings.Contains(out, "unknown finding") {
-			t.Errorf("%s dropped an unknown finding:\n%s", in.name, out)
+	// The workers ran every session, the instances none; no process
+	// dropped an unknown finding.
+	sessions := map[string]int{}
+	for _, p := range append(slices.Clone(nodes), workers...) {
+		out := p.p.stderr.String()
+		if strings.Contains(out, "unknown finding") {
+			t.Errorf("%s dropped an unknown finding:\n%s", p.name, out)
+		}
+		ended := sessionsEnded(out)
+		if strings.HasPrefix(p.name, "node-") && len(ended) > 0 {
+			t.Errorf("%s ran remediation sessions with assistant.enabled false: %v", p.name, ended)
+		}
+		for _, f := range ended {
+			sessions[f]++
 		}
 	}
+	wantSessions := map[string]int{}
+	for _, f := range want {
+		wantSessions[f.ID] = 1
+	}
+	if !maps.Equal(sessions, wantSessions) {
+		t.Errorf("remediation sessions ended per finding in the workers: %v, want %v", sessions, wantSessions)
+	}
+	for _, w := range workers {
+		if _, err := os.Stat(w.data); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s made its data_dir %s: %v", w.name, w.data, err)
+		}
+	}
+}
+
+// sessionsEnded lists the findings of the "remediation session ended"
+// lines of a process's (text) log.
+func sessionsEnded(log string) []string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `msg="remediation session ended"`) {
+			continue
+		}
+		for _, kv := range strings.Fields(line) {
+			if f, ok := strings.CutPrefix(kv, "finding="); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // findingsDiff compares the findings a new leader lists with what the old
