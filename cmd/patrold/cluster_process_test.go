@@ -29,22 +29,44 @@ import (
 // kill.
 const clusterTTL = 3 * time.Second
 
-// clusterYAML is the part of an instance's configuration every instance
+// clusterYAML is the part of the configuration every instance and worker
 // shares: the example fleet with faults (a file, so every run sees the
 // same fleet), full autonomy (every finding gets one remediation request,
-// max_attempts 1) and one harmless action for the high_disk and high_cpu
-// findings, which changes nothing, so every request gets one outcome.
-func clusterYAML(t *testing.T) string {
+// max_attempts 1), a harmless action for high_cpu and a gated one for
+// high_disk: it marks gate/started.<pid> and waits until gate/open exists
+// (at most 60 s), so those sessions are in flight when the leader dies.
+// Neither action fixes anything: each request ends with one outcome.
+func clusterYAML(t *testing.T, gate string) string {
 	t.Helper()
 	snap, err := filepath.Abs(filepath.Join("..", "..", "examples", "small-faults.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	wait := `touch "$0/started.$$"; i=0; while [ ! -f "$0/open" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`
 	return "schedule: {cron: '@every 1s', startup_delay: 1h}\n" +
 		"source: {kind: file, file: {path: " + snap + "}}\n" +
 		"patrol: {autonomy: full}\n" +
 		"investigation: {max_concurrent: 10, max_attempts: 1}\n" +
-		"actions: [{name: noop, command: [/bin/true], risk: low, kinds: [storage, node], signals: [high_disk, high_cpu]}]\n"
+		"actions: [{name: noop, command: [/bin/true], risk: low, kinds: [node], signals: [high_cpu]},\n" +
+		"  {name: gated, command: [sh, -c, '" + wait + "', " + gate + "], risk: low, kinds: [storage], signals: [high_disk]}]\n"
+}
+
+// gateStarted counts the gated actions that started.
+func gateStarted(t *testing.T, gate string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(gate, "started.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
+
+// openGate lets the gated actions finish.
+func openGate(t *testing.T, gate string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(gate, "open"), nil, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
+		t.Error(err)
+	}
 }
 
 // instance is one `patrold serve` of the cluster.
@@ -126,7 +148,8 @@ func TestClusterProcessFailover(t *testing.T) {
 	}
 	ctx := context.Background()
 	urls := natstest.Cluster(t, 3)
-	shared := clusterYAML(t)
+	gate := t.TempDir()
+	shared := clusterYAML(t, gate)
 	nodes := make([]*instance, 3)
 	for i := range nodes {
 		// Each instance dials its own server first.
@@ -154,6 +177,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	for _, w := range workers {
 		w.p = startPatrold(t, w.cfg, "worker")
 	}
+	t.Cleanup(func() { openGate(t, gate) }) // before the workers are killed
 	for _, in := range nodes {
 		in.start(t)
 	}
@@ -180,16 +204,29 @@ func TestClusterProcessFailover(t *testing.T) {
 			standbys = append(standbys, in)
 		}
 	}
+	// The leader files the fleet's findings; the workers answer every
+	// request but the high_disk ones, whose actions wait at the gate.
 	var fs []api.FindingView
-	poll(t, 20*time.Second, "the leader files the demo fleet's findings and remediates", func() bool {
+	gated := map[string]bool{}
+	poll(t, 20*time.Second, "the leader files the findings, the workers answer all but the gated requests", func() bool {
 		var err error
 		fs, err = leader.c.Findings(ctx, findings.ListFilter{})
-		if err != nil || len(fs) < 3 {
+		if err != nil || len(fs) < 3 || gateStarted(t, gate) < 2 {
 			return false
 		}
+		gated = map[string]bool{}
+		for _, f := range fs {
+			if f.Key == "high_disk" {
+				gated[fmt.Sprintf("%s/%d", f.ID, f.Attempt)] = true
+			}
+		}
 		c := natstest.ReadStream(t, urls[0])
-		return len(c.Requests) >= 2 && len(c.Unanswered()) == 0
+		un := c.Unanswered()
+		return len(c.Requests) == len(fs) && len(un) == len(gated) && len(gated) == 2 && !slices.ContainsFunc(un, func(k string) bool { return !gated[k] })
 	})
+	if n := gateStarted(t, gate); n != 2 {
+		t.Fatalf("%d gated actions started, want 2 (one per high_disk finding)", n)
+	}
 
 	// Operator actions: an ack on the leader, an ack and a silence through
 	// a standby (forwarded to the leader).
@@ -261,6 +298,9 @@ func TestClusterProcessFailover(t *testing.T) {
 		}
 		return next != nil
 	})
+	// The sessions in flight since before the kill end now and store
+	// their end through the new writer.
+	openGate(t, gate)
 	took := first.FinishedAt.Sub(killedAt)
 	if took > 2*clusterTTL {
 		t.Fatalf("first run of new leader %s finished %s after the kill, want within %s", next.name, took, 2*clusterTTL)
@@ -273,7 +313,11 @@ func TestClusterProcessFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := findingsDiff(got, want); diff != "" {
+	inFlight := map[string]bool{}
+	for k := range gated {
+		inFlight[strings.Split(k, "/")[0]] = true
+	}
+	if diff := findingsDiff(got, want, inFlight); diff != "" {
 		t.Fatalf("findings on the new leader %s differ from the killed leader's:\n%s", next.name, diff)
 	}
 	gotSil, err := next.c.Silences(ctx, false)
@@ -307,6 +351,16 @@ func TestClusterProcessFailover(t *testing.T) {
 	poll(t, 20*time.Second, "every remediation request has its outcome", func() bool {
 		c = natstest.ReadStream(t, urls[1])
 		return len(c.Unanswered()) == 0
+	})
+	// The new leader took the outcomes of the sessions cut by the kill.
+	poll(t, 10*time.Second, "the new leader applied the outcomes of the sessions in flight at the kill", func() bool {
+		for id := range inFlight {
+			f, err := next.c.Finding(ctx, id)
+			if err != nil || f.Finding.LastOutcome == "" || f.Finding.InvestigationStatus != "" {
+				return false
+			}
+		}
+		return true
 	})
 	wantOpened := map[string]int{}
 	for _, f := range want {
@@ -371,9 +425,10 @@ func sessionsEnded(log string) []string {
 
 // findingsDiff compares the findings a new leader lists with what the old
 // one listed: the same findings with the same values, but for what every
-// run moves forward (when each was last seen, how often, by which run).
-// It names each differing field.
-func findingsDiff(got, want []api.FindingView) string {
+// run moves forward (when each was last seen, how often, by which run)
+// and, for the findings whose remediation was in flight, the session's
+// progress (the same attempt, though). It names each differing field.
+func findingsDiff(got, want []api.FindingView, inFlight map[string]bool) string {
 	byID := map[string]api.FindingView{}
 	for _, g := range got {
 		byID[g.ID] = g
@@ -392,6 +447,9 @@ func findingsDiff(got, want []api.FindingView) string {
 			fmt.Fprintf(&b, "%s went back: last seen %s (was %s), raised %d times (was %d)\n", w.ID, g.LastSeenAt, w.LastSeenAt, g.TimesRaised, w.TimesRaised)
 		}
 		g.LastSeenAt, g.TimesRaised, g.LastRunID = w.LastSeenAt, w.TimesRaised, w.LastRunID
+		if inFlight[w.ID] && g.Attempt == w.Attempt && g.Attempts == w.Attempts {
+			g.Investigation, g.State = w.Investigation, w.State
+		}
 		if reflect.DeepEqual(g, w) {
 			continue
 		}
