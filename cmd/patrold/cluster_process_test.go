@@ -69,7 +69,8 @@ func openGate(t *testing.T, gate string) {
 	}
 }
 
-// instance is one `patrold serve` of the cluster.
+// instance is one `patrold serve` of the cluster, or a `patrold worker`
+// (no API: c and fwd stay nil).
 type instance struct {
 	name, cfg, data string
 	p               *proc
@@ -134,14 +135,16 @@ func (in *instance) writer() bool {
 }
 
 // TestClusterProcessFailover: three `patrold serve` processes in cluster
-// mode and two `patrold worker` processes on a three-node JetStream
-// cluster (R3 stream, embedded in the test process). Operators ack and silence through the leader and through a
-// standby; the leader is killed with SIGKILL while it schedules; a
-// survivor finishes a scheduled run within two lease TTLs with every
-// finding, ack and silence as they were; the stream holds one opened per
-// finding and one outcome per remediation request, every session ran in a
-// worker; no process drops an unknown finding; the killed instance restarts as a standby and catches
-// up.
+// mode (no assistant) and two `patrold worker` processes on a three-node
+// JetStream cluster (R3 stream, embedded in the test process). Operators
+// ack and silence through the leader and through a standby; the leader is
+// killed with SIGKILL while it schedules and while two sessions run in the
+// workers; a survivor finishes a scheduled run within two lease TTLs with
+// every finding, ack and silence as they were, and takes the outcomes of
+// the two sessions; the stream holds one opened per finding and one
+// outcome per remediation request; every session ran in a worker; no
+// process drops an unknown finding; the killed instance restarts as a
+// standby and catches up.
 func TestClusterProcessFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
