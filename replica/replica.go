@@ -92,6 +92,17 @@ func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
 // precedes it in the stream is applied before its first write and every
 // one after it is fenced, on every replica alike.
 func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
+	return f.await(ctx, func(st store.ReplicaStatus) error {
+		if st.AppliedEpoch >= epoch {
+			return nil
+		}
+		return fmt.Errorf("await epoch %d (applied %d)", epoch, st.AppliedEpoch)
+	})
+}
+
+// await polls the replica status until done answers nil, or returns its
+// last answer wrapped with ctx's error.
+func (f *Follower) await(ctx context.Context, done func(store.ReplicaStatus) error) error {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
@@ -99,12 +110,13 @@ func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
 		if err != nil {
 			return err
 		}
-		if st.AppliedEpoch >= epoch {
+		notYet := done(st)
+		if notYet == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("await epoch %d (applied %d): %w", epoch, st.AppliedEpoch, ctx.Err())
+			return fmt.Errorf("%w: %w", notYet, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -295,20 +307,10 @@ func (f *Follower) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		st, err := f.o.Store.ReplicaStatus(ctx)
-		if err != nil {
-			return err
-		}
+	return f.await(ctx, func(st store.ReplicaStatus) error {
 		if st.AppliedSeq >= target {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("catch up to state seq %d (applied %d): %w", target, st.AppliedSeq, ctx.Err())
-		case <-t.C:
-		}
-	}
+		return fmt.Errorf("catch up to state seq %d (applied %d)", target, st.AppliedSeq)
+	})
 }

@@ -51,6 +51,27 @@ func newNode(t *testing.T, o bus.Options, name string) *node {
 	return &node{st: st, b: b, f: f, rel: rel}
 }
 
+// newNodes starts one node per name; the first runs the embedded NATS
+// server the others connect to.
+func newNodes(t *testing.T, names ...string) []*node {
+	t.Helper()
+	o := bus.DefaultOptions()
+	o.Embedded.Listen = "127.0.0.1:0"
+	o.Embedded.StoreDir = t.TempDir()
+	out := []*node{newNode(t, o, names[0])}
+	for _, n := range names[1:] {
+		out = append(out, newNode(t, clientOf(out[0]), n))
+	}
+	return out
+}
+
+// clientOf is the bus options of a node connecting to n's server.
+func clientOf(n *node) bus.Options {
+	o := bus.DefaultOptions()
+	o.URL = n.b.ClientURL()
+	return o
+}
+
 func run(t *testing.T, fn func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -89,13 +110,8 @@ func commitRun(t *testing.T, st *store.Store, at time.Time, o ...findings.Observ
 
 func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	ctx := context.Background()
-	o := bus.DefaultOptions()
-	o.Embedded.Listen = "127.0.0.1:0"
-	o.Embedded.StoreDir = t.TempDir()
-	leader := newNode(t, o, "a")
-	o2 := bus.DefaultOptions()
-	o2.URL = leader.b.ClientURL()
-	standby := newNode(t, o2, "b")
+	nodes := newNodes(t, "a", "b")
+	leader, standby := nodes[0], nodes[1]
 
 	if err := leader.f.EnableCapture(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -174,14 +190,8 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 // replicas agree.
 func TestDeposedWriterIsFenced(t *testing.T) {
 	ctx := context.Background()
-	o := bus.DefaultOptions()
-	o.Embedded.Listen = "127.0.0.1:0"
-	o.Embedded.StoreDir = t.TempDir()
-	a := newNode(t, o, "a")
-	o2 := bus.DefaultOptions()
-	o2.URL = a.b.ClientURL()
-	b := newNode(t, o2, "b")
-	c := newNode(t, o2, "c")
+	nodes := newNodes(t, "a", "b", "c")
+	a, b, c := nodes[0], nodes[1], nodes[2]
 	if err := a.f.EnableCapture(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -251,13 +261,8 @@ func TestDeposedWriterIsFenced(t *testing.T) {
 // time goes on.
 func TestReplicaNoticesMissingChanges(t *testing.T) {
 	ctx := context.Background()
-	o := bus.DefaultOptions()
-	o.Embedded.Listen = "127.0.0.1:0"
-	o.Embedded.StoreDir = t.TempDir()
-	a := newNode(t, o, "a")
-	o2 := bus.DefaultOptions()
-	o2.URL = a.b.ClientURL()
-	b := newNode(t, o2, "b")
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 	if err := a.f.EnableCapture(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +291,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
 
-	d := newNode(t, o2, "d")
+	d := newNode(t, clientOf(a), "d")
 	run(t, d.f.Run)
 	waitFor(t, "d reports the gap", func() bool { return d.f.Gap() != nil })
 	var gap *store.GapError
@@ -321,13 +326,8 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 // writer.
 func TestSeedFromACaughtUpReplica(t *testing.T) {
 	ctx := context.Background()
-	o := bus.DefaultOptions()
-	o.Embedded.Listen = "127.0.0.1:0"
-	o.Embedded.StoreDir = t.TempDir()
-	a := newNode(t, o, "a")
-	o2 := bus.DefaultOptions()
-	o2.URL = a.b.ClientURL()
-	b := newNode(t, o2, "b")
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
 	if err := a.f.EnableCapture(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,10 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
-	waitFor(t, "b caught up", func() bool { return b.f.SeedReady(ctx) == nil })
+	waitFor(t, "b caught up", func() bool {
+		lag, err := b.f.Lag(ctx)
+		return err == nil && lag.LastSeq > 0 && !lag.Behind && b.f.SeedReady(ctx) == nil
+	})
 	s, _ := a.b.JetStream().Stream(ctx, a.b.StreamName())
 	info, _ := s.Info(ctx)
 	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
