@@ -21,6 +21,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
@@ -31,15 +32,7 @@ import (
 // database over NATS; an existing database is replaced only with force,
 // and kept; without a cluster section the command is refused.
 func TestDBSeed(t *testing.T) {
-	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.Server(t)
 	urls := []string{srv.ClientURL()}
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
@@ -137,15 +130,7 @@ func TestDBSeed(t *testing.T) {
 // it never applied) never writes: it releases the lease it won instead of
 // holding it, and says why in its status.
 func TestGappedInstanceReleasesTheLease(t *testing.T) {
-	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.Server(t)
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
 	start := func(name string) *daemon.Daemon {

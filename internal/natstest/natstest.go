@@ -1,6 +1,6 @@
-// Package natstest is test support for patrold's multi-instance tests: a
-// JetStream cluster of embedded nats-servers on loopback, and a reader that
-// counts what the patrol stream holds. Only tests import it.
+// Package natstest is test support for patrold's NATS tests: an embedded
+// JetStream server, a JetStream cluster of embedded nats-servers on
+// loopback, and a reader that counts what the patrol stream holds. Only tests import it.
 package natstest
 
 import (
@@ -31,6 +31,23 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Server starts one embedded nats-server with JetStream on a free
+// loopback port (its store under t.TempDir()); it shuts down when the test
+// ends.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartEmbedded(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	return srv
 }
 
 // Cluster starts n embedded nats-servers with JetStream (each with its own
