@@ -11,3 +11,8 @@ var (
 	ErrApprovalExpired  = errors.New("approval expired")
 	ErrApprovalDecided  = errors.New("approval already decided")
 )
+
+// ErrStoreUnavailable: the session store did not take the call and did
+// nothing (a standalone worker's writer is gone, a failover under way). The
+// end of a session is stored again until Options.StoreRetry has passed.
+var ErrStoreUnavailable = errors.New("session store unavailable")

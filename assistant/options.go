@@ -131,6 +131,11 @@ type Options struct {
 	ActionTimeout  time.Duration
 	MaxOutputBytes int
 	SessionTimeout time.Duration
+	// StoreRetry is how long the end of a session (its approval, its
+	// transcript and outcome) keeps being stored while the Store answers
+	// ErrStoreUnavailable: a standalone worker waits out a failover instead
+	// of losing what the session did. 0: not retried.
+	StoreRetry time.Duration
 	// AgentMetrics are shared agent runtime metrics (nil: none).
 	AgentMetrics *agent.Metrics
 	// Neutraliser scans untrusted resource text; nil builds an unregistered one.
@@ -179,6 +184,9 @@ func (o Options) Validate() error {
 	}
 	if o.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("session_timeout: must not be negative, got %s", o.SessionTimeout))
+	}
+	if o.StoreRetry < 0 {
+		errs = append(errs, fmt.Errorf("store_retry: must not be negative, got %s", o.StoreRetry))
 	}
 	if _, err := ParseActions(o.Actions); err != nil {
 		errs = append(errs, err)

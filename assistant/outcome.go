@@ -101,7 +101,7 @@ func (s *session) verdict(ctxErr error) verdict {
 // queued session waits for), then publishes and records the outcome. The
 // result is returned even when publishing fails.
 func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout+a.opts.StoreRetry)
 	defer cancel()
 	now := a.nowUTC()
 	outcome := decideOutcome(s.verdict(ctxErr))
@@ -129,14 +129,18 @@ func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Resu
 	}
 	var errs []error
 	if outcome == contracts.OutcomeFixQueued {
-		ap, err := a.park(ctx, s, now)
+		var ap Approval
+		err := a.retryStore(ctx, res, func(ctx context.Context) (err error) {
+			ap, err = a.park(ctx, s, now)
+			return err
+		})
 		if err != nil {
 			return res, err
 		}
 		res.ApprovalID = ap.ID
 		errs = append(errs, a.publishApproval(ctx, contracts.ApprovalRequested, ap, now))
 	}
-	if err := a.saveSession(ctx, res); err != nil {
+	if err := a.retryStore(ctx, res, func(ctx context.Context) error { return a.saveSession(ctx, res) }); err != nil {
 		return res, err
 	}
 	a.metrics.session(res)
@@ -163,4 +167,25 @@ func (a *Assistant) emitOutcome(ctx context.Context, res *Result) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// retryStore runs fn until it succeeds, fails otherwise than with
+// ErrStoreUnavailable, or StoreRetry has passed since the first attempt
+// (ctx bounds it too).
+func (a *Assistant) retryStore(ctx context.Context, res *Result, fn func(context.Context) error) error {
+	deadline := time.Now().Add(a.opts.StoreRetry)
+	wait := 100 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !errors.Is(err, ErrStoreUnavailable) || !time.Now().Add(wait).Before(deadline) {
+			return err
+		}
+		a.log.Warn("session end not stored yet; retrying", "session", res.Transcript.SessionID, "retry_in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }

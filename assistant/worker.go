@@ -109,7 +109,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // process creates it before it may publish requests (consumers start with
 // new messages).
 func (w *Worker) ConsumerOptions() bus.ConsumerOptions {
-	o := RequestConsumerOptions(w.opts.Stream, w.opts.Subject, w.a.opts.SessionTimeout, w.opts.MaxConcurrent)
+	o := RequestConsumerOptions(w.opts.Stream, w.opts.Subject, w.a.opts.SessionTimeout, w.a.opts.StoreRetry, w.opts.MaxConcurrent)
 	o.Durable = w.opts.Durable
 	return o
 }
@@ -118,9 +118,10 @@ func (w *Worker) ConsumerOptions() bus.ConsumerOptions {
 // deployment uses (in-serve or standalone; the daemon creates it at start,
 // so requests published before a standalone worker first connects wait
 // for it): one session in flight per investigation.max_concurrent across
-// all workers, redelivered only after a session's whole deadline. Zero
-// values take the defaults.
-func RequestConsumerOptions(stream, subject string, sessionTimeout time.Duration, maxConcurrent int) bus.ConsumerOptions {
+// all workers, redelivered only after a session's whole deadline (its
+// timeout, storing its end, waiting out storeRetry). Zero values take the
+// defaults.
+func RequestConsumerOptions(stream, subject string, sessionTimeout, storeRetry time.Duration, maxConcurrent int) bus.ConsumerOptions {
 	if sessionTimeout <= 0 {
 		sessionTimeout = DefaultSessionTimeout
 	}
@@ -128,7 +129,7 @@ func RequestConsumerOptions(stream, subject string, sessionTimeout time.Duration
 		maxConcurrent = DefaultMaxConcurrent
 	}
 	return bus.ConsumerOptions{Stream: stream, Durable: DefaultDurable, Subject: subject,
-		MaxInFlight: maxConcurrent, AckWait: sessionTimeout + finishTimeout + ackMargin}
+		MaxInFlight: maxConcurrent, AckWait: sessionTimeout + finishTimeout + storeRetry + ackMargin}
 }
 
 func (w *Worker) sweep(ctx context.Context) {
@@ -172,7 +173,7 @@ func (w *Worker) Handle(ctx context.Context, r *contracts.RemediationRequest) er
 // abandon ends an unfinished session left by an interrupted worker, once
 // it is certainly not running any more.
 func (w *Worker) abandon(ctx context.Context, prev *Result) error {
-	if w.a.nowUTC().Sub(prev.StartedAt) < w.a.opts.SessionTimeout+finishTimeout {
+	if w.a.nowUTC().Sub(prev.StartedAt) < w.a.opts.SessionTimeout+finishTimeout+w.a.opts.StoreRetry {
 		return fmt.Errorf("session %s for finding %s attempt %d may still be running", prev.Transcript.SessionID, prev.Transcript.FindingID, prev.Attempt)
 	}
 	prev.Transcript.Outcome = contracts.OutcomeNeedsAttention

@@ -2,7 +2,10 @@ package assistant
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/storetest"
 )
 
@@ -204,5 +208,58 @@ func TestWorkerRepublishesAReplicatedOutcome(t *testing.T) {
 		Driver: contracts.DriverPlaybook, Summary: "restarted and verified", StartedAt: t0, FinishedAt: t0.Add(time.Minute)}
 	if len(outs) != 1 || !reflect.DeepEqual(outs[0], want) || fx.fixLog() != "" {
 		t.Fatalf("outcomes %+v, want %+v; action log %q", outs, want, fx.fixLog())
+	}
+}
+
+// flakyStore is the store with its writer gone for the first calls of
+// FinishSession: they are refused with ErrStoreUnavailable (not taken).
+type flakyStore struct {
+	*store.Store
+	mu      sync.Mutex
+	refuse  int
+	refused int
+}
+
+func (s *flakyStore) FinishSession(ctx context.Context, id string, end store.SessionEnd) error {
+	s.mu.Lock()
+	if s.refused < s.refuse {
+		s.refused++
+		s.mu.Unlock()
+		return fmt.Errorf("session call finish_session: %w", ErrStoreUnavailable)
+	}
+	s.mu.Unlock()
+	return s.Store.FinishSession(ctx, id, end)
+}
+
+// A session that ends while no writer takes its end (a failover under way)
+// keeps its result and stores it once the store answers again, within
+// StoreRetry: the action ran once, the outcome is the real one and is
+// published once. Without StoreRetry the end is an error (and the request
+// is redelivered).
+func TestSessionEndWaitsForTheStore(t *testing.T) {
+	fx := newFixture(t)
+	flaky := &flakyStore{Store: fx.st, refuse: 3}
+	o := fx.options(findings.AutonomyFull, fx.fixAction("low"))
+	o.Store, o.StoreRetry = flaky, 10*time.Second
+	res, err := fx.assistant(o).Run(context.Background(), Request{FindingID: fx.finding.ID, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := fx.st.LastSession(context.Background(), fx.finding.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := fx.pub.outcomes(t)
+	if res.Transcript.Outcome != contracts.OutcomeFixVerified || stored.Outcome != "fix_verified" || flaky.refused != 3 ||
+		len(outs) != 1 || outs[0].Outcome != contracts.OutcomeFixVerified || len(splitLines(fx.fixLog())) != 1 {
+		t.Fatalf("outcome %s, stored %+v, refused %d, outcomes %+v, action log %q", res.Transcript.Outcome, stored, flaky.refused, outs, fx.fixLog())
+	}
+
+	fx2 := newFixture(t)
+	o2 := fx2.options(findings.AutonomyFull, fx2.fixAction("low"))
+	o2.Store = &flakyStore{Store: fx2.st, refuse: 1}
+	_, err = fx2.assistant(o2).Run(context.Background(), Request{FindingID: fx2.finding.ID, Attempt: 1})
+	if !errors.Is(err, ErrStoreUnavailable) || len(fx2.pub.outcomes(t)) != 0 {
+		t.Fatalf("without StoreRetry: %v, %d outcomes", err, len(fx2.pub.outcomes(t)))
 	}
 }

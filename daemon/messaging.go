@@ -101,7 +101,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	// So is the shared request consumer: requests wait in it for a
 	// standalone worker that connects later.
 	requests := assistant.RequestConsumerOptions(b.StreamName(), contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationRequests),
-		cfg.Investigation.Timeout, cfg.Investigation.MaxConcurrent)
+		cfg.Investigation.Timeout, storeRetry(cfg), cfg.Investigation.MaxConcurrent)
 	if err := tr.EnsureRequestConsumer(ctx, requests); err != nil {
 		return fail(err)
 	}

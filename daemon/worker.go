@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/config"
@@ -37,7 +38,7 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config, consume bo
 			Thresholds: func() signals.Thresholds { return d.settings.Load().Policy },
 			Autonomy:   func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) },
 			Actions:    actionSpecs(cfg), Config: assistantSettings(cfg), Provider: d.shared.provider,
-			SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: d.shared.agentMetrics, Neutraliser: d.shared.neutraliser,
+			SessionTimeout: cfg.Investigation.Timeout, StoreRetry: storeRetry(cfg), AgentMetrics: d.shared.agentMetrics, Neutraliser: d.shared.neutraliser,
 			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now, Publisher: outboxPublisher{d},
 			Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
 			ModelName: modelName, MaxOutputTokens: maxOut,
@@ -88,3 +89,9 @@ func (p outboxPublisher) Publish(ctx context.Context, row findings.OutboxEvent) 
 	p.d.msg.kick()
 	return nil
 }
+
+// storeRetry is how long a session's end waits for the session store
+// (sessionrpc's writer): two lease TTLs for a failover and the catch-up
+// after it. Every worker and instance derives the request consumer's ack
+// wait from it, so they agree on the consumer.
+func storeRetry(cfg *config.Config) time.Duration { return 2*cfg.NATS.Lease.TTL + catchUpAttempts }

@@ -77,7 +77,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 		Store: sessions, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
 		Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
 		Actions:  actionSpecs(cfg), Config: assistantSettings(cfg), Provider: sh.provider,
-		SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: sh.agentMetrics, Neutraliser: sh.neutraliser,
+		SessionTimeout: cfg.Investigation.Timeout, StoreRetry: storeRetry(cfg), AgentMetrics: sh.agentMetrics, Neutraliser: sh.neutraliser,
 		Logger: log, Registerer: r.o.Registerer, Now: r.o.Now, Publisher: tr,
 		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
 	}

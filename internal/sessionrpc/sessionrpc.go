@@ -74,8 +74,10 @@ const (
 	codeFailed   = "500"
 )
 
-// ErrNoWriter: no writer answered (none elected yet, or NATS is down).
-var ErrNoWriter = errors.New("no patrold writer answers session calls")
+// ErrNoWriter: no writer answered (none elected yet, or NATS is down); the
+// call was not taken, so it is safe to make again (it is
+// assistant.ErrStoreUnavailable).
+var ErrNoWriter = fmt.Errorf("no patrold writer answers session calls: %w", assistant.ErrStoreUnavailable)
 
 // SubjectPrefix is the subject the methods live under.
 func SubjectPrefix(prefix string) string { return "patrold_sessions." + prefix }
