@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 type outboxWriter struct {
@@ -49,12 +47,28 @@ func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 	return nil
 }
 
-// The relay's queries. Both read only the unsent end of the outbox_pending
-// index (sent_at, seq): sent rows, however many, are never visited
-// (TestRelayQueriesUseThePendingIndex).
+// The sent mark: outbox_sent holds one row per window the relay marked,
+// the highest seq it acknowledged (every row at or below it was: the relay
+// marks only an unbroken prefix in seq order, and seq, an AUTOINCREMENT
+// key assigned under SQLite's write lock, only grows in commit order). The
+// unsent rows are those above the highest mark: a range of the primary
+// key. Marking a window sent writes one small row, not the window's ~1 KB
+// rows again.
 const (
-	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?"
-	pendingCountSQL  = "SELECT count(*) FROM outbox WHERE sent_at IS NULL"
+	sentMarkSQL = "(SELECT coalesce(max(seq), 0) FROM outbox_sent)"
+	unsentCond  = "seq > " + sentMarkSQL
+	// sentLayout has a fixed width, so that marks compare in time order
+	// as text (migration 00010 writes the marks it carries over the same
+	// way).
+	sentLayout = "2006-01-02T15:04:05.000Z"
+)
+
+// The relay's queries. Both search the primary key above the sent mark:
+// sent rows, however many, are never visited
+// (TestRelayQueriesSkipSentRows).
+const (
+	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE " + unsentCond + " ORDER BY seq LIMIT ?"
+	pendingCountSQL  = "SELECT count(*) FROM outbox WHERE " + unsentCond
 )
 
 // PendingEvents returns up to limit unsent outbox events in Seq order.
@@ -64,7 +78,7 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.Outbox
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
 	defer rows.Close()
-	var out []findings.OutboxEvent
+	out := make([]findings.OutboxEvent, 0, min(limit, 1024))
 	for rows.Next() {
 		var e findings.OutboxEvent
 		var at string
@@ -78,30 +92,85 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.Outbox
 	return out, rows.Err()
 }
 
-// MarkSent records that events were acknowledged by JetStream.
+// MarkSent records that events were acknowledged by JetStream: seqs, in
+// ascending order, are the oldest unsent rows (a prefix of what
+// PendingEvents returned). It writes one mark, the last seq; seqs at or
+// below the current mark are already sent. An unsent row below the last
+// seq that is not in seqs would be marked without its ack, so it is
+// refused, naming the row, and nothing is marked.
 func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(seqs)+1)
-	args = append(args, fmtTime(at))
-	for _, q := range seqs {
-		args = append(args, q)
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] <= seqs[i-1] {
+			return fmt.Errorf("mark sent: seqs must ascend, got %d after %d", seqs[i], seqs[i-1])
+		}
 	}
-	_, err := s.db.ExecContext(ctx, "UPDATE outbox SET sent_at = ? WHERE seq IN ("+strings.TrimSuffix(strings.Repeat("?,", len(seqs)), ",")+")", args...)
-	if err != nil {
-		return fmt.Errorf("mark sent: %w", err)
-	}
-	return nil
+	last := seqs[len(seqs)-1]
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		var mark int64
+		if err := tx.QueryRowContext(ctx, "SELECT "+sentMarkSQL).Scan(&mark); err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+		if last <= mark {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT seq FROM outbox WHERE seq > ? AND seq <= ? ORDER BY seq", mark, last)
+		if err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+		j := 0
+		for rows.Next() {
+			var q int64
+			if err := rows.Scan(&q); err != nil {
+				rows.Close()
+				return fmt.Errorf("mark sent: %w", err)
+			}
+			for j < len(seqs) && seqs[j] < q {
+				j++
+			}
+			if j == len(seqs) || seqs[j] != q {
+				rows.Close()
+				return fmt.Errorf("mark sent through seq %d: unsent seq %d is not among the acknowledged", last, q)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox_sent (seq, sent_at) VALUES (?, ?)", last, at.UTC().Format(sentLayout)); err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+		return nil
+	})
 }
 
-// PruneSent deletes sent events older than before.
+// PruneSent deletes the events sent before before: the rows up to the
+// last mark of a window sent before it, and with no younger mark below
+// (a clock set back never prunes a younger window). The highest mark
+// stays, it is what tells the unsent rows from the pruned ones.
 func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", fmtTime(before))
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var cut sql.NullInt64
+		err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM outbox_sent WHERE seq < coalesce((SELECT min(seq) FROM outbox_sent WHERE sent_at >= ?), 9223372036854775807)",
+			before.UTC().Format(sentLayout)).Scan(&cut)
+		if err != nil || !cut.Valid {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM outbox WHERE seq <= ?", cut.Int64)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, "DELETE FROM outbox_sent WHERE seq < ?", cut.Int64)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("prune outbox: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // PendingCount returns the number of unsent events.
@@ -186,30 +255,3 @@ func storedData(r findings.OutboxEvent) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// marshalForm reports whether data is one valid JSON value that
-// json.Compact and json.HTMLEscape would leave unchanged: no white space
-// outside strings and nothing HTMLEscape rewrites (<, >, &, U+2028,
-// U+2029). It is false for anything it is not sure of, which then takes
-// the Compact path (and its error for invalid JSON).
-func marshalForm(data []byte) bool {
-	if len(data) == 0 || bytes.IndexByte(data, '<') >= 0 || bytes.IndexByte(data, '>') >= 0 || bytes.IndexByte(data, '&') >= 0 ||
-		bytes.Contains(data, lineSep) || bytes.Contains(data, paraSep) {
-		return false
-	}
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			return false
-		case '"':
-			// Skip the string: to its closing quote, past escapes.
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				if data[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
-	return jsontext.Value(data).IsValid()
-}
-
-var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
