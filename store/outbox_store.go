@@ -254,4 +254,3 @@ func storedData(r findings.OutboxEvent) ([]byte, error) {
 	json.HTMLEscape(&buf, compact.Bytes())
 	return buf.Bytes(), nil
 }
-
