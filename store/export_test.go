@@ -6,6 +6,7 @@ import "database/sql"
 const (
 	PendingEventsSQL = pendingEventsSQL
 	PendingCountSQL  = pendingCountSQL
+	PendingKeysSQL   = pendingKeysSQL
 )
 
 // DB is the store's handle, for tests that inspect or break the schema.

@@ -101,6 +101,13 @@ func formName(data []byte, i int) int {
 // escape or UTF-8 sequence, or a character HTMLEscape rewrites.
 func formString(data []byte, i int) int {
 	for i++; i < len(data); {
+		// Plain characters, most of any string, in a tight loop.
+		for i < len(data) && !formSpecial[data[i]] {
+			i++
+		}
+		if i == len(data) {
+			break
+		}
 		c := data[i]
 		switch {
 		case c == '"':
@@ -134,6 +141,16 @@ func formString(data []byte, i int) int {
 	}
 	return -1
 }
+
+// formSpecial marks the bytes formString looks at: the quote, the
+// backslash, control characters, what HTMLEscape rewrites, and the start
+// of every multi-byte UTF-8 sequence.
+var formSpecial = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,8 @@ func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 const (
 	sentMarkSQL = "(SELECT coalesce(max(seq), 0) FROM outbox_sent)"
 	unsentCond  = "seq > " + sentMarkSQL
+	// unsentAfterCond: the unsent rows after a seq (its one parameter).
+	unsentAfterCond = "seq > max(?, " + sentMarkSQL + ")"
 	// sentLayout has a fixed width, so that marks compare in time order
 	// as text (migration 00010 writes the marks it carries over the same
 	// way).
@@ -67,18 +70,51 @@ const (
 // sent rows, however many, are never visited
 // (TestRelayQueriesSkipSentRows).
 const (
-	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE " + unsentCond + " ORDER BY seq LIMIT ?"
+	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?"
 	pendingCountSQL  = "SELECT count(*) FROM outbox WHERE " + unsentCond
+	// pendingKeysSQL names the window in one row: how many rows, and
+	// "<seq>:<id bytes>:<id>" for each, comma separated (an encoding with
+	// one reading, whatever the ids hold), in the subquery's seq order.
+	// (Were that order not kept, the keys would not match the cache and
+	// the rows would be read: slower, never wrong.)
+	pendingKeysSQL = "SELECT count(*), coalesce(group_concat(seq || ':' || octet_length(id) || ':' || id, ','), '') " +
+		"FROM (SELECT seq, id FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?)"
 )
 
 // PendingEvents returns up to limit unsent outbox events in Seq order.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error) {
-	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, limit)
+	return s.PendingEventsAfter(ctx, 0, limit)
+}
+
+// PendingEventsAfter returns up to limit unsent outbox events with a seq
+// above after, in Seq order: the relay's next window while the previous
+// one is still in flight. When this process enqueued them, it reads only
+// the window's seqs and ids (one row) and takes the rows from the cache;
+// otherwise (or when the cache lacks any) it reads the rows.
+func (s *Store) PendingEventsAfter(ctx context.Context, after int64, limit int) ([]findings.OutboxEvent, error) {
+	if !s.recent.empty() {
+		var n int
+		var keys string
+		if err := s.db.QueryRowContext(ctx, pendingKeysSQL, after, limit).Scan(&n, &keys); err != nil {
+			return nil, fmt.Errorf("pending events: %w", err)
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		if rows, ok := s.recent.window(n, keys); ok {
+			return rows, nil
+		}
+	}
+	return s.readPending(ctx, after, limit)
+}
+
+func (s *Store) readPending(ctx context.Context, after int64, limit int) ([]findings.OutboxEvent, error) {
+	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
 	defer rows.Close()
-	out := make([]findings.OutboxEvent, 0, min(limit, 1024))
+	var out []findings.OutboxEvent
 	for rows.Next() {
 		var e findings.OutboxEvent
 		var at string
@@ -108,7 +144,7 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 		}
 	}
 	last := seqs[len(seqs)-1]
-	return s.withTx(ctx, func(tx *sql.Tx) error {
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		var mark int64
 		if err := tx.QueryRowContext(ctx, "SELECT "+sentMarkSQL).Scan(&mark); err != nil {
 			return fmt.Errorf("mark sent: %w", err)
@@ -116,34 +152,36 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 		if last <= mark {
 			return nil
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT seq FROM outbox WHERE seq > ? AND seq <= ? ORDER BY seq", mark, last)
-		if err != nil {
+		var skipped sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT min(seq) FROM outbox WHERE seq > ? AND seq <= ? AND seq NOT IN (SELECT value FROM json_each(?))",
+			mark, last, seqList(seqs)).Scan(&skipped); err != nil {
 			return fmt.Errorf("mark sent: %w", err)
 		}
-		j := 0
-		for rows.Next() {
-			var q int64
-			if err := rows.Scan(&q); err != nil {
-				rows.Close()
-				return fmt.Errorf("mark sent: %w", err)
-			}
-			for j < len(seqs) && seqs[j] < q {
-				j++
-			}
-			if j == len(seqs) || seqs[j] != q {
-				rows.Close()
-				return fmt.Errorf("mark sent through seq %d: unsent seq %d is not among the acknowledged", last, q)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("mark sent: %w", err)
+		if skipped.Valid {
+			return fmt.Errorf("mark sent through seq %d: unsent seq %d is not among the acknowledged", last, skipped.Int64)
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox_sent (seq, sent_at) VALUES (?, ?)", last, at.UTC().Format(sentLayout)); err != nil {
 			return fmt.Errorf("mark sent: %w", err)
 		}
 		return nil
 	})
+	if err == nil {
+		s.recent.dropThrough(last)
+	}
+	return err
+}
+
+// seqList is seqs as a JSON array, for json_each.
+func seqList(seqs []int64) string {
+	b := make([]byte, 0, 8*len(seqs)+2)
+	b = append(b, '[')
+	for i, q := range seqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, q, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // PruneSent deletes the events sent before before: the rows up to the
@@ -183,9 +221,13 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 // Enqueue writes ready-made outbox rows (events built elsewhere, such as a
 // remediation session's outcome) in one transaction. A row whose id is
 // already in the outbox is skipped, so re-sending an event is harmless.
-// Rows are inserted enqueueChunk at a time, one statement each.
+// Rows are inserted enqueueChunk at a time, one statement each. Once
+// committed, the rows are handed to the relay's cache (outboxCache), as
+// PendingEvents would read them back.
 func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error {
-	return s.withTx(ctx, func(tx *sql.Tx) error {
+	var committed []findings.OutboxEvent
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		committed = make([]findings.OutboxEvent, 0, len(rows))
 		var full *sql.Stmt
 		defer func() {
 			if full != nil {
@@ -197,13 +239,18 @@ func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error
 			chunk := rows[:min(len(rows), enqueueChunk)]
 			rows = rows[len(chunk):]
 			args = args[:0]
+			first := len(committed)
 			for _, r := range chunk {
 				data, err := storedData(r)
 				if err != nil {
 					return err
 				}
-				args = append(args, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), data)
+				at := fmtTime(r.Time)
+				args = append(args, r.ID, r.Subject, r.Type, r.ResourceID, at, data)
+				committed = append(committed, findings.OutboxEvent{ID: r.ID, Subject: r.Subject, Type: r.Type, ResourceID: r.ResourceID,
+					Time: parseTime(at), Data: json.RawMessage(bytes.Clone(data))})
 			}
+			var res sql.Result
 			var err error
 			if len(chunk) == enqueueChunk {
 				if full == nil {
@@ -211,16 +258,34 @@ func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error
 						return err
 					}
 				}
-				_, err = full.ExecContext(ctx, args...)
+				res, err = full.ExecContext(ctx, args...)
 			} else {
-				_, err = tx.ExecContext(ctx, enqueueSQL(len(chunk)), args...)
+				res, err = tx.ExecContext(ctx, enqueueSQL(len(chunk)), args...)
 			}
 			if err != nil {
 				return fmt.Errorf("enqueue %s..%s: %w", chunk[0].ID, chunk[len(chunk)-1].ID, err)
 			}
+			// One statement's rows get consecutive seqs ending at the
+			// last insert id. When some were skipped (ids already there)
+			// which is not known, so the chunk is not cached. The cache
+			// checks ids anyway.
+			n, nerr := res.RowsAffected()
+			last, lerr := res.LastInsertId()
+			if nerr != nil || lerr != nil || n != int64(len(chunk)) {
+				committed = committed[:first]
+				continue
+			}
+			for k := range chunk {
+				committed[first+k].Seq = last - int64(len(chunk)-1-k)
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.recent.add(committed)
+	return nil
 }
 
 // enqueueChunk rows are inserted by one statement (6 parameters each, far

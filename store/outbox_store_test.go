@@ -16,10 +16,15 @@ import (
 // scan and no sort, so rows for sent events do not slow it down.
 func TestRelayQueriesSkipSentRows(t *testing.T) {
 	st := openStore(t)
-	want := []string{"SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)", "SCALAR SUBQUERY 1", "SEARCH outbox_sent"}
-	for _, sql := range []string{store.PendingEventsSQL, store.PendingCountSQL} {
+	search := []string{"SEARCH outbox USING INTEGER PRIMARY KEY (rowid>?)", "SCALAR SUBQUERY 1", "SEARCH outbox_sent"}
+	for sql, want := range map[string][]string{
+		store.PendingEventsSQL: search,
+		store.PendingCountSQL:  search,
+		// the window's keys: the same search, at most limit rows
+		store.PendingKeysSQL: append(append([]string{"CO-ROUTINE (subquery-2)"}, search...), "SCAN (subquery-2)"),
+	} {
 		var args []any
-		if strings.Contains(sql, "?") {
+		for range strings.Count(sql, "?") {
 			args = append(args, 10)
 		}
 		rows, err := st.DB().Query("EXPLAIN QUERY PLAN "+sql, args...)

@@ -215,6 +215,7 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 			args = append(args, k)
 		}
 	}
+	s.recent.reset()
 	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("drop unsent events: %w", err)

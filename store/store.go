@@ -31,6 +31,9 @@ type Store struct {
 	db   *sql.DB
 	path string
 	info os.FileInfo // the file opened, for FileCheck
+	// recent are the outbox rows Enqueue committed, for the relay
+	// (outbox_cache.go).
+	recent outboxCache
 }
 
 // Open opens (creating if needed) the database at path and applies every
