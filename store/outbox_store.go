@@ -143,33 +143,36 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 			return fmt.Errorf("mark sent: seqs must ascend, got %d after %d", seqs[i], seqs[i-1])
 		}
 	}
-	last := seqs[len(seqs)-1]
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
+	last, list := seqs[len(seqs)-1], seqList(seqs)
+	// One statement: the mark, written only if it moves and no unsent row
+	// up to it is missing from seqs.
+	res, err := s.db.ExecContext(ctx, markSentSQL, last, at.UTC().Format(sentLayout), list)
+	if err != nil {
+		return fmt.Errorf("mark sent: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		// Not written: already marked, or a row is missing (say which).
 		var mark int64
-		if err := tx.QueryRowContext(ctx, "SELECT "+sentMarkSQL).Scan(&mark); err != nil {
-			return fmt.Errorf("mark sent: %w", err)
-		}
-		if last <= mark {
-			return nil
-		}
 		var skipped sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT min(seq) FROM outbox WHERE seq > ? AND seq <= ? AND seq NOT IN (SELECT value FROM json_each(?))",
-			mark, last, seqList(seqs)).Scan(&skipped); err != nil {
+		if err := s.db.QueryRowContext(ctx, "SELECT "+sentMarkSQL+", (SELECT min(seq) FROM outbox WHERE "+unsentCond+" AND seq <= ? AND seq NOT IN (SELECT value FROM json_each(?)))",
+			last, list).Scan(&mark, &skipped); err != nil {
 			return fmt.Errorf("mark sent: %w", err)
 		}
-		if skipped.Valid {
+		if last > mark && skipped.Valid {
 			return fmt.Errorf("mark sent through seq %d: unsent seq %d is not among the acknowledged", last, skipped.Int64)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO outbox_sent (seq, sent_at) VALUES (?, ?)", last, at.UTC().Format(sentLayout)); err != nil {
-			return fmt.Errorf("mark sent: %w", err)
+		if last > mark {
+			return fmt.Errorf("mark sent through seq %d: not written", last)
 		}
-		return nil
-	})
-	if err == nil {
-		s.recent.dropThrough(last)
 	}
-	return err
+	s.recent.dropThrough(last)
+	return nil
 }
+
+// markSentSQL writes the mark ?1 (at ?2) when it is above the current one
+// and every unsent row up to it is in ?3 (a JSON array of seqs).
+const markSentSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
+	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq <= ?1 AND seq NOT IN (SELECT value FROM json_each(?3)))"
 
 // seqList is seqs as a JSON array, for json_each.
 func seqList(seqs []int64) string {
