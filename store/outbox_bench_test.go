@@ -9,6 +9,7 @@ import (
 
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // enqueueRows are n finding events of about 1 KB each, what CommitRun
@@ -40,39 +41,57 @@ func enqueueRows(b *testing.B, iter, n int) []findings.OutboxEvent {
 
 // BenchmarkEnqueue10k: the store's half of the outbox path, 10k ~1 KB
 // events in one transaction (checked, inserted, committed, cached), then
-// the relay's reads and marks of them in windows of 256 (no NATS).
+// the relay's reads and marks of them in windows of 256 (no NATS). sent=N
+// first stores N such events already sent.
 func BenchmarkEnqueue10k(b *testing.B) {
+	for _, sent := range []int{0, 100_000} {
+		b.Run(fmt.Sprintf("sent=%d", sent), func(b *testing.B) {
+			ctx := context.Background()
+			st := openStore(b)
+			for i := 0; i*10_000 < sent; i++ {
+				if err := st.Enqueue(ctx, enqueueRows(b, -1-i, 10_000)...); err != nil {
+					b.Fatal(err)
+				}
+				drain(b, st)
+			}
+			var enqueue, relay time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				rows := enqueueRows(b, i, 10_000)
+				b.StartTimer()
+				start := time.Now()
+				if err := st.Enqueue(ctx, rows...); err != nil {
+					b.Fatal(err)
+				}
+				mid := time.Now()
+				drain(b, st)
+				enqueue += mid.Sub(start)
+				relay += time.Since(mid)
+			}
+			b.ReportMetric(float64(enqueue.Microseconds())/1e3/float64(b.N), "enqueue-ms/op")
+			b.ReportMetric(float64(relay.Microseconds())/1e3/float64(b.N), "read+mark-ms/op")
+		})
+	}
+}
+
+// drain reads and marks every pending row, as the relay does, in windows
+// of 256.
+func drain(b *testing.B, st *store.Store) {
 	ctx := context.Background()
-	st := openStore(b)
-	var enqueue, relay time.Duration
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		rows := enqueueRows(b, i, 10_000)
-		b.StartTimer()
-		start := time.Now()
-		if err := st.Enqueue(ctx, rows...); err != nil {
+	for {
+		w, err := st.PendingEvents(ctx, 256)
+		if err != nil {
 			b.Fatal(err)
 		}
-		mid := time.Now()
-		for {
-			w, err := st.PendingEvents(ctx, 256)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(w) == 0 {
-				break
-			}
-			seqs := make([]int64, len(w))
-			for k, r := range w {
-				seqs[k] = r.Seq
-			}
-			if err := st.MarkSent(ctx, seqs, time.Now()); err != nil {
-				b.Fatal(err)
-			}
+		if len(w) == 0 {
+			return
 		}
-		enqueue += mid.Sub(start)
-		relay += time.Since(mid)
+		seqs := make([]int64, len(w))
+		for k, r := range w {
+			seqs[k] = r.Seq
+		}
+		if err := st.MarkSent(ctx, seqs, time.Now()); err != nil {
+			b.Fatal(err)
+		}
 	}
-	b.ReportMetric(float64(enqueue.Microseconds())/1e3/float64(b.N), "enqueue-ms/op")
-	b.ReportMetric(float64(relay.Microseconds())/1e3/float64(b.N), "read+mark-ms/op")
 }
