@@ -1,6 +1,9 @@
 package store
 
-import "database/sql"
+import (
+	"database/sql"
+	"time"
+)
 
 // The relay's queries, for the query-plan test.
 const (
@@ -14,3 +17,11 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // MarshalForm is the check Enqueue uses to store data as it is.
 var MarshalForm = marshalForm
+
+// SetCheckpointEvery sets the checkpointer's interval for stores opened
+// after it, and returns the function that restores it.
+func SetCheckpointEvery(d time.Duration) (restore func()) {
+	old := checkpointEvery
+	checkpointEvery = d
+	return func() { checkpointEvery = old }
+}
