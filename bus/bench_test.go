@@ -71,22 +71,8 @@ func eventBytes(rows []contracts.OutboxEvent) float64 {
 func BenchmarkOutboxPublish10k(b *testing.B) {
 	for _, c := range []struct{ batch, sent int }{{DefaultOutboxBatch, 0}, {1000, 0}, {DefaultOutboxBatch, 100_000}} {
 		b.Run(fmt.Sprintf("batch=%d/sent=%d", c.batch, c.sent), func(b *testing.B) {
-			srv := startServer(b)
-			_, js := connect(b, srv.url())
-			ensureStream(b, js)
 			ctx := context.Background()
-			st, err := store.Open(ctx, filepath.Join(b.TempDir(), "patrold.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			if c.sent > 0 {
-				fillSent(b, st, c.sent)
-			}
-			relay, err := NewRelay(RelayOptions{Outbox: st, JetStream: js, Prefix: testPrefix, Batch: c.batch})
-			if err != nil {
-				b.Fatal(err)
-			}
+			st, relay := outboxSetup(b, c.batch, c.sent)
 			var elapsed, enqueue, cpu time.Duration
 			var size float64
 			for i := 0; b.Loop(); i++ {
@@ -94,15 +80,9 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 				rows := benchRows(b, i)
 				size = eventBytes(rows)
 				b.StartTimer()
-				start, cpu0 := time.Now(), processCPU(b)
-				if err := st.Enqueue(ctx, rows...); err != nil {
-					b.Fatal(err)
-				}
-				enqueue += time.Since(start)
-				if err := relay.Flush(ctx); err != nil {
-					b.Fatal(err)
-				}
-				elapsed += time.Since(start)
+				cpu0 := processCPU(b)
+				e, all := outboxPass(b, st, relay, rows)
+				enqueue, elapsed = enqueue+e, elapsed+all
 				cpu += processCPU(b) - cpu0
 			}
 			b.StopTimer()
@@ -115,6 +95,42 @@ func BenchmarkOutboxPublish10k(b *testing.B) {
 			b.ReportMetric(size, "B/event")
 		})
 	}
+}
+
+// outboxSetup starts a server and opens the findings store (with sent
+// rows already sent) and its relay.
+func outboxSetup(b *testing.B, batch, sent int) (*store.Store, *Relay) {
+	srv := startServer(b)
+	_, js := connect(b, srv.url())
+	ensureStream(b, js)
+	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "patrold.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if sent > 0 {
+		fillSent(b, st, sent)
+	}
+	relay, err := NewRelay(RelayOptions{Outbox: st, JetStream: js, Prefix: testPrefix, Batch: batch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, relay
+}
+
+// outboxPass enqueues rows and flushes them, and returns how long the
+// enqueue and the whole pass took.
+func outboxPass(b *testing.B, st *store.Store, relay *Relay, rows []contracts.OutboxEvent) (enqueue, all time.Duration) {
+	ctx := context.Background()
+	start := time.Now()
+	if err := st.Enqueue(ctx, rows...); err != nil {
+		b.Fatal(err)
+	}
+	enqueue = time.Since(start)
+	if err := relay.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return enqueue, time.Since(start)
 }
 
 // fillSent writes n ~1 KB finding events, as the benchmark does, and marks
@@ -159,37 +175,79 @@ func BenchmarkBareJetStreamAsync10k(b *testing.B) {
 		b.StopTimer()
 		rows := benchRows(b, i)
 		b.StartTimer()
-		start, cpu0 := time.Now(), processCPU(b)
-		futures := make([]jetstream.PubAckFuture, 0, len(rows))
-		for _, row := range rows {
-			m, err := EventMessage(testPrefix, "patrold/bench", row)
-			if err != nil {
-				b.Fatal(err)
-			}
-			f, err := js.PublishMsgAsync(m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			futures = append(futures, f)
-		}
-		select {
-		case <-js.PublishAsyncComplete():
-		case <-time.After(30 * time.Second):
-			b.Fatal("acks did not arrive")
-		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				b.Fatal(err)
-			}
-		}
-		elapsed += time.Since(start)
+		cpu0 := processCPU(b)
+		elapsed += barePass(b, js, rows)
 		cpu += processCPU(b) - cpu0
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(benchEvents*b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+}
+
+// barePass builds and publishes rows straight to JetStream and waits for
+// every ack; it returns how long that took.
+func barePass(b *testing.B, js jetstream.JetStream, rows []contracts.OutboxEvent) time.Duration {
+	start := time.Now()
+	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	for _, row := range rows {
+		m, err := EventMessage(testPrefix, "patrold/bench", row)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		futures = append(futures, f)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		b.Fatal("acks did not arrive")
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// BenchmarkOutboxVsBare10k runs the two side by side, one pass of each in
+// every iteration (the same 10k events, under ids of their own), so load
+// from other work on the machine falls on both alike: outbox-ms and
+// bare-ms are their times per pass, x-bare the ratio of their sums.
+func BenchmarkOutboxVsBare10k(b *testing.B) {
+	for _, batch := range []int{DefaultOutboxBatch, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			st, relay := outboxSetup(b, batch, 0)
+			srv := startServer(b)
+			_, js := connect(b, srv.url())
+			ensureStream(b, js)
+			var outbox, bare time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				rows := benchRows(b, 2*i)
+				again := benchRows(b, 2*i+1)
+				b.StartTimer()
+				// Alternate which goes first.
+				if i%2 == 0 {
+					_, all := outboxPass(b, st, relay, rows)
+					outbox, bare = outbox+all, bare+barePass(b, js, again)
+				} else {
+					bare += barePass(b, js, again)
+					_, all := outboxPass(b, st, relay, rows)
+					outbox += all
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(outbox.Microseconds())/1e3/float64(b.N), "outbox-ms/op")
+			b.ReportMetric(float64(bare.Microseconds())/1e3/float64(b.N), "bare-ms/op")
+			b.ReportMetric(outbox.Seconds()/bare.Seconds(), "x-bare")
+		})
+	}
 }
 
 // processCPU is the CPU time (user and system) the whole process used so
