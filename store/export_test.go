@@ -25,3 +25,9 @@ func SetCheckpointEvery(d time.Duration) (restore func()) {
 	checkpointEvery = d
 	return func() { checkpointEvery = old }
 }
+
+// AnySpecial and FormSpecial are marshalForm's word and byte tests.
+var (
+	AnySpecial  = anySpecial
+	FormSpecial = &formSpecial
+)

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -96,6 +98,39 @@ func TestMarshalForm(t *testing.T) {
 	for s := range want {
 		if got[s] != want[s] {
 			t.Errorf("MarshalForm(%q) = %v, want %v", s, got[s], want[s])
+		}
+	}
+}
+
+// TestAnySpecialMatchesTheByteTable: the eight-bytes-at-a-time test says
+// "special" exactly when one of the bytes is special by the byte table:
+// every byte value at every position among plain bytes, and random words.
+func TestAnySpecialMatchesTheByteTable(t *testing.T) {
+	word := func(b [8]byte) uint64 { return binary.LittleEndian.Uint64(b[:]) }
+	for v := range 256 {
+		for p := range 8 {
+			b := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			b[p] = byte(v)
+			if got, want := store.AnySpecial(word(b)), store.FormSpecial[v]; got != want {
+				t.Fatalf("byte %#x at %d: AnySpecial %v, want %v", v, p, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		var b [8]byte
+		want := false
+		for p := range b {
+			// Mostly plain printable bytes, with some of everything.
+			if rng.IntN(4) == 0 {
+				b[p] = byte(rng.IntN(256))
+			} else {
+				b[p] = byte(0x20 + rng.IntN(0x5f))
+			}
+			want = want || store.FormSpecial[b[p]]
+		}
+		if got := store.AnySpecial(word(b)); got != want {
+			t.Fatalf("%q: AnySpecial %v, want %v", b[:], got, want)
 		}
 	}
 }
