@@ -95,3 +95,14 @@ func drain(b *testing.B, st *store.Store) {
 		}
 	}
 }
+
+// BenchmarkMarshalForm: Enqueue's check of one ~1 KB finding event.
+func BenchmarkMarshalForm(b *testing.B) {
+	data := enqueueRows(b, 0, 1)[0].Data
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if !store.MarshalForm(data) {
+			b.Fatal("not in marshal form")
+		}
+	}
+}
