@@ -78,9 +78,35 @@ func New(o Options) (*Follower, error) {
 // FullSubject is the subject state changes are published on.
 func (f *Follower) FullSubject() string { return contracts.FullSubject(f.o.Prefix, Subject) }
 
-// EnableCapture makes the store write state-change events (the leader).
-func (f *Follower) EnableCapture(ctx context.Context) error {
-	return f.o.Store.EnableCapture(ctx, Subject, f.o.Instance)
+// EnableCapture makes the store write state-change events (the leader)
+// stamped with epoch, the leader lease's term, and queues the epoch
+// marker first.
+func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
+	return f.o.Store.EnableCapture(ctx, Subject, f.o.Instance, epoch)
+}
+
+// AwaitEpoch returns once the database applied an epoch marker of at least
+// epoch from the stream (Run must be running), or with ctx's error: a new
+// writer waits for its own marker, so every change of an older writer that
+// precedes it in the stream is applied before its first write and every
+// one after it is fenced, on every replica alike.
+func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		st, err := f.o.Store.ReplicaStatus(ctx)
+		if err != nil {
+			return err
+		}
+		if st.AppliedEpoch >= epoch {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("await epoch %d (applied %d): %w", epoch, st.AppliedEpoch, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // Run applies state changes until ctx ends, resuming after the applied
@@ -156,8 +182,16 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		f.log.Error("state change refused", "seq", seq, "err", err)
 		c = store.SkipChange(f.o.Instance) // advances the sequence only
 	}
-	if _, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now()); err != nil {
+	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())
+	if err != nil {
 		return err
+	}
+	if res == store.ApplyFenced && c.Origin == f.o.Instance {
+		f.log.Error("state change fenced: this instance wrote as a deposed writer; its database holds changes no other replica has: re-seed it from a standby's database (docs/CLUSTER.md)",
+			"seq", seq, "epoch", c.Epoch, "table", c.Table, "op", c.Op)
+	} else if res == store.ApplyFenced {
+		f.log.Warn("state change fenced: written by a deposed writer", "seq", seq, "origin", c.Origin, "epoch", c.Epoch,
+			"table", c.Table, "op", c.Op)
 	}
 	return nil
 }
@@ -182,6 +216,10 @@ type Lag struct {
 	Behind     bool       `json:"behind"`
 	AppliedAt  *time.Time `json:"applied_at,omitempty"`
 	Dropped    uint64     `json:"dropped"`
+	// Epoch is the highest writer epoch applied; Fenced counts changes
+	// ignored as a deposed writer's.
+	Epoch  uint64 `json:"epoch"`
+	Fenced uint64 `json:"fenced"`
 }
 
 // LastSeq is the stream sequence of the last state change (0: none yet).
@@ -213,7 +251,8 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	f.mu.Lock()
 	dropped := f.dropped
 	f.mu.Unlock()
-	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped}, nil
+	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced}, nil
 }
 
 // CatchUp returns once the database applied the stream's last state

@@ -93,7 +93,7 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	o2.URL = leader.b.ClientURL()
 	standby := newNode(t, o2, "b")
 
-	if err := leader.f.EnableCapture(ctx); err != nil {
+	if err := leader.f.EnableCapture(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	run(t, leader.rel.Run)
@@ -142,8 +142,8 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	}
 	// Applying a sequence again is a no-op.
 	st, _ := standby.st.ReplicaStatus(ctx)
-	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", store.StateChange{Origin: "a", Table: "findings", Op: "delete", RowID: 1}, now)
-	if err != nil || applied {
+	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", store.StateChange{Origin: "a", Epoch: 1, Table: "findings", Op: "delete", RowID: 1}, now)
+	if err != nil || applied != store.ApplySkipped {
 		t.Fatalf("re-apply of seq %d: applied=%v err=%v; want skipped", st.AppliedSeq, applied, err)
 	}
 	if got2, _ := standby.st.List(ctx, findings.ListFilter{}); !reflect.DeepEqual(got2, want) {
@@ -160,5 +160,83 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	leaderSt, _ := leader.st.ReplicaStatus(ctx)
 	if leaderSt.AppliedSeq != st.AppliedSeq {
 		t.Fatalf("leader applied seq %d, standby %d: want equal", leaderSt.AppliedSeq, st.AppliedSeq)
+	}
+}
+
+// Split brain: writer a (epoch 5) keeps writing after b took over with
+// epoch 9. b's epoch marker is b's first change on the stream; every
+// change of a after it is fenced on every replica (b itself and the
+// standby c), so a's late acknowledgement reaches no replica and all
+// replicas agree.
+func TestDeposedWriterIsFenced(t *testing.T) {
+	ctx := context.Background()
+	o := bus.DefaultOptions()
+	o.Embedded.Listen = "127.0.0.1:0"
+	o.Embedded.StoreDir = t.TempDir()
+	a := newNode(t, o, "a")
+	o2 := bus.DefaultOptions()
+	o2.URL = a.b.ClientURL()
+	b := newNode(t, o2, "b")
+	c := newNode(t, o2, "c")
+	if err := a.f.EnableCapture(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*node{a, b, c} {
+		run(t, n.rel.Run)
+		run(t, n.f.Run)
+	}
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	for _, n := range []*node{b, c} {
+		waitFor(t, "replicas caught up with a", func() bool {
+			lag, err := n.f.Lag(ctx)
+			return err == nil && lag.LastSeq > 0 && !lag.Behind && lag.Epoch == 5
+		})
+	}
+
+	// b takes over; its marker is its first change.
+	if err := b.f.EnableCapture(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	b.rel.Kick()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.f.AwaitEpoch(actx, 9); err != nil {
+		t.Fatal(err)
+	}
+	// a, deposed without knowing it, acknowledges a finding.
+	fs, err := a.st.List(ctx, findings.ListFilter{})
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("a's findings: %v %v", len(fs), err)
+	}
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a.rel.Kick()
+	waitFor(t, "a's acknowledgement is on the stream", func() bool {
+		n, err := a.st.UnsentState(ctx)
+		return err == nil && n == 0
+	})
+	for _, n := range []*node{b, c} {
+		if err := n.f.CatchUp(actx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gotB, _ := b.st.List(ctx, findings.ListFilter{})
+	gotC, _ := c.st.List(ctx, findings.ListFilter{})
+	if !reflect.DeepEqual(gotC, gotB) {
+		t.Fatalf("replicas disagree:\n b %+v\n c %+v", gotB, gotC)
+	}
+	for _, f := range gotC {
+		if f.AcknowledgedAt != nil {
+			t.Fatalf("the deposed writer's acknowledgement reached a replica: %+v", f)
+		}
+	}
+	for _, n := range []*node{b, c} {
+		st, err := n.st.ReplicaStatus(ctx)
+		if err != nil || st.AppliedEpoch != 9 || st.Fenced == 0 {
+			t.Fatalf("replica status %+v, %v: want epoch 9 and fenced changes", st, err)
+		}
 	}
 }

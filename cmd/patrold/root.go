@@ -31,6 +31,8 @@ type app struct {
 	cfg        *config.Config
 	// notifyReady, when set, is told the metrics address of `notify` (tests).
 	notifyReady func(addr string)
+	// workerReady, when set, is told the health address of `worker` (tests).
+	workerReady func(addr string)
 }
 
 func newRoot(a *app) *cobra.Command {
@@ -48,7 +50,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
-		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newDBCmd(a),
+		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newWorkerCmd(a), newDBCmd(a),
 	)
 	requireSubcommands(root)
 	return root
