@@ -269,9 +269,10 @@ func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error
 				return fmt.Errorf("enqueue %s..%s: %w", chunk[0].ID, chunk[len(chunk)-1].ID, err)
 			}
 			// One statement's rows get consecutive seqs ending at the
-			// last insert id. When some were skipped (ids already there)
-			// which is not known, so the chunk is not cached. The cache
-			// checks ids anyway.
+			// last insert id. When some were skipped (ids already there),
+			// which seq went to which row is not known, so the chunk is
+			// not cached. (The relay's read checks ids against the
+			// database anyway.)
 			n, nerr := res.RowsAffected()
 			last, lerr := res.LastInsertId()
 			if nerr != nil || lerr != nil || n != int64(len(chunk)) {
