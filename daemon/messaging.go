@@ -86,7 +86,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 			return fail(err)
 		}
 		lead.attach(m.lease)
-		if m.repl, err = newReplication(d, m, name, m.lease.IsLeader, m.lease.Term); err != nil {
+		if m.repl, err = newReplication(d, m, name, m.lease); err != nil {
 			return fail(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/replica"
 )
@@ -31,6 +32,7 @@ type replication struct {
 	f        *replica.Follower
 	leading  func() bool   // holds the lease
 	term     func() uint64 // the lease term (0: not leading)
+	yield    func() error  // releases the lease for good
 	instance string
 
 	writer atomic.Bool // leading, caught up, capturing
@@ -64,13 +66,13 @@ func (r *replication) goWrite(ctx context.Context, fn func(context.Context)) {
 	}()
 }
 
-func newReplication(d *Daemon, m *messaging, instance string, leading func() bool, term func() uint64) (*replication, error) {
+func newReplication(d *Daemon, m *messaging, instance string, lease *bus.Lease) (*replication, error) {
 	f, err := replica.New(replica.Options{JetStream: m.bus.JetStream(), Stream: m.bus.StreamName(), Prefix: m.bus.Prefix(),
 		Store: d.store, Instance: instance, Logger: d.log, Now: d.opts.Now})
 	if err != nil {
 		return nil, err
 	}
-	r := &replication{d: d, f: f, leading: leading, term: term, instance: instance}
+	r := &replication{d: d, f: f, leading: lease.IsLeader, term: lease.Term, yield: lease.Close, instance: instance}
 	r.leaderOnly = []func(context.Context){func(ctx context.Context) { m.consumeOutcomes(ctx, d) }}
 	if err := d.opts.Registerer.Register(replicaCollector{r}); err != nil {
 		return nil, fmt.Errorf("replica metrics: %w", err)
@@ -85,6 +87,12 @@ func (r *replication) start(ctx context.Context, m *messaging) error {
 		return err
 	}
 	m.goRun(func() error { return r.f.Run(ctx) })
+	// Any caught-up instance hands a copy of its database to one that
+	// cannot catch up (`patrold db seed`).
+	cfg := r.d.Config()
+	m.goRun(func() error {
+		return r.f.ServeSeeds(ctx, m.bus.Conn(), cfg.DataDir, cfg.NATS.Stream.Replicas, r.f.SeedReady)
+	})
 	r.fence(ctx)
 	m.goRun(func() error { r.watch(ctx); return nil })
 	return nil
@@ -150,6 +158,14 @@ func (r *replication) watch(ctx context.Context) {
 // promote catches up, switches capture on and starts the leader-only
 // consumers; a catch-up that does not finish is retried at the next tick.
 func (r *replication) promote(ctx context.Context) {
+	if err := r.f.Gap(); err != nil {
+		// It can never write: leave the lease to an instance that can.
+		r.d.log.Error("leader lease held, but this database cannot catch up: releasing the lease, not writing until re-seeded", "err", err)
+		if err := r.yield(); err != nil {
+			r.d.log.Warn("release the leader lease", "err", err)
+		}
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, catchUpAttempts)
 	err := r.f.CatchUp(cctx)
 	cancel()
@@ -197,6 +213,10 @@ func (r *replication) promote(ctx context.Context) {
 		return
 	}
 	if !r.leading() || r.term() != term {
+		return
+	}
+	if err := r.d.store.ResumeNumbering(ctx); err != nil {
+		r.d.log.Error("resume state change numbering", "err", err)
 		return
 	}
 	wctx, stop := context.WithCancel(ctx)

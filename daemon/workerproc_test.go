@@ -27,20 +27,8 @@ import (
 // over NATS and publishes fix_verified, which resolves the finding. A
 // request published before the worker first connected waits for it.
 func TestStandaloneWorker(t *testing.T) {
-	dir := t.TempDir()
-	useSnapshot(t, dir, "faults.json")
-	healthy, _ := filepath.Abs(filepath.Join("testdata", "healthy.json"))
-	action := filepath.Join(dir, "grow-pool.sh")
-	body := "#!/bin/sh\ncp " + healthy + " " + filepath.Join(dir, "snapshot.json") + "\necho grew $1\n"
-	if err := os.WriteFile(action, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	common := "log: {level: info}\n" +
-		"source: {kind: file, file: {path: " + filepath.Join(dir, "snapshot.json") + "}}\n" +
-		"patrol: {autonomy: full}\n" +
-		"investigation: {max_concurrent: 10}\n" +
-		"alerts: {overrides: [{match: {id: 'storage/pve2/*'}, storage: {usage: {trigger: 85}}}]}\n" +
-		"actions: [{name: grow-pool, command: [" + action + ", '{resource_id}'], risk: low, kinds: [storage], signals: [high_disk]}]\n"
+	dir, common := remediationFleet(t)
+	common = "log: {level: info}\n" + common
 	cfg, err := config.Load([]byte("data_dir: "+dir+"\nhttp: {listen: '127.0.0.1:0'}\nnats: {embedded: {listen: '127.0.0.1:0'}}\n"+
 		"schedule: {cron: '@every 1h', startup_delay: 1h}\nassistant: {enabled: false}\n"+common), nil)
 	if err != nil {

@@ -51,7 +51,8 @@ type Follower struct {
 
 	mu      sync.Mutex
 	lastErr error
-	dropped uint64 // changes refused as malformed
+	dropped uint64          // changes refused as malformed
+	gap     *store.GapError // changes missing from the stream: cannot catch up
 }
 
 // New validates the options.
@@ -91,6 +92,17 @@ func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
 // precedes it in the stream is applied before its first write and every
 // one after it is fenced, on every replica alike.
 func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
+	return f.await(ctx, func(st store.ReplicaStatus) error {
+		if st.AppliedEpoch >= epoch {
+			return nil
+		}
+		return fmt.Errorf("await epoch %d (applied %d)", epoch, st.AppliedEpoch)
+	})
+}
+
+// await polls the replica status until done answers nil, or returns its
+// last answer wrapped with ctx's error.
+func (f *Follower) await(ctx context.Context, done func(store.ReplicaStatus) error) error {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
@@ -98,12 +110,13 @@ func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
 		if err != nil {
 			return err
 		}
-		if st.AppliedEpoch >= epoch {
+		notYet := done(st)
+		if notYet == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("await epoch %d (applied %d): %w", epoch, st.AppliedEpoch, ctx.Err())
+			return fmt.Errorf("%w: %w", notYet, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -183,9 +196,23 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		c = store.SkipChange(f.o.Instance) // advances the sequence only
 	}
 	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())
+	var gap *store.GapError
+	if errors.As(err, &gap) {
+		f.mu.Lock()
+		first := f.gap == nil
+		f.gap = gap
+		f.mu.Unlock()
+		if first {
+			f.log.Error("replica cannot catch up", "err", gap)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.gap = nil
+	f.mu.Unlock()
 	if res == store.ApplyFenced && c.Origin == f.o.Instance {
 		f.log.Error("state change fenced: this instance wrote as a deposed writer; its database holds changes no other replica has: re-seed it from a standby's database (docs/CLUSTER.md)",
 			"seq", seq, "epoch", c.Epoch, "table", c.Table, "op", c.Op)
@@ -220,6 +247,20 @@ type Lag struct {
 	// ignored as a deposed writer's.
 	Epoch  uint64 `json:"epoch"`
 	Fenced uint64 `json:"fenced"`
+	// Gap, when set, says which changes are missing from the stream: the
+	// database cannot catch up and must be re-seeded.
+	Gap string `json:"gap,omitempty"`
+}
+
+// Gap returns the changes missing from the stream that stop this replica
+// (nil: none seen).
+func (f *Follower) Gap() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gap == nil {
+		return nil
+	}
+	return f.gap
 }
 
 // LastSeq is the stream sequence of the last state change (0: none yet).
@@ -250,9 +291,13 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	}
 	f.mu.Lock()
 	dropped := f.dropped
+	gap := ""
+	if f.gap != nil {
+		gap = f.gap.Error()
+	}
 	f.mu.Unlock()
 	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
-		Epoch: st.AppliedEpoch, Fenced: st.Fenced}, nil
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap}, nil
 }
 
 // CatchUp returns once the database applied the stream's last state
@@ -262,20 +307,10 @@ func (f *Follower) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		st, err := f.o.Store.ReplicaStatus(ctx)
-		if err != nil {
-			return err
-		}
+	return f.await(ctx, func(st store.ReplicaStatus) error {
 		if st.AppliedSeq >= target {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("catch up to state seq %d (applied %d): %w", target, st.AppliedSeq, ctx.Err())
-		case <-t.C:
-		}
-	}
+		return fmt.Errorf("catch up to state seq %d (applied %d)", target, st.AppliedSeq)
+	})
 }

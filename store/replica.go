@@ -34,9 +34,13 @@ var replicaSkipColumns = map[string]bool{"runs.report": true, "runs.exchange": t
 // the lease at). Op "epoch" is a new writer's marker, its first change:
 // no row, table "-"; from it on, a replica ignores changes of any lower
 // epoch (fencing a deposed writer).
+//
+// N numbers the captured changes without a gap across writers (0: not
+// numbered, an epoch marker); a replica applies change N only after N-1.
 type StateChange struct {
 	Origin string                     `json:"origin"`
 	Epoch  uint64                     `json:"epoch,omitempty"`
+	N      uint64                     `json:"n,omitempty"`
 	Table  string                     `json:"table"`
 	Op     string                     `json:"op"`
 	RowID  int64                      `json:"rowid"`
@@ -135,7 +139,9 @@ func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch
 				return fmt.Errorf("enable capture: triggers on %s: %w", t, err)
 			}
 		}
-		if _, err = tx.ExecContext(ctx, "UPDATE replica_state SET capture = 1, applying = 0, subject = ?, origin = ?, epoch = ? WHERE id = 1",
+		// Numbering goes on from the last change applied, or from the
+		// last this database captured when those are still to be published.
+		if _, err = tx.ExecContext(ctx, "UPDATE replica_state SET capture = 1, applying = 0, subject = ?, origin = ?, epoch = ?, changes = max(changes, applied_n) WHERE id = 1",
 			subject, origin, int64(epoch)); err != nil {
 			return err
 		}
@@ -147,6 +153,14 @@ func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch
 			subject, StateEventType, string(marker))
 		return err
 	})
+}
+
+// ResumeNumbering continues the change numbering from the last change
+// applied: a new writer calls it once its epoch marker is applied, when
+// every change numbered before it (an old writer's last ones included) is.
+func (s *Store) ResumeNumbering(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, "UPDATE replica_state SET changes = applied_n WHERE id = 1")
+	return err
 }
 
 // DisableCapture stops writing state-change events (a standby).
@@ -167,8 +181,9 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 		return "INSERT INTO outbox (id, subject, type, resource_id, time, data) SELECT " +
 			"'st-' || lower(hex(randomblob(16))), subject, '" + StateEventType + "', " + sqlString(table) + ", " +
 			"strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), " +
-			"json_object('origin', origin, 'epoch', epoch, 'table', " + sqlString(table) + ", 'op', '" + op + "', 'rowid', " + rowid + row + ") " +
-			"FROM replica_state WHERE id = 1 AND capture = 1 AND applying = 0;"
+			"json_object('origin', origin, 'epoch', epoch, 'n', changes + 1, 'table', " + sqlString(table) + ", 'op', '" + op + "', 'rowid', " + rowid + row + ") " +
+			"FROM replica_state WHERE id = 1 AND capture = 1 AND applying = 0; " +
+			"UPDATE replica_state SET changes = changes + 1 WHERE id = 1 AND capture = 1 AND applying = 0;"
 	}
 	row := ", 'row', json_object(" + obj.String() + ")"
 	for _, tr := range []struct{ name, event, body string }{
@@ -238,11 +253,21 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 		}
 	}
 	s.recent.reset()
-	res, err := s.db.ExecContext(ctx, q, args...)
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		// The dropped changes' numbers are free again.
+		_, err = tx.ExecContext(ctx, "UPDATE replica_state SET changes = applied_n WHERE id = 1")
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("drop unsent events: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // UnsentState counts the state-change events waiting in the outbox.
@@ -303,12 +328,19 @@ const (
 func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c StateChange, now time.Time) (Apply, error) {
 	result := ApplySkipped
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		var last, epoch int64
-		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch FROM replica_state WHERE id = 1").Scan(&last, &epoch); err != nil {
+		var last, epoch, appliedN int64
+		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch, applied_n FROM replica_state WHERE id = 1").Scan(&last, &epoch, &appliedN); err != nil {
 			return err
 		}
 		if seq <= uint64(last) {
 			return nil
+		}
+		fenced := c.Epoch < uint64(epoch) && !(c.Table == skipTable && c.Op != OpEpoch)
+		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
+			return &GapError{Seq: seq, Want: uint64(appliedN) + 1, Got: c.N}
+		}
+		if c.N > 0 && !fenced {
+			appliedN = int64(c.N)
 		}
 		origin := c.Origin
 		switch {
@@ -334,14 +366,28 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 			newEpoch = uint64(epoch)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ?,
-			applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END, applied_epoch = ?, fenced = fenced + ? WHERE id = 1`,
-			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(result == ApplyFenced))
+			applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END, applied_epoch = ?, fenced = fenced + ?, applied_n = ? WHERE id = 1`,
+			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(result == ApplyFenced), appliedN)
 		return err
 	})
 	if err != nil {
 		return ApplySkipped, fmt.Errorf("apply state seq %d (%s %s rowid %d): %w", seq, c.Op, c.Table, c.RowID, err)
 	}
 	return result, nil
+}
+
+// GapError: the change at stream sequence Seq is number Got, but the
+// database applied up to Want-1: the changes between are no longer on the
+// stream (aged out by nats.stream.max_age or max_bytes before this replica
+// read them). Nothing is applied; the replica must be re-seeded.
+type GapError struct {
+	Seq       uint64
+	Want, Got uint64
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("state changes %d..%d are missing from the stream (next on it: %d at seq %d): this database cannot catch up; re-seed it (patrold db seed)",
+		e.Want, e.Got-1, e.Got, e.Seq)
 }
 
 func boolInt(b bool) int {

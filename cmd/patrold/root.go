@@ -74,6 +74,23 @@ func (a *app) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
+// logConfig loads the configuration for a long-running command whose
+// output is its log (serve, notify, worker): --output, when given, sets
+// log.format.
+func (a *app) logConfig(cmd *cobra.Command, output string) (*config.Config, error) {
+	if err := checkOutput(output); err != nil {
+		return nil, err
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("output") {
+		cfg.Log.Format = output
+	}
+	return cfg, nil
+}
+
 // newRoot returns the composition root for the loaded configuration; the
 // caller closes it.
 func (a *app) newRoot() (*daemon.Root, error) {

@@ -13,15 +13,8 @@ func newWorkerCmd(a *app) *cobra.Command {
 		Short: "Run a standalone assistant worker: remediation sessions with no database, kept by the writer over NATS",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if _, err := a.logConfig(cmd, output); err != nil {
 				return err
-			}
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("output") {
-				cfg.Log.Format = output // the worker's output is its log, as serve's
 			}
 			root, err := a.newRoot()
 			if err != nil {

@@ -29,3 +29,16 @@ func TestWorkerCommandNeedsNATS(t *testing.T) {
 		t.Fatalf("unknown flag: exit %d: %s", code, out)
 	}
 }
+
+// db seed is for cluster mode; elsewhere it is a usage error naming the
+// missing section, and nothing is created.
+func TestDBSeedNeedsACluster(t *testing.T) {
+	c := newCLI(t, "")
+	out, code := c.run("db", "seed")
+	if code != 2 || !strings.Contains(out, "cluster: patrold db seed copies a database from another instance of a cluster; this configuration has no cluster section") {
+		t.Fatalf("db seed without cluster: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "var", "patrold.db")); !os.IsNotExist(err) {
+		t.Fatalf("db seed created a database: %v", err)
+	}
+}

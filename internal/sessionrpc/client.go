@@ -16,7 +16,7 @@ import (
 	"github.com/patrold/patrold/store"
 )
 
-// Client is assistant.Store (and model.SpendLedger) over NATS: a worker's
+// Client is assistant.Store (and assistant.RunLedger) over NATS: a worker's
 // sessions, approvals and spend, kept by the writer.
 type Client struct {
 	nc      *nats.Conn
@@ -141,9 +141,9 @@ func (c *Client) SessionSpent(ctx context.Context, since time.Time, except strin
 	return call[float64](ctx, c, MethodSessionSpent, spentArg{Since: since, Except: except})
 }
 
-// Spent is what runs spent since since (model.SpendLedger).
-func (c *Client) Spent(since time.Time) (float64, error) {
-	return call[float64](context.Background(), c, MethodSpent, spentArg{Since: since})
+// RunSpent is what runs spent since since (assistant.RunLedger).
+func (c *Client) RunSpent(since time.Time) (float64, error) {
+	return call[float64](context.Background(), c, MethodRunSpent, spentArg{Since: since})
 }
 
 // SessionExchange returns a session's recorded model exchange.

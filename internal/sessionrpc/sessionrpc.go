@@ -1,6 +1,6 @@
 // Package sessionrpc lets an assistant worker with no database of its own
 // keep its sessions in the writer's: every call of assistant.Store (and
-// the spend ledger) is a NATS request on `patrold_sessions.<prefix>.<method>`,
+// the runs' spend) is a NATS request on `patrold_sessions.<prefix>.<method>`,
 // served by a micro service on the writer alone (queue group
 // "patrold-writer"), so what a standalone worker records is committed
 // (and replicated) exactly like what an in-serve worker records.
@@ -31,7 +31,6 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/store"
 )
 
@@ -58,7 +57,7 @@ const (
 	MethodLastSession      = "last_session"
 	MethodSessionCost      = "session_cost"
 	MethodSessionSpent     = "session_spent"
-	MethodSpent            = "spent"
+	MethodRunSpent         = "run_spent"
 	MethodSessionExchange  = "session_exchange"
 	MethodInsertApproval   = "insert_approval"
 	MethodApproval         = "approval"
@@ -84,7 +83,7 @@ func SubjectPrefix(prefix string) string { return "patrold_sessions." + prefix }
 // Backend is what the writer serves: its store.
 type Backend interface {
 	assistant.Store
-	model.SpendLedger
+	assistant.RunLedger
 }
 
 var _ Backend = (*store.Store)(nil)
@@ -174,7 +173,7 @@ func (h handlers) table() map[string]func(micro.Request) {
 		MethodSessionSpent: endpoint(h, func(ctx context.Context, a spentArg) (float64, error) {
 			return b.SessionSpent(ctx, a.Since, a.Except)
 		}),
-		MethodSpent: endpoint(h, func(_ context.Context, a spentArg) (float64, error) { return b.Spent(a.Since) }),
+		MethodRunSpent: endpoint(h, func(_ context.Context, a spentArg) (float64, error) { return b.RunSpent(a.Since) }),
 		MethodSessionExchange: endpoint(h, func(ctx context.Context, a idArg) (string, error) {
 			return b.SessionExchange(ctx, a.ID)
 		}),

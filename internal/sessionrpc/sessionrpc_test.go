@@ -179,8 +179,8 @@ func TestClientAnswersAsTheStore(t *testing.T) {
 	if got, err := c.SessionSpent(ctx, t0.Add(-time.Hour), ""); err != nil || got != wantSpent || got != 0.25 {
 		t.Fatalf("session spent = %v, %v; want %v", got, err, wantSpent)
 	}
-	wantRuns, _ := st.Spent(t0.Add(-time.Hour))
-	if got, err := c.Spent(t0.Add(-time.Hour)); err != nil || got != wantRuns {
+	wantRuns, _ := st.RunSpent(t0.Add(-time.Hour))
+	if got, err := c.RunSpent(t0.Add(-time.Hour)); err != nil || got != wantRuns {
 		t.Fatalf("spent = %v, %v; want %v", got, err, wantRuns)
 	}
 	if ex, err := c.SessionExchange(ctx, "s1"); err != nil || ex != `{"calls":[]}` {
