@@ -72,8 +72,12 @@ func (o *sqliteOutbox) Insert(ctx context.Context, rows []contracts.OutboxEvent)
 }
 
 func (o *sqliteOutbox) PendingEvents(ctx context.Context, limit int) ([]contracts.OutboxEvent, error) {
+	return o.PendingEventsAfter(ctx, 0, limit)
+}
+
+func (o *sqliteOutbox) PendingEventsAfter(ctx context.Context, after int64, limit int) ([]contracts.OutboxEvent, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT seq, id, subject, type, resource_id, time, data FROM outbox
-		WHERE sent_at IS NULL ORDER BY seq LIMIT ?`, limit)
+		WHERE sent_at IS NULL AND seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +123,10 @@ func (o *sqliteOutbox) PendingCount(ctx context.Context) (int64, error) {
 	err := o.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`).Scan(&n)
 	return n, err
 }
+
+// plainOutbox hides PendingEventsAfter: the relay then waits for each
+// window's acks before it reads the next.
+type plainOutbox struct{ Outbox }
 
 func (o *sqliteOutbox) count(tb testing.TB, where string) int {
 	tb.Helper()

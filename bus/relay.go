@@ -34,6 +34,14 @@ type Outbox interface {
 	PendingCount(ctx context.Context) (int64, error)
 }
 
+// OutboxAfter is what an Outbox may also offer: the unsent rows after a
+// seq (in ascending Seq, up to limit). With it the relay reads and
+// publishes the next window while the previous one's acks are on their
+// way.
+type OutboxAfter interface {
+	PendingEventsAfter(ctx context.Context, after int64, limit int) ([]contracts.OutboxEvent, error)
+}
+
 // Publisher is the part of jetstream.JetStream the relay uses.
 type Publisher interface {
 	PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
@@ -149,61 +157,107 @@ func (r *Relay) Run(ctx context.Context) error {
 // Flush publishes every row pending when it is called, window by window,
 // and returns the first error. Rows are marked sent only after their ack,
 // and only as an unbroken prefix, so nothing is skipped or reordered.
+// When the Outbox offers OutboxAfter (and two windows fit under the
+// client's async publish cap), the next window is read and published
+// while the previous one's acks arrive; a window is still marked only
+// once every window before it was.
 func (r *Relay) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.updatePending(ctx)
+	after, pipelined := r.opts.Outbox.(OutboxAfter)
+	pipelined = pipelined && 2*r.opts.Batch <= maxBatch
+	var prev *window // published, acks not yet awaited
 	for {
-		rows, err := r.opts.Outbox.PendingEvents(ctx, r.opts.Batch)
+		var rows []contracts.OutboxEvent
+		var err error
+		if prev != nil {
+			rows, err = after.PendingEventsAfter(ctx, prev.rows[len(prev.rows)-1].Seq, r.opts.Batch)
+		} else {
+			rows, err = r.opts.Outbox.PendingEvents(ctx, r.opts.Batch)
+		}
 		if err != nil {
+			if prev != nil {
+				if serr := r.settle(ctx, prev); serr != nil {
+					return serr
+				}
+			}
 			return fmt.Errorf("read outbox: %w", err)
 		}
-		if len(rows) == 0 {
+		var cur *window
+		if len(rows) > 0 {
+			cur = r.publish(rows)
+		}
+		if prev != nil {
+			if err := r.settle(ctx, prev); err != nil {
+				if cur != nil {
+					// Sent, but not marked: published again on the next
+					// attempt (the stream drops what it already has).
+					r.m.failures.Add(float64(len(cur.rows)))
+				}
+				return err
+			}
+		}
+		if cur == nil {
 			return nil
 		}
-		acked, pubErr := r.publishWindow(ctx, rows)
-		if acked > 0 {
-			seqs := make([]int64, acked)
-			for i := range seqs {
-				seqs[i] = rows[i].Seq
+		if !pipelined || cur.sendErr != nil || len(rows) < r.opts.Batch {
+			if err := r.settle(ctx, cur); err != nil || len(rows) < r.opts.Batch {
+				return err
 			}
-			if err := r.opts.Outbox.MarkSent(ctx, seqs, r.opts.Now()); err != nil {
-				return fmt.Errorf("mark %d outbox rows sent: %w", acked, err)
-			}
-			r.m.published.Add(float64(acked))
+			continue
 		}
-		if pubErr != nil {
-			r.m.failures.Add(float64(len(rows) - acked))
-			return pubErr
-		}
-		if len(rows) < r.opts.Batch {
-			return nil
-		}
+		prev = cur
 	}
 }
 
-// publishWindow publishes rows asynchronously and waits for their acks in
-// order. It returns how many leading rows were acked.
-func (r *Relay) publishWindow(ctx context.Context, rows []contracts.OutboxEvent) (int, error) {
-	futures := make([]jetstream.PubAckFuture, 0, len(rows))
-	var sendErr error
+// window is one publish window: its rows, the futures of those sent, and
+// the error that stopped sending the rest.
+type window struct {
+	rows    []contracts.OutboxEvent
+	futures []jetstream.PubAckFuture
+	sendErr error
+}
+
+// publish sends rows asynchronously, in order, until one fails.
+func (r *Relay) publish(rows []contracts.OutboxEvent) *window {
+	w := &window{rows: rows, futures: make([]jetstream.PubAckFuture, 0, len(rows))}
 	for _, row := range rows {
 		msg, err := r.message(row)
 		if err == nil {
 			var f jetstream.PubAckFuture
 			if f, err = r.opts.JetStream.PublishMsgAsync(msg); err == nil {
-				futures = append(futures, f)
+				w.futures = append(w.futures, f)
 				continue
 			}
 		}
-		sendErr = fmt.Errorf("publish outbox seq %d (id %s): %w", row.Seq, row.ID, err)
+		w.sendErr = fmt.Errorf("publish outbox seq %d (id %s): %w", row.Seq, row.ID, err)
 		break
 	}
-	acked, ackErr := r.awaitAcks(ctx, rows, futures)
-	if ackErr != nil {
-		return acked, ackErr // an earlier row failed first
+	return w
+}
+
+// settle waits for a window's acks in order, marks the acked prefix sent
+// and returns the first failure.
+func (r *Relay) settle(ctx context.Context, w *window) error {
+	acked, err := r.awaitAcks(ctx, w.rows, w.futures)
+	if err == nil {
+		err = w.sendErr // an earlier row's failure comes first
 	}
-	return acked, sendErr
+	if acked > 0 {
+		seqs := make([]int64, acked)
+		for i := range seqs {
+			seqs[i] = w.rows[i].Seq
+		}
+		if merr := r.opts.Outbox.MarkSent(ctx, seqs, r.opts.Now()); merr != nil {
+			return fmt.Errorf("mark %d outbox rows sent: %w", acked, merr)
+		}
+		r.m.published.Add(float64(acked))
+	}
+	if err != nil {
+		r.m.failures.Add(float64(len(w.rows) - acked))
+	}
+	return err
 }
 
 // awaitAcks waits for the futures in order and counts the unbroken prefix

@@ -6,12 +6,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/patrold/patrold/findings"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 type outboxWriter struct {
@@ -49,17 +48,68 @@ func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 	return nil
 }
 
-// The relay's queries. Both read only the unsent end of the outbox_pending
-// index (sent_at, seq): sent rows, however many, are never visited
-// (TestRelayQueriesUseThePendingIndex).
+// The sent mark: outbox_sent holds one row per window the relay marked,
+// the highest seq it acknowledged (every row at or below it was: the relay
+// marks only an unbroken prefix in seq order, and seq, an AUTOINCREMENT
+// key assigned under SQLite's write lock, only grows in commit order). The
+// unsent rows are those above the highest mark: a range of the primary
+// key. Marking a window sent writes one small row, not the window's ~1 KB
+// rows again.
 const (
-	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ?"
-	pendingCountSQL  = "SELECT count(*) FROM outbox WHERE sent_at IS NULL"
+	sentMarkSQL = "(SELECT coalesce(max(seq), 0) FROM outbox_sent)"
+	unsentCond  = "seq > " + sentMarkSQL
+	// unsentAfterCond: the unsent rows after a seq (its one parameter).
+	unsentAfterCond = "seq > max(?, " + sentMarkSQL + ")"
+	// sentLayout has a fixed width, so that marks compare in time order
+	// as text (migration 00010 writes the marks it carries over the same
+	// way).
+	sentLayout = "2006-01-02T15:04:05.000Z"
+)
+
+// The relay's queries. Both search the primary key above the sent mark:
+// sent rows, however many, are never visited
+// (TestRelayQueriesSkipSentRows).
+const (
+	pendingEventsSQL = "SELECT seq, id, subject, type, resource_id, time, data FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?"
+	pendingCountSQL  = "SELECT count(*) FROM outbox WHERE " + unsentCond
+	// pendingKeysSQL names the window in one row: how many rows, and
+	// "<seq>:<id bytes>:<id>" for each, comma separated (an encoding with
+	// one reading, whatever the ids hold), in the subquery's seq order.
+	// (Were that order not kept, the keys would not match the cache and
+	// the rows would be read: slower, never wrong.)
+	pendingKeysSQL = "SELECT count(*), coalesce(group_concat(seq || ':' || octet_length(id) || ':' || id, ','), '') " +
+		"FROM (SELECT seq, id FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?)"
 )
 
 // PendingEvents returns up to limit unsent outbox events in Seq order.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.OutboxEvent, error) {
-	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, limit)
+	return s.PendingEventsAfter(ctx, 0, limit)
+}
+
+// PendingEventsAfter returns up to limit unsent outbox events with a seq
+// above after, in Seq order: the relay's next window while the previous
+// one is still in flight. When this process enqueued them, it reads only
+// the window's seqs and ids (one row) and takes the rows from the cache;
+// otherwise (or when the cache lacks any) it reads the rows.
+func (s *Store) PendingEventsAfter(ctx context.Context, after int64, limit int) ([]findings.OutboxEvent, error) {
+	if !s.recent.empty() {
+		var n int
+		var keys string
+		if err := s.db.QueryRowContext(ctx, pendingKeysSQL, after, limit).Scan(&n, &keys); err != nil {
+			return nil, fmt.Errorf("pending events: %w", err)
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		if rows, ok := s.recent.window(n, keys); ok {
+			return rows, nil
+		}
+	}
+	return s.readPending(ctx, after, limit)
+}
+
+func (s *Store) readPending(ctx context.Context, after int64, limit int) ([]findings.OutboxEvent, error) {
+	rows, err := s.db.QueryContext(ctx, pendingEventsSQL, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending events: %w", err)
 	}
@@ -78,30 +128,90 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.Outbox
 	return out, rows.Err()
 }
 
-// MarkSent records that events were acknowledged by JetStream.
+// MarkSent records that events were acknowledged by JetStream: seqs, in
+// ascending order, are the oldest unsent rows (a prefix of what
+// PendingEvents returned). It writes one mark, the last seq; seqs at or
+// below the current mark are already sent. An unsent row below the last
+// seq that is not in seqs would be marked without its ack, so it is
+// refused, naming the row, and nothing is marked.
 func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(seqs)+1)
-	args = append(args, fmtTime(at))
-	for _, q := range seqs {
-		args = append(args, q)
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] <= seqs[i-1] {
+			return fmt.Errorf("mark sent: seqs must ascend, got %d after %d", seqs[i], seqs[i-1])
+		}
 	}
-	_, err := s.db.ExecContext(ctx, "UPDATE outbox SET sent_at = ? WHERE seq IN ("+strings.TrimSuffix(strings.Repeat("?,", len(seqs)), ",")+")", args...)
+	last, list := seqs[len(seqs)-1], seqList(seqs)
+	// One statement: the mark, written only if it moves and no unsent row
+	// up to it is missing from seqs.
+	res, err := s.db.ExecContext(ctx, markSentSQL, last, at.UTC().Format(sentLayout), list)
 	if err != nil {
 		return fmt.Errorf("mark sent: %w", err)
 	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		// Not written: already marked, or a row is missing (say which).
+		var mark int64
+		var skipped sql.NullInt64
+		if err := s.db.QueryRowContext(ctx, "SELECT "+sentMarkSQL+", (SELECT min(seq) FROM outbox WHERE "+unsentCond+" AND seq <= ? AND seq NOT IN (SELECT value FROM json_each(?)))",
+			last, list).Scan(&mark, &skipped); err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+		if last > mark && skipped.Valid {
+			return fmt.Errorf("mark sent through seq %d: unsent seq %d is not among the acknowledged", last, skipped.Int64)
+		}
+		if last > mark {
+			return fmt.Errorf("mark sent through seq %d: not written", last)
+		}
+	}
+	s.recent.dropThrough(last)
 	return nil
 }
 
-// PruneSent deletes sent events older than before.
+// markSentSQL writes the mark ?1 (at ?2) when it is above the current one
+// and every unsent row up to it is in ?3 (a JSON array of seqs).
+const markSentSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
+	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq <= ?1 AND seq NOT IN (SELECT value FROM json_each(?3)))"
+
+// seqList is seqs as a JSON array, for json_each.
+func seqList(seqs []int64) string {
+	b := make([]byte, 0, 8*len(seqs)+2)
+	b = append(b, '[')
+	for i, q := range seqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, q, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// PruneSent deletes the events sent before before: the rows up to the
+// last mark of a window sent before it, and with no younger mark below
+// (a clock set back never prunes a younger window). The highest mark
+// stays, it is what tells the unsent rows from the pruned ones.
 func (s *Store) PruneSent(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, "DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < ?", fmtTime(before))
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var cut sql.NullInt64
+		err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM outbox_sent WHERE seq < coalesce((SELECT min(seq) FROM outbox_sent WHERE sent_at >= ?), 9223372036854775807)",
+			before.UTC().Format(sentLayout)).Scan(&cut)
+		if err != nil || !cut.Valid {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM outbox WHERE seq <= ?", cut.Int64)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, "DELETE FROM outbox_sent WHERE seq < ?", cut.Int64)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("prune outbox: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // PendingCount returns the number of unsent events.
@@ -114,9 +224,13 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 // Enqueue writes ready-made outbox rows (events built elsewhere, such as a
 // remediation session's outcome) in one transaction. A row whose id is
 // already in the outbox is skipped, so re-sending an event is harmless.
-// Rows are inserted enqueueChunk at a time, one statement each.
+// Rows are inserted enqueueChunk at a time, one statement each. Once
+// committed, the rows are handed to the relay's cache (outboxCache), as
+// PendingEvents would read them back.
 func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error {
-	return s.withTx(ctx, func(tx *sql.Tx) error {
+	var committed []findings.OutboxEvent
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		committed = make([]findings.OutboxEvent, 0, len(rows))
 		var full *sql.Stmt
 		defer func() {
 			if full != nil {
@@ -128,13 +242,18 @@ func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error
 			chunk := rows[:min(len(rows), enqueueChunk)]
 			rows = rows[len(chunk):]
 			args = args[:0]
+			first := len(committed)
 			for _, r := range chunk {
 				data, err := storedData(r)
 				if err != nil {
 					return err
 				}
-				args = append(args, r.ID, r.Subject, r.Type, r.ResourceID, fmtTime(r.Time), data)
+				at := fmtTime(r.Time)
+				args = append(args, r.ID, r.Subject, r.Type, r.ResourceID, at, data)
+				committed = append(committed, findings.OutboxEvent{ID: r.ID, Subject: r.Subject, Type: r.Type, ResourceID: r.ResourceID,
+					Time: parseTime(at), Data: json.RawMessage(bytes.Clone(data))})
 			}
+			var res sql.Result
 			var err error
 			if len(chunk) == enqueueChunk {
 				if full == nil {
@@ -142,16 +261,35 @@ func (s *Store) Enqueue(ctx context.Context, rows ...findings.OutboxEvent) error
 						return err
 					}
 				}
-				_, err = full.ExecContext(ctx, args...)
+				res, err = full.ExecContext(ctx, args...)
 			} else {
-				_, err = tx.ExecContext(ctx, enqueueSQL(len(chunk)), args...)
+				res, err = tx.ExecContext(ctx, enqueueSQL(len(chunk)), args...)
 			}
 			if err != nil {
 				return fmt.Errorf("enqueue %s..%s: %w", chunk[0].ID, chunk[len(chunk)-1].ID, err)
 			}
+			// One statement's rows get consecutive seqs ending at the
+			// last insert id. When some were skipped (ids already there),
+			// which seq went to which row is not known, so the chunk is
+			// not cached. (The relay's read checks ids against the
+			// database anyway.)
+			n, nerr := res.RowsAffected()
+			last, lerr := res.LastInsertId()
+			if nerr != nil || lerr != nil || n != int64(len(chunk)) {
+				committed = committed[:first]
+				continue
+			}
+			for k := range chunk {
+				committed[first+k].Seq = last - int64(len(chunk)-1-k)
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.recent.add(committed)
+	return nil
 }
 
 // enqueueChunk rows are inserted by one statement (6 parameters each, far
@@ -185,31 +323,3 @@ func storedData(r findings.OutboxEvent) ([]byte, error) {
 	json.HTMLEscape(&buf, compact.Bytes())
 	return buf.Bytes(), nil
 }
-
-// marshalForm reports whether data is one valid JSON value that
-// json.Compact and json.HTMLEscape would leave unchanged: no white space
-// outside strings and nothing HTMLEscape rewrites (<, >, &, U+2028,
-// U+2029). It is false for anything it is not sure of, which then takes
-// the Compact path (and its error for invalid JSON).
-func marshalForm(data []byte) bool {
-	if len(data) == 0 || bytes.IndexByte(data, '<') >= 0 || bytes.IndexByte(data, '>') >= 0 || bytes.IndexByte(data, '&') >= 0 ||
-		bytes.Contains(data, lineSep) || bytes.Contains(data, paraSep) {
-		return false
-	}
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			return false
-		case '"':
-			// Skip the string: to its closing quote, past escapes.
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				if data[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
-	return jsontext.Value(data).IsValid()
-}
-
-var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")

@@ -18,7 +18,7 @@ const StateEventType = "patrold.state.change"
 // Tables that are never replicated: the outbox and the replica's own
 // bookkeeping are per instance, run_list is derived from runs by triggers,
 // goose's version table belongs to migrations.
-var replicaSkipTables = map[string]bool{"outbox": true, "replica_state": true, "run_list": true, "goose_db_version": true}
+var replicaSkipTables = map[string]bool{"outbox": true, "outbox_sent": true, "replica_state": true, "run_list": true, "goose_db_version": true}
 
 // Columns that stay on the instance that wrote them: whole run reports,
 // model exchanges and session transcripts can be megabytes, over a NATS
@@ -244,7 +244,7 @@ func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
 // would overwrite newer rows; their finding events and requests would
 // repeat what the newer writer published for the same findings).
 func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
-	q := "DELETE FROM outbox WHERE sent_at IS NULL"
+	q := "DELETE FROM outbox WHERE " + unsentCond
 	args := make([]any, 0, len(keep))
 	if len(keep) > 0 {
 		q += " AND type NOT IN (" + strings.TrimSuffix(strings.Repeat("?,", len(keep)), ",") + ")"
@@ -252,6 +252,7 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 			args = append(args, k)
 		}
 	}
+	s.recent.reset()
 	var n int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
@@ -272,7 +273,7 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 // UnsentState counts the state-change events waiting in the outbox.
 func (s *Store) UnsentState(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE sent_at IS NULL AND type = ?", StateEventType).Scan(&n)
+	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE "+unsentCond+" AND type = ?", StateEventType).Scan(&n)
 	return n, err
 }
 

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 	"github.com/pressly/goose/v3"
 
 	"github.com/patrold/patrold/migrations"
@@ -31,6 +30,10 @@ type Store struct {
 	db   *sql.DB
 	path string
 	info os.FileInfo // the file opened, for FileCheck
+	// recent are the outbox rows Enqueue committed, for the relay
+	// (outbox_cache.go).
+	recent outboxCache
+	ck     *checkpointer // checkpoint.go
 }
 
 // Open opens (creating if needed) the database at path and applies every
@@ -47,7 +50,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
 	q.Set("_synchronous", "NORMAL")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open(driverName, "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -66,7 +69,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	info, _ := os.Stat(path)
-	return &Store{db: db, path: path, info: info}, nil
+	return &Store{db: db, path: path, info: info, ck: startCheckpointer(db)}, nil
 }
 
 // ErrSchemaTooNew: the database was migrated by a newer patrold.
@@ -106,7 +109,12 @@ func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.ck != nil {
+		s.ck.close()
+	}
+	return s.db.Close()
+}
 
 const timeLayout = time.RFC3339Nano
 

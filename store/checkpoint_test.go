@@ -1,0 +1,87 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
+)
+
+// bigRows are n outbox rows of about 1 KB.
+func bigRows(n int) []findings.OutboxEvent {
+	pad := strings.Repeat("x", 1000)
+	rows := make([]findings.OutboxEvent, n)
+	for i := range rows {
+		rows[i] = findings.OutboxEvent{ID: fmt.Sprintf("big-%05d", i), Subject: "runs.completed", Type: "patrold.run.completed",
+			Time: sentT0, Data: json.RawMessage(`{"pad":"` + pad + `"}`)}
+	}
+	return rows
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// TestCommitsLeaveTheCheckpointToTheCheckpointer: a commit far past
+// SQLite's automatic checkpoint threshold (1000 pages) returns without
+// copying the write-ahead log into the database file; the store's
+// checkpointer does that in the background, and closing the store does
+// the rest.
+func TestCommitsLeaveTheCheckpointToTheCheckpointer(t *testing.T) {
+	ctx := context.Background()
+	t.Run("in the commit: none", func(t *testing.T) {
+		defer store.SetCheckpointEvery(time.Hour)()
+		path := filepath.Join(t.TempDir(), "p.db")
+		st, err := store.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := fileSize(t, path)
+		if err := st.Enqueue(ctx, bigRows(5000)...); err != nil {
+			t.Fatal(err)
+		}
+		if after := fileSize(t, path); after != before {
+			t.Fatalf("database file %d -> %d bytes: the commit checkpointed", before, after)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if after := fileSize(t, path); after < 5_000_000 {
+			t.Fatalf("database file %d bytes after close, want the 5 MB committed", after)
+		}
+	})
+	t.Run("in the background", func(t *testing.T) {
+		defer store.SetCheckpointEvery(20 * time.Millisecond)()
+		path := filepath.Join(t.TempDir(), "p.db")
+		st, err := store.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.Enqueue(ctx, bigRows(5000)...); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for fileSize(t, path) < 5_000_000 {
+			if time.Now().After(deadline) {
+				t.Fatalf("database file still %d bytes after 10 s: no background checkpoint", fileSize(t, path))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n, err := st.PendingCount(ctx); err != nil || n != 5000 {
+			t.Fatalf("PendingCount = %d, %v; want 5000", n, err)
+		}
+	})
+}
