@@ -53,6 +53,10 @@ func TestStandaloneWorker(t *testing.T) {
 	if !contains(rep.HandedOver, id) {
 		t.Fatalf("not handed over: %v", rep.HandedOver)
 	}
+	waitUntil(t, 10*time.Second, "the request is on the stream", func() bool {
+		n, err := d.Store().PendingCount(context.Background())
+		return err == nil && n == 0
+	})
 
 	workerDir := filepath.Join(t.TempDir(), "never-created")
 	wcfg, err := config.Load([]byte("data_dir: "+workerDir+"\nnats: {url: '"+d.NATSURL()+"'}\n"+common), nil)

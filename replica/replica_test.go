@@ -136,7 +136,13 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	}
 	leader.rel.Kick()
 
+	// Caught up with the commits, not only with the epoch marker published
+	// before them: the leader published everything, then the standby
+	// applied the last change.
 	waitFor(t, "standby caught up", func() bool {
+		if n, err := leader.st.UnsentState(ctx); err != nil || n != 0 {
+			return false
+		}
 		lag, err := standby.f.Lag(ctx)
 		return err == nil && lag.LastSeq > 0 && !lag.Behind
 	})

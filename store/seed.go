@@ -31,6 +31,7 @@ func (s *Store) SeedCopy(ctx context.Context, path string) (ReplicaStatus, error
 	err = cp.withTx(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
 			"DELETE FROM outbox",
+			"DELETE FROM outbox_sent",
 			"UPDATE replica_state SET capture = 0, applying = 0, subject = '', origin = '', epoch = 0, changes = applied_n WHERE id = 1",
 		} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
