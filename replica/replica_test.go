@@ -72,6 +72,24 @@ func clientOf(n *node) bus.Options {
 	return o
 }
 
+// caughtUp waits until the writer published every state change it
+// captured (the epoch marker published first is not enough) and each
+// follower then applied the stream's last one.
+func caughtUp(t *testing.T, writer *node, fs ...*replica.Follower) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, "the writer published every change", func() bool {
+		n, err := writer.st.UnsentState(ctx)
+		return err == nil && n == 0
+	})
+	for _, f := range fs {
+		waitFor(t, "a follower caught up", func() bool {
+			lag, err := f.Lag(ctx)
+			return err == nil && lag.LastSeq > 0 && !lag.Behind && f.Gap() == nil
+		})
+	}
+}
+
 func run(t *testing.T, fn func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -183,6 +201,8 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	if n, err := leader.st.UnsentState(ctx); err != nil || n != 0 {
 		t.Fatalf("leader unsent state = %d, %v; want 0 after the relay", n, err)
 	}
+	// The leader follows its own changes too (they only advance it).
+	caughtUp(t, leader, leader.f)
 	leaderSt, _ := leader.st.ReplicaStatus(ctx)
 	if leaderSt.AppliedSeq != st.AppliedSeq {
 		t.Fatalf("leader applied seq %d, standby %d: want equal", leaderSt.AppliedSeq, st.AppliedSeq)
@@ -208,12 +228,7 @@ func TestDeposedWriterIsFenced(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
-	for _, n := range []*node{b, c} {
-		waitFor(t, "replicas caught up with a", func() bool {
-			lag, err := n.f.Lag(ctx)
-			return err == nil && lag.LastSeq > 0 && !lag.Behind && lag.Epoch == 5
-		})
-	}
+	caughtUp(t, a, b.f, c.f)
 
 	// b takes over; its marker is its first change.
 	if err := b.f.EnableCapture(ctx, 9); err != nil {
@@ -278,10 +293,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"))
 	a.rel.Kick()
-	waitFor(t, "b caught up", func() bool {
-		lag, err := b.f.Lag(ctx)
-		return err == nil && lag.LastSeq > 0 && !lag.Behind
-	})
+	caughtUp(t, a, b.f)
 	// The early changes age out; later ones arrive.
 	s, err := a.b.JetStream().Stream(ctx, a.b.StreamName())
 	if err != nil {
@@ -315,10 +327,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 		t.Fatalf("lag %+v, %v", lag, err)
 	}
 	// b read the early changes in time: it follows on, no gap.
-	waitFor(t, "b caught up again", func() bool {
-		lag, err := b.f.Lag(ctx)
-		return err == nil && !lag.Behind && lag.LastSeq > info.State.LastSeq
-	})
+	caughtUp(t, a, b.f)
 	want, _ := a.st.List(ctx, findings.ListFilter{})
 	got, _ := b.st.List(ctx, findings.ListFilter{})
 	if !reflect.DeepEqual(got, want) || len(got) != 2 || b.f.Gap() != nil {
@@ -344,10 +353,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
-	waitFor(t, "b caught up", func() bool {
-		lag, err := b.f.Lag(ctx)
-		return err == nil && lag.LastSeq > 0 && !lag.Behind && b.f.SeedReady(ctx) == nil
-	})
+	caughtUp(t, a, b.f)
 	s, _ := a.b.JetStream().Stream(ctx, a.b.StreamName())
 	info, _ := s.Info(ctx)
 	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
@@ -378,9 +384,10 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	run(t, f.Run)
 	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-3", "mem"))
 	a.rel.Kick()
-	waitFor(t, "d caught up", func() bool {
-		return f.SeedReady(ctx) == nil && func() bool { l, _ := f.Lag(ctx); return l.AppliedSeq > seed.AppliedSeq }()
-	})
+	caughtUp(t, a, f)
+	if l, _ := f.Lag(ctx); l.AppliedSeq <= seed.AppliedSeq {
+		t.Fatalf("d applied up to %d, the copy stood at %d", l.AppliedSeq, seed.AppliedSeq)
+	}
 	want, _ := a.st.List(ctx, findings.ListFilter{})
 	got, _ := st.List(ctx, findings.ListFilter{})
 	if !reflect.DeepEqual(got, want) || len(got) != 2 { // vm-2 resolved in the second run
