@@ -23,11 +23,12 @@ func appendMetric(out []Signal, r *snapshot.Resource, typ Type, metric string, t
 	if !ok {
 		return out
 	}
-	wasActive := active[Key{Type: typ, ResourceID: r.ID}]
 	held := false
 	switch {
 	case v > t.Trigger:
-	case wasActive && v >= t.Clear:
+	case v >= t.Clear && active[Key{Type: typ, ResourceID: r.ID}]:
+		// Only a value between clear and trigger asks whether the signal
+		// was active: most resources are below clear, and skip the lookup.
 		held = true
 	default:
 		return out

@@ -323,13 +323,24 @@ func parseTransitions(s string) []time.Time {
 
 // ActiveKeys returns the identity facts of every active finding: what
 // hysteresis needs before detection, without reading whole rows.
+//
+// The slice is sized by a count first (an index-only scan): a Finding is
+// large, and growing the slice row by row copies every one read so far.
+// The count is only a capacity; rows added in between are still read.
 func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings WHERE status = 'active'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("active keys: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, "SELECT id, key, resource_id, category FROM findings WHERE status = 'active'")
 	if err != nil {
 		return nil, fmt.Errorf("active keys: %w", err)
 	}
 	defer rows.Close()
-	var out []findings.Finding
+	var out []findings.Finding // nil when none, as before
+	if n > 0 {
+		out = make([]findings.Finding, 0, n)
+	}
 	for rows.Next() {
 		var f findings.Finding
 		if err := rows.Scan(&f.ID, &f.Key, &f.ResourceID, &f.Category); err != nil {
