@@ -96,8 +96,14 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if an != nil {
 		filed = an.Filed
 	}
-	_, unmatched := signals.Match(sigs, filed)
+	// Without a model every signal is unmatched: the signals are read in
+	// place, not copied.
+	unmatched := sigs
+	if len(filed) > 0 {
+		_, unmatched = signals.Match(sigs, filed)
+	}
 	obs := make([]findings.Observation, 0, len(unmatched))
+	rep.UnmatchedSignals = slices.Grow(rep.UnmatchedSignals, len(unmatched))
 	for i := range unmatched {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
 		o := observationFor(&unmatched[i])

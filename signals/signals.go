@@ -92,7 +92,9 @@ var _ Thresholds = (*alerts.Policy)(nil)
 // snapshot order, then catalogue order, and has at most one signal per
 // (type, resource).
 func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
-	out := make([]Signal, 0, len(snap.Resources)/8)
+	// Sized for a fleet with a few percent of its resources signalling;
+	// a worse day grows the slice.
+	out := make([]Signal, 0, len(snap.Resources)/32)
 	for i := range snap.Resources {
 		r := &snap.Resources[i]
 		out = detectResource(out, r, th.Resolve(r), active, snap)

@@ -77,6 +77,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 			return werr
 		}
 		if done.panic != nil {
+			_ = tx.Rollback() // the store stays usable; the panic is the caller's
 			panic(done.panic)
 		}
 		rec, extra, err := done.rec, done.extra, done.err
