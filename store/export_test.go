@@ -13,3 +13,6 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // MarshalForm is the check Enqueue uses to store data as it is.
 var MarshalForm = marshalForm
+
+// DecodeTags reads a stored resource_tags column, for its fuzz test.
+var DecodeTags = decodeTags
