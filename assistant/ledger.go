@@ -8,13 +8,19 @@ import (
 	"github.com/patrold/patrold/model"
 )
 
+// RunLedger reports the spend of runs alone; the store is one.
+type RunLedger interface {
+	RunSpent(since time.Time) (float64, error)
+}
+
 // ledger is the spend ledger a session's budget reads: finished runs (the
-// configured Ledger, or the Store when it is one) plus other sessions (the
-// session's own earlier spend is carried by its budget instead).
+// configured Ledger, or the Store's RunSpent when it has one) plus other
+// sessions (the session's own earlier spend is carried by its budget
+// instead).
 func (a *Assistant) ledger(sessionID string) model.SpendLedger {
 	runs := a.opts.Ledger
-	if runs == nil {
-		runs, _ = a.opts.Store.(model.SpendLedger)
+	if rl, ok := a.opts.Store.(RunLedger); ok && runs == nil {
+		runs = spendFunc(rl.RunSpent)
 	}
 	return spendFunc(func(since time.Time) (float64, error) {
 		var total float64

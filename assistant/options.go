@@ -113,8 +113,8 @@ type Options struct {
 	// sessions together.
 	Prices model.Prices
 	Budget model.BudgetOptions
-	// Ledger reports the spend of finished runs; sessions add their own.
-	// nil uses the Store when it is a model.SpendLedger.
+	// Ledger reports the spend of finished runs alone; sessions add their
+	// own. nil uses the Store when it is a RunLedger.
 	Ledger model.SpendLedger
 	// EvidenceBudget bounds the resolve and read calls of one session
 	// (investigation.evidence_budget); 0 takes the default.

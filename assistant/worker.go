@@ -109,10 +109,26 @@ func (w *Worker) Run(ctx context.Context) error {
 // process creates it before it may publish requests (consumers start with
 // new messages).
 func (w *Worker) ConsumerOptions() bus.ConsumerOptions {
-	return bus.ConsumerOptions{
-		Stream: w.opts.Stream, Durable: w.opts.Durable, Subject: w.opts.Subject,
-		MaxInFlight: w.opts.MaxConcurrent, AckWait: w.a.opts.SessionTimeout + finishTimeout + ackMargin,
+	o := RequestConsumerOptions(w.opts.Stream, w.opts.Subject, w.a.opts.SessionTimeout, w.opts.MaxConcurrent)
+	o.Durable = w.opts.Durable
+	return o
+}
+
+// RequestConsumerOptions is the shared request consumer every worker of a
+// deployment uses (in-serve or standalone; the daemon creates it at start,
+// so requests published before a standalone worker first connects wait
+// for it): one session in flight per investigation.max_concurrent across
+// all workers, redelivered only after a session's whole deadline. Zero
+// values take the defaults.
+func RequestConsumerOptions(stream, subject string, sessionTimeout time.Duration, maxConcurrent int) bus.ConsumerOptions {
+	if sessionTimeout <= 0 {
+		sessionTimeout = DefaultSessionTimeout
 	}
+	if maxConcurrent <= 0 {
+		maxConcurrent = DefaultMaxConcurrent
+	}
+	return bus.ConsumerOptions{Stream: stream, Durable: DefaultDurable, Subject: subject,
+		MaxInFlight: maxConcurrent, AckWait: sessionTimeout + finishTimeout + ackMargin}
 }
 
 func (w *Worker) sweep(ctx context.Context) {

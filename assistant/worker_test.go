@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -182,4 +183,33 @@ type noTransport struct{ *published }
 func (noTransport) Consume(ctx context.Context, _ bus.ConsumerOptions, _ func(context.Context, *contracts.RemediationRequest) error) error {
 	<-ctx.Done()
 	return nil
+}
+
+// A request redelivered to a new writer finds the session only as the old
+// writer replicated it: finished, outcome and summary columns set, the
+// transcript column at its default. The worker republishes that outcome (same session, same
+// outcome) and acts no more.
+func TestWorkerRepublishesAReplicatedOutcome(t *testing.T) {
+	fx := newFixture(t)
+	o := fx.options(findings.AutonomyFull, fx.fixAction("low"))
+	w, err := NewWorker(WorkerOptions{Options: o, Transport: noTransport{fx.pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = storetest.RawDB(t, fx.st.Path()).Exec(`INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at, outcome, summary, finished_at)
+		VALUES ('s-replicated', ?, 1, 'playbook', ?, 'fix_verified', 'restarted and verified', ?)`,
+		fx.finding.ID, fmtTime(t0), fmtTime(t0.Add(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &contracts.RemediationRequest{FindingID: fx.finding.ID, Attempt: 1, Autonomy: "full"}
+	if err := w.Handle(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	outs := fx.pub.outcomes(t)
+	want := &contracts.RemediationOutcome{SessionID: "s-replicated", FindingID: fx.finding.ID, Attempt: 1, Outcome: contracts.OutcomeFixVerified,
+		Driver: contracts.DriverPlaybook, Summary: "restarted and verified", StartedAt: t0, FinishedAt: t0.Add(time.Minute)}
+	if len(outs) != 1 || !reflect.DeepEqual(outs[0], want) || fx.fixLog() != "" {
+		t.Fatalf("outcomes %+v, want %+v; action log %q", outs, want, fx.fixLog())
+	}
 }

@@ -61,6 +61,7 @@ type Lease struct {
 	leader     bool
 	held       bool // the key was last written by us (released by Close)
 	rev        uint64
+	term       uint64 // the revision this tenure began with
 	validUntil time.Time
 	closed     bool
 	done       chan struct{}
@@ -99,6 +100,18 @@ func (l *Lease) IsLeader() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.leader && l.o.Now().Before(l.validUntil)
+}
+
+// Term is the lease revision this instance's current tenure began with (0
+// when it is not the leader). The key's revisions only grow, so a later
+// tenure, of any holder, has a higher term: the writer's fencing epoch.
+func (l *Lease) Term() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.leader || !l.o.Now().Before(l.validUntil) {
+		return 0
+	}
+	return l.term
 }
 
 // Run creates the bucket, then acquires and renews the lease until ctx ends
@@ -215,7 +228,8 @@ func (l *Lease) recordLocked(start time.Time, rev uint64, err error, lose bool) 
 	}
 	if err == nil {
 		if !l.leader {
-			l.log.Info("leader lease acquired", "ttl", l.o.TTL)
+			l.term = rev
+			l.log.Info("leader lease acquired", "ttl", l.o.TTL, "term", rev)
 		}
 		l.leader, l.validUntil = true, start.Add(l.o.TTL)
 		return

@@ -214,10 +214,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		cancel()
 		return nil
 	})
-	if cfg.Assistant.Enabled {
-		if err := d.startWorker(runCtx, cfg); err != nil {
-			return fmt.Errorf("start assistant: %w", err)
-		}
+	if err := d.startWorker(runCtx, cfg, cfg.Assistant.Enabled); err != nil {
+		return fmt.Errorf("start assistant: %w", err)
 	}
 	d.msg.startRelay()
 	if err := d.startHTTP(); err != nil {

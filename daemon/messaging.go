@@ -8,11 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
+	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/notify"
 )
 
@@ -84,7 +86,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 			return fail(err)
 		}
 		lead.attach(m.lease)
-		if m.repl, err = newReplication(d, m, name, m.lease.IsLeader); err != nil {
+		if m.repl, err = newReplication(d, m, name, m.lease); err != nil {
 			return fail(err)
 		}
 	}
@@ -96,6 +98,13 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 		return fail(err)
 	}
 	m.outcomes = outcomes
+	// So is the shared request consumer: requests wait in it for a
+	// standalone worker that connects later.
+	requests := assistant.RequestConsumerOptions(b.StreamName(), contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationRequests),
+		cfg.Investigation.Timeout, cfg.Investigation.MaxConcurrent)
+	if err := tr.EnsureRequestConsumer(ctx, requests); err != nil {
+		return fail(err)
+	}
 	notifier, err := startNotify(ctx, cfg, b, d)
 	if err != nil {
 		return fail(err)
@@ -105,11 +114,21 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if m.lease != nil {
 		m.goRun(func() error { return m.lease.Run(runCtx) })
 	}
+	// Standalone workers keep their sessions in the writer's store.
+	serveSessions := func(ctx context.Context) {
+		if err := sessionrpc.Serve(ctx, b.Conn(), b.Prefix(), d.store, d.log); err != nil && ctx.Err() == nil {
+			d.log.Error("session service stopped", "err", err)
+		}
+	}
 	if m.repl == nil {
 		m.goRun(func() error { m.consumeOutcomes(runCtx, d); return nil })
-	} else if err := m.repl.start(runCtx, m); err != nil {
-		cancel()
-		return fail(err)
+		m.goRun(func() error { serveSessions(runCtx); return nil })
+	} else {
+		m.repl.whileWriter(serveSessions)
+		if err := m.repl.start(runCtx, m); err != nil {
+			cancel()
+			return fail(err)
+		}
 	}
 	if notifier != nil {
 		m.goRun(func() error { return notifier.Run(runCtx) })

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"time"
 
@@ -39,15 +40,7 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 		Help: "Times this instance became or stopped being the leader (cluster mode)."})
 	d.root.Leadership().OnChange(func(bool) { changes.Inc() })
 	reg.MustRegister(m.reloadOK, m.reloadTime, build, changes, &findingsCollector{d: d}, &leadershipCollector{l: d.root.Leadership()})
-	// The Go runtime (go_*) and process (process_*: RSS, CPU, open files)
-	// collectors; a registry that has them already (the default one) keeps
-	// its own.
-	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		var already prometheus.AlreadyRegisteredError
-		if err := reg.Register(c); err != nil && !errors.As(err, &already) {
-			d.log.Warn("runtime metrics not registered", "err", err)
-		}
-	}
+	registerRuntime(reg, d.log)
 	m.reloadOK.Set(1)
 	m.reloadTime.Set(float64(d.opts.Now().Unix()))
 	return m
@@ -127,4 +120,16 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// registerRuntime registers the Go runtime (go_*) and process (process_*:
+// RSS, CPU, open files) collectors and build info; a registry that has them
+// already (the default one) keeps its own.
+func registerRuntime(reg prometheus.Registerer, log *slog.Logger) {
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		var already prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); err != nil && !errors.As(err, &already) {
+			log.Warn("runtime metrics not registered", "err", err)
+		}
+	}
 }

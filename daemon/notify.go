@@ -15,15 +15,16 @@ import (
 	"github.com/patrold/patrold/notify"
 )
 
-// notifyBusOptions is the nats section for a process that is a client of
-// another's server: with nats.url empty it connects to the embedded server
-// of the local `patrold serve` (nats.embedded.listen) instead of starting one.
-func notifyBusOptions(cfg *config.Config) (bus.Options, error) {
+// clientBusOptions is the nats section for a process that is a client of
+// another's server (`notify`, `worker`): with nats.url empty it connects to
+// the embedded server of the local `patrold serve` (nats.embedded.listen)
+// instead of starting one.
+func clientBusOptions(cfg *config.Config, command string) (bus.Options, error) {
 	o := cfg.NATS
 	if o.URL == "" {
 		host, port, err := net.SplitHostPort(o.Embedded.Listen)
 		if err != nil || port == "0" {
-			return o, fmt.Errorf("nats.url: required for patrold notify when nats.embedded.listen (%q) names no fixed port", o.Embedded.Listen)
+			return o, fmt.Errorf("nats.url: required for patrold %s when nats.embedded.listen (%q) names no fixed port", command, o.Embedded.Listen)
 		}
 		o.URL = "nats://" + net.JoinHostPort(host, port)
 	}
@@ -40,7 +41,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 	if len(cfg.Notify.Sinks) == 0 {
 		return errors.New("notify.sinks: no sink is configured")
 	}
-	bo, err := notifyBusOptions(cfg)
+	bo, err := clientBusOptions(cfg, "notify")
 	if err != nil {
 		return err
 	}
@@ -67,10 +68,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 			return fmt.Errorf("--listen: %w", err)
 		}
 		addr = ln.Addr().String()
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(r.o.Gatherer, promhttp.HandlerOpts{}))
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		r.td.push("metrics http", serveHTTP(ln, mux, r.log, "metrics server stopped"))
+		r.td.push("metrics http", serveHTTP(ln, r.healthMux(nil), r.log, "metrics server stopped"))
 	}
 	r.log.Info("patrold notify started", "sinks", nr.Sinks(), "nats", b.ClientURL(), "metrics", addr)
 	if ready != nil {
@@ -79,4 +77,23 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 	err = nr.Run(ctx)
 	r.log.Info("patrold notify stopped")
 	return err
+}
+
+// healthMux serves /metrics, /healthz and, when ready is set, /readyz (503
+// with the reason while ready returns an error) for the client processes.
+func (r *Root) healthMux(ready func() error) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(r.o.Gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	if ready != nil {
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if err := ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+				return
+			}
+			_, _ = io.WriteString(w, "ok\n")
+		})
+	}
+	return mux
 }

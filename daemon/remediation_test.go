@@ -15,12 +15,13 @@ import (
 	"github.com/patrold/patrold/patrol"
 )
 
-// TestRemediationEndToEnd: a run hands the critical storage finding over
-// NATS to the assistant worker, whose playbook runs the declared action,
-// verifies with a fresh read, and publishes fix_verified; the daemon's
-// outcome consumer resolves the finding.
-func TestRemediationEndToEnd(t *testing.T) {
-	dir := t.TempDir()
+// remediationFleet writes the faults snapshot into a new directory and an
+// action that fixes local-zfs by writing the healthy one in its place, and
+// returns the directory and the configuration for them: the file source,
+// autonomy full and the action.
+func remediationFleet(t *testing.T) (dir, yaml string) {
+	t.Helper()
+	dir = t.TempDir()
 	useSnapshot(t, dir, "faults.json")
 	healthy, _ := filepath.Abs(filepath.Join("testdata", "healthy.json"))
 	action := filepath.Join(dir, "grow-pool.sh")
@@ -28,17 +29,25 @@ func TestRemediationEndToEnd(t *testing.T) {
 	if err := os.WriteFile(action, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
-		"http: {listen: '127.0.0.1:0'}\n" +
-		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
-		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" +
-		"source: {kind: file, file: {path: " + filepath.Join(dir, "snapshot.json") + "}}\n" +
+	return dir, "source: {kind: file, file: {path: " + filepath.Join(dir, "snapshot.json") + "}}\n" +
 		"patrol: {autonomy: full}\n" +
 		"investigation: {max_concurrent: 10}\n" +
 		// Only local-zfs is high_disk: the action rewrites the whole
 		// snapshot, which would clear a second pool under another session.
 		"alerts: {overrides: [{match: {id: 'storage/pve2/*'}, storage: {usage: {trigger: 85}}}]}\n" +
 		"actions: [{name: grow-pool, command: [" + action + ", '{resource_id}'], risk: low, kinds: [storage], signals: [high_disk]}]\n"
+}
+
+// TestRemediationEndToEnd: a run hands the critical storage finding over
+// NATS to the assistant worker, whose playbook runs the declared action,
+// verifies with a fresh read, and publishes fix_verified; the daemon's
+// outcome consumer resolves the finding.
+func TestRemediationEndToEnd(t *testing.T) {
+	dir, remediation := remediationFleet(t)
+	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
+		"http: {listen: '127.0.0.1:0'}\n" +
+		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
+		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" + remediation
 	cfg, err := config.Load([]byte(yaml), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/replica"
 )
@@ -29,7 +30,9 @@ const (
 type replication struct {
 	d        *Daemon
 	f        *replica.Follower
-	leading  func() bool // holds the lease
+	leading  func() bool   // holds the lease
+	term     func() uint64 // the lease term (0: not leading)
+	yield    func() error  // releases the lease for good
 	instance string
 
 	writer atomic.Bool // leading, caught up, capturing
@@ -38,6 +41,7 @@ type replication struct {
 	stopWriting context.CancelFunc // the leader-only consumers
 	writeCtx    context.Context    // theirs, while writer
 	leaderOnly  []func(context.Context)
+	epochFor    map[uint64]uint64 // lease term -> the epoch captured with in it
 	wg          sync.WaitGroup
 }
 
@@ -62,13 +66,13 @@ func (r *replication) goWrite(ctx context.Context, fn func(context.Context)) {
 	}()
 }
 
-func newReplication(d *Daemon, m *messaging, instance string, leading func() bool) (*replication, error) {
+func newReplication(d *Daemon, m *messaging, instance string, lease *bus.Lease) (*replication, error) {
 	f, err := replica.New(replica.Options{JetStream: m.bus.JetStream(), Stream: m.bus.StreamName(), Prefix: m.bus.Prefix(),
 		Store: d.store, Instance: instance, Logger: d.log, Now: d.opts.Now})
 	if err != nil {
 		return nil, err
 	}
-	r := &replication{d: d, f: f, leading: leading, instance: instance}
+	r := &replication{d: d, f: f, leading: lease.IsLeader, term: lease.Term, yield: lease.Close, instance: instance}
 	r.leaderOnly = []func(context.Context){func(ctx context.Context) { m.consumeOutcomes(ctx, d) }}
 	if err := d.opts.Registerer.Register(replicaCollector{r}); err != nil {
 		return nil, fmt.Errorf("replica metrics: %w", err)
@@ -83,6 +87,12 @@ func (r *replication) start(ctx context.Context, m *messaging) error {
 		return err
 	}
 	m.goRun(func() error { return r.f.Run(ctx) })
+	// Any caught-up instance hands a copy of its database to one that
+	// cannot catch up (`patrold db seed`).
+	cfg := r.d.Config()
+	m.goRun(func() error {
+		return r.f.ServeSeeds(ctx, m.bus.Conn(), cfg.DataDir, cfg.NATS.Stream.Replicas, r.f.SeedReady)
+	})
 	r.fence(ctx)
 	m.goRun(func() error { r.watch(ctx); return nil })
 	return nil
@@ -148,6 +158,14 @@ func (r *replication) watch(ctx context.Context) {
 // promote catches up, switches capture on and starts the leader-only
 // consumers; a catch-up that does not finish is retried at the next tick.
 func (r *replication) promote(ctx context.Context) {
+	if err := r.f.Gap(); err != nil {
+		// It can never write: leave the lease to an instance that can.
+		r.d.log.Error("leader lease held, but this database cannot catch up: releasing the lease, not writing until re-seeded", "err", err)
+		if err := r.yield(); err != nil {
+			r.d.log.Warn("release the leader lease", "err", err)
+		}
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, catchUpAttempts)
 	err := r.f.CatchUp(cctx)
 	cancel()
@@ -155,11 +173,50 @@ func (r *replication) promote(ctx context.Context) {
 		r.d.log.Warn("leader lease held, catching up before the first write", "err", err)
 		return
 	}
-	if !r.leading() {
+	term := r.term()
+	if !r.leading() || term == 0 {
 		return
 	}
-	if err := r.f.EnableCapture(ctx); err != nil {
+	// The epoch is the lease term, or one above every epoch applied if
+	// that is higher (a lease bucket that was deleted starts its
+	// revisions again): always above the writer this one replaces.
+	st, err := r.d.store.ReplicaStatus(ctx)
+	if err != nil {
+		r.d.log.Error("read replica status", "err", err)
+		return
+	}
+	r.mu.Lock()
+	epoch := r.epochFor[term] // a retry keeps this tenure's epoch
+	r.mu.Unlock()
+	if epoch == 0 {
+		epoch = term
+		if st.AppliedEpoch >= term {
+			epoch = st.AppliedEpoch + 1
+		}
+	}
+	if err := r.f.EnableCapture(ctx, epoch); err != nil {
 		r.d.log.Error("enable state capture", "err", err)
+		return
+	}
+	r.mu.Lock()
+	r.epochFor = map[uint64]uint64{term: epoch}
+	r.mu.Unlock()
+	r.d.msg.kick()
+	// The marker is this writer's first change: once the database applied
+	// it from the stream, every older writer's change before it is in and
+	// every one after it is fenced, on every replica alike.
+	actx, cancel := context.WithTimeout(ctx, catchUpAttempts)
+	err = r.f.AwaitEpoch(actx, epoch)
+	cancel()
+	if err != nil {
+		r.d.log.Warn("leader lease held, waiting for the epoch marker before the first write", "epoch", epoch, "err", err)
+		return
+	}
+	if !r.leading() || r.term() != term {
+		return
+	}
+	if err := r.d.store.ResumeNumbering(ctx); err != nil {
+		r.d.log.Error("resume state change numbering", "err", err)
 		return
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -171,7 +228,7 @@ func (r *replication) promote(ctx context.Context) {
 	r.mu.Unlock()
 	r.writer.Store(true)
 	lag, _ := r.f.Lag(ctx)
-	r.d.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq)
+	r.d.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq, "epoch", epoch)
 }
 
 func (r *replication) demote(ctx context.Context) {
@@ -213,6 +270,10 @@ var (
 		"Cluster mode: stream sequence of the last state change on the stream.", nil, nil)
 	replicaRefusedDesc = prometheus.NewDesc("patrold_replica_refused_total",
 		"Cluster mode: malformed state changes skipped since the start.", nil, nil)
+	replicaFencedDesc = prometheus.NewDesc("patrold_replica_fenced_total",
+		"Cluster mode: state changes ignored as written by a deposed writer (an epoch below one applied).", nil, nil)
+	replicaEpochDesc = prometheus.NewDesc("patrold_replica_epoch",
+		"Cluster mode: the highest writer epoch the database applied.", nil, nil)
 )
 
 // replicaCollector reads the replica's position at scrape time.
@@ -223,6 +284,8 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaAppliedDesc
 	ch <- replicaLastDesc
 	ch <- replicaRefusedDesc
+	ch <- replicaFencedDesc
+	ch <- replicaEpochDesc
 }
 
 func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
@@ -233,5 +296,7 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(replicaAppliedDesc, prometheus.GaugeValue, float64(l.AppliedSeq))
 		ch <- prometheus.MustNewConstMetric(replicaLastDesc, prometheus.GaugeValue, float64(l.LastSeq))
 		ch <- prometheus.MustNewConstMetric(replicaRefusedDesc, prometheus.CounterValue, float64(l.Dropped))
+		ch <- prometheus.MustNewConstMetric(replicaFencedDesc, prometheus.CounterValue, float64(l.Fenced))
+		ch <- prometheus.MustNewConstMetric(replicaEpochDesc, prometheus.GaugeValue, float64(l.Epoch))
 	}
 }

@@ -13,10 +13,12 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// startWorker starts the assistant worker: it consumes remediation requests
-// from the shared durable consumer and publishes outcomes, which the
-// daemon's outcome consumer applies to the findings.
-func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
+// startWorker builds the assistant worker. With consume (assistant.enabled)
+// it consumes remediation requests from the shared durable consumer and
+// publishes outcomes, which the daemon's outcome consumer applies to the
+// findings; without, it only decides approvals through the API (those
+// standalone workers asked for) and sessions are left to them.
+func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config, consume bool) error {
 	if d.msg == nil {
 		return fmt.Errorf("assistant.enabled needs NATS")
 	}
@@ -47,10 +49,10 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := d.msg.transport.EnsureRequestConsumer(ctx, w.ConsumerOptions()); err != nil {
-		return err
-	}
 	d.worker = w
+	if !consume {
+		return nil
+	}
 	if d.msg.repl != nil {
 		// Cluster mode: only the writer takes remediation requests (its
 		// database holds every finding they name).

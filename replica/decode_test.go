@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/patrold/patrold/replica"
@@ -15,7 +16,9 @@ func TestDecodeNamesTheField(t *testing.T) {
 		{env("finding.opened", `{}`), `type: "finding.opened" is not patrold.state.change`},
 		{env("patrold.state.change", `{"table":"findings","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: origin is required"},
 		{env("patrold.state.change", `{"origin":"a","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: table is required"},
-		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"drop","rowid":1}`), `state change: op "drop" is not upsert or delete`},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"drop","rowid":1}`), `state change: op "drop" is not upsert, delete or epoch`},
+		{env("patrold.state.change", `{"origin":"a","table":"-","op":"epoch","rowid":0}`), `state change: an epoch marker needs epoch > 0, table "-" and no row`},
+		{env("patrold.state.change", `{"origin":"a","epoch":3,"table":"findings","op":"epoch","rowid":0}`), `state change: an epoch marker needs epoch > 0, table "-" and no row`},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"upsert","rowid":1}`), "state change: row is required for upsert"},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"row":{"id":"a"}}`), "state change: row must be empty for delete"},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"extra":1}`), `state change: json: unknown field "extra"`},
@@ -29,7 +32,10 @@ func TestDecodeNamesTheField(t *testing.T) {
 	if err != nil || got.Origin != "a" || got.Table != "findings" || got.Op != "delete" || got.RowID != 7 || got.Row != nil {
 		t.Fatalf("Decode = %+v, %v", got, err)
 	}
-	_ = store.StateEventType
+	got, err = replica.Decode([]byte(env("patrold.state.change", `{"origin":"b","epoch":9,"table":"-","op":"epoch","rowid":0}`)))
+	if want := (store.StateChange{Origin: "b", Epoch: 9, Table: "-", Op: store.OpEpoch}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Decode(marker) = %+v, %v; want %+v", got, err, want)
+	}
 }
 
 func FuzzDecode(f *testing.F) {
@@ -41,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Origin == "" || c.Table == "" || (c.Op != "upsert" && c.Op != "delete") {
+		if c.Origin == "" || c.Table == "" || (c.Op != "upsert" && c.Op != "delete" && c.Op != store.OpEpoch) || (c.Op == store.OpEpoch && c.Epoch == 0) {
 			t.Fatalf("accepted an invalid change: %+v", c)
 		}
 	})

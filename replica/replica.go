@@ -51,7 +51,8 @@ type Follower struct {
 
 	mu      sync.Mutex
 	lastErr error
-	dropped uint64 // changes refused as malformed
+	dropped uint64          // changes refused as malformed
+	gap     *store.GapError // changes missing from the stream: cannot catch up
 }
 
 // New validates the options.
@@ -78,9 +79,47 @@ func New(o Options) (*Follower, error) {
 // FullSubject is the subject state changes are published on.
 func (f *Follower) FullSubject() string { return contracts.FullSubject(f.o.Prefix, Subject) }
 
-// EnableCapture makes the store write state-change events (the leader).
-func (f *Follower) EnableCapture(ctx context.Context) error {
-	return f.o.Store.EnableCapture(ctx, Subject, f.o.Instance)
+// EnableCapture makes the store write state-change events (the leader)
+// stamped with epoch, the leader lease's term, and queues the epoch
+// marker first.
+func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
+	return f.o.Store.EnableCapture(ctx, Subject, f.o.Instance, epoch)
+}
+
+// AwaitEpoch returns once the database applied an epoch marker of at least
+// epoch from the stream (Run must be running), or with ctx's error: a new
+// writer waits for its own marker, so every change of an older writer that
+// precedes it in the stream is applied before its first write and every
+// one after it is fenced, on every replica alike.
+func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
+	return f.await(ctx, func(st store.ReplicaStatus) error {
+		if st.AppliedEpoch >= epoch {
+			return nil
+		}
+		return fmt.Errorf("await epoch %d (applied %d)", epoch, st.AppliedEpoch)
+	})
+}
+
+// await polls the replica status until done answers nil, or returns its
+// last answer wrapped with ctx's error.
+func (f *Follower) await(ctx context.Context, done func(store.ReplicaStatus) error) error {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		st, err := f.o.Store.ReplicaStatus(ctx)
+		if err != nil {
+			return err
+		}
+		notYet := done(st)
+		if notYet == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", notYet, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // Run applies state changes until ctx ends, resuming after the applied
@@ -156,8 +195,30 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		f.log.Error("state change refused", "seq", seq, "err", err)
 		c = store.SkipChange(f.o.Instance) // advances the sequence only
 	}
-	if _, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now()); err != nil {
+	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())
+	var gap *store.GapError
+	if errors.As(err, &gap) {
+		f.mu.Lock()
+		first := f.gap == nil
+		f.gap = gap
+		f.mu.Unlock()
+		if first {
+			f.log.Error("replica cannot catch up", "err", gap)
+		}
 		return err
+	}
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.gap = nil
+	f.mu.Unlock()
+	if res == store.ApplyFenced && c.Origin == f.o.Instance {
+		f.log.Error("state change fenced: this instance wrote as a deposed writer; its database holds changes no other replica has: re-seed it from a standby's database (docs/CLUSTER.md)",
+			"seq", seq, "epoch", c.Epoch, "table", c.Table, "op", c.Op)
+	} else if res == store.ApplyFenced {
+		f.log.Warn("state change fenced: written by a deposed writer", "seq", seq, "origin", c.Origin, "epoch", c.Epoch,
+			"table", c.Table, "op", c.Op)
 	}
 	return nil
 }
@@ -182,6 +243,24 @@ type Lag struct {
 	Behind     bool       `json:"behind"`
 	AppliedAt  *time.Time `json:"applied_at,omitempty"`
 	Dropped    uint64     `json:"dropped"`
+	// Epoch is the highest writer epoch applied; Fenced counts changes
+	// ignored as a deposed writer's.
+	Epoch  uint64 `json:"epoch"`
+	Fenced uint64 `json:"fenced"`
+	// Gap, when set, says which changes are missing from the stream: the
+	// database cannot catch up and must be re-seeded.
+	Gap string `json:"gap,omitempty"`
+}
+
+// Gap returns the changes missing from the stream that stop this replica
+// (nil: none seen).
+func (f *Follower) Gap() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gap == nil {
+		return nil
+	}
+	return f.gap
 }
 
 // LastSeq is the stream sequence of the last state change (0: none yet).
@@ -212,8 +291,13 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	}
 	f.mu.Lock()
 	dropped := f.dropped
+	gap := ""
+	if f.gap != nil {
+		gap = f.gap.Error()
+	}
 	f.mu.Unlock()
-	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped}, nil
+	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap}, nil
 }
 
 // CatchUp returns once the database applied the stream's last state
@@ -223,20 +307,10 @@ func (f *Follower) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		st, err := f.o.Store.ReplicaStatus(ctx)
-		if err != nil {
-			return err
-		}
+	return f.await(ctx, func(st store.ReplicaStatus) error {
 		if st.AppliedSeq >= target {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("catch up to state seq %d (applied %d): %w", target, st.AppliedSeq, ctx.Err())
-		case <-t.C:
-		}
-	}
+		return fmt.Errorf("catch up to state seq %d (applied %d)", target, st.AppliedSeq)
+	})
 }

@@ -2,10 +2,14 @@ package replica_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
@@ -47,6 +51,27 @@ func newNode(t *testing.T, o bus.Options, name string) *node {
 	return &node{st: st, b: b, f: f, rel: rel}
 }
 
+// newNodes starts one node per name; the first runs the embedded NATS
+// server the others connect to.
+func newNodes(t *testing.T, names ...string) []*node {
+	t.Helper()
+	o := bus.DefaultOptions()
+	o.Embedded.Listen = "127.0.0.1:0"
+	o.Embedded.StoreDir = t.TempDir()
+	out := []*node{newNode(t, o, names[0])}
+	for _, n := range names[1:] {
+		out = append(out, newNode(t, clientOf(out[0]), n))
+	}
+	return out
+}
+
+// clientOf is the bus options of a node connecting to n's server.
+func clientOf(n *node) bus.Options {
+	o := bus.DefaultOptions()
+	o.URL = n.b.ClientURL()
+	return o
+}
+
 func run(t *testing.T, fn func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -85,15 +110,10 @@ func commitRun(t *testing.T, st *store.Store, at time.Time, o ...findings.Observ
 
 func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	ctx := context.Background()
-	o := bus.DefaultOptions()
-	o.Embedded.Listen = "127.0.0.1:0"
-	o.Embedded.StoreDir = t.TempDir()
-	leader := newNode(t, o, "a")
-	o2 := bus.DefaultOptions()
-	o2.URL = leader.b.ClientURL()
-	standby := newNode(t, o2, "b")
+	nodes := newNodes(t, "a", "b")
+	leader, standby := nodes[0], nodes[1]
 
-	if err := leader.f.EnableCapture(ctx); err != nil {
+	if err := leader.f.EnableCapture(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	run(t, leader.rel.Run)
@@ -142,8 +162,8 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	}
 	// Applying a sequence again is a no-op.
 	st, _ := standby.st.ReplicaStatus(ctx)
-	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", store.StateChange{Origin: "a", Table: "findings", Op: "delete", RowID: 1}, now)
-	if err != nil || applied {
+	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", store.StateChange{Origin: "a", Epoch: 1, Table: "findings", Op: "delete", RowID: 1}, now)
+	if err != nil || applied != store.ApplySkipped {
 		t.Fatalf("re-apply of seq %d: applied=%v err=%v; want skipped", st.AppliedSeq, applied, err)
 	}
 	if got2, _ := standby.st.List(ctx, findings.ListFilter{}); !reflect.DeepEqual(got2, want) {
@@ -160,5 +180,209 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	leaderSt, _ := leader.st.ReplicaStatus(ctx)
 	if leaderSt.AppliedSeq != st.AppliedSeq {
 		t.Fatalf("leader applied seq %d, standby %d: want equal", leaderSt.AppliedSeq, st.AppliedSeq)
+	}
+}
+
+// Split brain: writer a (epoch 5) keeps writing after b took over with
+// epoch 9. b's epoch marker is b's first change on the stream; every
+// change of a after it is fenced on every replica (b itself and the
+// standby c), so a's late acknowledgement reaches no replica and all
+// replicas agree.
+func TestDeposedWriterIsFenced(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b", "c")
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	if err := a.f.EnableCapture(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*node{a, b, c} {
+		run(t, n.rel.Run)
+		run(t, n.f.Run)
+	}
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	for _, n := range []*node{b, c} {
+		waitFor(t, "replicas caught up with a", func() bool {
+			lag, err := n.f.Lag(ctx)
+			return err == nil && lag.LastSeq > 0 && !lag.Behind && lag.Epoch == 5
+		})
+	}
+
+	// b takes over; its marker is its first change.
+	if err := b.f.EnableCapture(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	b.rel.Kick()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.f.AwaitEpoch(actx, 9); err != nil {
+		t.Fatal(err)
+	}
+	// a, deposed without knowing it, acknowledges a finding.
+	fs, err := a.st.List(ctx, findings.ListFilter{})
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("a's findings: %v %v", len(fs), err)
+	}
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a.rel.Kick()
+	waitFor(t, "a's acknowledgement is on the stream", func() bool {
+		n, err := a.st.UnsentState(ctx)
+		return err == nil && n == 0
+	})
+	for _, n := range []*node{b, c} {
+		if err := n.f.CatchUp(actx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gotB, _ := b.st.List(ctx, findings.ListFilter{})
+	gotC, _ := c.st.List(ctx, findings.ListFilter{})
+	if !reflect.DeepEqual(gotC, gotB) {
+		t.Fatalf("replicas disagree:\n b %+v\n c %+v", gotB, gotC)
+	}
+	for _, f := range gotC {
+		if f.AcknowledgedAt != nil {
+			t.Fatalf("the deposed writer's acknowledgement reached a replica: %+v", f)
+		}
+	}
+	for _, n := range []*node{b, c} {
+		st, err := n.st.ReplicaStatus(ctx)
+		if err != nil || st.AppliedEpoch != 9 || st.Fenced == 0 {
+			t.Fatalf("replica status %+v, %v: want epoch 9 and fenced changes", st, err)
+		}
+	}
+}
+
+// A replica that joins after the stream dropped early state changes (aged
+// out by max_age) notices the missing numbers and applies nothing, instead
+// of starting from what is left and diverging; a replica that read them in
+// time goes on.
+func TestReplicaNoticesMissingChanges(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	if err := a.f.EnableCapture(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	run(t, a.rel.Run)
+	run(t, a.f.Run)
+	run(t, b.f.Run)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"))
+	a.rel.Kick()
+	waitFor(t, "b caught up", func() bool {
+		lag, err := b.f.Lag(ctx)
+		return err == nil && lag.LastSeq > 0 && !lag.Behind
+	})
+	// The early changes age out; later ones arrive.
+	s, err := a.b.JetStream().Stream(ctx, a.b.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
+		t.Fatal(err)
+	}
+	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+
+	d := newNode(t, clientOf(a), "d")
+	run(t, d.f.Run)
+	waitFor(t, "d reports the gap", func() bool { return d.f.Gap() != nil })
+	var gap *store.GapError
+	if err := d.f.Gap(); !errors.As(err, &gap) || gap.Want != 1 || gap.Got <= 1 || !strings.Contains(err.Error(), "re-seed it (patrold db seed)") {
+		t.Fatalf("gap = %v", err)
+	}
+	if fs, err := d.st.List(ctx, findings.ListFilter{}); err != nil || len(fs) != 0 {
+		t.Fatalf("d applied %d findings past the gap (%v)", len(fs), err)
+	}
+	if st, _ := d.st.ReplicaStatus(ctx); st.AppliedSeq != 0 {
+		t.Fatalf("d advanced to seq %d past the gap", st.AppliedSeq)
+	}
+	lag, err := d.f.Lag(ctx)
+	if err != nil || lag.Gap != d.f.Gap().Error() {
+		t.Fatalf("lag %+v, %v", lag, err)
+	}
+	// b read the early changes in time: it follows on, no gap.
+	waitFor(t, "b caught up again", func() bool {
+		lag, err := b.f.Lag(ctx)
+		return err == nil && !lag.Behind && lag.LastSeq > info.State.LastSeq
+	})
+	want, _ := a.st.List(ctx, findings.ListFilter{})
+	got, _ := b.st.List(ctx, findings.ListFilter{})
+	if !reflect.DeepEqual(got, want) || len(got) != 2 || b.f.Gap() != nil {
+		t.Fatalf("b findings %+v, want %+v (gap %v)", got, want, b.f.Gap())
+	}
+}
+
+// A replica that cannot catch up is seeded from a caught-up one: the copy
+// holds the state the stream no longer has, resumes the stream where the
+// copy stood, carries no outbox and no capture, and ends equal to the
+// writer.
+func TestSeedFromACaughtUpReplica(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	if err := a.f.EnableCapture(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	run(t, a.rel.Run)
+	run(t, a.f.Run)
+	run(t, b.f.Run)
+	run(t, func(ctx context.Context) error { return b.f.ServeSeeds(ctx, b.b.Conn(), t.TempDir(), 1, b.f.SeedReady) })
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	waitFor(t, "b caught up", func() bool {
+		lag, err := b.f.Lag(ctx)
+		return err == nil && lag.LastSeq > 0 && !lag.Behind && b.f.SeedReady(ctx) == nil
+	})
+	s, _ := a.b.JetStream().Stream(ctx, a.b.StreamName())
+	info, _ := s.Info(ctx)
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := filepath.Join(t.TempDir(), "patrold.db")
+	seed, err := replica.FetchSeed(ctx, b.b.Conn(), b.b.JetStream(), b.b.Prefix(), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bst, _ := b.st.ReplicaStatus(ctx)
+	if seed.Origin != "b" || seed.AppliedSeq != bst.AppliedSeq || seed.Bytes == 0 {
+		t.Fatalf("seed %+v, b at %+v", seed, bst)
+	}
+	st, err := store.Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if n, err := st.PendingCount(ctx); err != nil || n != 0 {
+		t.Fatalf("the copy carries %d outbox events (%v)", n, err)
+	}
+	f, err := replica.New(replica.Options{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: st, Instance: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, f.Run)
+	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-3", "mem"))
+	a.rel.Kick()
+	waitFor(t, "d caught up", func() bool {
+		return f.SeedReady(ctx) == nil && func() bool { l, _ := f.Lag(ctx); return l.AppliedSeq > seed.AppliedSeq }()
+	})
+	want, _ := a.st.List(ctx, findings.ListFilter{})
+	got, _ := st.List(ctx, findings.ListFilter{})
+	if !reflect.DeepEqual(got, want) || len(got) != 2 { // vm-2 resolved in the second run
+		t.Fatalf("seeded replica findings %+v, want %+v", got, want)
+	}
+	// A replica that is not caught up refuses to serve a copy.
+	if _, err := replica.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), "nobody", filepath.Join(t.TempDir(), "x.db")); err == nil ||
+		!strings.Contains(err.Error(), "no patrold instance of the cluster answers on patrold_seed.nobody") {
+		t.Fatalf("seed with nobody serving: %v", err)
 	}
 }

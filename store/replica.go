@@ -29,13 +29,26 @@ var replicaSkipColumns = map[string]bool{"runs.report": true, "runs.exchange": t
 // StateChange is one replicated row change, the data of a state-change
 // event: Op "upsert" carries the whole row (replicated columns and its
 // rowid), "delete" the rowid of the row deleted.
+//
+// Epoch is the capturing writer's epoch (the leader lease revision it took
+// the lease at). Op "epoch" is a new writer's marker, its first change:
+// no row, table "-"; from it on, a replica ignores changes of any lower
+// epoch (fencing a deposed writer).
+//
+// N numbers the captured changes without a gap across writers (0: not
+// numbered, an epoch marker); a replica applies change N only after N-1.
 type StateChange struct {
 	Origin string                     `json:"origin"`
+	Epoch  uint64                     `json:"epoch,omitempty"`
+	N      uint64                     `json:"n,omitempty"`
 	Table  string                     `json:"table"`
 	Op     string                     `json:"op"`
 	RowID  int64                      `json:"rowid"`
 	Row    map[string]json.RawMessage `json:"row,omitempty"`
 }
+
+// OpEpoch is the op of a new writer's epoch marker.
+const OpEpoch = "epoch"
 
 type tableInfo struct {
 	cols []string
@@ -108,11 +121,13 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 // committed from now on (findings, their events, runs, operator actions,
 // silences, suppressions, investigations, sessions, approvals, audit) is
 // also written to the outbox, in the same transaction, as a state-change
-// event on subject, naming origin. The triggers are rebuilt from the
-// current schema on every call.
-func (s *Store) EnableCapture(ctx context.Context, subject, origin string) error {
-	if subject == "" || origin == "" {
-		return errors.New("enable capture: subject and origin are required")
+// event on subject, naming origin and epoch. The same transaction queues
+// the epoch marker, so the marker precedes every change this writer
+// captures. The triggers are rebuilt from the current schema on every
+// call.
+func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch uint64) error {
+	if subject == "" || origin == "" || epoch == 0 {
+		return errors.New("enable capture: subject, origin and epoch are required")
 	}
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		tables, err := replicaTables(ctx, tx)
@@ -124,9 +139,28 @@ func (s *Store) EnableCapture(ctx context.Context, subject, origin string) error
 				return fmt.Errorf("enable capture: triggers on %s: %w", t, err)
 			}
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE replica_state SET capture = 1, applying = 0, subject = ?, origin = ? WHERE id = 1", subject, origin)
+		// Numbering goes on from the last change applied, or from the
+		// last this database captured when those are still to be published.
+		if _, err = tx.ExecContext(ctx, "UPDATE replica_state SET capture = 1, applying = 0, subject = ?, origin = ?, epoch = ?, changes = max(changes, applied_n) WHERE id = 1",
+			subject, origin, int64(epoch)); err != nil {
+			return err
+		}
+		marker, err := json.Marshal(StateChange{Origin: origin, Epoch: epoch, Table: skipTable, Op: OpEpoch})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES ('st-' || lower(hex(randomblob(16))), ?, ?, '', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
+			subject, StateEventType, string(marker))
 		return err
 	})
+}
+
+// ResumeNumbering continues the change numbering from the last change
+// applied: a new writer calls it once its epoch marker is applied, when
+// every change numbered before it (an old writer's last ones included) is.
+func (s *Store) ResumeNumbering(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, "UPDATE replica_state SET changes = applied_n WHERE id = 1")
+	return err
 }
 
 // DisableCapture stops writing state-change events (a standby).
@@ -147,8 +181,9 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 		return "INSERT INTO outbox (id, subject, type, resource_id, time, data) SELECT " +
 			"'st-' || lower(hex(randomblob(16))), subject, '" + StateEventType + "', " + sqlString(table) + ", " +
 			"strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), " +
-			"json_object('origin', origin, 'table', " + sqlString(table) + ", 'op', '" + op + "', 'rowid', " + rowid + row + ") " +
-			"FROM replica_state WHERE id = 1 AND capture = 1 AND applying = 0;"
+			"json_object('origin', origin, 'epoch', epoch, 'n', changes + 1, 'table', " + sqlString(table) + ", 'op', '" + op + "', 'rowid', " + rowid + row + ") " +
+			"FROM replica_state WHERE id = 1 AND capture = 1 AND applying = 0; " +
+			"UPDATE replica_state SET changes = changes + 1 WHERE id = 1 AND capture = 1 AND applying = 0;"
 	}
 	row := ", 'row', json_object(" + obj.String() + ")"
 	for _, tr := range []struct{ name, event, body string }{
@@ -183,17 +218,19 @@ type ReplicaStatus struct {
 	AppliedSeq    uint64
 	AppliedAt     *time.Time
 	AppliedOrigin string // who wrote the last change applied
+	AppliedEpoch  uint64 // the highest writer epoch applied
+	Fenced        uint64 // changes ignored as a deposed writer's
 }
 
 // ReplicaStatus returns the stream sequence applied last and when.
 func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
-	var seq int64
+	var seq, epoch, fenced int64
 	var at sql.NullString
 	var origin string
-	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at, applied_origin FROM replica_state WHERE id = 1").Scan(&seq, &at, &origin); err != nil {
+	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at, applied_origin, applied_epoch, fenced FROM replica_state WHERE id = 1").Scan(&seq, &at, &origin, &epoch, &fenced); err != nil {
 		return ReplicaStatus{}, fmt.Errorf("replica status: %w", err)
 	}
-	st := ReplicaStatus{AppliedSeq: uint64(seq), AppliedOrigin: origin}
+	st := ReplicaStatus{AppliedSeq: uint64(seq), AppliedOrigin: origin, AppliedEpoch: uint64(epoch), Fenced: uint64(fenced)}
 	if at.Valid {
 		t := parseTime(at.String)
 		st.AppliedAt = &t
@@ -215,11 +252,21 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 			args = append(args, k)
 		}
 	}
-	res, err := s.db.ExecContext(ctx, q, args...)
+	var n int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		// The dropped changes' numbers are free again.
+		_, err = tx.ExecContext(ctx, "UPDATE replica_state SET changes = applied_n WHERE id = 1")
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("drop unsent events: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // UnsentState counts the state-change events waiting in the outbox.
@@ -243,8 +290,12 @@ func DecodeStateChange(data []byte) (StateChange, error) {
 		return StateChange{}, errors.New("state change: origin is required")
 	case c.Table == "":
 		return StateChange{}, errors.New("state change: table is required")
+	case c.Op == OpEpoch && (c.Epoch == 0 || c.Table != skipTable || len(c.Row) != 0):
+		return StateChange{}, errors.New("state change: an epoch marker needs epoch > 0, table \"-\" and no row")
+	case c.Op == OpEpoch:
+		return c, nil
 	case c.Op != "upsert" && c.Op != "delete":
-		return StateChange{}, fmt.Errorf("state change: op %q is not upsert or delete", c.Op)
+		return StateChange{}, fmt.Errorf("state change: op %q is not upsert, delete or epoch", c.Op)
 	case c.Op == "upsert" && len(c.Row) == 0:
 		return StateChange{}, errors.New("state change: row is required for upsert")
 	case c.Op == "delete" && len(c.Row) != 0:
@@ -253,42 +304,96 @@ func DecodeStateChange(data []byte) (StateChange, error) {
 	return c, nil
 }
 
+// Apply is what ApplyState did with a change.
+type Apply int
+
+// ApplyState results.
+const (
+	// ApplySkipped: the sequence was applied before (a redelivery).
+	ApplySkipped Apply = iota
+	// Applied: the change is in (or, written by self, already was).
+	Applied
+	// ApplyFenced: the change came from a writer of a lower epoch than one
+	// already applied (deposed): only the sequence advanced.
+	ApplyFenced
+)
+
 // ApplyState applies the state change at stream sequence seq, once: a
-// sequence at or below the one applied last is skipped (false, nil). A
-// change written by self (this instance, as leader) only advances the
-// sequence. The change and the sequence commit together, and the capture
-// triggers do not fire for it.
-func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c StateChange, now time.Time) (bool, error) {
-	applied := false
+// sequence at or below the one applied last is skipped. A change written
+// by self (this instance, as leader) only advances the sequence, and so
+// does one of an epoch below the highest applied (fenced). An epoch
+// marker raises the applied epoch. The change and the sequence commit
+// together, and the capture triggers do not fire for it.
+func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c StateChange, now time.Time) (Apply, error) {
+	result := ApplySkipped
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		var last int64
-		if err := tx.QueryRowContext(ctx, "SELECT applied_seq FROM replica_state WHERE id = 1").Scan(&last); err != nil {
+		var last, epoch, appliedN int64
+		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch, applied_n FROM replica_state WHERE id = 1").Scan(&last, &epoch, &appliedN); err != nil {
 			return err
 		}
 		if seq <= uint64(last) {
 			return nil
 		}
-		applied = true
-		if c.Origin != self {
+		fenced := c.Epoch < uint64(epoch) && !(c.Table == skipTable && c.Op != OpEpoch)
+		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
+			return &GapError{Seq: seq, Want: uint64(appliedN) + 1, Got: c.N}
+		}
+		if c.N > 0 && !fenced {
+			appliedN = int64(c.N)
+		}
+		origin := c.Origin
+		switch {
+		case c.Table == skipTable && c.Op != OpEpoch:
+			result, origin = Applied, "" // a refused change names nobody
+		case c.Epoch < uint64(epoch):
+			result, origin = ApplyFenced, ""
+		case c.Op == OpEpoch:
+			result = Applied
+		case c.Origin != self:
+			result = Applied
 			if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 1 WHERE id = 1"); err != nil {
 				return err
 			}
 			if err := applyChange(ctx, tx, c); err != nil {
 				return err
 			}
+		default:
+			result = Applied
 		}
-		origin := c.Origin
-		if c.Table == skipTable {
-			origin = "" // a refused change names nobody
+		newEpoch := max(uint64(epoch), c.Epoch)
+		if result == ApplyFenced {
+			newEpoch = uint64(epoch)
 		}
-		_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ?, applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END WHERE id = 1",
-			int64(seq), fmtTime(now), origin, origin)
+		_, err := tx.ExecContext(ctx, `UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ?,
+			applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END, applied_epoch = ?, fenced = fenced + ?, applied_n = ? WHERE id = 1`,
+			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(result == ApplyFenced), appliedN)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("apply state seq %d (%s %s rowid %d): %w", seq, c.Op, c.Table, c.RowID, err)
+		return ApplySkipped, fmt.Errorf("apply state seq %d (%s %s rowid %d): %w", seq, c.Op, c.Table, c.RowID, err)
 	}
-	return applied, nil
+	return result, nil
+}
+
+// GapError: the change at stream sequence Seq is number Got, but the
+// database applied up to Want-1: the changes between are no longer on the
+// stream (aged out by nats.stream.max_age or max_bytes before this replica
+// read them). Nothing is applied; the replica must be re-seeded.
+type GapError struct {
+	Seq       uint64
+	Want, Got uint64
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("state changes %d..%d are missing from the stream (next on it: %d at seq %d): this database cannot catch up; re-seed it (patrold db seed)",
+		e.Want, e.Got-1, e.Got, e.Seq)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func applyChange(ctx context.Context, tx *sql.Tx, c StateChange) error {

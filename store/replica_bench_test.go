@@ -16,7 +16,7 @@ import (
 func BenchmarkApplyState(b *testing.B) {
 	ctx := context.Background()
 	leader := openStore(b)
-	if err := leader.EnableCapture(ctx, "state.changes", "a"); err != nil {
+	if err := leader.EnableCapture(ctx, "state.changes", "a", 1); err != nil {
 		b.Fatal(err)
 	}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)

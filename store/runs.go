@@ -182,9 +182,20 @@ func (s *Store) LastSuccessfulRun(ctx context.Context) (*time.Time, error) {
 	return parseTimePtr(t), nil
 }
 
-// Spent returns what model calls of runs started since since cost, in US
-// dollars: the spend ledger for per-day and per-30-day budgets.
+// Spent returns what model calls of runs and remediation sessions started
+// since since cost, in US dollars: the spend ledger the per-day and
+// per-30-day budgets read (model.budget bounds runs and sessions
+// together).
 func (s *Store) Spent(since time.Time) (float64, error) {
+	var v float64
+	err := s.db.QueryRow(`SELECT (SELECT coalesce(sum(cost_usd), 0) FROM run_list WHERE started_at >= ?) +
+		(SELECT coalesce(sum(cost_usd), 0) FROM remediation_sessions WHERE started_at >= ?)`, fmtTime(since), fmtTime(since)).Scan(&v)
+	return v, err
+}
+
+// RunSpent is the runs' share of Spent (a session's ledger adds the other
+// sessions' share itself, without its own).
+func (s *Store) RunSpent(since time.Time) (float64, error) {
 	var v float64
 	err := s.db.QueryRow("SELECT coalesce(sum(cost_usd), 0) FROM run_list WHERE started_at >= ?", fmtTime(since)).Scan(&v)
 	return v, err

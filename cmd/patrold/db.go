@@ -80,6 +80,37 @@ func newDBCmd(a *app) *cobra.Command {
 		},
 	}
 	outputFlag(vacuum, &vacOut)
-	cmd.AddCommand(check, vacuum)
+	var seedOut string
+	var force bool
+	seed := &cobra.Command{
+		Use:   "seed [--force]",
+		Short: "Cluster mode: replace this instance's database with a copy from a caught-up instance (the daemon must be stopped)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(seedOut); err != nil {
+				return err
+			}
+			root, err := a.newRoot()
+			if err != nil {
+				return err
+			}
+			defer root.Close()
+			res, err := root.Seed(cmd.Context(), force)
+			if err != nil {
+				return cliErr(err)
+			}
+			if seedOut == "json" {
+				return a.printJSON(res)
+			}
+			fmt.Fprintf(a.stdout, "database %s: seeded from %s at state sequence %d (%d bytes)\n", res.Database, res.Origin, res.AppliedSeq, res.Bytes)
+			if res.Backup != "" {
+				fmt.Fprintf(a.stdout, "the replaced database is kept as %s\n", res.Backup)
+			}
+			return nil
+		},
+	}
+	seed.Flags().BoolVar(&force, "force", false, "replace an existing database (kept beside it)")
+	outputFlag(seed, &seedOut)
+	cmd.AddCommand(check, vacuum, seed)
 	return cmd
 }

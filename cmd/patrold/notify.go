@@ -13,15 +13,9 @@ func newNotifyCmd(a *app) *cobra.Command {
 		Short: "Run the notification sinks (notify.sinks) as durable consumers of the events stream",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			cfg, err := a.loadConfig()
+			cfg, err := a.logConfig(cmd, output)
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("output") {
-				cfg.Log.Format = output // notify's output is its log, as serve's
 			}
 			if len(cfg.Notify.Sinks) == 0 {
 				return usage(errNoSinks)

@@ -31,6 +31,8 @@ type app struct {
 	cfg        *config.Config
 	// notifyReady, when set, is told the metrics address of `notify` (tests).
 	notifyReady func(addr string)
+	// workerReady, when set, is told the health address of `worker` (tests).
+	workerReady func(addr string)
 }
 
 func newRoot(a *app) *cobra.Command {
@@ -48,7 +50,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
-		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newDBCmd(a),
+		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newWorkerCmd(a), newDBCmd(a),
 	)
 	requireSubcommands(root)
 	return root
@@ -69,6 +71,23 @@ func (a *app) loadConfig() (*config.Config, error) {
 		return nil, usage(err)
 	}
 	a.cfg = cfg
+	return cfg, nil
+}
+
+// logConfig loads the configuration for a long-running command whose
+// output is its log (serve, notify, worker): --output, when given, sets
+// log.format.
+func (a *app) logConfig(cmd *cobra.Command, output string) (*config.Config, error) {
+	if err := checkOutput(output); err != nil {
+		return nil, err
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("output") {
+		cfg.Log.Format = output
+	}
 	return cfg, nil
 }
 

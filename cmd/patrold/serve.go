@@ -16,15 +16,9 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Run the daemon: scheduler, API, NATS, outbox relay, assistant worker",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			cfg, err := a.loadConfig()
+			cfg, err := a.logConfig(cmd, output)
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("output") {
-				cfg.Log.Format = output // serve's output is its log
 			}
 			return cliErr(daemon.Run(cmd.Context(), daemon.Options{Config: cfg, ConfigPath: a.configPath, Reload: a.reload, Stderr: a.stderr}))
 		},

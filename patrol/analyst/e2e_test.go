@@ -28,12 +28,24 @@ import (
 // store and the given analyst options.
 func runPatrol(t *testing.T, opts analyst.Options) (*patrol.Report, *store.Store) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "patrold.db"))
+	st := openTestStore(t)
+	return runPatrolOn(t, st, opts), st
+}
+
+func openTestStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// runPatrolOn is runPatrol on a given store.
+func runPatrolOn(t *testing.T, st *store.Store, opts analyst.Options) *patrol.Report {
+	t.Helper()
+	ctx := context.Background()
 	if opts.Ledger == nil {
 		opts.Ledger = st // the runs table is the spend ledger
 	}
@@ -58,7 +70,7 @@ func runPatrol(t *testing.T, opts analyst.Options) (*patrol.Report, *store.Store
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	return rep, st
+	return rep
 }
 
 // checkModelRun asserts the report of a run where the model filed high_disk
@@ -221,5 +233,35 @@ func TestRunStopsAtBudget(t *testing.T) {
 	spent, err := st.Spent(testNow.Add(-24 * time.Hour))
 	if err != nil || spent < 2 {
 		t.Fatalf("ledger: %v %v", spent, err)
+	}
+}
+
+// model.budget bounds runs and remediation sessions together: a day whose
+// budget sessions spent leaves a run no model call, and the run still files
+// every signal.
+func TestSessionSpendCountsInTheRunsDayBudget(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	if err := st.StartSession(ctx, "s1", "f1", 1, "model", testNow.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishSession(ctx, "s1", store.SessionEnd{Outcome: "cannot_fix", FinishedAt: testNow.Add(-50 * time.Minute),
+		Transcript: []byte(`{}`), CostUSD: 2}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := script.New(&script.Script{Turns: []script.Turn{{Text: "never reached"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runPatrolOn(t, st, analyst.Options{Provider: p, Model: "test-model",
+		Prices: model.Prices{"test-model": {InputPerMTok: 1000}}, Budget: model.BudgetOptions{PerDayUSD: 1.5}})
+	if rep.Usage.Turns != 0 || !slices.Contains(rep.StatusReasons, model.ReasonBudgetExhausted) {
+		t.Fatalf("turns %d, reasons %v: the sessions' spend did not count", rep.Usage.Turns, rep.StatusReasons)
+	}
+	if len(rep.Findings) != 9 {
+		t.Fatalf("every signal must still be filed: %d findings", len(rep.Findings))
+	}
+	if runs, err := st.RunSpent(testNow.Add(-24 * time.Hour)); err != nil || runs != 0 {
+		t.Fatalf("runs' share %v, %v; want 0", runs, err)
 	}
 }

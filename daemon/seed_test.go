@@ -1,0 +1,123 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
+)
+
+// TestDBSeed: a new instance takes a copy of a running instance's
+// database over NATS; an existing database is replaced only with force,
+// and kept; without a cluster section the command is refused.
+func TestDBSeed(t *testing.T) {
+	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartEmbedded(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	urls := []string{srv.ClientURL()}
+	shared := t.TempDir()
+	useSnapshot(t, shared, "faults.json")
+	clustered := func(dir, name string) *config.Config {
+		t.Helper()
+		cfg, err := config.Load([]byte("data_dir: "+dir+"\nlog: {level: warn}\nhttp: {listen: '127.0.0.1:0'}\n"+
+			"cluster: {instance: "+name+"}\nnats: {url: '"+urls[0]+"', lease: {ttl: 3s}}\n"+
+			"schedule: {cron: '@every 1h', startup_delay: 1h}\n"+
+			"source: {kind: file, file: {path: "+filepath.Join(shared, "snapshot.json")+"}}\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{Config: clustered(t.TempDir(), "node-1"), Registerer: reg, Gatherer: reg, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(context.Background())
+	waitUntil(t, 15*time.Second, "node-1 writes", d.IsWriter)
+	if _, err := d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
+		t.Fatal(err)
+	}
+	want, err := d.Store().List(context.Background(), findings.ListFilter{})
+	if err != nil || len(want) == 0 {
+		t.Fatalf("node-1 findings: %v, %v", want, err)
+	}
+
+	dir := t.TempDir()
+	seed := func(force bool) (daemon.SeedResult, error) {
+		root, err := daemon.NewRoot(clustered(dir, "node-2"), daemon.RootOptions{Stderr: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
+		return root.Seed(context.Background(), force)
+	}
+	var res daemon.SeedResult
+	waitUntil(t, 15*time.Second, "node-1 serves a copy (caught up)", func() bool {
+		res, err = seed(false)
+		return err == nil
+	})
+	if res.Origin != "node-1" || res.AppliedSeq == 0 || res.Database != filepath.Join(dir, daemon.DBFile) || res.Backup != "" {
+		t.Fatalf("seed result %+v", res)
+	}
+	st, err := store.Open(context.Background(), res.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.List(context.Background(), findings.ListFilter{})
+	status, _ := st.ReplicaStatus(context.Background())
+	pending, _ := st.PendingCount(context.Background())
+	st.Close()
+	if err != nil || !reflect.DeepEqual(got, want) || status.AppliedSeq != res.AppliedSeq || pending != 0 {
+		t.Fatalf("seeded findings %+v (%v), want %+v; status %+v; %d pending", got, err, want, status, pending)
+	}
+
+	_, err = seed(false)
+	var ce *daemon.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "--force: "+res.Database+" exists") {
+		t.Fatalf("seed over an existing database: %v", err)
+	}
+	again, err := seed(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(again.Backup); err != nil || !strings.HasPrefix(again.Backup, res.Database+".before-seed-") {
+		t.Fatalf("backup %q: %v", again.Backup, err)
+	}
+
+	single, err := config.Load([]byte("data_dir: "+t.TempDir()+"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := daemon.NewRoot(single, daemon.RootOptions{Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := root.Seed(context.Background(), false); !errors.As(err, &ce) || !strings.Contains(err.Error(), "this configuration has no cluster section") {
+		t.Fatalf("seed without cluster: %v", err)
+	}
+}

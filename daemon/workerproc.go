@@ -1,0 +1,167 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/sessionrpc"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// Worker runs a standalone assistant worker (`patrold worker`): a process
+// with no database and no data_dir. It takes remediation requests from the
+// shared durable consumer (beside the in-serve workers, if any), runs each
+// session through the registry like an in-serve worker, keeps its sessions,
+// approvals and spend in the writer's store over NATS (sessionrpc) and
+// publishes outcomes straight to JetStream (the message id makes a
+// republished outcome a duplicate). With no writer answering, a request is
+// redelivered later; nothing is lost. It serves /metrics, /healthz and
+// /readyz on listen when set; ready, when set, receives that address once
+// the request consumer exists. Close stops what it started.
+func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string)) error {
+	cfg := r.cfg
+	bo, err := clientBusOptions(cfg, "worker")
+	if err != nil {
+		return configErr(err)
+	}
+	name := "worker"
+	if cfg.Cluster != nil && cfg.Cluster.Instance != "" {
+		name = cfg.Cluster.Instance
+	} else if h, err := os.Hostname(); err == nil {
+		name = h
+	}
+	log := r.log.With("worker", name)
+	registerRuntime(r.o.Registerer, log)
+	pol, err := alerts.New(cfg.Alerts)
+	if err != nil {
+		return configErr(err)
+	}
+	src, err := buildSource(cfg, r.o.Now, sourceMetrics{reg: r.o.Registerer})
+	if err != nil {
+		return configErr(err)
+	}
+	sh, err := newShared(cfg, nil, r.o.Registerer)
+	if err != nil {
+		return configErr(err)
+	}
+	b, err := bus.New(bo, log, r.o.Registerer)
+	if err != nil {
+		return configErr(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		return err
+	}
+	r.td.push("nats", func(context.Context) error { return b.Close() })
+	tr, err := bus.NewTransport(bus.TransportOptions{JetStream: b.JetStream(), Prefix: b.Prefix(), Stream: b.StreamName(),
+		Source: b.Source(), Logger: log, Registerer: r.o.Registerer})
+	if err != nil {
+		return err
+	}
+	sessions, err := sessionrpc.NewClient(b.Conn(), b.Prefix(), 0, log)
+	if err != nil {
+		return err
+	}
+	o := assistant.Options{
+		Store: sessions, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
+		Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
+		Actions:  actionSpecs(cfg), Config: assistantSettings(cfg), Provider: sh.provider,
+		SessionTimeout: cfg.Investigation.Timeout, AgentMetrics: sh.agentMetrics, Neutraliser: sh.neutraliser,
+		Logger: log, Registerer: r.o.Registerer, Now: r.o.Now, Publisher: tr,
+		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
+	}
+	if ep, ok := cfg.Model.Endpoint(); ok {
+		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
+	} else if sh.provider != nil {
+		o.ModelName = sh.provider.Name()
+	}
+	w, err := assistant.NewWorker(assistant.WorkerOptions{
+		Options: o, Transport: tr, Stream: b.StreamName(),
+		Subject:       contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationRequests),
+		MaxConcurrent: cfg.Investigation.MaxConcurrent, SweepInterval: assistant.DefaultSweepInterval,
+	})
+	if err != nil {
+		return configErr(err)
+	}
+	if err := tr.EnsureRequestConsumer(ctx, w.ConsumerOptions()); err != nil {
+		return err
+	}
+	connected := func() error {
+		if nc := b.Conn(); nc == nil || !nc.IsConnected() {
+			return errors.New("NATS is not connected")
+		}
+		return nil
+	}
+	addr := ""
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			return configErr(fmt.Errorf("--listen: %w", err))
+		}
+		addr = ln.Addr().String()
+		r.td.push("metrics http", serveHTTP(ln, r.healthMux(connected), log, "metrics server stopped"))
+	}
+	log.Info("worker ready", "nats", b.ClientURL(), "listen", addr, "max_concurrent", cfg.Investigation.MaxConcurrent,
+		"driver", w.Assistant().Driver())
+	if ready != nil {
+		ready(addr)
+	}
+	r.notifySystemd(sddaemon.SdNotifyReady)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go r.watchdog(wctx, func(context.Context) error { return connected() })
+	err = w.Run(wctx)
+	r.notifySystemd(sddaemon.SdNotifyStopping)
+	log.Info("worker stopped")
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// notifySystemd sends a state to systemd when NOTIFY_SOCKET is set.
+func (r *Root) notifySystemd(state string) {
+	if ok, err := sddaemon.SdNotify(false, state); err != nil {
+		r.log.Warn("sd_notify failed", "state", state, "err", err)
+	} else if ok {
+		r.log.Debug("sd_notify", "state", state)
+	}
+}
+
+// watchdog pings systemd at half the WATCHDOG_USEC interval while healthy
+// answers nil (within a quarter of it), until ctx ends: a wedged process is
+// restarted.
+func (r *Root) watchdog(ctx context.Context, healthy func(context.Context) error) {
+	interval, err := sddaemon.SdWatchdogEnabled(false)
+	if err != nil || interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			hctx, cancel := context.WithTimeout(ctx, interval/4)
+			err := healthy(hctx)
+			cancel()
+			if err != nil {
+				r.log.Error("watchdog: not pinging", "err", err)
+				continue
+			}
+			r.notifySystemd(sddaemon.SdNotifyWatchdog)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package sessionrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
+)
+
+// Client is assistant.Store (and assistant.RunLedger) over NATS: a worker's
+// sessions, approvals and spend, kept by the writer.
+type Client struct {
+	nc      *nats.Conn
+	prefix  string
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+var (
+	_ assistant.Store = (*Client)(nil)
+	_ Backend         = (*Client)(nil)
+)
+
+// NewClient calls the writer on nc under prefix; timeout 0 takes
+// DefaultTimeout.
+func NewClient(nc *nats.Conn, prefix string, timeout time.Duration, log *slog.Logger) (*Client, error) {
+	if nc == nil {
+		return nil, errors.New("sessionrpc: connection required")
+	}
+	if prefix == "" {
+		return nil, errors.New("sessionrpc: prefix required")
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{nc: nc, prefix: prefix, timeout: timeout, log: log}, nil
+}
+
+// RemoteError is an error the writer answered with.
+type RemoteError struct {
+	Method, Code, Description string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("writer refused %s (%s): %s", e.Method, e.Code, e.Description)
+}
+
+// call sends a to method and decodes the answer into R.
+func call[R any](ctx context.Context, c *Client, method string, a any) (R, error) {
+	var zero R
+	data, err := json.Marshal(a)
+	if err != nil {
+		return zero, fmt.Errorf("session call %s: encode: %w", method, err)
+	}
+	if method == MethodFinishSession && int64(len(data)) > c.nc.MaxPayload() {
+		// The model exchange is replay data, the largest part by far;
+		// the transcript and the outcome are what must be kept.
+		if f, ok := a.(finishArg); ok && len(f.End.Exchange) > 0 {
+			c.log.Warn("session exchange dropped: the session end exceeds the NATS max payload", "session", f.ID,
+				"bytes", len(data), "max_payload", c.nc.MaxPayload())
+			f.End.Exchange = nil
+			return call[R](ctx, c, method, f)
+		}
+	}
+	if int64(len(data)) > c.nc.MaxPayload() {
+		return zero, fmt.Errorf("session call %s: %d bytes exceed the NATS max payload of %d", method, len(data), c.nc.MaxPayload())
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	subject := SubjectPrefix(c.prefix) + "." + method
+	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return zero, fmt.Errorf("session call %s: %w (subject %s)", method, ErrNoWriter, subject)
+	case err != nil:
+		return zero, fmt.Errorf("session call %s: %w", method, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		desc := msg.Header.Get(micro.ErrorHeader)
+		if code == codeNotFound {
+			return zero, fmt.Errorf("session call %s: %s: %w", method, desc, findings.ErrNotFound)
+		}
+		return zero, &RemoteError{Method: method, Code: code, Description: desc}
+	}
+	var r R
+	if err := json.Unmarshal(msg.Data, &r); err != nil {
+		return zero, fmt.Errorf("session call %s: answer: %w", method, err)
+	}
+	return r, nil
+}
+
+func done(_ empty, err error) error { return err }
+
+// Get returns the finding from the writer's store.
+func (c *Client) Get(ctx context.Context, id string) (findings.Finding, error) {
+	return call[findings.Finding](ctx, c, MethodGet, idArg{ID: id})
+}
+
+// StartSession records a session as running.
+func (c *Client) StartSession(ctx context.Context, id, findingID string, attempt int, driver string, startedAt time.Time) error {
+	return done(call[empty](ctx, c, MethodStartSession, startArg{ID: id, FindingID: findingID, Attempt: attempt, Driver: driver, StartedAt: startedAt}))
+}
+
+// FinishSession stores a session's end.
+func (c *Client) FinishSession(ctx context.Context, id string, end store.SessionEnd) error {
+	return done(call[empty](ctx, c, MethodFinishSession, finishArg{ID: id, End: end}))
+}
+
+// Session returns one stored session.
+func (c *Client) Session(ctx context.Context, id string) (store.SessionRecord, error) {
+	return call[store.SessionRecord](ctx, c, MethodSession, idArg{ID: id})
+}
+
+// LastSession returns the latest session of a finding's attempt.
+func (c *Client) LastSession(ctx context.Context, findingID string, attempt int) (store.SessionRecord, error) {
+	return call[store.SessionRecord](ctx, c, MethodLastSession, lastArg{FindingID: findingID, Attempt: attempt})
+}
+
+// SessionCost is what a session spent so far.
+func (c *Client) SessionCost(ctx context.Context, id string) (float64, error) {
+	return call[float64](ctx, c, MethodSessionCost, idArg{ID: id})
+}
+
+// SessionSpent is what sessions since since spent, except one.
+func (c *Client) SessionSpent(ctx context.Context, since time.Time, except string) (float64, error) {
+	return call[float64](ctx, c, MethodSessionSpent, spentArg{Since: since, Except: except})
+}
+
+// RunSpent is what runs spent since since (assistant.RunLedger).
+func (c *Client) RunSpent(since time.Time) (float64, error) {
+	return call[float64](context.Background(), c, MethodRunSpent, spentArg{Since: since})
+}
+
+// SessionExchange returns a session's recorded model exchange.
+func (c *Client) SessionExchange(ctx context.Context, id string) (string, error) {
+	return call[string](ctx, c, MethodSessionExchange, idArg{ID: id})
+}
+
+// InsertApproval stores a pending approval.
+func (c *Client) InsertApproval(ctx context.Context, ap store.ApprovalRecord) error {
+	return done(call[empty](ctx, c, MethodInsertApproval, toWire(ap)))
+}
+
+// Approval returns one approval.
+func (c *Client) Approval(ctx context.Context, id string) (store.ApprovalRecord, error) {
+	w, err := call[approvalWire](ctx, c, MethodApproval, idArg{ID: id})
+	return fromWire(w), err
+}
+
+// PendingApprovals pages the pending approvals.
+func (c *Client) PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]store.ApprovalRecord, error) {
+	return records(call[[]approvalWire](ctx, c, MethodPendingApprovals, pendingArg{Now: now, After: after, Limit: limit}))
+}
+
+// FindingApprovals lists a finding's approvals.
+func (c *Client) FindingApprovals(ctx context.Context, findingID string) ([]store.ApprovalRecord, error) {
+	return records(call[[]approvalWire](ctx, c, MethodFindingApprovals, idArg{ID: findingID}))
+}
+
+// DueApprovals lists pending approvals past their expiry.
+func (c *Client) DueApprovals(ctx context.Context, now time.Time) ([]store.ApprovalRecord, error) {
+	return records(call[[]approvalWire](ctx, c, MethodDueApprovals, nowArg{Now: now}))
+}
+
+// DecideApproval moves a pending approval to state.
+func (c *Client) DecideApproval(ctx context.Context, id, state, actor string, now time.Time) (bool, error) {
+	return call[bool](ctx, c, MethodDecideApproval, decideArg{ID: id, State: state, Actor: actor, Now: now})
+}
+
+func records(ws []approvalWire, err error) ([]store.ApprovalRecord, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.ApprovalRecord, len(ws))
+	for i, w := range ws {
+		out[i] = fromWire(w)
+	}
+	return out, nil
+}

@@ -1,0 +1,283 @@
+// Package sessionrpc lets an assistant worker with no database of its own
+// keep its sessions in the writer's: every call of assistant.Store (and
+// the runs' spend) is a NATS request on `patrold_sessions.<prefix>.<method>`,
+// served by a micro service on the writer alone (queue group
+// "patrold-writer"), so what a standalone worker records is committed
+// (and replicated) exactly like what an in-serve worker records.
+//
+// Core NATS, outside the patrol stream's `<prefix>.>`: nothing is kept on
+// the stream. With no writer the call fails (ErrNoWriter), the worker's
+// handler returns the error and JetStream redelivers the request later;
+// nothing half-done is left behind, as a session is recorded as started
+// before anything runs and its redelivery is handled by the worker.
+//
+// The wire is JSON per method, decoded strictly (unknown fields refused,
+// the field named). Errors travel in the micro error headers: code 404 is
+// findings.ErrNotFound, 400 a refused request, 500 a store failure.
+package sessionrpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
+)
+
+// Defaults.
+const (
+	// ServiceName is the micro service name (`nats micro ls` shows it).
+	ServiceName = "patrold-sessions"
+	// QueueGroup: one writer answers each call.
+	QueueGroup = "patrold-writer"
+	// DefaultTimeout bounds one call when the caller's context has no
+	// earlier deadline.
+	DefaultTimeout = 15 * time.Second
+	// handleTimeout bounds one store call on the writer.
+	handleTimeout = 30 * time.Second
+	version       = "1.0.0"
+)
+
+// Method names, the last token of the subject.
+const (
+	MethodGet              = "get"
+	MethodStartSession     = "start_session"
+	MethodFinishSession    = "finish_session"
+	MethodSession          = "session"
+	MethodLastSession      = "last_session"
+	MethodSessionCost      = "session_cost"
+	MethodSessionSpent     = "session_spent"
+	MethodRunSpent         = "run_spent"
+	MethodSessionExchange  = "session_exchange"
+	MethodInsertApproval   = "insert_approval"
+	MethodApproval         = "approval"
+	MethodPendingApprovals = "pending_approvals"
+	MethodFindingApprovals = "finding_approvals"
+	MethodDueApprovals     = "due_approvals"
+	MethodDecideApproval   = "decide_approval"
+)
+
+// Error codes in the micro error header.
+const (
+	codeNotFound = "404"
+	codeRefused  = "400"
+	codeFailed   = "500"
+)
+
+// ErrNoWriter: no writer answered (none elected yet, or NATS is down).
+var ErrNoWriter = errors.New("no patrold writer answers session calls")
+
+// SubjectPrefix is the subject the methods live under.
+func SubjectPrefix(prefix string) string { return "patrold_sessions." + prefix }
+
+// Backend is what the writer serves: its store.
+type Backend interface {
+	assistant.Store
+	assistant.RunLedger
+}
+
+var _ Backend = (*store.Store)(nil)
+
+// Argument shapes, one per method that takes more than an id.
+type (
+	idArg struct {
+		ID string `json:"id"`
+	}
+	startArg struct {
+		ID        string    `json:"id"`
+		FindingID string    `json:"finding_id"`
+		Attempt   int       `json:"attempt"`
+		Driver    string    `json:"driver"`
+		StartedAt time.Time `json:"started_at"`
+	}
+	finishArg struct {
+		ID  string           `json:"id"`
+		End store.SessionEnd `json:"end"`
+	}
+	lastArg struct {
+		FindingID string `json:"finding_id"`
+		Attempt   int    `json:"attempt"`
+	}
+	spentArg struct {
+		Since  time.Time `json:"since"`
+		Except string    `json:"except"`
+	}
+	pendingArg struct {
+		Now   time.Time `json:"now"`
+		After []string  `json:"after"`
+		Limit int       `json:"limit"`
+	}
+	nowArg struct {
+		Now time.Time `json:"now"`
+	}
+	decideArg struct {
+		ID    string    `json:"id"`
+		State string    `json:"state"`
+		Actor string    `json:"actor"`
+		Now   time.Time `json:"now"`
+	}
+	empty struct{}
+)
+
+// Serve answers session calls from b until ctx ends: the writer runs it
+// while it is the writer.
+func Serve(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *slog.Logger) error {
+	svc, err := micro.AddService(nc, micro.Config{Name: ServiceName, Version: version, QueueGroup: QueueGroup,
+		Description: "patrold assistant sessions, served by the writer"})
+	if err != nil {
+		return fmt.Errorf("session service: %w", err)
+	}
+	defer func() { _ = svc.Stop() }()
+	g := svc.AddGroup(SubjectPrefix(prefix))
+	h := handlers{ctx: ctx, b: b, log: log}
+	for name, fn := range h.table() {
+		if err := g.AddEndpoint(name, micro.HandlerFunc(fn)); err != nil {
+			return fmt.Errorf("session service: endpoint %s: %w", name, err)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+type handlers struct {
+	ctx context.Context
+	b   Backend
+	log *slog.Logger
+}
+
+func (h handlers) table() map[string]func(micro.Request) {
+	b := h.b
+	return map[string]func(micro.Request){
+		MethodGet: endpoint(h, func(ctx context.Context, a idArg) (findings.Finding, error) { return b.Get(ctx, a.ID) }),
+		MethodStartSession: endpoint(h, func(ctx context.Context, a startArg) (empty, error) {
+			return empty{}, b.StartSession(ctx, a.ID, a.FindingID, a.Attempt, a.Driver, a.StartedAt)
+		}),
+		MethodFinishSession: endpoint(h, func(ctx context.Context, a finishArg) (empty, error) {
+			return empty{}, b.FinishSession(ctx, a.ID, a.End)
+		}),
+		MethodSession: endpoint(h, func(ctx context.Context, a idArg) (store.SessionRecord, error) { return b.Session(ctx, a.ID) }),
+		MethodLastSession: endpoint(h, func(ctx context.Context, a lastArg) (store.SessionRecord, error) {
+			return b.LastSession(ctx, a.FindingID, a.Attempt)
+		}),
+		MethodSessionCost: endpoint(h, func(ctx context.Context, a idArg) (float64, error) { return b.SessionCost(ctx, a.ID) }),
+		MethodSessionSpent: endpoint(h, func(ctx context.Context, a spentArg) (float64, error) {
+			return b.SessionSpent(ctx, a.Since, a.Except)
+		}),
+		MethodRunSpent: endpoint(h, func(_ context.Context, a spentArg) (float64, error) { return b.RunSpent(a.Since) }),
+		MethodSessionExchange: endpoint(h, func(ctx context.Context, a idArg) (string, error) {
+			return b.SessionExchange(ctx, a.ID)
+		}),
+		MethodInsertApproval: endpoint(h, func(ctx context.Context, a approvalWire) (empty, error) {
+			return empty{}, b.InsertApproval(ctx, fromWire(a))
+		}),
+		MethodApproval: endpoint(h, func(ctx context.Context, a idArg) (approvalWire, error) {
+			ap, err := b.Approval(ctx, a.ID)
+			return toWire(ap), err
+		}),
+		MethodPendingApprovals: endpoint(h, func(ctx context.Context, a pendingArg) ([]approvalWire, error) {
+			return toWires(b.PendingApprovals(ctx, a.Now, a.After, a.Limit))
+		}),
+		MethodFindingApprovals: endpoint(h, func(ctx context.Context, a idArg) ([]approvalWire, error) {
+			return toWires(b.FindingApprovals(ctx, a.ID))
+		}),
+		MethodDueApprovals: endpoint(h, func(ctx context.Context, a nowArg) ([]approvalWire, error) {
+			return toWires(b.DueApprovals(ctx, a.Now))
+		}),
+		MethodDecideApproval: endpoint(h, func(ctx context.Context, a decideArg) (bool, error) {
+			return b.DecideApproval(ctx, a.ID, a.State, a.Actor, a.Now)
+		}),
+	}
+}
+
+// endpoint decodes A strictly, calls fn and answers with R or an error
+// code.
+func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func(micro.Request) {
+	return func(req micro.Request) {
+		var a A
+		if err := decodeStrict(req.Data(), &a); err != nil {
+			_ = req.Error(codeRefused, headerSafe("arguments: "+err.Error()), nil)
+			return
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, handleTimeout)
+		defer cancel()
+		r, err := fn(ctx, a)
+		switch {
+		case errors.Is(err, findings.ErrNotFound):
+			_ = req.Error(codeNotFound, headerSafe(err.Error()), nil)
+		case err != nil:
+			h.log.Warn("session call failed", "subject", req.Subject(), "err", err)
+			_ = req.Error(codeFailed, headerSafe(err.Error()), nil)
+		default:
+			data, err := json.Marshal(r)
+			if err != nil {
+				_ = req.Error(codeFailed, headerSafe("encode the answer: "+err.Error()), nil)
+				return
+			}
+			if err := req.Respond(data); err != nil {
+				h.log.Warn("answer a session call", "subject", req.Subject(), "err", err)
+			}
+		}
+	}
+}
+
+func decodeStrict(data []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// headerSafe keeps an error description on one header line, bounded.
+func headerSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
+}
+
+// approvalWire carries an approval's raw JSON columns as text, so an
+// empty column travels as "" (not as a JSON value it is not) and arrives
+// as the same bytes the store holds.
+type approvalWire struct {
+	store.ApprovalRecord
+	Args, FSM, Transcript, Messages string
+}
+
+func toWire(a store.ApprovalRecord) approvalWire {
+	return approvalWire{ApprovalRecord: a, Args: string(a.Args), FSM: string(a.FSM), Transcript: string(a.Transcript), Messages: string(a.Messages)}
+}
+
+func fromWire(w approvalWire) store.ApprovalRecord {
+	a := w.ApprovalRecord
+	a.Args, a.FSM, a.Transcript, a.Messages = json.RawMessage(w.Args), json.RawMessage(w.FSM), json.RawMessage(w.Transcript), json.RawMessage(w.Messages)
+	return a
+}
+
+func toWires(rs []store.ApprovalRecord, err error) ([]approvalWire, error) {
+	out := make([]approvalWire, len(rs))
+	for i, r := range rs {
+		out[i] = toWire(r)
+	}
+	return out, err
+}

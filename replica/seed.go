@@ -1,0 +1,147 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Seeding (`patrold db seed`): a new or re-seeded instance asks any caught-up
+// instance of the cluster for a copy of its database over NATS
+// request/reply on SeedSubject(prefix) (queue group "patrold-seed"); the
+// answering instance writes a consistent copy (store.SeedCopy) into the
+// JetStream object store bucket SeedBucket and answers with its name, and
+// the new instance downloads it. The copy resumes the state stream where
+// the answering database stood, so it is for replicas that joined after
+// the stream's first changes aged out, or that diverged.
+const (
+	SeedBucket = "patrold_seed"
+	seedQueue  = "patrold-seed"
+	seedTTL    = time.Hour
+	// SeedTimeout bounds a whole seed request (copy and upload).
+	SeedTimeout = 5 * time.Minute
+)
+
+// SeedReady is the readiness a Follower serves seeds under: its database
+// applied the stream's last state change and has no gap.
+func (f *Follower) SeedReady(ctx context.Context) error {
+	if err := f.Gap(); err != nil {
+		return err
+	}
+	lag, err := f.Lag(ctx)
+	if err != nil {
+		return err
+	}
+	if lag.Behind {
+		return fmt.Errorf("behind the state stream (applied %d of %d)", lag.AppliedSeq, lag.LastSeq)
+	}
+	return nil
+}
+
+// SeedSubject is the request/reply subject of seed requests.
+func SeedSubject(prefix string) string { return "patrold_seed." + prefix }
+
+// Seed is the answer to a seed request.
+type Seed struct {
+	Object     string `json:"object"`
+	Origin     string `json:"origin"`
+	AppliedSeq uint64 `json:"applied_seq"`
+	Bytes      int64  `json:"bytes"`
+	Error      string `json:"error,omitempty"`
+}
+
+// ServeSeeds answers seed requests from this instance's database until ctx
+// ends, while ready says it may (caught up, no gap). dir holds the
+// temporary copy; replicas sizes the object store bucket.
+func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, replicas int, ready func(context.Context) error) error {
+	sub, err := nc.QueueSubscribe(SeedSubject(f.o.Prefix), seedQueue, func(m *nats.Msg) {
+		seed := f.seed(ctx, dir, replicas, ready)
+		data, _ := json.Marshal(seed)
+		if err := m.Respond(data); err != nil {
+			f.log.Warn("answer a seed request", "err", err)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("seed requests: %w", err)
+	}
+	<-ctx.Done()
+	return sub.Unsubscribe()
+}
+
+func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready func(context.Context) error) Seed {
+	fail := func(err error) Seed {
+		f.log.Warn("seed request refused", "err", err)
+		return Seed{Origin: f.o.Instance, Error: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, SeedTimeout)
+	defer cancel()
+	if err := ready(ctx); err != nil {
+		return fail(err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("patrold.seed-%d.db", time.Now().UnixNano()))
+	defer os.Remove(path)
+	st, err := f.o.Store.SeedCopy(ctx, path)
+	if err != nil {
+		return fail(err)
+	}
+	obs, err := f.o.JetStream.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SeedBucket, TTL: seedTTL,
+		Replicas: max(replicas, 1), Description: "patrold database copies for new replicas"})
+	if err != nil {
+		return fail(fmt.Errorf("seed bucket: %w", err))
+	}
+	name := fmt.Sprintf("%s-%d", f.o.Instance, st.AppliedSeq)
+	info, err := obs.PutFile(ctx, path)
+	if err == nil && info.Name != name {
+		err = obs.UpdateMeta(ctx, info.Name, jetstream.ObjectMeta{Name: name})
+	}
+	if err != nil {
+		return fail(fmt.Errorf("seed upload: %w", err))
+	}
+	f.log.Info("seed copy served", "object", name, "applied_seq", st.AppliedSeq, "bytes", info.Size)
+	return Seed{Object: name, Origin: f.o.Instance, AppliedSeq: st.AppliedSeq, Bytes: int64(info.Size)}
+}
+
+// FetchSeed asks the cluster for a database copy and writes it to dst
+// (which must not exist), then removes the object. The caller checks and
+// installs the file.
+func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, prefix, dst string) (Seed, error) {
+	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+		return Seed{}, fmt.Errorf("seed: %s already exists", dst)
+	}
+	ctx, cancel := context.WithTimeout(ctx, SeedTimeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, SeedSubject(prefix), nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return Seed{}, fmt.Errorf("seed: no patrold instance of the cluster answers on %s", SeedSubject(prefix))
+	}
+	if err != nil {
+		return Seed{}, fmt.Errorf("seed: %w", err)
+	}
+	var seed Seed
+	if err := json.Unmarshal(msg.Data, &seed); err != nil {
+		return Seed{}, fmt.Errorf("seed: answer: %w", err)
+	}
+	if seed.Error != "" {
+		return seed, fmt.Errorf("seed: %s refused: %s", seed.Origin, seed.Error)
+	}
+	if seed.Object == "" {
+		return seed, errors.New("seed: answer: object is required")
+	}
+	obs, err := js.ObjectStore(ctx, SeedBucket)
+	if err != nil {
+		return seed, fmt.Errorf("seed bucket: %w", err)
+	}
+	if err := obs.GetFile(ctx, seed.Object, dst); err != nil {
+		os.Remove(dst)
+		return seed, fmt.Errorf("seed download %s: %w", seed.Object, err)
+	}
+	_ = obs.Delete(ctx, seed.Object) // else it expires with the bucket's TTL
+	return seed, nil
+}

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// SeedCopy writes a consistent copy of this database to path (which must
+// not exist) for another instance to start from (cluster mode, `patrold db
+// seed`): VACUUM INTO inside one read transaction, then, in the copy, the
+// outbox emptied (this instance's events are its own to publish) and the
+// capture state reset to a standby's, with the applied sequence, epoch and
+// change number kept, so the copy resumes the state stream where this
+// database stands. It returns the copy's replica status.
+func (s *Store) SeedCopy(ctx context.Context, path string) (ReplicaStatus, error) {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return ReplicaStatus{}, fmt.Errorf("seed copy: %s already exists", path)
+	}
+	if _, err := s.db.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
+		return ReplicaStatus{}, fmt.Errorf("seed copy: %w", err)
+	}
+	cp, err := Open(ctx, path)
+	if err != nil {
+		os.Remove(path)
+		return ReplicaStatus{}, fmt.Errorf("seed copy: %w", err)
+	}
+	defer cp.Close()
+	err = cp.withTx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			"DELETE FROM outbox",
+			"UPDATE replica_state SET capture = 0, applying = 0, subject = '', origin = '', epoch = 0, changes = applied_n WHERE id = 1",
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = cp.checkpoint(ctx)
+	}
+	if err != nil {
+		os.Remove(path)
+		return ReplicaStatus{}, fmt.Errorf("seed copy: reset: %w", err)
+	}
+	return cp.ReplicaStatus(ctx)
+}
+
+// checkpoint folds the write-ahead log into the file, so the file alone is
+// the whole database.
+func (s *Store) checkpoint(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	return err
+}
