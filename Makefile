@@ -38,12 +38,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeTags -fuzztime $(FUZZTIME) ./store
 	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
 
-## mutate: remove each investigation-gate condition, each rule of the deterministic net, then
-## each registry pre-check, in turn; every removal must fail a test.
+## mutate: remove each investigation-gate condition, each rule of the deterministic net,
+## each registry pre-check, then each cluster rule, in turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
 	python3 scripts/mutate_net.py
 	python3 scripts/mutate_registry.py
+	python3 scripts/mutate_cluster.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -43,6 +43,9 @@ type ReplicaStatus struct {
 	LastSeq    uint64     `json:"last_seq"`    // stream sequence of the last state change published
 	Behind     bool       `json:"behind"`      // applied_seq < last_seq
 	AppliedAt  *time.Time `json:"applied_at,omitempty"`
+	Epoch      uint64     `json:"epoch"`         // the highest writer epoch applied
+	Fenced     uint64     `json:"fenced"`        // changes ignored as a deposed writer's
+	Gap        string     `json:"gap,omitempty"` // changes missing from the stream: re-seed
 }
 
 // Capabilities is the manifest served at GET /api/v1/agent/capabilities:

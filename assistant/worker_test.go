@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/store/storetest"
 )
 
@@ -21,15 +22,7 @@ const testPrefix = "patrol"
 // returns a transport over it.
 func startNATS(t *testing.T) (jetstream.JetStream, *bus.Transport) {
 	t.Helper()
-	opts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)

@@ -199,12 +199,33 @@ func (o Options) StreamConfig() jetstream.StreamConfig {
 	}
 }
 
+// A stream create or update is retried after streamAttemptTimeout without
+// an answer, until streamCreateWait has passed.
+const (
+	streamAttemptTimeout = 2 * time.Second
+	streamCreateWait     = 30 * time.Second
+)
+
+// ensureStream creates or updates the stream. A clustered JetStream may
+// leave all but one of concurrent creates of one stream unanswered (several
+// instances starting together on a fresh cluster), so an attempt without
+// an answer is retried: by then the stream exists.
 func (b *Bus) ensureStream(ctx context.Context) error {
 	cfg := b.opts.StreamConfig()
-	if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("nats.stream: create or update %s: %w", cfg.Name, err)
+	ctx, cancel := context.WithTimeout(ctx, streamCreateWait)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, streamAttemptTimeout)
+		_, err := b.js.CreateOrUpdateStream(actx, cfg)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+			return fmt.Errorf("nats.stream: create or update %s: %w", cfg.Name, err)
+		}
+		b.log.Warn("stream create or update unanswered; retrying", "stream", cfg.Name, "err", err)
 	}
-	return nil
 }
 
 // Conn is the client connection; nil before Start.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -33,9 +34,12 @@ type LeaseOptions struct {
 	// (e.g. hostname and pid, or an instance id).
 	Holder string
 	// TTL is how long a lease outlives its last renewal; at least 1 s.
-	TTL    time.Duration
-	Now    func() time.Time
-	Logger *slog.Logger
+	TTL time.Duration
+	// Replicas of the bucket's stream (0: 1); on a cluster as many as the
+	// patrol stream's, so the lease survives the loss of a server.
+	Replicas int
+	Now      func() time.Time
+	Logger   *slog.Logger
 	// OnChange, when set, is called with the new state each time this
 	// instance becomes or stops being the leader (acquired, lost, run out,
 	// released by Close), one call at a time.
@@ -114,18 +118,44 @@ func (l *Lease) Term() uint64 {
 	return l.term
 }
 
-// Run creates the bucket, then acquires and renews the lease until ctx ends
-// or Close is called. It does not release the key; Close does.
+// Run creates the bucket, then acquires and renews the lease until ctx
+// ends or Close is called. It does not release the key; Close does. A
+// bucket creation that fails is retried (at once after no answer within
+// streamAttemptTimeout: a clustered JetStream may leave concurrent creates
+// of one bucket unanswered; TTL/3 later after an error), so a JetStream
+// that is not ready yet delays the lease instead of ending it.
 func (l *Lease) Run(ctx context.Context) error {
-	kv, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      l.o.Bucket,
-		Description: "patrold leader lease",
-		TTL:         l.o.TTL,
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	})
-	if err != nil {
-		return fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err)
+	var kv jetstream.KeyValue
+	for {
+		actx, cancel := context.WithTimeout(ctx, streamAttemptTimeout)
+		var err error
+		kv, err = l.js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
+			Bucket:      l.o.Bucket,
+			Description: "patrold leader lease",
+			TTL:         l.o.TTL,
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    max(l.o.Replicas, 1),
+		})
+		cancel()
+		if err == nil {
+			break
+		}
+		l.log.Warn("leader lease bucket not ready; retrying", "err", fmt.Errorf("nats.lease.bucket: create or update %s: %w", l.o.Bucket, err))
+		wait := l.o.TTL / 3
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			wait = 0
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-l.done:
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
 	}
 	l.opMu.Lock()
 	l.kv = kv

@@ -193,3 +193,42 @@ func TestNewLeaseNamesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// flakyKV fails the first n bucket creations, then uses the real server.
+type flakyKV struct {
+	KeyValueStores
+	n     atomic.Int64
+	calls atomic.Int64
+}
+
+func (f *flakyKV) CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if f.calls.Add(1) <= f.n.Load() {
+		return nil, context.DeadlineExceeded
+	}
+	return f.KeyValueStores.CreateOrUpdateKeyValue(ctx, cfg)
+}
+
+// A bucket that cannot be created at first (JetStream not answering yet)
+// delays the lease; Run keeps trying and leads once it can, instead of
+// returning and leaving the instance a standby for good.
+func TestLeaseRetriesBucketCreation(t *testing.T) {
+	srv := startServer(t)
+	_, js := connect(t, srv.url())
+	f := &flakyKV{KeyValueStores: js}
+	f.n.Store(2)
+	l, err := NewLease(f, LeaseOptions{Holder: "a", TTL: leaseTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	waitFor(t, 5*time.Second, "a leads after two failed bucket creations", l.IsLeader)
+	if got := f.calls.Load(); got != 3 {
+		t.Fatalf("bucket creations: %d, want 3 (two failed, one made it)", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

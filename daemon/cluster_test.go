@@ -2,10 +2,7 @@ package daemon_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,129 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
-	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/natstest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// natsCluster starts n embedded nats-servers with JetStream, clustered on
-// loopback by routes, and returns their client URLs once JetStream has a
-// meta leader.
-func natsCluster(t *testing.T, n int) []string {
-	t.Helper()
-	ports := make([]int, n)
-	var routes []string
-	for i := range ports {
-		ports[i] = freePort(t)
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
-	}
-	var urls []string
-	for i := range n {
-		o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.ServerName = fmt.Sprintf("nats-%d", i+1)
-		o.Cluster = server.ClusterOpts{Name: "patrol-test", Host: "127.0.0.1", Port: ports[i]}
-		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		srv, err := server.NewServer(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Start()
-		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-		if !srv.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("nats-%d not ready", i+1)
-		}
-		urls = append(urls, srv.ClientURL())
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	waitUntil(t, 20*time.Second, "JetStream cluster has a meta leader", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := js.AccountInfo(ctx)
-		return err == nil
-	})
-	return urls
-}
-
-type streamCounts struct {
-	opened   map[string]int // finding id -> opened events
-	requests map[string]int // finding/attempt -> requests
-	outcomes map[string]int // finding/attempt -> outcomes
-}
-
-// readStream reads every message of the patrol stream in order.
-func readStream(t *testing.T, url string) streamCounts {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, bus.DefaultStreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := streamCounts{opened: map[string]int{}, requests: map[string]int{}, outcomes: map[string]int{}}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := contracts.DecodeEvent(m.Data)
-		if err != nil {
-			t.Fatalf("stream seq %d: %v", seq, err)
-		}
-		var d struct {
-			Finding   struct{ ID string } `json:"finding"`
-			FindingID string              `json:"finding_id"`
-			Attempt   int                 `json:"attempt"`
-		}
-		_ = json.Unmarshal(ev.Data, &d)
-		switch ev.Type {
-		case contracts.TypeFindingPrefix + findings.EventOpened:
-			c.opened[d.Finding.ID]++
-		case contracts.TypeRemediationRequest:
-			c.requests[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++
-		case contracts.TypeRemediationOutcome:
-			c.outcomes[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++
-		}
-	}
-	return c
-}
 
 // logTap is a daemon's log, searchable.
 type logTap struct {
@@ -163,7 +44,7 @@ func TestClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	urls := natsCluster(t, 3)
+	urls := natstest.Cluster(t, 3)
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
 	const ttl = 3 * time.Second
@@ -371,7 +252,7 @@ func TestClusterFailover(t *testing.T) {
 	})
 
 	// Let the new leader's remediation settle, then read the whole stream.
-	var c streamCounts
+	var c natstest.Counts
 	defer func() {
 		if t.Failed() {
 			t.Logf("stream: %+v", c)
@@ -381,22 +262,17 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}()
 	waitUntil(t, 20*time.Second, "every remediation request has its outcome", func() bool {
-		c = readStream(t, urls[ni])
-		for k := range c.requests {
-			if c.outcomes[k] == 0 {
-				return false
-			}
-		}
-		return len(c.requests) > 0
+		c = natstest.ReadStream(t, urls[ni])
+		return len(c.Requests) > 0 && len(c.Unanswered()) == 0
 	})
-	for id, n := range c.opened {
+	for id, n := range c.Opened {
 		if n != 1 {
 			t.Errorf("finding %s has %d opened events, want 1", id, n)
 		}
 	}
-	for k, n := range c.requests {
-		if n != 1 || c.outcomes[k] != 1 {
-			t.Errorf("remediation %s: %d requests, %d outcomes; want 1 and 1", k, n, c.outcomes[k])
+	for k, n := range c.Requests {
+		if n != 1 || c.Outcomes[k] != 1 {
+			t.Errorf("remediation %s: %d requests, %d outcomes; want 1 and 1", k, n, c.Outcomes[k])
 		}
 	}
 	for i, l := range logs {

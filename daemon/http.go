@@ -136,6 +136,7 @@ func (d *Daemon) Status(ctx context.Context) (any, error) {
 			s.Replica = &api.ReplicaStatus{Writer: d.msg.repl.IsWriter()}
 			if l := d.msg.repl.lag(ctx); l != nil {
 				s.Replica.AppliedSeq, s.Replica.LastSeq, s.Replica.Behind, s.Replica.AppliedAt = l.AppliedSeq, l.LastSeq, l.Behind, l.AppliedAt
+				s.Replica.Epoch, s.Replica.Fenced, s.Replica.Gap = l.Epoch, l.Fenced, l.Gap
 			}
 		}
 	}

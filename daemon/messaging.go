@@ -81,7 +81,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 			return fail(err)
 		}
 		m.lease, err = bus.NewLease(b.JetStream(), bus.LeaseOptions{Bucket: cfg.NATS.Lease.Bucket, Key: LeaseKey,
-			Holder: name, TTL: cfg.NATS.Lease.TTL, Logger: d.log, Now: d.opts.Now, OnChange: lead.set})
+			Holder: name, TTL: cfg.NATS.Lease.TTL, Replicas: cfg.NATS.Stream.Replicas, Logger: d.log, Now: d.opts.Now, OnChange: lead.set})
 		if err != nil {
 			return fail(err)
 		}

@@ -11,29 +11,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // TestDBSeed: a new instance takes a copy of a running instance's
 // database over NATS; an existing database is replaced only with force,
 // and kept; without a cluster section the command is refused.
 func TestDBSeed(t *testing.T) {
-	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.Server(t)
 	urls := []string{srv.ClientURL()}
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
@@ -94,6 +93,11 @@ func TestDBSeed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) || status.AppliedSeq != res.AppliedSeq || pending != 0 {
 		t.Fatalf("seeded findings %+v (%v), want %+v; status %+v; %d pending", got, err, want, status, pending)
 	}
+	// The writer's outbox (its events, sent or not) stays with the writer.
+	var rows int
+	if err := storetest.RawDB(t, res.Database).QueryRow("SELECT count(*) FROM outbox").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("the copy holds %d outbox rows (%v)", rows, err)
+	}
 
 	_, err = seed(false)
 	var ce *daemon.ConfigError
@@ -119,5 +123,76 @@ func TestDBSeed(t *testing.T) {
 	defer root.Close()
 	if _, err := root.Seed(context.Background(), false); !errors.As(err, &ce) || !strings.Contains(err.Error(), "this configuration has no cluster section") {
 		t.Fatalf("seed without cluster: %v", err)
+	}
+}
+
+// An instance whose database cannot catch up (the stream dropped changes
+// it never applied) never writes: it releases the lease it won instead of
+// holding it, and says why in its status.
+func TestGappedInstanceReleasesTheLease(t *testing.T) {
+	srv := natstest.Server(t)
+	shared := t.TempDir()
+	useSnapshot(t, shared, "faults.json")
+	start := func(name string) *daemon.Daemon {
+		cfg, err := config.Load([]byte("data_dir: "+t.TempDir()+"\nlog: {level: warn}\nhttp: {listen: '127.0.0.1:0'}\n"+
+			"cluster: {instance: "+name+"}\nnats: {url: '"+srv.ClientURL()+"', lease: {ttl: 3s}}\n"+
+			"schedule: {cron: '@every 1h', startup_delay: 1h}\n"+
+			"source: {kind: file, file: {path: "+filepath.Join(shared, "snapshot.json")+"}}\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a := start("node-a")
+	waitUntil(t, 15*time.Second, "node-a writes", a.IsWriter)
+	if _, err := a.RunNow(context.Background(), patrol.TriggerManual); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Stop(context.Background()); err != nil { // releases the lease
+		t.Fatal(err)
+	}
+	// The changes age out of the stream.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(context.Background(), bus.DefaultStreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All but the last state change age out.
+	if err := s.Purge(context.Background(), jetstream.WithPurgeSubject(contracts.FullSubject(bus.DefaultSubjectPrefix, replica.Subject)),
+		jetstream.WithPurgeKeep(1)); err != nil {
+		t.Fatal(err)
+	}
+
+	b := start("node-b")
+	defer b.Stop(context.Background())
+	kv, err := js.KeyValue(context.Background(), bus.DefaultLeaseBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st api.Status
+	waitUntil(t, 20*time.Second, "node-b reports the gap and holds no lease", func() bool {
+		v, err := b.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = v.(api.Status)
+		_, err = kv.Get(context.Background(), daemon.LeaseKey)
+		return st.Replica != nil && st.Replica.Gap != "" && errors.Is(err, jetstream.ErrKeyNotFound)
+	})
+	if b.IsWriter() || !strings.Contains(st.Replica.Gap, "re-seed it (patrold db seed)") {
+		t.Fatalf("writer %v, status %+v", b.IsWriter(), st.Replica)
 	}
 }

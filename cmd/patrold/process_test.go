@@ -130,8 +130,9 @@ func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
 const testAdminToken = "process-test-admin-token"
 
 // serveConfig writes a configuration for a served daemon on a fresh
-// data_dir (API and embedded NATS on free ports, an admin token) plus
-// extra YAML, and returns its path and data_dir.
+// data_dir (API and embedded NATS on free ports, an admin token, no
+// assistant) plus extra YAML, which may set nats, schedule and assistant
+// itself, and returns its path and data_dir.
 func serveConfig(t *testing.T, extra string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -139,7 +140,10 @@ func serveConfig(t *testing.T, extra string) (string, string) {
 	body := "data_dir: " + data + "\n" +
 		"log: {level: info}\n" +
 		"http: {listen: '127.0.0.1:0', tokens: [{name: admin, token: " + testAdminToken + ", scope: admin}]}\n" +
-		"assistant: {enabled: false}\n" + extra
+		extra
+	if !strings.Contains(extra, "assistant:") {
+		body += "assistant: {enabled: false}\n"
+	}
 	if !strings.Contains(extra, "nats:") {
 		body += "nats: {embedded: {listen: '127.0.0.1:0'}}\n"
 	}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
-	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -43,15 +43,7 @@ type rig struct {
 func newRig(t *testing.T, serve bool) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", filepath.Join(dir, "nats"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	srv := natstest.Server(t)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,198 @@
+// Package natstest is test support for patrold's NATS tests: an embedded
+// JetStream server, a JetStream cluster of embedded nats-servers on
+// loopback, and a reader that counts what the patrol stream holds. Only tests import it.
+package natstest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/findings"
+)
+
+// FreePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Server starts one embedded nats-server with JetStream on a free
+// loopback port (its store under t.TempDir()); it shuts down when the test
+// ends.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bus.StartEmbedded(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	return srv
+}
+
+// Cluster starts n embedded nats-servers with JetStream (each with its own
+// store under t.TempDir()), clustered on loopback by routes, and returns
+// their client URLs once JetStream has a meta leader. The servers shut
+// down when the test ends.
+func Cluster(t testing.TB, n int) []string {
+	t.Helper()
+	urls := make([]string, 0, n)
+	for _, srv := range ClusterServers(t, n) {
+		urls = append(urls, srv.ClientURL())
+	}
+	return urls
+}
+
+// ClusterServers is Cluster returning the servers (named nats-1..n), for
+// a test that shuts one down.
+func ClusterServers(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	ports := make([]int, n)
+	routes := make([]string, n)
+	for i := range ports {
+		ports[i] = FreePort(t)
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i])
+	}
+	srvs := make([]*server.Server, 0, n)
+	urls := make([]string, 0, n)
+	for i := range n {
+		o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.ServerName = fmt.Sprintf("nats-%d", i+1)
+		o.Cluster = server.ClusterOpts{Name: "patrol-test", Host: "127.0.0.1", Port: ports[i]}
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		srv, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+		if !srv.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("nats-%d not ready", i+1)
+		}
+		srvs = append(srvs, srv)
+		urls = append(urls, srv.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return srvs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JetStream cluster has no meta leader after 30s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Counts is what the patrol stream holds, counted.
+type Counts struct {
+	Opened   map[string]int // finding id -> opened events
+	Requests map[string]int // "finding/attempt" -> remediation requests
+	Outcomes map[string]int // "finding/attempt" -> remediation outcomes
+}
+
+// Unanswered lists the requests ("finding/attempt") with no outcome.
+func (c Counts) Unanswered() []string {
+	var out []string
+	for k := range c.Requests {
+		if c.Outcomes[k] == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ReadStream reads every message of the patrol stream (bus.DefaultStreamName)
+// through url, in order, and counts opened events, remediation requests
+// and outcomes. A message that is not a patrold event fails the test.
+func ReadStream(t testing.TB, url string) Counts {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, bus.DefaultStreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Counts{Opened: map[string]int{}, Requests: map[string]int{}, Outcomes: map[string]int{}}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("stream seq %d: %v", seq, err)
+		}
+		ev, err := contracts.DecodeEvent(m.Data)
+		if err != nil {
+			t.Fatalf("stream seq %d: %v", seq, err)
+		}
+		var d struct {
+			Finding   struct{ ID string } `json:"finding"`
+			FindingID string              `json:"finding_id"`
+			Attempt   int                 `json:"attempt"`
+		}
+		switch ev.Type {
+		case contracts.TypeFindingPrefix + findings.EventOpened, contracts.TypeRemediationRequest, contracts.TypeRemediationOutcome:
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatalf("stream seq %d (%s): data: %v", seq, ev.Type, err)
+			}
+		}
+		switch ev.Type {
+		case contracts.TypeFindingPrefix + findings.EventOpened:
+			c.Opened[d.Finding.ID]++
+		case contracts.TypeRemediationRequest:
+			c.Requests[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++
+		case contracts.TypeRemediationOutcome:
+			c.Outcomes[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++
+		}
+	}
+	return c
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Show that every rule of cluster mode and of the standalone workers is
+tested: apply each mutation below (one rule removed) in turn, run the tests
+that guard it, and report whether they fail. Restores every file.
+
+A mutation whose original text is no longer in its file is reported as
+STALE and fails the script, so the list cannot rot silently."""
+import subprocess
+import sys
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("fence-lower-epoch", "store/replica.go",
+     "\t\tcase c.Epoch < uint64(epoch):\n", "\t\tcase false:\n",
+     ["./replica", "-run", "TestDeposedWriterIsFenced"]),
+    ("epoch-marker-carries-epoch", "store/replica.go",
+     "StateChange{Origin: origin, Epoch: epoch, Table: skipTable, Op: OpEpoch}",
+     "StateChange{Origin: origin, Table: skipTable, Op: OpEpoch}",
+     ["./replica", "-run", "TestDeposedWriterIsFenced"]),
+    ("numbered-changes-gap", "store/replica.go",
+     "if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {", "if false {",
+     ["./replica", "-run", "TestReplicaNoticesMissingChanges"]),
+    ("gap-releases-lease", "daemon/replication.go",
+     "\t\tif err := r.yield(); err != nil {", "\t\tif err := error(nil); err != nil {",
+     ["./daemon", "-run", "TestGappedInstanceReleasesTheLease"]),
+    ("seed-copy-leaves-outbox", "store/seed.go",
+     '\t\t\t"DELETE FROM outbox",\n', '\t\t\t"SELECT 1",\n',
+     ["./daemon", "-run", "TestDBSeed"]),
+    ("request-consumer-at-start", "daemon/messaging.go",
+     "\tif err := tr.EnsureRequestConsumer(ctx, requests); err != nil {\n\t\treturn fail(err)\n\t}\n",
+     "\t_ = requests\n",
+     ["./daemon", "-run", "TestStandaloneWorker"]),
+    ("writer-serves-sessions", "daemon/messaging.go",
+     "\t\tm.goRun(func() error { serveSessions(runCtx); return nil })\n", "\t\t_ = serveSessions\n",
+     ["./daemon", "-run", "TestStandaloneWorker"]),
+    ("sessions-in-day-budget", "store/runs.go",
+     "(SELECT coalesce(sum(cost_usd), 0) FROM remediation_sessions WHERE started_at >= ?)", "0 * length(?)",
+     ["./patrol/analyst", "-run", "TestSessionSpendCountsInTheRunsDayBudget"]),
+]
+
+
+def main():
+    survived = stale = 0
+    for name, path, orig, mutated, test in MUTATIONS:
+        src = open(path).read()
+        if orig not in src:
+            print(f"{name:28} STALE (original text not found in {path})")
+            stale += 1
+            continue
+        try:
+            open(path, "w").write(src.replace(orig, mutated, 1))
+            r = subprocess.run(["go", "test", "-count=1", "-timeout", "120s"] + test, capture_output=True, text=True)
+        finally:
+            open(path, "w").write(src)
+        caught = r.returncode != 0 and "build failed" not in r.stdout + r.stderr
+        survived += not caught
+        print(f"{name:28} removed -> {'caught' if caught else 'SURVIVED'}")
+    sys.exit(1 if survived or stale else 0)
+
+
+if __name__ == "__main__":
+    main()
