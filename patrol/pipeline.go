@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -95,8 +96,14 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if an != nil {
 		filed = an.Filed
 	}
-	_, unmatched := signals.Match(sigs, filed)
+	// Without a model every signal is unmatched: the signals are read in
+	// place, not copied.
+	unmatched := sigs
+	if len(filed) > 0 {
+		_, unmatched = signals.Match(sigs, filed)
+	}
 	obs := make([]findings.Observation, 0, len(unmatched))
+	rep.UnmatchedSignals = slices.Grow(rep.UnmatchedSignals, len(unmatched))
 	for i := range unmatched {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
 		o := observationFor(&unmatched[i])
@@ -216,13 +223,23 @@ func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput,
 	now := r.opts.Now()
 	in.RunID, in.Now = rep.RunID, now
 	// A cancelled run context must not stop us from recording the outcome.
+	// The store renders the record while it writes the findings (on
+	// another goroutine): the closure fills a copy of the report, which
+	// becomes the report once the transaction committed. A report whose
+	// commit failed lists no finding of the rolled-back transaction.
+	var done *Report
 	_, err := r.opts.Store.CommitRun(context.WithoutCancel(ctx), *in, func(changes []findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
-		rep.FinishedAt = now
-		rep.DurationMS = now.Sub(rep.StartedAt).Milliseconds()
-		open := applyChanges(rep, changes, now)
-		rep.Status = rep.finalStatus(failed, open)
-		return record(rep, in.Complete && !failed)
+		out := *rep
+		out.FinishedAt = now
+		out.DurationMS = now.Sub(out.StartedAt).Milliseconds()
+		worst := applyChanges(&out, changes, now)
+		out.Status = out.finalStatus(failed, worst)
+		done = &out
+		return record(&out, in.Complete && !failed)
 	})
+	if err == nil && done != nil {
+		*rep = *done
+	}
 	if err != nil {
 		// The transaction rolled back: record the run as an error now,
 		// not at the next start (MarkInterrupted), so status and metrics
@@ -239,12 +256,13 @@ func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput,
 	return nil
 }
 
-// applyChanges fills the report's findings and returns the open findings
-// that count for the status.
-func applyChanges(rep *Report, changes []findings.Change, now time.Time) []findings.Finding {
-	rep.Findings = rep.Findings[:0]
+// applyChanges fills the report's findings and returns the worst severity
+// rank of the open findings that count for the status (0 when none). The
+// report's lists are sized once; no finding is copied.
+func applyChanges(rep *Report, changes []findings.Change, now time.Time) int {
+	rep.Findings = slices.Grow(rep.Findings[:0], len(changes))
 	rep.Resolved = rep.Resolved[:0]
-	var open []findings.Finding
+	worst := 0
 	for i := range changes {
 		f := &changes[i].Finding
 		rep.Findings = append(rep.Findings, FindingRef{
@@ -255,10 +273,10 @@ func applyChanges(rep *Report, changes []findings.Change, now time.Time) []findi
 			rep.Resolved = append(rep.Resolved, f.ID)
 		}
 		if f.Active() && !f.Suppressed && f.DismissedReason == "" {
-			open = append(open, *f)
+			worst = max(worst, f.Severity.Rank())
 		}
 	}
-	return open
+	return worst
 }
 
 func indexResources(snap *snapshot.Snapshot) map[string]*snapshot.Resource {

@@ -126,18 +126,14 @@ func (r *Report) addReason(reason string) {
 }
 
 // finalStatus applies the precedence error > degraded > critical >
-// issues_found > healthy. open are the active, not-quiet findings after the
-// run.
-func (r *Report) finalStatus(failed bool, open []findings.Finding) string {
+// issues_found > healthy. worst is the highest severity rank of the
+// active, not-quiet findings after the run (0 when none).
+func (r *Report) finalStatus(failed bool, worst int) string {
 	switch {
 	case failed:
 		return StatusError
 	case len(r.StatusReasons) > 0 || len(r.InvalidResources) > 0:
 		return StatusDegraded
-	}
-	worst := 0
-	for i := range open {
-		worst = max(worst, open[i].Severity.Rank())
 	}
 	switch {
 	case worst >= findings.SeverityCritical.Rank():

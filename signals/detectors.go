@@ -23,11 +23,12 @@ func appendMetric(out []Signal, r *snapshot.Resource, typ Type, metric string, t
 	if !ok {
 		return out
 	}
-	wasActive := active[Key{Type: typ, ResourceID: r.ID}]
 	held := false
 	switch {
 	case v > t.Trigger:
-	case wasActive && v >= t.Clear:
+	case v >= t.Clear && active[Key{Type: typ, ResourceID: r.ID}]:
+		// Only a value between clear and trigger asks whether the signal
+		// was active: most resources are below clear, and skip the lookup.
 		held = true
 	default:
 		return out
@@ -75,25 +76,43 @@ func smartFailure(r *snapshot.Resource) (Signal, bool) {
 	default:
 		critical = append(critical, fmt.Sprintf("health %s", health))
 	}
-	ev := map[string]any{"health": sm.Health}
+	// A healthy disk (most of them) allocates nothing: the counts are
+	// judged first, and the evidence is built only for a signal.
+	counters := [...]struct {
+		name     string
+		n        int64
+		critical bool
+	}{
+		{"pending_sectors", sm.PendingSectors, true},
+		{"offline_uncorrectable", sm.OfflineUncorrectable, true},
+		{"media_errors", sm.MediaErrors, true},
+		{"reallocated_sectors", sm.ReallocatedSectors, false},
+		{"udma_crc_errors", sm.UDMACRCErrors, false},
+	}
+	anyCount := false
+	for _, c := range counters {
+		anyCount = anyCount || c.n > 0
+	}
+	if len(critical) == 0 && !anyCount {
+		return Signal{}, false
+	}
+	ev := make(map[string]any, 1+len(counters))
+	ev["health"] = sm.Health
 	value := 0.0
-	count := func(list *[]string, name string, n int64) {
-		ev[name] = n
-		if n > 0 {
-			*list = append(*list, fmt.Sprintf("%s %d", strings.ReplaceAll(name, "_", " "), n))
-			value = max(value, float64(n))
+	for _, c := range counters {
+		ev[c.name] = c.n
+		if c.n > 0 {
+			reason := fmt.Sprintf("%s %d", strings.ReplaceAll(c.name, "_", " "), c.n)
+			if c.critical {
+				critical = append(critical, reason)
+			} else {
+				warning = append(warning, reason)
+			}
+			value = max(value, float64(c.n))
 		}
 	}
-	count(&critical, "pending_sectors", sm.PendingSectors)
-	count(&critical, "offline_uncorrectable", sm.OfflineUncorrectable)
-	count(&critical, "media_errors", sm.MediaErrors)
-	count(&warning, "reallocated_sectors", sm.ReallocatedSectors)
-	count(&warning, "udma_crc_errors", sm.UDMACRCErrors)
 	severity, reasons := SeverityCritical, critical
 	if len(critical) == 0 {
-		if len(warning) == 0 {
-			return Signal{}, false
-		}
 		severity, reasons = SeverityWarning, warning
 	} else {
 		reasons = append(reasons, warning...)

@@ -4,6 +4,9 @@
 package signals
 
 import (
+	"runtime"
+	"sync"
+
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -81,7 +84,8 @@ func (s *Signal) Key() Key { return Key{Type: s.Type, ResourceID: s.ResourceID} 
 // its value falls strictly below the clear threshold.
 type Active map[Key]bool
 
-// Thresholds resolves the effective thresholds for one resource.
+// Thresholds resolves the effective thresholds for one resource. Detect
+// calls it from several goroutines: it must be safe for concurrent use.
 type Thresholds interface {
 	Resolve(r *snapshot.Resource) alerts.Thresholds
 }
@@ -91,9 +95,45 @@ var _ Thresholds = (*alerts.Policy)(nil)
 // Detect runs every detector over every resource of snap. The result is in
 // snapshot order, then catalogue order, and has at most one signal per
 // (type, resource).
+//
+// A large snapshot is detected in contiguous shares, one goroutine each
+// (the detectors are pure, and th and active are only read, so th must be
+// safe for concurrent use, as an *alerts.Policy is); the shares are joined
+// in snapshot order, so the result is the one a single pass gives.
 func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
-	out := make([]Signal, 0, len(snap.Resources)/8)
-	for i := range snap.Resources {
+	n := len(snap.Resources)
+	workers := min(runtime.GOMAXPROCS(0), n/minDetectShare)
+	if workers <= 1 {
+		return detectRange(snap, 0, n, th, active)
+	}
+	shares := make([][]Signal, workers)
+	size := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range shares {
+		lo, hi := w*size, min((w+1)*size, n)
+		wg.Go(func() { shares[w] = detectRange(snap, lo, hi, th, active) })
+	}
+	wg.Wait()
+	total := 0
+	for _, sh := range shares {
+		total += len(sh)
+	}
+	out := make([]Signal, 0, total)
+	for _, sh := range shares {
+		out = append(out, sh...)
+	}
+	return out
+}
+
+// minDetectShare is the fewest resources worth a goroutine of their own.
+const minDetectShare = 4096
+
+// detectRange detects resources [lo, hi) of snap.
+func detectRange(snap *snapshot.Snapshot, lo, hi int, th Thresholds, active Active) []Signal {
+	// Sized for a fleet with a few percent of its resources signalling;
+	// a worse day grows the slice.
+	out := make([]Signal, 0, (hi-lo)/32)
+	for i := lo; i < hi; i++ {
 		r := &snap.Resources[i]
 		out = detectResource(out, r, th.Resolve(r), active, snap)
 	}

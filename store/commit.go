@@ -36,34 +36,51 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 		if err != nil {
 			return err
 		}
-		var touched []string
+		// Every change is decided first (pure); then the run record is
+		// rendered (finish: the report, encoded once) on another goroutine
+		// while the findings, events and outbox rows are written, which
+		// only read the decided changes, as finish does.
+		decisions := make([]findings.Decision, len(changes))
 		for i := range changes {
 			c := &changes[i]
 			c.Finding.Silenced = findings.SilenceSet(silences).Silenced(&c.Finding)
-			f, d := in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
-			c.Finding = f
-			if !d.Publish && onlyTouched(c) {
-				touched = append(touched, f.ID)
-				continue
-			}
-			if err := up.write(ctx, &c.Finding); err != nil {
-				return err
-			}
-			if kind, detail := findings.EventFor(*c); kind != "" {
-				if err := up.addEvent(ctx, findings.Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}, c.Kind == findings.ChangeNew); err != nil {
+			c.Finding, decisions[i] = in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
+		}
+		fin := finishAsync(finish, changes)
+		var touched []string
+		werr := func() error {
+			for i := range changes {
+				c, d := &changes[i], decisions[i]
+				f := &c.Finding
+				if !d.Publish && onlyTouched(c) {
+					touched = append(touched, f.ID)
+					continue
+				}
+				if err := up.write(ctx, f); err != nil {
 					return err
 				}
-			}
-			if d.Publish {
-				if err := ob.add(ctx, findings.FindingEvent(&c.Finding, d, in.RunID, in.Now)); err != nil {
-					return err
+				if kind, detail := findings.EventFor(*c); kind != "" {
+					if err := up.addEvent(ctx, findings.Event{FindingID: f.ID, At: in.Now, Kind: kind, Detail: detail, RunID: in.RunID}, c.Kind == findings.ChangeNew); err != nil {
+						return err
+					}
+				}
+				if d.Publish {
+					if err := ob.add(ctx, findings.FindingEvent(f, d, in.RunID, in.Now)); err != nil {
+						return err
+					}
 				}
 			}
+			return touch(ctx, tx, touched, in.Now, in.RunID)
+		}()
+		done := <-fin // always waited for: finish must not outlive the transaction
+		if werr != nil {
+			return werr
 		}
-		if err := touch(ctx, tx, touched, in.Now, in.RunID); err != nil {
-			return err
+		if done.panic != nil {
+			_ = tx.Rollback() // the store stays usable; the panic is the caller's
+			panic(done.panic)
 		}
-		rec, extra, err := finish(changes)
+		rec, extra, err := done.rec, done.extra, done.err
 		if err != nil {
 			return err
 		}
@@ -81,6 +98,31 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
 	}
 	return changes, nil
+}
+
+// finished is what a FinishFunc returned (or the panic it raised).
+type finished struct {
+	rec   findings.RunRecord
+	extra []findings.OutboxDraft
+	err   error
+	panic any
+}
+
+// finishAsync calls finish(changes) on its own goroutine; a panic is
+// handed back to be raised again by the caller.
+func finishAsync(finish findings.FinishFunc, changes []findings.Change) <-chan finished {
+	out := make(chan finished, 1)
+	go func() {
+		var r finished
+		defer func() {
+			if p := recover(); p != nil {
+				r.panic = p
+			}
+			out <- r
+		}()
+		r.rec, r.extra, r.err = finish(changes)
+	}()
+	return out
 }
 
 func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput) ([]findings.Change, error) {

@@ -31,3 +31,6 @@ var (
 	AnySpecial  = anySpecial
 	FormSpecial = &formSpecial
 )
+
+// DecodeTags reads a stored resource_tags column, for its fuzz test.
+var DecodeTags = decodeTags

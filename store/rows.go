@@ -56,10 +56,59 @@ func scanFinding(sc scanner) (findings.Finding, error) {
 	f.DismissedAt, f.InvestigationStarted, f.LastInvestigationAt = parseTimePtr(dismissed), parseTimePtr(invStarted), parseTimePtr(lastInv)
 	f.LastPublishedAt = parseTimePtr(lastPub)
 	f.Transitions = parseTransitions(transitions)
-	if tags != "" && tags != "[]" {
-		_ = json.Unmarshal([]byte(tags), &f.ResourceTags)
-	}
+	f.ResourceTags = decodeTags(tags)
 	return f, nil
+}
+
+// decodeTags reads the stored resource_tags column: a JSON array of
+// strings as json.Marshal wrote it. The common form, plain strings with
+// nothing to unescape, is split in place; anything else is left to
+// encoding/json, with its result (nil for "" and "[]", and for a value
+// that does not decode).
+func decodeTags(s string) []string {
+	if s == "" || s == "[]" {
+		return nil
+	}
+	if tags, ok := plainTags(s); ok {
+		return tags
+	}
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+// plainTags splits `["a","b"]` whose strings hold only printable ASCII
+// other than '"' and '\'; ok is false for any other text.
+func plainTags(s string) ([]string, bool) {
+	if len(s) < 4 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, false
+	}
+	body := s[1 : len(s)-1]
+	out := make([]string, 0, strings.Count(body, ",")+1)
+	for {
+		if len(body) < 2 || body[0] != '"' {
+			return nil, false
+		}
+		end := 1
+		for end < len(body) && body[end] != '"' {
+			if c := body[end]; c < 0x20 || c > 0x7e || c == '\\' {
+				return nil, false
+			}
+			end++
+		}
+		if end == len(body) {
+			return nil, false
+		}
+		out = append(out, body[1:end])
+		body = body[end+1:]
+		if body == "" {
+			return out, true
+		}
+		if body[0] != ',' {
+			return nil, false
+		}
+		body = body[1:]
+	}
 }
 
 func findingArgs(f *findings.Finding) []any {
@@ -323,13 +372,24 @@ func parseTransitions(s string) []time.Time {
 
 // ActiveKeys returns the identity facts of every active finding: what
 // hysteresis needs before detection, without reading whole rows.
+//
+// The slice is sized by a count first (an index-only scan): a Finding is
+// large, and growing the slice row by row copies every one read so far.
+// The count is only a capacity; rows added in between are still read.
 func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings WHERE status = 'active'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("active keys: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, "SELECT id, key, resource_id, category FROM findings WHERE status = 'active'")
 	if err != nil {
 		return nil, fmt.Errorf("active keys: %w", err)
 	}
 	defer rows.Close()
-	var out []findings.Finding
+	var out []findings.Finding // nil when none, as before
+	if n > 0 {
+		out = make([]findings.Finding, 0, n)
+	}
 	for rows.Next() {
 		var f findings.Finding
 		if err := rows.Scan(&f.ID, &f.Key, &f.ResourceID, &f.Category); err != nil {

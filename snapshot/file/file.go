@@ -142,3 +142,13 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	l.left -= int64(n)
 	return n, err
 }
+
+// Stat is the file's: snapshot.DecodeReader sizes the resource slice from
+// it, so a large fleet's slice is not grown (and copied) over and over.
+func (l *limitedReader) Stat() (os.FileInfo, error) {
+	f, ok := l.r.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return nil, errors.New("not a file")
+	}
+	return f.Stat()
+}

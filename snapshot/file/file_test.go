@@ -3,6 +3,7 @@ package file_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,5 +70,41 @@ func TestSizeLimit(t *testing.T) {
 	}
 	if _, _, err := file.Load(p); err != nil {
 		t.Fatalf("default limit: %v", err)
+	}
+}
+
+// TestLoadSizesResourcesFromTheFile: through the size limit the decoder
+// still sees the file's size, so the resource slice is sized once from it
+// (as decoding the *os.File directly does), not grown resource by
+// resource.
+func TestLoadSizesResourcesFromTheFile(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"version":1,"resources":[`)
+	for i := range 3000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":"vm/%d","kind":"vm","status":"running","notes":%q}`, i, strings.Repeat("n", 300))
+	}
+	b.WriteString(`]}`)
+	p := filepath.Join(t.TempDir(), "fleet.json")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, _, err := snapshot.DecodeReader(f, snapshot.DecodeOptions{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, _, err := file.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded.Resources) != 3000 || cap(loaded.Resources) != cap(direct.Resources) || cap(direct.Resources) < 3000 {
+		t.Fatalf("loaded %d resources in a slice of %d, decoding the file directly sizes it %d", len(loaded.Resources), cap(loaded.Resources), cap(direct.Resources))
 	}
 }
