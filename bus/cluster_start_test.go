@@ -144,15 +144,8 @@ func TestLeasesStartTogetherOnFreshCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); wg.Wait() }()
 	for i, url := range urls {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js := natstest.JetStream(t, url)
+		var err error
 		if leases[i], err = bus.NewLease(js, bus.LeaseOptions{Holder: fmt.Sprintf("patrold-%d", i), TTL: time.Second, Replicas: 3}); err != nil {
 			t.Fatal(err)
 		}

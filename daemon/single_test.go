@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/store"
 )
 
@@ -65,15 +65,7 @@ func (n *natsServer) url() string { return n.srv.ClientURL() }
 // in stream order and the event ids.
 func streamRunIDs(t *testing.T, url string) (runs, ids []string) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream, err := js.Stream(ctx, "PATROL")

@@ -3,10 +3,8 @@
 apply each mutation below (one rule removed or weakened) in turn, run the
 tests that guard it, and report whether they fail. Restores every file.
 
-A mutation whose original text is no longer in its file is reported as
-STALE and fails the script, so the list cannot rot silently."""
-import subprocess
-import sys
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
 
 ATTACKS = ["./cmd/patrold", "-run", "TestPatrolAttacks"]
 
@@ -56,27 +54,5 @@ func (c *corpus) any() *facts {
 '''
 
 
-def main():
-    survived = stale = 0
-    for name, path, orig, mutated, test in MUTATIONS:
-        src = open(path).read()
-        if orig not in src:
-            print(f"{name:28} STALE (original text not found in {path})")
-            stale += 1
-            continue
-        new = src.replace(orig, mutated, 1)
-        if name == "ground-per-resource":
-            new += ANY_FACTS
-        try:
-            open(path, "w").write(new)
-            r = subprocess.run(["go", "test", "-count=1"] + test, capture_output=True, text=True)
-        finally:
-            open(path, "w").write(src)
-        caught = r.returncode != 0 and "build failed" not in r.stdout + r.stderr
-        survived += not caught
-        print(f"{name:28} removed -> {'caught' if caught else 'SURVIVED'}")
-    sys.exit(1 if survived or stale else 0)
-
-
 if __name__ == "__main__":
-    main()
+    run(MUTATIONS, {"ground-per-resource": ANY_FACTS})

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/internal/dirlock"
+	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -187,15 +187,7 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 // there is none).
 func leaseHolder(t *testing.T, url string) string {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, "patrold_leader")

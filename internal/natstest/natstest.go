@@ -119,6 +119,22 @@ func ClusterServers(t testing.TB, n int) []*server.Server {
 	}
 }
 
+// JetStream connects to url and returns its JetStream context; the
+// connection closes when the test ends.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // Counts is what the patrol stream holds, counted.
 type Counts struct {
 	Opened   map[string]int // finding id -> opened events
@@ -142,15 +158,7 @@ func (c Counts) Unanswered() []string {
 // and outcomes. A message that is not a patrold event fails the test.
 func ReadStream(t testing.TB, url string) Counts {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, bus.DefaultStreamName)
