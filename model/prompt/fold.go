@@ -10,10 +10,17 @@ import (
 // with, for every byte, the span of the original text it came from. A
 // match in the view maps back to exactly the original bytes that produced
 // it, so the replacement covers look-alike and invisible characters too.
+//
+// An identity view (start and end nil) is one whose every byte came from
+// the original byte at the same offset: the fold of a text that is all
+// ASCII, which only lower-cases it.
 type view struct {
 	text       []byte
 	start, end []int32
 }
+
+// identity reports a view that maps every byte to itself.
+func (v *view) identity() bool { return v.start == nil && len(v.text) > 0 }
 
 func (v *view) add(s string, start, end int) {
 	for i := 0; i < len(s); i++ {
@@ -25,7 +32,21 @@ func (v *view) add(s string, start, end int) {
 
 // original maps the view span [s, e) back to the original text.
 func (v *view) original(s, e int) (int, int) {
+	if v.identity() {
+		return s, e
+	}
 	return int(v.start[s]), int(v.end[e-1])
+}
+
+// materialise gives an identity view its explicit offsets (to cut it).
+func (v *view) materialise() {
+	if !v.identity() {
+		return
+	}
+	v.start, v.end = make([]int32, len(v.text)), make([]int32, len(v.text))
+	for i := range v.text {
+		v.start[i], v.end[i] = int32(i), int32(i+1)
+	}
 }
 
 // foldView lower-cases s, folds the confusables listed below to ASCII,
@@ -33,6 +54,34 @@ func (v *view) original(s, e int) (int, int) {
 // characters, so "Ｉｇｎｏｒｅ", "іgnore" (Cyrillic і) and "ig\u200bnore" all
 // read "ignore".
 func foldView(s string) *view {
+	if v, ok := asciiView(s); ok {
+		return v
+	}
+	return foldRunes(s)
+}
+
+// asciiView is foldView for a text that is all ASCII: no invisible,
+// combining or look-alike character can be in it, so folding is
+// lower-casing byte for byte, and the view maps each byte to itself.
+func asciiView(s string) (*view, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	text := make([]byte, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		text[i] = c
+	}
+	return &view{text: text}, true
+}
+
+// foldRunes is foldView rune by rune, with explicit offsets.
+func foldRunes(s string) *view {
 	v := &view{text: make([]byte, 0, len(s))}
 	for i, r := range s {
 		n := utf8.RuneLen(r)
@@ -61,6 +110,7 @@ func stripTags(v *view) *view {
 	if len(locs) == 0 {
 		return v
 	}
+	v.materialise()
 	out := &view{text: make([]byte, 0, len(v.text))}
 	prev := 0
 	for _, l := range locs {

@@ -131,7 +131,10 @@ var rules = []rule{
 		phrase(`\b(?:dismiss|resolve|suppress|silence|close)`, `(?:all|every|any)`, `(?:\w+`+sep+`)?(?:findings?|alerts?|issues?|warnings?)\b`),
 		phrase(`\b(?:do`+sep+`not|don'?t|never)`, `(?:report|file|flag|mention|raise|alert`+sep+`(?:on|about))`, `(?:this|these|that|any|the|it)\b`),
 		phrase(`\breport`, `(?:that`+sep+`)?(?:everything|all`+sep+`(?:systems|hosts|resources)|the`+sep+`(?:fleet|system|cluster))`, `(?:is|are)`, `(?:healthy|fine|ok|okay|normal|good)\b`),
-	).withKeywords("call", "invoke", "trigger", "use", "mark", "dismiss", "resolve", "suppress", "silence", "close", "not", "don", "never", "report"),
+		// The first two patterns end in tool|function, so those words (not
+		// call/invoke/trigger/use, which plain text is full of: "used")
+		// prefilter them.
+	).withKeywords("tool", "function", "mark", "dismiss", "resolve", "suppress", "silence", "close", "not", "don", "never", "report"),
 	mustRule(RuleExfiltration, true,
 		phrase(`\b(?:send|post|upload|exfiltrate|forward|email|leak|transmit)`, `(?:all`+sep+`)?(?:(?:of`+sep+`)?(?:your|the|my|any)`+sep+`)?(?:system`+sep+`prompt|instructions|api`+sep+`keys?|credentials|secrets?|tokens?|passwords?|private`+sep+`keys?|ssh`+sep+`keys?|env(?:ironment)?`+sep+`variables?)\b`),
 	).withKeywords("send", "post", "upload", "exfiltrate", "forward", "email", "leak", "transmit"),
