@@ -16,7 +16,11 @@ func TestDecodeNamesTheField(t *testing.T) {
 		{env("finding.opened", `{}`), `type: "finding.opened" is not patrold.state.change`},
 		{env("patrold.state.change", `{"table":"findings","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: origin is required"},
 		{env("patrold.state.change", `{"origin":"a","op":"upsert","rowid":1,"row":{"id":"a"}}`), "state change: table is required"},
-		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"drop","rowid":1}`), `state change: op "drop" is not upsert, delete or epoch`},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"drop","rowid":1}`), `state change: op "drop" is not upsert, delete, epoch or touch`},
+		{env("patrold.state.change", `{"origin":"a","table":"runs","op":"touch","rowid":0,"row":{"ids":["x"],"last_seen_at":"t","last_run_id":"r"}}`), `state change: a touch is of table findings, not "runs"`},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"touch","rowid":0,"row":{"ids":[],"last_seen_at":"t","last_run_id":"r"}}`), "state change: row.ids must be a non-empty list of finding ids"},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"touch","rowid":0,"row":{"ids":["x"],"last_seen_at":3,"last_run_id":"r"}}`), "state change: row.last_seen_at must be a non-empty string"},
+		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"touch","rowid":0,"row":{"ids":["x"],"last_seen_at":"t","last_run_id":"r","status":"x"}}`), "state change: a touch row holds exactly ids, last_seen_at and last_run_id"},
 		{env("patrold.state.change", `{"origin":"a","table":"-","op":"epoch","rowid":0}`), `state change: an epoch marker needs epoch > 0, table "-" and no row`},
 		{env("patrold.state.change", `{"origin":"a","epoch":3,"table":"findings","op":"epoch","rowid":0}`), `state change: an epoch marker needs epoch > 0, table "-" and no row`},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"upsert","rowid":1}`), "state change: row is required for upsert"},
@@ -47,7 +51,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Origin == "" || c.Table == "" || (c.Op != "upsert" && c.Op != "delete" && c.Op != store.OpEpoch) || (c.Op == store.OpEpoch && c.Epoch == 0) {
+		if c.Origin == "" || c.Table == "" || (c.Op != "upsert" && c.Op != "delete" && c.Op != store.OpEpoch && c.Op != store.OpTouch) || (c.Op == store.OpEpoch && c.Epoch == 0) {
 			t.Fatalf("accepted an invalid change: %+v", c)
 		}
 	})

@@ -3,6 +3,7 @@ package replica_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -397,5 +398,43 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	if _, err := replica.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), "nobody", filepath.Join(t.TempDir(), "x.db")); err == nil ||
 		!strings.Contains(err.Error(), "no patrold instance of the cluster answers on patrold_seed.nobody") {
 		t.Fatalf("seed with nobody serving: %v", err)
+	}
+}
+
+// A run that only re-detects findings replicates as one touch change per
+// chunk, not one row image per finding, and the standby ends with the
+// leader's rows exactly (last seen, last run, times raised).
+func TestRedetectionReplicatesAsOneTouch(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	if err := a.f.EnableCapture(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	run(t, a.rel.Run)
+	run(t, a.f.Run)
+	run(t, b.f.Run)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var many []findings.Observation
+	for i := range 40 {
+		many = append(many, obs(fmt.Sprintf("vm-%d", i), "cpu"))
+	}
+	commitRun(t, a.st, now, many...)
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+	before, _ := b.st.ReplicaStatus(ctx)
+
+	commitRun(t, a.st, now.Add(time.Hour), many...) // every finding re-detected, nothing else
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+	after, _ := b.st.ReplicaStatus(ctx)
+	want, _ := a.st.List(ctx, findings.ListFilter{})
+	got, _ := b.st.List(ctx, findings.ListFilter{})
+	if !reflect.DeepEqual(got, want) || len(got) != 40 || got[0].TimesRaised != 2 || !got[0].LastSeenAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("standby findings differ after a re-detection:\n got %+v\nwant %+v", got, want)
+	}
+	// The run row, its run_list trigger and the touch: a handful, not 40.
+	if n := after.AppliedSeq - before.AppliedSeq; n > 6 {
+		t.Fatalf("a re-detection of 40 findings took %d state changes", n)
 	}
 }

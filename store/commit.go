@@ -263,19 +263,32 @@ func onlyTouched(c *findings.Change) bool {
 		a.TimesRaised+1 == b.TimesRaised
 }
 
-// touch records a re-detection of many unchanged findings in one statement.
+// touch records a re-detection of many unchanged findings in one statement
+// (per chunk). In cluster capture it is replicated as one touch change per
+// chunk instead of a row image per finding (captureTouch).
 func touch(ctx context.Context, tx *sql.Tx, ids []string, now time.Time, runID string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE findings SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
-		WHERE id IN (SELECT value FROM json_each(?))`, fmtTime(now), runID, string(list))
-	if err != nil {
-		return fmt.Errorf("touch findings: %w", err)
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), touchChunk)]
+		ids = ids[len(chunk):]
+		list, err := json.Marshal(chunk)
+		if err != nil {
+			return err
+		}
+		err = captureTouch(ctx, tx, list, fmtTime(now), runID, func() error { return touchRows(ctx, tx, list, fmtTime(now), runID) })
+		if err != nil {
+			return fmt.Errorf("touch findings: %w", err)
+		}
 	}
 	return nil
+}
+
+// touchChunk bounds the ids of one touch (one replicated change of about
+// 20 bytes an id, well under a NATS message).
+const touchChunk = 5000
+
+// touchRows is the re-detection update itself, on a JSON list of ids.
+func touchRows(ctx context.Context, tx *sql.Tx, list []byte, lastSeen, runID string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE findings SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
+		WHERE id IN (SELECT value FROM json_each(?))`, lastSeen, runID, string(list))
+	return err
 }

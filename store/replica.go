@@ -50,6 +50,62 @@ type StateChange struct {
 // OpEpoch is the op of a new writer's epoch marker.
 const OpEpoch = "epoch"
 
+// OpTouch is a re-detection of many unchanged findings in one change:
+// table "findings", row {"ids": [...], "last_seen_at": T, "last_run_id":
+// R}; applying it runs the writer's own update (last seen, last run,
+// times raised plus one) on those ids.
+const OpTouch = "touch"
+
+// captureTouch runs update (the touch of the findings in the JSON list
+// ids) and, when this database captures, replicates it as one numbered
+// touch change instead of one row image per finding: the row triggers are
+// held off for the update (applying = 1) and the change is queued in the
+// same transaction.
+func captureTouch(ctx context.Context, tx *sql.Tx, ids []byte, lastSeen, runID string, update func() error) error {
+	var capture, applying int
+	var subject, origin string
+	var epoch, changes int64
+	err := tx.QueryRowContext(ctx, "SELECT capture, applying, subject, origin, epoch, changes FROM replica_state WHERE id = 1").
+		Scan(&capture, &applying, &subject, &origin, &epoch, &changes)
+	if err != nil {
+		return err
+	}
+	if capture != 1 || applying != 0 {
+		return update()
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 1 WHERE id = 1"); err != nil {
+		return err
+	}
+	if err := update(); err != nil {
+		return err
+	}
+	seen, _ := json.Marshal(lastSeen)
+	run, _ := json.Marshal(runID)
+	c, err := json.Marshal(StateChange{Origin: origin, Epoch: uint64(epoch), N: uint64(changes) + 1, Table: "findings", Op: OpTouch,
+		Row: map[string]json.RawMessage{"ids": ids, "last_seen_at": seen, "last_run_id": run}})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, changes = changes + 1 WHERE id = 1"); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES ('st-' || lower(hex(randomblob(16))), ?, ?, 'findings', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
+		subject, StateEventType, string(c))
+	return err
+}
+
+// applyTouch applies a touch change (the writer's update on its ids).
+func applyTouch(ctx context.Context, tx *sql.Tx, c StateChange) error {
+	var lastSeen, runID string
+	if err := json.Unmarshal(c.Row["last_seen_at"], &lastSeen); err != nil {
+		return fmt.Errorf("row.last_seen_at: %w", err)
+	}
+	if err := json.Unmarshal(c.Row["last_run_id"], &runID); err != nil {
+		return fmt.Errorf("row.last_run_id: %w", err)
+	}
+	return touchRows(ctx, tx, c.Row["ids"], lastSeen, runID)
+}
+
 type tableInfo struct {
 	cols []string
 	pk   []string // declared primary key columns; empty: the rowid
@@ -295,8 +351,13 @@ func DecodeStateChange(data []byte) (StateChange, error) {
 		return StateChange{}, errors.New("state change: an epoch marker needs epoch > 0, table \"-\" and no row")
 	case c.Op == OpEpoch:
 		return c, nil
+	case c.Op == OpTouch:
+		if err := validTouch(c); err != nil {
+			return StateChange{}, err
+		}
+		return c, nil
 	case c.Op != "upsert" && c.Op != "delete":
-		return StateChange{}, fmt.Errorf("state change: op %q is not upsert, delete or epoch", c.Op)
+		return StateChange{}, fmt.Errorf("state change: op %q is not upsert, delete, epoch or touch", c.Op)
 	case c.Op == "upsert" && len(c.Row) == 0:
 		return StateChange{}, errors.New("state change: row is required for upsert")
 	case c.Op == "delete" && len(c.Row) != 0:
@@ -355,7 +416,11 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 			if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 1 WHERE id = 1"); err != nil {
 				return err
 			}
-			if err := applyChange(ctx, tx, c); err != nil {
+			apply := applyChange
+			if c.Op == OpTouch {
+				apply = applyTouch
+			}
+			if err := apply(ctx, tx, c); err != nil {
 				return err
 			}
 		default:
@@ -383,6 +448,27 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 type GapError struct {
 	Seq       uint64
 	Want, Got uint64
+}
+
+// validTouch checks a touch change's table and row, naming the field.
+func validTouch(c StateChange) error {
+	if c.Table != "findings" {
+		return fmt.Errorf("state change: a touch is of table findings, not %q", c.Table)
+	}
+	if len(c.Row) != 3 {
+		return errors.New("state change: a touch row holds exactly ids, last_seen_at and last_run_id")
+	}
+	var ids []string
+	if err := json.Unmarshal(c.Row["ids"], &ids); err != nil || len(ids) == 0 {
+		return errors.New("state change: row.ids must be a non-empty list of finding ids")
+	}
+	for _, k := range []string{"last_seen_at", "last_run_id"} {
+		var v string
+		if err := json.Unmarshal(c.Row[k], &v); err != nil || v == "" {
+			return fmt.Errorf("state change: row.%s must be a non-empty string", k)
+		}
+	}
+	return nil
 }
 
 func (e *GapError) Error() string {
