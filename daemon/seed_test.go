@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,21 +177,51 @@ func TestGappedInstanceReleasesTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := start("node-b")
-	defer b.Stop(context.Background())
 	kv, err := js.KeyValue(context.Background(), bus.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every write of the lease key from now on: node-b must take it and
+	// then give it back.
+	w, err := kv.Watch(context.Background(), daemon.LeaseKey, jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	var ops []string
+	go func() {
+		for e := range w.Updates() {
+			if e == nil {
+				continue
+			}
+			mu.Lock()
+			ops = append(ops, e.Operation().String()+" "+string(e.Value()))
+			mu.Unlock()
+		}
+	}()
+	b := start("node-b")
+	defer b.Stop(context.Background())
 	var st api.Status
-	waitUntil(t, 20*time.Second, "node-b reports the gap and holds no lease", func() bool {
+	waitUntil(t, 20*time.Second, "node-b reports the gap, took the lease and released it", func() bool {
 		v, err := b.Status(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		st = v.(api.Status)
-		_, err = kv.Get(context.Background(), daemon.LeaseKey)
-		return st.Replica != nil && st.Replica.Gap != "" && errors.Is(err, jetstream.ErrKeyNotFound)
+		mu.Lock()
+		defer mu.Unlock()
+		took := -1
+		for i, op := range ops {
+			if op == "KeyValuePutOp node-b" && took < 0 {
+				took = i
+			}
+			if took >= 0 && i > took && strings.HasPrefix(op, "KeyValueDeleteOp") {
+				_, err := kv.Get(context.Background(), daemon.LeaseKey)
+				return st.Replica != nil && st.Replica.Gap != "" && errors.Is(err, jetstream.ErrKeyNotFound)
+			}
+		}
+		return false
 	})
 	if b.IsWriter() || !strings.Contains(st.Replica.Gap, "re-seed it (patrold db seed)") {
 		t.Fatalf("writer %v, status %+v", b.IsWriter(), st.Replica)
