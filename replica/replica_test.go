@@ -73,6 +73,20 @@ func clientOf(n *node) bus.Options {
 	return o
 }
 
+// replicate makes writer capture with epoch and runs its relay and
+// follower (its own changes only advance it) and the followers'.
+func replicate(t *testing.T, epoch uint64, writer *node, followers ...*node) {
+	t.Helper()
+	if err := writer.f.EnableCapture(context.Background(), epoch); err != nil {
+		t.Fatal(err)
+	}
+	run(t, writer.rel.Run)
+	run(t, writer.f.Run)
+	for _, n := range followers {
+		run(t, n.f.Run)
+	}
+}
+
 // caughtUp waits until the writer published every state change it
 // captured (the epoch marker published first is not enough) and each
 // follower then applied the stream's last one.
@@ -132,12 +146,7 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	nodes := newNodes(t, "a", "b")
 	leader, standby := nodes[0], nodes[1]
 
-	if err := leader.f.EnableCapture(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	run(t, leader.rel.Run)
-	run(t, leader.f.Run) // the leader follows too: its own changes only advance its sequence
-	run(t, standby.f.Run)
+	replicate(t, 1, leader, standby)
 
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, leader.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
@@ -285,12 +294,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	if err := a.f.EnableCapture(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	run(t, a.rel.Run)
-	run(t, a.f.Run)
-	run(t, b.f.Run)
+	replicate(t, 1, a, b)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"))
 	a.rel.Kick()
@@ -344,12 +348,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	if err := a.f.EnableCapture(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
-	run(t, a.rel.Run)
-	run(t, a.f.Run)
-	run(t, b.f.Run)
+	replicate(t, 3, a, b)
 	run(t, func(ctx context.Context) error { return b.f.ServeSeeds(ctx, b.b.Conn(), t.TempDir(), 1, b.f.SeedReady) })
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
@@ -408,12 +407,7 @@ func TestRedetectionReplicatesAsOneTouch(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	if err := a.f.EnableCapture(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	run(t, a.rel.Run)
-	run(t, a.f.Run)
-	run(t, b.f.Run)
+	replicate(t, 1, a, b)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	var many []findings.Observation
 	for i := range 40 {

@@ -35,7 +35,7 @@ func TestASCIIViewIsTheFold(t *testing.T) {
 		if len(s) > 0 && (!reflect.DeepEqual(fc.start, slow.start) || !reflect.DeepEqual(fc.end, slow.end)) {
 			t.Fatalf("materialised offsets differ")
 		}
-		if got, want := spansWith(s, fast), spansWith(s, slow); !reflect.DeepEqual(got, want) {
+		if got, want := spansIn(fast), spansIn(slow); !reflect.DeepEqual(got, want) {
 			t.Fatalf("spans %v, want %v", got, want)
 		}
 	})
@@ -51,33 +51,6 @@ var asciiTable = &unicode.RangeTable{R16: []unicode.Range16{{Lo: 0, Hi: 0x7f, St
 // markup, so drawn texts match rules often.
 var attackWords = []string{"Ignore", " previous ", "ALL ", "instructions", "<b>", "</b>", "<!-- x -->", "\n### System:",
 	"Assistant:", "<|im_start|>", "sudo rm -rf /", " hosts", "disregard the", " rules ", "You are now", "```", "\n", " "}
-
-// spansWith runs every rule over the view v of s, as findSpans does.
-func spansWith(s string, v *view) []span {
-	var spans []span
-	var prose *view
-	for _, r := range rules {
-		w := v
-		if r.prose {
-			if prose == nil {
-				prose = stripTags(v)
-			}
-			w = prose
-		}
-		if !r.mayMatch(w.text) {
-			continue
-		}
-		for _, loc := range r.re.FindAllIndex(w.text, -1) {
-			if loc[1] <= loc[0] {
-				continue
-			}
-			a, b := w.original(loc[0], loc[1])
-			spans = append(spans, span{start: a, end: b, rule: r.name})
-		}
-	}
-	_ = s
-	return spans
-}
 
 // A rule's keywords only skip work, never a match: on every hostile text
 // of the corpus and on drawn texts, a rule whose pattern matches the view

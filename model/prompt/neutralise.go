@@ -118,9 +118,13 @@ func replaceSpans(text string, counts map[string]int) (string, map[string]int) {
 
 // findSpans returns the original-text spans every rule matched.
 func findSpans(text string) []span {
+	return append(invisibleRuns(text), spansIn(foldView(text))...)
+}
+
+// spansIn runs every rule over the folded view (prose rules over it
+// without tags) and maps each match back to the original text.
+func spansIn(folded *view) []span {
 	var spans []span
-	spans = append(spans, invisibleRuns(text)...)
-	folded := foldView(text)
 	var prose *view
 	for _, r := range rules {
 		v := folded
