@@ -16,6 +16,7 @@ import (
 // transaction, and returns the changes.
 func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error) {
 	var changes []findings.Change
+	var ob *outboxWriter
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		changes, err = reconcile(ctx, tx, in)
@@ -27,8 +28,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 			return err
 		}
 		defer up.close()
-		ob, err := newOutboxWriter(ctx, tx, in.Now)
-		if err != nil {
+		if ob, err = newOutboxWriter(ctx, tx, in.Now); err != nil {
 			return err
 		}
 		defer ob.close()
@@ -97,6 +97,9 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 	if err != nil {
 		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
 	}
+	// Committed: the relay publishes the run's events from memory, as it
+	// does Enqueue's (checked against the database's window).
+	s.recent.add(ob.written)
 	return changes, nil
 }
 

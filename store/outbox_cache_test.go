@@ -122,3 +122,38 @@ func TestPendingEventsTakeWhatThisProcessEnqueued(t *testing.T) {
 	want = append(want, findings.OutboxEvent{Seq: 4, ID: "x", Subject: "runs.completed", Type: "patrold.run.completed", Time: sentT0, Data: json.RawMessage(`{}`)})
 	checkPending(t, st, want)
 }
+
+// A run's events (the opened events a commit writes) reach the relay from
+// memory too, exactly as a second handle reads them from the database.
+func TestPendingEventsTakeWhatARunCommitted(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	other, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	at := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	commit(t, st, at, true, fobs("vm/1", "high_cpu", findings.SeverityWarning, "cpu 97%"), fobs("vm/2", "high_cpu", findings.SeverityCritical, "cpu 99%"))
+	want, err := other.PendingEvents(ctx, 100)
+	if err != nil || len(want) != 2 {
+		t.Fatalf("the database holds %d pending events (%v), want 2 opened", len(want), err)
+	}
+	got, err := st.PendingEvents(ctx, 100)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("from memory:\n got %+v\nwant %+v (%v)", got, want, err)
+	}
+	// Proof that they came from memory: the database's copy changes
+	// behind the store's back, the relay's does not.
+	if _, err := st.DB().Exec(`UPDATE outbox SET data = '{"changed":true}'`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.PendingEvents(ctx, 100); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the change behind its back:\n got %+v\nwant %+v (%v)", got, want, err)
+	}
+}

@@ -18,6 +18,10 @@ type outboxWriter struct {
 	now  time.Time
 	buf  bytes.Buffer // the encoder's output, reused for every event
 	enc  *json.Encoder
+	// written are the rows as the relay would read them back, for its
+	// cache once the transaction commits (capped like the cache).
+	written []findings.OutboxEvent
+	bytes   int
 }
 
 func newOutboxWriter(ctx context.Context, tx *sql.Tx, now time.Time) (*outboxWriter, error) {
@@ -42,8 +46,15 @@ func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 		return fmt.Errorf("encode %s event: %w", d.Type, err)
 	}
 	data := bytes.TrimSuffix(w.buf.Bytes(), []byte("\n"))
-	if _, err := w.stmt.ExecContext(ctx, findings.NewID(w.now), d.Subject, d.Type, d.ResourceID, fmtTime(w.now), data); err != nil {
+	id, at := findings.NewID(w.now), fmtTime(w.now)
+	res, err := w.stmt.ExecContext(ctx, id, d.Subject, d.Type, d.ResourceID, at, data)
+	if err != nil {
 		return fmt.Errorf("write outbox %s: %w", d.Type, err)
+	}
+	if seq, err := res.LastInsertId(); err == nil && w.bytes+len(data) < outboxCacheBytes {
+		w.written = append(w.written, findings.OutboxEvent{Seq: seq, ID: id, Subject: d.Subject, Type: d.Type, ResourceID: d.ResourceID,
+			Time: parseTime(at), Data: json.RawMessage(bytes.Clone(data))})
+		w.bytes += len(data)
 	}
 	return nil
 }
