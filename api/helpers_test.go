@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
 )
@@ -77,24 +77,6 @@ func (d *fakeDaemon) counts() (triggered, reloads int) {
 	return len(d.triggered), d.reloads
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type env struct {
 	t      testing.TB
 	store  *store.Store
@@ -102,7 +84,7 @@ type env struct {
 	api    *api.API
 	srv    *httptest.Server
 	reg    *prometheus.Registry
-	logs   *syncBuffer
+	logs   *testkit.LogBuffer
 	now    time.Time
 	ids    map[string]string // seed name -> finding id
 	runID  string
@@ -117,7 +99,7 @@ func newEnv(t testing.TB, tokens []api.Token, mod func(*api.Options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, store: st, daemon: &fakeDaemon{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{},
+	e := &env{t: t, store: st, daemon: &fakeDaemon{}, reg: prometheus.NewRegistry(), logs: &testkit.LogBuffer{},
 		now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	e.seed()
 	opts := api.Options{

@@ -14,6 +14,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 const benchEvents = 10_000
@@ -144,22 +145,7 @@ func fillSent(b *testing.B, st *store.Store, n int) {
 			b.Fatal(err)
 		}
 	}
-	for {
-		rows, err := st.PendingEvents(ctx, maxBatch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(rows) == 0 {
-			return
-		}
-		seqs := make([]int64, len(rows))
-		for i, r := range rows {
-			seqs[i] = r.Seq
-		}
-		if err := st.MarkSent(ctx, seqs, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	storetest.MarkAllSent(b, st, maxBatch)
 }
 
 // BenchmarkBareJetStreamAsync10k publishes the same 10k events straight

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -79,7 +80,7 @@ func testRelayAcrossRestart(t *testing.T, copts ...nats.Option) {
 		writerDone <- nil
 	}()
 
-	waitFor(t, 10*time.Second, "some events sent", func() bool { return ob.count(t, "sent_at IS NOT NULL") >= 200 })
+	testkit.Eventually(t, 10*time.Second, "some events sent", func() bool { return ob.count(t, "sent_at IS NOT NULL") >= 200 })
 	srv.shutdown()
 	time.Sleep(time.Second) // the writer keeps committing while NATS is gone
 	pendingWhileDown := ob.count(t, "sent_at IS NULL")
@@ -87,7 +88,7 @@ func testRelayAcrossRestart(t *testing.T, copts ...nats.Option) {
 	if err := <-writerDone; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "outbox drained after restart", func() bool { return ob.count(t, "sent_at IS NULL") == 0 })
+	testkit.Eventually(t, 30*time.Second, "outbox drained after restart", func() bool { return ob.count(t, "sent_at IS NULL") == 0 })
 	cancel()
 	wg.Wait()
 	if pendingWhileDown == 0 {
@@ -129,7 +130,7 @@ func TestRelayAckedButNotMarkedIsDeduplicated(t *testing.T) {
 	srv.restart()
 	// Connected again after a reconnect: right after the restart the client
 	// may not have noticed the old connection is gone yet.
-	waitFor(t, 10*time.Second, "client reconnected", func() bool {
+	testkit.Eventually(t, 10*time.Second, "client reconnected", func() bool {
 		return js.Conn().Stats().Reconnects > reconnects && js.Conn().IsConnected()
 	})
 	r2 := newTestRelay(t, ob, js)
@@ -162,7 +163,7 @@ func TestRelayPublishesRowsCommittedBeforeACrash(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = relay.Run(runCtx) }()
-	waitFor(t, 10*time.Second, "rows published", func() bool { return after.count(t, "sent_at IS NULL") == 0 })
+	testkit.Eventually(t, 10*time.Second, "rows published", func() bool { return after.count(t, "sent_at IS NULL") == 0 })
 	cancel()
 	<-done
 	assertStreamHasExactly(t, js, 150)

@@ -161,17 +161,6 @@ func eventIndex(tb testing.TB, ev *contracts.Event) int {
 	return d.Index
 }
 
-func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // testLogger sends log lines to the test log (shown on failure or -v).
 func testLogger(tb testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))

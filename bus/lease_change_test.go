@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 // changeLog records OnChange calls.
@@ -41,7 +43,7 @@ func TestLeaseAnnouncesChangesAndReclaimsOwnKey(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	done1 := make(chan struct{})
 	go func() { defer close(done1); _ = l1.Run(ctx1) }()
-	waitFor(t, 3*time.Second, "node-a leads", l1.IsLeader)
+	testkit.Eventually(t, 3*time.Second, "node-a leads", l1.IsLeader)
 	// "kill -9": stop renewing without releasing the key.
 	cancel1()
 	<-done1
@@ -58,7 +60,7 @@ func TestLeaseAnnouncesChangesAndReclaimsOwnKey(t *testing.T) {
 	defer cancel2()
 	go func() { _ = l2.Run(ctx2) }()
 	start := time.Now()
-	waitFor(t, 3*time.Second, "restarted node-a reclaims its key", l2.IsLeader)
+	testkit.Eventually(t, 3*time.Second, "restarted node-a reclaims its key", l2.IsLeader)
 	if took := time.Since(start); took >= ttl/2 {
 		t.Fatalf("reclaim took %s, not at once", took)
 	}
@@ -78,7 +80,7 @@ func TestLeaseAnnouncesChangesAndReclaimsOwnKey(t *testing.T) {
 	if got := second.list(); !slices.Equal(got, []bool{true, false}) {
 		t.Fatalf("second lease announced %v, want [true false]", got)
 	}
-	waitFor(t, 3*time.Second, "node-b takes the released key", other.IsLeader)
+	testkit.Eventually(t, 3*time.Second, "node-b takes the released key", other.IsLeader)
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}

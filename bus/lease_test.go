@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 const leaseTTL = time.Second
@@ -38,7 +39,7 @@ func newLeaseHarness(t *testing.T, js jetstream.JetStream) *leaseHarness {
 		h.wg.Add(1)
 		go func() { defer h.wg.Done(); _ = l.Run(ctx) }()
 		if i == 0 { // make a the first leader
-			waitFor(t, 3*time.Second, "a leads", l.IsLeader)
+			testkit.Eventually(t, 3*time.Second, "a leads", l.IsLeader)
 		}
 	}
 	h.wg.Add(1)
@@ -85,7 +86,7 @@ func (h *leaseHarness) close() {
 // untilLeader waits for holder i and returns how long it took.
 func (h *leaseHarness) untilLeader(i int, within time.Duration) time.Duration {
 	start := time.Now()
-	waitFor(h.t, within, "takeover", h.leases[i].IsLeader)
+	testkit.Eventually(h.t, within, "takeover", h.leases[i].IsLeader)
 	return time.Since(start)
 }
 
@@ -126,7 +127,7 @@ func TestLeaseTakeoverWhenRenewalsStop(t *testing.T) {
 
 	h.cancel[0]() // a's Run returns: no more renewals, no release
 	stopped := time.Now()
-	waitFor(t, leaseTTL+100*time.Millisecond, "a gives up", func() bool { return !h.leases[0].IsLeader() })
+	testkit.Eventually(t, leaseTTL+100*time.Millisecond, "a gives up", func() bool { return !h.leases[0].IsLeader() })
 	if d := time.Since(stopped); d > leaseTTL {
 		t.Errorf("a still leader %s after its renewals stopped", d)
 	}
@@ -154,7 +155,7 @@ func TestLeaseLostOnRevisionMismatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = l.Run(ctx) }()
-	waitFor(t, 3*time.Second, "a leads", l.IsLeader)
+	testkit.Eventually(t, 3*time.Second, "a leads", l.IsLeader)
 	kv, err := js.KeyValue(ctx, DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestLeaseLostOnRevisionMismatch(t *testing.T) {
 	if _, err := kv.Put(ctx, DefaultLeaseKey, []byte("intruder")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "a loses at its next renewal", func() bool { return !l.IsLeader() })
+	testkit.Eventually(t, 2*time.Second, "a loses at its next renewal", func() bool { return !l.IsLeader() })
 	time.Sleep(1500 * time.Millisecond)
 	if l.IsLeader() {
 		t.Fatal("a took back a key held by another holder")
@@ -223,7 +224,7 @@ func TestLeaseRetriesBucketCreation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	waitFor(t, 5*time.Second, "a leads after two failed bucket creations", l.IsLeader)
+	testkit.Eventually(t, 5*time.Second, "a leads after two failed bucket creations", l.IsLeader)
 	if got := f.calls.Load(); got != 3 {
 		t.Fatalf("bucket creations: %d, want 3 (two failed, one made it)", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 func startBus(t *testing.T, reg prometheus.Registerer) *Bus {
@@ -149,7 +150,7 @@ func testRelayDelivers(t *testing.T, outbox func(*sqliteOutbox) Outbox) {
 	if got := streamEvents(t, b.JetStream(), testPrefix+".>"); len(got) != len(rows) {
 		t.Errorf("stream holds %d events, want %d", len(got), len(rows))
 	}
-	waitFor(t, 2*time.Second, "all rows marked sent", func() bool { return ob.count(t, "sent_at IS NULL") == 0 })
+	testkit.Eventually(t, 2*time.Second, "all rows marked sent", func() bool { return ob.count(t, "sent_at IS NULL") == 0 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v", err)
@@ -203,7 +204,7 @@ func TestRelayPrunesSentRowsPastRetention(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(runCtx) }()
-	waitFor(t, 3*time.Second, "old rows pruned", func() bool { return ob.count(t, "1=1") == 5 })
+	testkit.Eventually(t, 3*time.Second, "old rows pruned", func() bool { return ob.count(t, "1=1") == 5 })
 	cancel()
 	<-done
 	if n := ob.count(t, "id LIKE 'new-%' AND sent_at IS NOT NULL"); n != 5 {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 type transportFixture struct {
@@ -44,7 +45,7 @@ func (f *transportFixture) run(t *testing.T, durable string, consume func(ctx co
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- consume(ctx) }()
-	waitFor(t, 5*time.Second, "durable "+durable, func() bool {
+	testkit.Eventually(t, 5*time.Second, "durable "+durable, func() bool {
 		_, err := f.js.Consumer(ctx, DefaultStreamName, durable)
 		return err == nil
 	})
@@ -100,13 +101,13 @@ func TestConsumeOutcomesTerminatesMalformedMessages(t *testing.T) {
 	if err := f.tr.Publish(context.Background(), row); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "valid outcome handled", func() bool {
+	testkit.Eventually(t, 5*time.Second, "valid outcome handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(handled) == 1
 	})
 	malformed := f.tr.m.malformed.WithLabelValues(KindRemediationOutcome)
-	waitFor(t, 5*time.Second, "4 malformed counted", func() bool { return testutil.ToFloat64(malformed) == 4 })
+	testkit.Eventually(t, 5*time.Second, "4 malformed counted", func() bool { return testutil.ToFloat64(malformed) == 4 })
 
 	// Terminated means gone: nothing pending, nothing redelivered, even
 	// after the ack wait has passed.
@@ -178,7 +179,7 @@ func TestConsumeRequestsRetriesAndBoundsInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "all requests handled", func() bool {
+	testkit.Eventually(t, 10*time.Second, "all requests handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(succeeded) == n

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,21 +17,8 @@ import (
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/internal/testkit"
 )
-
-// logTap is a daemon's log, searchable.
-type logTap struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *logTap) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logTap) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
 
 // TestClusterFailover: three instances in cluster mode on a three-node
 // JetStream cluster (R3 stream), their assistant workers sharing the
@@ -50,7 +36,7 @@ func TestClusterFailover(t *testing.T) {
 	const ttl = 3 * time.Second
 	nodes := make([]*daemon.Daemon, 3)
 	cfgs := make([]*config.Config, 3)
-	logs := make([]*logTap, 3)
+	logs := make([]*testkit.LogBuffer, 3)
 	for i := range nodes {
 		dir := t.TempDir()
 		// Each instance dials its own server first.
@@ -69,7 +55,7 @@ func TestClusterFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfgs[i] = cfg
-		logs[i] = &logTap{}
+		logs[i] = &testkit.LogBuffer{}
 		reg := prometheus.NewRegistry()
 		d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: logs[i]})
 		if err != nil {
@@ -101,11 +87,11 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return -1, false
 	}
-	waitUntil(t, 15*time.Second, "a writer", func() bool { _, ok := writer(); return ok })
+	testkit.Eventually(t, 15*time.Second, "a writer", func() bool { _, ok := writer(); return ok })
 	li, _ := writer()
 	leader := nodes[li]
 	ctx := context.Background()
-	waitUntil(t, 15*time.Second, "the leader files findings", func() bool {
+	testkit.Eventually(t, 15*time.Second, "the leader files findings", func() bool {
 		fs, err := leader.Store().List(ctx, findings.ListFilter{})
 		return err == nil && len(fs) >= 2
 	})
@@ -124,8 +110,8 @@ func TestClusterFailover(t *testing.T) {
 	}
 	// Two more scheduled runs, the outbox published, then the kill.
 	runs := scheduledRuns(t, leader)
-	waitUntil(t, 10*time.Second, "two more scheduled runs", func() bool { return scheduledRuns(t, leader) >= runs+2 })
-	waitUntil(t, 10*time.Second, "the leader's outbox is published", func() bool {
+	testkit.Eventually(t, 10*time.Second, "two more scheduled runs", func() bool { return scheduledRuns(t, leader) >= runs+2 })
+	testkit.Eventually(t, 10*time.Second, "the leader's outbox is published", func() bool {
 		n, err := leader.Store().PendingCount(ctx)
 		return err == nil && n == 0
 	})
@@ -146,11 +132,11 @@ func TestClusterFailover(t *testing.T) {
 	leader.Crash()
 	nodes[li] = nil
 
-	waitUntil(t, 2*ttl+time.Second, "a new writer within two lease TTLs", func() bool { _, ok := writer(); return ok })
+	testkit.Eventually(t, 2*ttl+time.Second, "a new writer within two lease TTLs", func() bool { _, ok := writer(); return ok })
 	ni, _ := writer()
 	next := nodes[ni]
 	tookOver := time.Since(killedAt)
-	waitUntil(t, 2*ttl, "the new leader runs", func() bool { return len(ownRuns(t, next, next)) == 0 && newRunsSince(t, next, killedAt) >= 1 })
+	testkit.Eventually(t, 2*ttl, "the new leader runs", func() bool { return len(ownRuns(t, next, next)) == 0 && newRunsSince(t, next, killedAt) >= 1 })
 	if tookOver > 2*ttl {
 		t.Fatalf("took over after %s, want within %s", tookOver, 2*ttl)
 	}
@@ -183,7 +169,7 @@ func TestClusterFailover(t *testing.T) {
 	// The killed leader restarts as a standby: the new leader wrote since,
 	// so its unpublished change is dropped, not replayed over newer rows.
 	reg := prometheus.NewRegistry()
-	logs[li] = &logTap{}
+	logs[li] = &testkit.LogBuffer{}
 	back, err := daemon.New(daemon.Options{Config: cfgs[li], Registerer: reg, Gatherer: reg, Stderr: logs[li]})
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +211,7 @@ func TestClusterFailover(t *testing.T) {
 	if f, err := next.Store().Get(ctx, target.ID); err != nil || f.AcknowledgedAt == nil {
 		t.Fatalf("forwarded ack not on the leader: %+v %v", f, err)
 	}
-	waitUntil(t, 5*time.Second, "the forwarded ack reaches the standby's database", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the forwarded ack reaches the standby's database", func() bool {
 		f, err := standby.Store().Get(ctx, target.ID)
 		return err == nil && f.AcknowledgedAt != nil
 	})
@@ -242,7 +228,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 
 	// /api/v1/status shows each one's replica position.
-	waitUntil(t, 5*time.Second, "status: the standby caught up, the leader writes", func() bool {
+	testkit.Eventually(t, 5*time.Second, "status: the standby caught up, the leader writes", func() bool {
 		_, sb := call(t, "GET", "http://"+standby.HTTPAddr()+"/api/v1/status", "admin-secret-1", "")
 		_, ld := call(t, "GET", "http://"+next.HTTPAddr()+"/api/v1/status", "admin-secret-1", "")
 		sr, _ := sb["replica"].(map[string]any)
@@ -261,7 +247,7 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}
 	}()
-	waitUntil(t, 20*time.Second, "every remediation request has its outcome", func() bool {
+	testkit.Eventually(t, 20*time.Second, "every remediation request has its outcome", func() bool {
 		c = natstest.ReadStream(t, urls[ni])
 		return len(c.Requests) > 0 && len(c.Unanswered()) == 0
 	})

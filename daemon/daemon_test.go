@@ -17,6 +17,7 @@ import (
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -265,9 +266,9 @@ func TestLeaseOneSchedulerAtATime(t *testing.T) {
 	useSnapshot(t, first, "healthy.json")
 	useSnapshot(t, second, "healthy.json")
 	a := start(t, clusterConfig(t, first, "@every 1s", srv.ClientURL(), "node-a"))
-	waitUntil(t, 5*time.Second, "a leads", a.Leadership().IsLeader)
+	testkit.Eventually(t, 5*time.Second, "a leads", a.Leadership().IsLeader)
 	b := start(t, clusterConfig(t, second, "@every 1s", srv.ClientURL(), "node-b"))
-	waitUntil(t, 10*time.Second, "a runs three scheduled patrols", func() bool { return scheduledRuns(t, a) >= 3 })
+	testkit.Eventually(t, 10*time.Second, "a runs three scheduled patrols", func() bool { return scheduledRuns(t, a) >= 3 })
 	// b's database holds a's runs (replicated), none of its own.
 	if got, role := ownRuns(t, b, a), b.Leadership().Role(); len(got) != 0 || role != daemon.RoleStandby {
 		t.Fatalf("while a leads: b ran %v as %s, want none as standby", got, role)
@@ -275,7 +276,7 @@ func TestLeaseOneSchedulerAtATime(t *testing.T) {
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "b takes over and runs", func() bool {
+	testkit.Eventually(t, 5*time.Second, "b takes over and runs", func() bool {
 		return b.Leadership().Role() == daemon.RoleLeader && scheduledRuns(t, b) >= 1
 	})
 }
@@ -302,17 +303,5 @@ func TestCrashedRunMarkedInterrupted(t *testing.T) {
 	}
 	if n, _ := d.Store().Count(context.Background()); n != 9 {
 		t.Fatalf("findings of the committed run: %d", n)
-	}
-}
-
-// waitUntil polls cond until it holds or within has passed.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

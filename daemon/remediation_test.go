@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -136,7 +137,7 @@ func TestRemediationEndToEnd(t *testing.T) {
 	if len(rep.HandedOver) == 0 {
 		t.Fatal("the reopened finding was not handed over")
 	}
-	waitUntil(t, 20*time.Second, "episode 2 ends fix_verified", func() bool {
+	testkit.Eventually(t, 20*time.Second, "episode 2 ends fix_verified", func() bool {
 		recs, err := d.Store().Investigations(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)

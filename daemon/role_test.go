@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -117,7 +118,7 @@ func TestClusterStandbyShowsItsRole(t *testing.T) {
 		return start(t, cfg)
 	}
 	a := node("node-a")
-	waitUntil(t, 5*time.Second, "node-a leads", a.Leadership().IsLeader)
+	testkit.Eventually(t, 5*time.Second, "node-a leads", a.Leadership().IsLeader)
 	b := node("node-b")
 	var ready readyBody
 	if code := getJSON(t, "http://"+b.HTTPAddr()+"/readyz", &ready); code != http.StatusOK {

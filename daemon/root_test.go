@@ -1,20 +1,19 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store"
 )
 
@@ -30,24 +29,6 @@ func openRoot(t *testing.T, cfg *config.Config) (*daemon.Root, *store.Store) {
 		t.Fatal(err)
 	}
 	return root, st
-}
-
-// syncBuffer is a log destination safe for the daemon's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var stoppedPart = regexp.MustCompile(`msg="part stopped" part="?([a-z ]+?)"? err=`)
@@ -76,7 +57,7 @@ func TestHalfStartedDaemonStopsWhatItStarted(t *testing.T) {
 	cfg.Log.Level = "debug"
 	cfg.Assistant.Enabled = true
 	useSnapshot(t, dir, "healthy.json")
-	var log syncBuffer
+	var log testkit.LogBuffer
 	reg := prometheus.NewRegistry()
 	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: &log})
 	if err != nil {
@@ -112,7 +93,7 @@ func TestDaemonStopsPartsInReverseOrder(t *testing.T) {
 	cfg.Log.Level = "debug"
 	cfg.Assistant.Enabled = true
 	useSnapshot(t, dir, "healthy.json")
-	var log syncBuffer
+	var log testkit.LogBuffer
 	reg := prometheus.NewRegistry()
 	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: &log})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
@@ -57,7 +58,7 @@ func TestDBSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Stop(context.Background())
-	waitUntil(t, 15*time.Second, "node-1 writes", d.IsWriter)
+	testkit.Eventually(t, 15*time.Second, "node-1 writes", d.IsWriter)
 	if _, err := d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestDBSeed(t *testing.T) {
 		return root.Seed(context.Background(), force)
 	}
 	var res daemon.SeedResult
-	waitUntil(t, 15*time.Second, "node-1 serves a copy (caught up)", func() bool {
+	testkit.Eventually(t, 15*time.Second, "node-1 serves a copy (caught up)", func() bool {
 		res, err = seed(false)
 		return err == nil
 	})
@@ -153,7 +154,7 @@ func TestGappedInstanceReleasesTheLease(t *testing.T) {
 		return d
 	}
 	a := start("node-a")
-	waitUntil(t, 15*time.Second, "node-a writes", a.IsWriter)
+	testkit.Eventually(t, 15*time.Second, "node-a writes", a.IsWriter)
 	if _, err := a.RunNow(context.Background(), patrol.TriggerManual); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestGappedInstanceReleasesTheLease(t *testing.T) {
 	b := start("node-b")
 	defer b.Stop(context.Background())
 	var st api.Status
-	waitUntil(t, 20*time.Second, "node-b reports the gap, took the lease and released it", func() bool {
+	testkit.Eventually(t, 20*time.Second, "node-b reports the gap, took the lease and released it", func() bool {
 		v, err := b.Status(context.Background())
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store"
 )
 
@@ -145,13 +146,13 @@ func TestSingleInstanceSchedulesWhileNATSIsDown(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, 10*time.Second, "a first scheduled run is published", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a first scheduled run is published", func() bool {
 		return scheduledRuns(t, d) >= 1 && pending() == 0
 	})
 
 	ns.stop()
 	before := scheduledRuns(t, d)
-	waitUntil(t, 10*time.Second, "three scheduled runs during the outage", func() bool {
+	testkit.Eventually(t, 10*time.Second, "three scheduled runs during the outage", func() bool {
 		return scheduledRuns(t, d) >= before+3
 	})
 	if pending() == 0 {
@@ -162,7 +163,7 @@ func TestSingleInstanceSchedulesWhileNATSIsDown(t *testing.T) {
 	}
 
 	ns.start()
-	waitUntil(t, 20*time.Second, "the outbox drains after NATS returns", func() bool { return pending() == 0 })
+	testkit.Eventually(t, 20*time.Second, "the outbox drains after NATS returns", func() bool { return pending() == 0 })
 	if err := d.Stop(context.Background()); err != nil {
 		t.Fatalf("stop: %v", err)
 	}

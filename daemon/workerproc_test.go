@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -53,7 +54,7 @@ func TestStandaloneWorker(t *testing.T) {
 	if !contains(rep.HandedOver, id) {
 		t.Fatalf("not handed over: %v", rep.HandedOver)
 	}
-	waitUntil(t, 10*time.Second, "the request is on the stream", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the request is on the stream", func() bool {
 		n, err := d.Store().PendingCount(context.Background())
 		return err == nil && n == 0
 	})
@@ -63,7 +64,7 @@ func TestStandaloneWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.LogBuffer{}
 	root, err := daemon.NewRoot(wcfg, daemon.RootOptions{Stderr: logs})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestStandaloneWorker(t *testing.T) {
 		}
 	}
 
-	waitUntil(t, 30*time.Second, "the worker's outcome resolves the finding", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the worker's outcome resolves the finding", func() bool {
 		f, err := d.Store().Get(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 type clock struct {
@@ -268,7 +269,7 @@ func TestAlertmanagerHealsAfterDeadLetter(t *testing.T) {
 		Alertmanager: AlertmanagerOptions{URLs: []string{am.srv.URL}, ResendInterval: time.Second}}}}, reg, time.Now)
 	during := testFinding("vm/101", "vm", findings.CategoryPerformance, "high_memory", findings.SeverityWarning)
 	publish(t, b, findingRow(t, "ev-during", "opened", during, time.Now().UTC()))
-	eventually(t, 10*time.Second, "the event dead-lettered", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "the event dead-lettered", func() (bool, string) {
 		return metricsMatch(reg, `
 # HELP patrold_notify_dead_letters_total Events given up after max_deliver failed deliveries, or that do not decode.
 # TYPE patrold_notify_dead_letters_total counter
@@ -284,7 +285,7 @@ patrold_notify_active_alerts{sink="am"} 2
 	am.set(false)
 	want := []string{before.ID, during.ID}
 	slices.Sort(want)
-	eventually(t, 10*time.Second, "both alerts after Alertmanager accepts again", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "both alerts after Alertmanager accepts again", func() (bool, string) {
 		return slices.Equal(am.ids(), want), fmt.Sprint(am.ids())
 	})
 }

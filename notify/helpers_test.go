@@ -104,22 +104,6 @@ func startRunner(t *testing.T, b *bus.Bus, opts Options, reg *prometheus.Registr
 	return r
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last state:\n%s", what, last)
-}
-
 // metricsMatch compares the named metric families with the expected text.
 func metricsMatch(reg *prometheus.Registry, expected string, names ...string) (bool, string) {
 	err := testutil.GatherAndCompare(reg, strings.NewReader(expected), names...)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 // hit is one request the loopback receiver saw.
@@ -96,7 +97,7 @@ func TestWebhookSignsRetriesWithBackoffAndFilters(t *testing.T) {
 	critBody := publish(t, b, findingRow(t, "ev-crit", "resolved", node, now))
 
 	want := map[string][]string{"ev-flaky": {"1:500", "2:500", "3:204"}, "ev-crit": {"1:204"}}
-	eventually(t, 10*time.Second, "deliveries", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "deliveries", func() (bool, string) {
 		got := rec.attempts()
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
 	})
@@ -123,7 +124,7 @@ func TestWebhookSignsRetriesWithBackoffAndFilters(t *testing.T) {
 			t.Errorf("retry %d came after %s, before the backoff %s", i+1, gap, min)
 		}
 	}
-	eventually(t, 10*time.Second, "metrics", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "metrics", func() (bool, string) {
 		return metricsMatch(reg, `
 # HELP patrold_notify_sent_total Events a sink accepted (acknowledged on its consumer).
 # TYPE patrold_notify_sent_total counter
@@ -155,7 +156,7 @@ func TestWebhookDeadLettersAfterMaxDeliver(t *testing.T) {
 	publish(t, b, findingRow(t, "ev-after", "repeated", f, now))
 
 	want := map[string][]string{"ev-dead": {"1:500", "2:500", "3:500"}, "ev-after": {"1:204"}}
-	eventually(t, 10*time.Second, "deliveries", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "deliveries", func() (bool, string) {
 		got := rec.attempts()
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
 	})
@@ -164,7 +165,7 @@ func TestWebhookDeadLettersAfterMaxDeliver(t *testing.T) {
 			t.Errorf("%s: signed without a secret: %q", h.EventID, h.Signature)
 		}
 	}
-	eventually(t, 10*time.Second, "metrics", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "metrics", func() (bool, string) {
 		return metricsMatch(reg, `
 # HELP patrold_notify_sent_total Events a sink accepted (acknowledged on its consumer).
 # TYPE patrold_notify_sent_total counter
@@ -247,7 +248,7 @@ func TestSinkDownLosesNothing(t *testing.T) {
 	f := testFinding("vm/101", "vm", findings.CategoryPerformance, "high_memory", findings.SeverityWarning)
 	stop := run()
 	publish(t, b, findingRow(t, "ev-1", "opened", f, time.Now()))
-	eventually(t, 10*time.Second, "first delivery", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "first delivery", func() (bool, string) {
 		return fmt.Sprint(rec.attempts()) == "map[ev-1:[1:204]]", fmt.Sprint(rec.attempts())
 	})
 	stop()
@@ -256,7 +257,7 @@ func TestSinkDownLosesNothing(t *testing.T) {
 	stop = run()
 	defer stop()
 	want := "map[ev-1:[1:204] ev-2:[1:204] ev-3:[1:204]]"
-	eventually(t, 10*time.Second, "deliveries after the restart", func() (bool, string) {
+	testkit.EventuallyState(t, 10*time.Second, "deliveries after the restart", func() (bool, string) {
 		return fmt.Sprint(rec.attempts()) == want, fmt.Sprint(rec.attempts())
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/store/storetest"
@@ -173,30 +174,11 @@ func TestRunPrunesHistory(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink safe for the runner's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
-}
-
 // TestLongCollectionLogsProgress: a slow collection is reported while it
 // runs, then every stage of the run logs a line.
 func TestLongCollectionLogsProgress(t *testing.T) {
 	e := newEnv(t)
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 	pol, _ := alerts.New(alerts.Settings{})
 	release := make(chan struct{})
 	r, _ := patrol.New(patrol.Options{Store: e.store, ProgressEvery: 10 * time.Millisecond,

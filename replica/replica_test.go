@@ -14,6 +14,7 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
 )
@@ -93,12 +94,12 @@ func replicate(t *testing.T, epoch uint64, writer *node, followers ...*node) {
 func caughtUp(t *testing.T, writer *node, fs ...*replica.Follower) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, "the writer published every change", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the writer published every change", func() bool {
 		n, err := writer.st.UnsentState(ctx)
 		return err == nil && n == 0
 	})
 	for _, f := range fs {
-		waitFor(t, "a follower caught up", func() bool {
+		testkit.Eventually(t, 10*time.Second, "a follower caught up", func() bool {
 			lag, err := f.Lag(ctx)
 			return err == nil && lag.LastSeq > 0 && !lag.Behind && f.Gap() == nil
 		})
@@ -110,17 +111,6 @@ func run(t *testing.T, fn func(context.Context) error) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = fn(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func obs(resource, key string) findings.Observation {
@@ -167,7 +157,7 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	// Caught up with the commits, not only with the epoch marker published
 	// before them: the leader published everything, then the standby
 	// applied the last change.
-	waitFor(t, "standby caught up", func() bool {
+	testkit.Eventually(t, 10*time.Second, "standby caught up", func() bool {
 		if n, err := leader.st.UnsentState(ctx); err != nil || n != 0 {
 			return false
 		}
@@ -259,7 +249,7 @@ func TestDeposedWriterIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.rel.Kick()
-	waitFor(t, "a's acknowledgement is on the stream", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a's acknowledgement is on the stream", func() bool {
 		n, err := a.st.UnsentState(ctx)
 		return err == nil && n == 0
 	})
@@ -316,7 +306,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 
 	d := newNode(t, clientOf(a), "d")
 	run(t, d.f.Run)
-	waitFor(t, "d reports the gap", func() bool { return d.f.Gap() != nil })
+	testkit.Eventually(t, 10*time.Second, "d reports the gap", func() bool { return d.f.Gap() != nil })
 	var gap *store.GapError
 	if err := d.f.Gap(); !errors.As(err, &gap) || gap.Want != 1 || gap.Got <= 1 || !strings.Contains(err.Error(), "re-seed it (patrold db seed)") {
 		t.Fatalf("gap = %v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // enqueueRows are n finding events of about 1 KB each, what CommitRun
@@ -52,7 +53,7 @@ func BenchmarkEnqueue10k(b *testing.B) {
 				if err := st.Enqueue(ctx, enqueueRows(b, -1-i, 10_000)...); err != nil {
 					b.Fatal(err)
 				}
-				drain(b, st)
+				storetest.MarkAllSent(b, st, 256)
 			}
 			var enqueue, relay time.Duration
 			for i := 0; b.Loop(); i++ {
@@ -64,35 +65,13 @@ func BenchmarkEnqueue10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				mid := time.Now()
-				drain(b, st)
+				storetest.MarkAllSent(b, st, 256)
 				enqueue += mid.Sub(start)
 				relay += time.Since(mid)
 			}
 			b.ReportMetric(float64(enqueue.Microseconds())/1e3/float64(b.N), "enqueue-ms/op")
 			b.ReportMetric(float64(relay.Microseconds())/1e3/float64(b.N), "read+mark-ms/op")
 		})
-	}
-}
-
-// drain reads and marks every pending row, as the relay does, in windows
-// of 256.
-func drain(b *testing.B, st *store.Store) {
-	ctx := context.Background()
-	for {
-		w, err := st.PendingEvents(ctx, 256)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(w) == 0 {
-			return
-		}
-		seqs := make([]int64, len(w))
-		for k, r := range w {
-			seqs[k] = r.Seq
-		}
-		if err := st.MarkSent(ctx, seqs, time.Now()); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -185,14 +186,14 @@ func TestClusterProcessFailover(t *testing.T) {
 		in.start(t)
 	}
 	for _, w := range workers {
-		poll(t, 30*time.Second, w.name+" is ready", func() bool { return strings.Contains(w.p.stderr.String(), `msg="worker ready"`) })
+		testkit.Eventually(t, 30*time.Second, w.name+" is ready", func() bool { return strings.Contains(w.p.stderr.String(), `msg="worker ready"`) })
 	}
 	for _, in := range nodes {
 		in.connect(t)
 	}
 
 	var leader *instance
-	poll(t, 20*time.Second, "one instance writes", func() bool {
+	testkit.Eventually(t, 20*time.Second, "one instance writes", func() bool {
 		for _, in := range nodes {
 			if in.writer() {
 				leader = in
@@ -211,7 +212,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	// request but the high_disk ones, whose actions wait at the gate.
 	var fs []api.FindingView
 	gated := map[string]bool{}
-	poll(t, 20*time.Second, "the leader files the findings, the workers answer all but the gated requests", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the leader files the findings, the workers answer all but the gated requests", func() bool {
 		var err error
 		fs, err = leader.c.Findings(ctx, findings.ListFilter{})
 		if err != nil || len(fs) < 3 || gateStarted(t, gate) < 2 {
@@ -255,7 +256,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	// is what any new leader must hold.
 	var want []api.FindingView
 	var wantSil []findings.Silence
-	poll(t, 20*time.Second, "a scheduled run after the actions, published and applied by both standbys", func() bool {
+	testkit.Eventually(t, 20*time.Second, "a scheduled run after the actions, published and applied by both standbys", func() bool {
 		s := leader.status()
 		if s == nil || s.OutboxPending != 0 || s.LastRunAt == nil || !s.LastRunAt.After(sil.CreatedAt) {
 			return false
@@ -276,7 +277,7 @@ func TestClusterProcessFailover(t *testing.T) {
 
 	// SIGKILL while it schedules: right after its next scheduled run.
 	runs := len(runsBy(t, leader.c, string(patrol.TriggerScheduled)))
-	poll(t, 10*time.Second, "the leader's next scheduled run", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the leader's next scheduled run", func() bool {
 		return len(runsBy(t, leader.c, string(patrol.TriggerScheduled))) > runs
 	})
 	killedAt := time.Now()
@@ -292,7 +293,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	// A survivor leads and finishes a scheduled run within two TTLs.
 	var next *instance
 	var first findings.RunRecord
-	poll(t, 2*clusterTTL+10*time.Second, "a survivor finishes a scheduled run", func() bool {
+	testkit.Eventually(t, 2*clusterTTL+10*time.Second, "a survivor finishes a scheduled run", func() bool {
 		for _, in := range standbys {
 			if !in.writer() {
 				continue
@@ -336,7 +337,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	// catches up with the new leader.
 	leader.start(t)
 	leader.connect(t)
-	poll(t, 20*time.Second, "the restarted instance is a caught-up standby with the new leader's findings", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the restarted instance is a caught-up standby with the new leader's findings", func() bool {
 		s, ns := leader.status(), next.status()
 		if s == nil || ns == nil || s.Role != string(daemon.RoleStandby) || s.Replica == nil || s.Replica.Writer ||
 			s.Replica.Behind || ns.Replica == nil || s.Replica.AppliedSeq != ns.Replica.LastSeq {
@@ -352,12 +353,12 @@ func TestClusterProcessFailover(t *testing.T) {
 
 	// The whole stream: one opened per finding, one outcome per request.
 	var c natstest.Counts
-	poll(t, 20*time.Second, "every remediation request has its outcome", func() bool {
+	testkit.Eventually(t, 20*time.Second, "every remediation request has its outcome", func() bool {
 		c = natstest.ReadStream(t, urls[1])
 		return len(c.Unanswered()) == 0
 	})
 	// The new leader took the outcomes of the sessions cut by the kill.
-	poll(t, 10*time.Second, "the new leader applied the outcomes of the sessions in flight at the kill", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the new leader applied the outcomes of the sessions in flight at the kill", func() bool {
 		for id := range inFlight {
 			f, err := next.c.Finding(ctx, id)
 			if err != nil || f.Finding.LastOutcome == "" || f.Finding.InvestigationStatus != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/internal/natstest"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -77,7 +78,7 @@ func TestRunBesideDaemonGoesThroughItsAPI(t *testing.T) {
 		out, code := cl.run("run", "-o", "json")
 		firstRes <- result{out, code}
 	}()
-	poll(t, 10*time.Second, "the daemon runs the CLI's patrol", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the daemon runs the CLI's patrol", func() bool {
 		runs := runsBy(t, c, string(patrol.TriggerAPI))
 		return len(runs) == 1 && runs[0].FinishedAt == nil
 	})
@@ -146,7 +147,7 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 		"schedule: {cron: '@every 1h', startup_delay: "+startupDelay.String()+", skip_startup_if_recent: 0s}\n")
 	first := startPatrold(t, cfg, "serve")
 	c, _ := apiOf(t, first, data)
-	poll(t, 30*time.Second, "the first startup run finishes", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the first startup run finishes", func() bool {
 		runs := runsBy(t, c, string(patrol.TriggerStartup))
 		return len(runs) == 1 && runs[0].FinishedAt != nil
 	})
@@ -162,7 +163,7 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 	restarted := time.Now()
 	second := startPatrold(t, cfg, "serve")
 	c, _ = apiOf(t, second, data)
-	poll(t, startupDelay+10*time.Second, "the restarted instance's startup run", func() bool {
+	testkit.Eventually(t, startupDelay+10*time.Second, "the restarted instance's startup run", func() bool {
 		return len(runsBy(t, c, string(patrol.TriggerStartup))) == 2
 	})
 	took := time.Since(restarted)
@@ -214,7 +215,7 @@ func TestGracefulStopReleasesLeaseAndSurvivesNATSOutage(t *testing.T) {
 		"nats: {url: '"+url+"', lease: {ttl: 30s}}\n")
 	p := startPatrold(t, cfg, "serve")
 	apiOf(t, p, data)
-	poll(t, 10*time.Second, "node-a holds the lease", func() bool { return leaseHolder(t, url) == "node-a" })
+	testkit.Eventually(t, 10*time.Second, "node-a holds the lease", func() bool { return leaseHolder(t, url) == "node-a" })
 	p.signal(syscall.SIGTERM)
 	if code := p.exit(30 * time.Second); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM", code)
@@ -225,7 +226,7 @@ func TestGracefulStopReleasesLeaseAndSurvivesNATSOutage(t *testing.T) {
 
 	p = startPatrold(t, cfg, "serve")
 	apiOf(t, p, data)
-	poll(t, 10*time.Second, "node-a holds the lease again", func() bool { return leaseHolder(t, url) == "node-a" })
+	testkit.Eventually(t, 10*time.Second, "node-a holds the lease again", func() bool { return leaseHolder(t, url) == "node-a" })
 	stopNATS()
 	p.signal(syscall.SIGTERM)
 	if code := p.exit(30 * time.Second); code != 0 {

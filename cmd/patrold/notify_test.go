@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
 )
@@ -36,25 +35,7 @@ type alertmanager struct {
 	dir  string
 	addr string
 	cmd  *exec.Cmd
-	log  *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writer goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log  *testkit.LogBuffer
 }
 
 // alertmanagerBinary finds the binary; it skips only outside CI.
@@ -85,7 +66,7 @@ func startAlertmanager(t *testing.T) *alertmanager {
 
 func (am *alertmanager) start() {
 	am.t.Helper()
-	am.log = &syncBuffer{}
+	am.log = &testkit.LogBuffer{}
 	am.cmd = exec.Command(am.bin, "--config.file="+filepath.Join(am.dir, "alertmanager.yml"),
 		"--storage.path="+filepath.Join(am.dir, "data"), "--web.listen-address="+am.addr,
 		"--cluster.listen-address=", "--log.level=warn")
@@ -93,7 +74,7 @@ func (am *alertmanager) start() {
 	if err := am.cmd.Start(); err != nil {
 		am.t.Fatal(err)
 	}
-	waitFor(am.t, 20*time.Second, "alertmanager ready", func() (bool, string) {
+	testkit.EventuallyState(am.t, 20*time.Second, "alertmanager ready", func() (bool, string) {
 		resp, err := http.Get("http://" + am.addr + "/-/ready")
 		if err != nil {
 			return false, err.Error() + "\n" + am.log.String()
@@ -138,21 +119,6 @@ func (am *alertmanager) alerts() ([]amAlert, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Labels["finding_id"] < out[j].Labels["finding_id"] })
 	return out, nil
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last state:\n%s", what, last)
 }
 
 // expectedAlerts is what Alertmanager must show for the store's active
@@ -272,7 +238,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	// alerts from the stream and posts them.
 	nctx, stop := context.WithCancel(ctx)
 	ready := make(chan string, 1)
-	var out syncBuffer
+	var out testkit.LogBuffer
 	root := newRoot(&app{stdout: &out, stderr: &out, notifyReady: func(addr string) { ready <- addr }})
 	root.SetArgs([]string{"--config", c.cfg, "notify", "--listen", "127.0.0.1:0"})
 	done := make(chan error, 1)
@@ -296,7 +262,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("the example should leave several active findings, got %d", n)
 	}
-	waitFor(t, 20*time.Second, "alerts after the first run", func() (bool, string) { return matchAlerts(am, want, "") })
+	testkit.EventuallyState(t, 20*time.Second, "alerts after the first run", func() (bool, string) { return matchAlerts(am, want, "") })
 
 	// second run: local-zfs below its clear threshold resolves high_disk
 	setUsage(t, faults, snap, "storage/pve1/local-zfs", 50)
@@ -309,7 +275,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	if len(want) != n-1 {
 		t.Fatalf("active after resolving: %d, want %d", len(want), n-1)
 	}
-	waitFor(t, 20*time.Second, "the resolved finding's alert ends", func() (bool, string) { return matchAlerts(am, want, "") })
+	testkit.EventuallyState(t, 20*time.Second, "the resolved finding's alert ends", func() (bool, string) { return matchAlerts(am, want, "") })
 
 	// Alertmanager down while a run reopens the finding: deliveries fail
 	// and are retried; once it is back the alerts are all there.
@@ -318,7 +284,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 	if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "failed deliveries while Alertmanager is down", func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "failed deliveries while Alertmanager is down", func() (bool, string) {
 		body := scrape(t, metricsAddr)
 		m := failedLine.FindStringSubmatch(body)
 		failed := 0
@@ -333,8 +299,8 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 		t.Fatalf("active after reopening: %d, want %d", len(want), n)
 	}
 	// the reopened alert starts at its reopening, not at its first detection
-	waitFor(t, 20*time.Second, "alerts after Alertmanager came back", func() (bool, string) { return matchAlerts(am, want, reopened) })
-	waitFor(t, 20*time.Second, "every event acknowledged, none dead-lettered", func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "alerts after Alertmanager came back", func() (bool, string) { return matchAlerts(am, want, reopened) })
+	testkit.EventuallyState(t, 20*time.Second, "every event acknowledged, none dead-lettered", func() (bool, string) {
 		body := scrape(t, metricsAddr)
 		return strings.Contains(body, `patrold_notify_lag_messages{sink="am"} 0`) &&
 			strings.Contains(body, `patrold_notify_dead_letters_total{sink="am"} 0`), body

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/dirlock"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 // execEnv makes the test binary run patrold's main instead of the tests,
@@ -30,30 +29,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// lockedBuffer is a bytes.Buffer safe for a process's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // proc is a patrold process.
 type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testkit.LogBuffer
 	done   chan struct{}
 	err    error
 }
@@ -65,7 +45,7 @@ func startPatrold(t *testing.T, cfg string, argv ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, stderr: &testkit.LogBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(exe, append([]string{"--config", cfg}, argv...)...)
 	p.cmd.Env = append(os.Environ(), execEnv+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
@@ -115,18 +95,6 @@ func (p *proc) signal(sig os.Signal) {
 	}
 }
 
-// poll waits until cond holds, failing after within.
-func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", within, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 const testAdminToken = "process-test-admin-token"
 
 // serveConfig writes a configuration for a served daemon on a fresh
@@ -163,7 +131,7 @@ func serveConfig(t *testing.T, extra string) (string, string) {
 func apiOf(t *testing.T, p *proc, data string) (*api.Client, *dirlock.Holder) {
 	t.Helper()
 	var h *dirlock.Holder
-	poll(t, 30*time.Second, "the daemon records its API in the data_dir lock", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the daemon records its API in the data_dir lock", func() bool {
 		holder, err := dirlock.ReadHolder(data)
 		if err != nil || holder == nil || holder.PID != p.cmd.Process.Pid || strings.HasSuffix(holder.API, ":0") || holder.API == "" {
 			return false
@@ -175,7 +143,7 @@ func apiOf(t *testing.T, p *proc, data string) (*api.Client, *dirlock.Holder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "the API answers", func() bool { return c.Ping(context.Background()) == nil })
+	testkit.Eventually(t, 10*time.Second, "the API answers", func() bool { return c.Ping(context.Background()) == nil })
 	return c, h
 }
 

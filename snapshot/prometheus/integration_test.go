@@ -1,7 +1,6 @@
 package prometheus
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,10 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -43,25 +42,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// lockedBuffer collects a child's output for the failure message.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func start(t *testing.T, out *lockedBuffer, bin string, args ...string) {
+func start(t *testing.T, out *testkit.LogBuffer, bin string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -79,7 +60,7 @@ func TestIntegrationNodeExporter(t *testing.T) {
 	nodeBin := lookBinary(t, "prometheus-node-exporter", "node_exporter")
 	dir := t.TempDir()
 	nodePort, promPort := freePort(t), freePort(t)
-	logs := &lockedBuffer{}
+	logs := &testkit.LogBuffer{}
 
 	start(t, logs, nodeBin, "--web.listen-address=127.0.0.1:"+strconv.Itoa(nodePort),
 		"--collector.disable-defaults", "--collector.cpu", "--collector.meminfo", "--collector.filesystem")

@@ -1,0 +1,65 @@
+// Package testkit is what patrold's tests share across packages: a log
+// buffer safe for concurrent writers, and waiting on a condition instead
+// of sleeping. Only tests import it.
+package testkit
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+)
+
+// LogBuffer collects what goroutines or a child process write (a log, a
+// process's output) for the test to read; safe for concurrent use.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// pollEvery is how often a condition is checked again.
+const pollEvery = 20 * time.Millisecond
+
+// Eventually checks cond until it holds, and fails t when it still does not
+// after within.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", within, what)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// EventuallyState is Eventually for a condition that also describes what
+// it saw; the last description is in the failure.
+func EventuallyState(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state:\n%s", within, what, state)
+		}
+		time.Sleep(pollEvery)
+	}
+}
