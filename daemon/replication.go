@@ -41,8 +41,10 @@ type replication struct {
 	stopWriting context.CancelFunc // the leader-only consumers
 	writeCtx    context.Context    // theirs, while writer
 	leaderOnly  []func(context.Context)
-	epochFor    map[uint64]uint64 // lease term -> the epoch captured with in it
-	wg          sync.WaitGroup
+	// epochTerm and epoch: the lease term capture was last switched on in,
+	// and the epoch it used, so a retry in the same tenure keeps it.
+	epochTerm, epoch uint64
+	wg               sync.WaitGroup
 }
 
 // whileWriter runs fn (until its context ends) every time this instance
@@ -186,7 +188,10 @@ func (r *replication) promote(ctx context.Context) {
 		return
 	}
 	r.mu.Lock()
-	epoch := r.epochFor[term] // a retry keeps this tenure's epoch
+	epoch := uint64(0)
+	if r.epochTerm == term {
+		epoch = r.epoch // a retry keeps this tenure's epoch
+	}
 	r.mu.Unlock()
 	if epoch == 0 {
 		epoch = term
@@ -199,7 +204,7 @@ func (r *replication) promote(ctx context.Context) {
 		return
 	}
 	r.mu.Lock()
-	r.epochFor = map[uint64]uint64{term: epoch}
+	r.epochTerm, r.epoch = term, epoch
 	r.mu.Unlock()
 	r.d.msg.kick()
 	// The marker is this writer's first change: once the database applied

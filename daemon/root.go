@@ -307,10 +307,21 @@ func (r *Root) Assistant(ctx context.Context, rec assistant.Recorder, provider m
 			return nil, configErr(err)
 		}
 	}
+	o := assistantOptions(cfg, provider)
+	o.Store, o.Recorder = st, rec
+	o.Source, o.Thresholds = func() snapshot.Source { return src }, func() signals.Thresholds { return pol }
+	asst, err := assistant.New(o)
+	return asst, configErr(err)
+}
+
+// assistantOptions maps the configuration onto a session's options (the
+// actions, autonomy, assistant and investigation sections, the model's
+// prices, budget and name) around provider; the caller adds the store, the
+// source, the thresholds and where events go.
+func assistantOptions(cfg *config.Config, provider model.Provider) assistant.Options {
 	o := assistant.Options{
-		Store: st, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
 		Actions: actionSpecs(cfg), Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
-		Provider: provider, Config: assistantSettings(cfg), Recorder: rec, SessionTimeout: cfg.Investigation.Timeout,
+		Provider: provider, Config: assistantSettings(cfg), SessionTimeout: cfg.Investigation.Timeout,
 		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
 	}
 	if ep, ok := cfg.Model.Endpoint(); ok {
@@ -318,8 +329,7 @@ func (r *Root) Assistant(ctx context.Context, rec assistant.Recorder, provider m
 	} else if provider != nil {
 		o.ModelName = provider.Name() // the script provider prices as "script"
 	}
-	asst, err := assistant.New(o)
-	return asst, configErr(err)
+	return o
 }
 
 // sourceMetrics are the metrics a source is built with: prebuilt ones

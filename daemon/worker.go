@@ -24,25 +24,15 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config, consume bo
 		return fmt.Errorf("assistant.enabled needs NATS")
 	}
 	b := d.msg.bus
-	var modelName string
-	var maxOut int
-	if ep, ok := cfg.Model.Endpoint(); ok {
-		modelName, maxOut = ep.Model, ep.MaxOutputTokens
-	} else if d.shared.provider != nil {
-		modelName = d.shared.provider.Name() // the script provider prices as "script"
-	}
+	o := assistantOptions(cfg, d.shared.provider)
+	o.Store, o.Publisher, o.StoreRetry = d.store, outboxPublisher{d}, storeRetry(cfg)
+	o.Source = func() snapshot.Source { return d.settings.Load().Source }
+	o.Thresholds = func() signals.Thresholds { return d.settings.Load().Policy }
+	o.Autonomy = func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) } // the reloaded one
+	o.AgentMetrics, o.Neutraliser = d.shared.agentMetrics, d.shared.neutraliser
+	o.Logger, o.Registerer, o.Now = d.log, d.opts.Registerer, d.opts.Now
 	w, err := assistant.NewWorker(assistant.WorkerOptions{
-		Options: assistant.Options{
-			Store:      d.store,
-			Source:     func() snapshot.Source { return d.settings.Load().Source },
-			Thresholds: func() signals.Thresholds { return d.settings.Load().Policy },
-			Autonomy:   func() findings.Autonomy { return findings.Autonomy(d.Config().Patrol.Autonomy) },
-			Actions:    actionSpecs(cfg), Config: assistantSettings(cfg), Provider: d.shared.provider,
-			SessionTimeout: cfg.Investigation.Timeout, StoreRetry: storeRetry(cfg), AgentMetrics: d.shared.agentMetrics, Neutraliser: d.shared.neutraliser,
-			Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now, Publisher: outboxPublisher{d},
-			Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
-			ModelName: modelName, MaxOutputTokens: maxOut,
-		},
+		Options:   o,
 		Transport: d.msg.transport, Stream: b.StreamName(),
 		Subject:       contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationRequests),
 		MaxConcurrent: cfg.Investigation.MaxConcurrent, SweepInterval: assistant.DefaultSweepInterval,

@@ -14,7 +14,6 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -73,19 +72,11 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return err
 	}
-	o := assistant.Options{
-		Store: sessions, Source: func() snapshot.Source { return src }, Thresholds: func() signals.Thresholds { return pol },
-		Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
-		Actions:  actionSpecs(cfg), Config: assistantSettings(cfg), Provider: sh.provider,
-		SessionTimeout: cfg.Investigation.Timeout, StoreRetry: storeRetry(cfg), AgentMetrics: sh.agentMetrics, Neutraliser: sh.neutraliser,
-		Logger: log, Registerer: r.o.Registerer, Now: r.o.Now, Publisher: tr,
-		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
-	}
-	if ep, ok := cfg.Model.Endpoint(); ok {
-		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
-	} else if sh.provider != nil {
-		o.ModelName = sh.provider.Name()
-	}
+	o := assistantOptions(cfg, sh.provider)
+	o.Store, o.Publisher, o.StoreRetry = sessions, tr, storeRetry(cfg)
+	o.Source, o.Thresholds = func() snapshot.Source { return src }, func() signals.Thresholds { return pol }
+	o.AgentMetrics, o.Neutraliser = sh.agentMetrics, sh.neutraliser
+	o.Logger, o.Registerer, o.Now = log, r.o.Registerer, r.o.Now
 	w, err := assistant.NewWorker(assistant.WorkerOptions{
 		Options: o, Transport: tr, Stream: b.StreamName(),
 		Subject:       contracts.FullSubject(b.Prefix(), contracts.SubjectRemediationRequests),

@@ -81,16 +81,27 @@ func captureTouch(ctx context.Context, tx *sql.Tx, ids []byte, lastSeen, runID s
 	}
 	seen, _ := json.Marshal(lastSeen)
 	run, _ := json.Marshal(runID)
-	c, err := json.Marshal(StateChange{Origin: origin, Epoch: uint64(epoch), N: uint64(changes) + 1, Table: "findings", Op: OpTouch,
-		Row: map[string]json.RawMessage{"ids": ids, "last_seen_at": seen, "last_run_id": run}})
-	if err != nil {
-		return err
-	}
 	if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, changes = changes + 1 WHERE id = 1"); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES ('st-' || lower(hex(randomblob(16))), ?, ?, 'findings', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
-		subject, StateEventType, string(c))
+	return queueStateChange(ctx, tx, subject, StateChange{Origin: origin, Epoch: uint64(epoch), N: uint64(changes) + 1, Table: "findings",
+		Op: OpTouch, Row: map[string]json.RawMessage{"ids": ids, "last_seen_at": seen, "last_run_id": run}})
+}
+
+// queueStateChange writes a state change the store makes itself (not a
+// capture trigger's row image) into the outbox, as the triggers do: its
+// table as the resource, none for the epoch marker.
+func queueStateChange(ctx context.Context, tx *sql.Tx, subject string, c StateChange) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	resource := c.Table
+	if resource == skipTable {
+		resource = ""
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES ('st-' || lower(hex(randomblob(16))), ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
+		subject, StateEventType, resource, string(data))
 	return err
 }
 
@@ -201,13 +212,7 @@ func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch
 			subject, origin, int64(epoch)); err != nil {
 			return err
 		}
-		marker, err := json.Marshal(StateChange{Origin: origin, Epoch: epoch, Table: skipTable, Op: OpEpoch})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES ('st-' || lower(hex(randomblob(16))), ?, ?, '', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
-			subject, StateEventType, string(marker))
-		return err
+		return queueStateChange(ctx, tx, subject, StateChange{Origin: origin, Epoch: epoch, Table: skipTable, Op: OpEpoch})
 	})
 }
 
