@@ -28,9 +28,14 @@ func run() int {
 			}
 		}
 	}()
-	root := newRoot(&app{reload: reload, stdout: os.Stdout, stderr: os.Stderr})
+	a := &app{reload: reload, stdout: os.Stdout, stderr: os.Stderr}
+	root := newRoot(a)
 	root.SetArgs(os.Args[1:])
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if perr := a.endProfile(); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "patrold:", err)
 		return exitCode(err)
 	}

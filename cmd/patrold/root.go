@@ -33,6 +33,10 @@ type app struct {
 	notifyReady func(addr string)
 	// workerReady, when set, is told the health address of `worker` (tests).
 	workerReady func(addr string)
+	// cpuProfile is --cpuprofile: a CPU profile of the whole command,
+	// written when it returns (profile.go).
+	cpuProfile  string
+	stopProfile func() error
 }
 
 func newRoot(a *app) *cobra.Command {
@@ -46,6 +50,8 @@ func newRoot(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	root.PersistentFlags().StringVar(&a.configPath, "config", "", "configuration file (default /etc/patrold/patrold.yaml, then ./patrold.yaml)")
+	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for measuring one-shot commands)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.startProfile() }
 	daemon.Version, daemon.Commit = version, commit
 	root.AddCommand(
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
