@@ -21,7 +21,7 @@ func BenchmarkCheckCondition(b *testing.B) {
 	snap := &snapshot.Snapshot{Version: 1, TakenAt: time.Now()}
 	for i := range 5000 {
 		snap.Resources = append(snap.Resources, snapshot.Resource{ID: fmt.Sprintf("storage/p%d", i), Kind: snapshot.KindStorage,
-			Status: "online", Metrics: map[string]float64{"usage_percent": 50}})
+			Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"usage_percent": 50})})
 	}
 	f := &findings.Finding{Key: "high_disk", ResourceID: "storage/p4999"}
 	b.ReportAllocs()

@@ -79,7 +79,7 @@ func TestCheckCondition(t *testing.T) {
 	}
 	snap := func(status string, metrics map[string]float64) *snapshot.Snapshot {
 		return &snapshot.Snapshot{Version: 1, TakenAt: time.Now(), Resources: []snapshot.Resource{
-			{ID: "storage/a", Kind: snapshot.KindStorage, Status: status, Metrics: metrics}}}
+			{ID: "storage/a", Kind: snapshot.KindStorage, Status: status, Metrics: snapshot.MetricsOf(metrics)}}}
 	}
 	f := &findings.Finding{Key: "high_disk", ResourceID: "Storage/a"}
 	cases := []struct {

@@ -138,7 +138,7 @@ func TestClearedFaultResolvesAndRegressionReopens(t *testing.T) {
 }
 
 func node(cpu float64) snapshot.Resource {
-	return snapshot.Resource{ID: "node/n1", Kind: "node", Status: "online", Metrics: map[string]float64{"cpu_percent": cpu}}
+	return snapshot.Resource{ID: "node/n1", Kind: "node", Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"cpu_percent": cpu})}
 }
 
 func TestHysteresisAcrossRuns(t *testing.T) {
@@ -167,7 +167,7 @@ func TestHysteresisAcrossRuns(t *testing.T) {
 func TestIncompleteDataNeverResolves(t *testing.T) {
 	e := newEnv(t)
 	e.src = &snapshot.Snapshot{Version: 1, TakenAt: e.now, Resources: []snapshot.Resource{
-		node(90), {ID: "storage/s", Kind: "storage", Status: "online", Metrics: map[string]float64{"usage_percent": 90}},
+		node(90), {ID: "storage/s", Kind: "storage", Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"usage_percent": 90})},
 	}}
 	if rep := e.run(); len(rep.Findings) != 2 {
 		t.Fatalf("setup: %v", rep.Findings)
@@ -175,8 +175,8 @@ func TestIncompleteDataNeverResolves(t *testing.T) {
 	// Metric missing on the node and the storage pool dropped as invalid
 	// (usage 130): neither finding may resolve.
 	e.src = &snapshot.Snapshot{Version: 1, TakenAt: e.now, Resources: []snapshot.Resource{
-		{ID: "node/n1", Kind: "node", Status: "online", Metrics: map[string]float64{"memory_percent": 10}},
-		{ID: "storage/s", Kind: "storage", Status: "online", Metrics: map[string]float64{"usage_percent": 130}},
+		{ID: "node/n1", Kind: "node", Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"memory_percent": 10})},
+		{ID: "storage/s", Kind: "storage", Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"usage_percent": 130})},
 	}}
 	rep := e.run()
 	if rep.Status != patrol.StatusDegraded || len(rep.InvalidResources) != 1 || len(rep.Resolved) != 0 {
@@ -201,7 +201,7 @@ func TestIncompleteDataNeverResolves(t *testing.T) {
 	// Offline node: metrics stale, finding kept. Storage absent in a
 	// complete run: resource gone, resolved.
 	e.src = &snapshot.Snapshot{Version: 1, TakenAt: e.now, Resources: []snapshot.Resource{
-		{ID: "node/n1", Kind: "node", Status: "offline", Metrics: map[string]float64{"cpu_percent": 1}},
+		{ID: "node/n1", Kind: "node", Status: "offline", Metrics: snapshot.MetricsOf(map[string]float64{"cpu_percent": 1})},
 	}}
 	rep = e.run()
 	if len(rep.Resolved) != 2 {

@@ -47,7 +47,7 @@ func appendMetric(out []Signal, r *snapshot.Resource, typ Type, metric string, t
 	if avg {
 		how = "sustained"
 		s.Evidence["metric"] = metric + "_avg"
-		if w, ok := r.Metrics[snapshot.MetricWindowSeconds]; ok && w > 0 {
+		if w, ok := r.Metrics.Get(snapshot.MetricWindowSeconds); ok && w > 0 {
 			s.Evidence["window_seconds"] = w
 			how = "sustained over " + (time.Duration(w) * time.Second).String()
 		}

@@ -63,13 +63,13 @@ func equal(a, b []want) bool {
 func TestDetectRules(t *testing.T) {
 	def := policy(t, alerts.Settings{})
 	node := func(m map[string]float64, status string) snapshot.Resource {
-		return snapshot.Resource{ID: "node/n1", Kind: snapshot.KindNode, Status: status, Metrics: m}
+		return snapshot.Resource{ID: "node/n1", Kind: snapshot.KindNode, Status: status, Metrics: snapshot.MetricsOf(m)}
 	}
 	vm := func(m map[string]float64, status string) snapshot.Resource {
-		return snapshot.Resource{ID: "vm/1", Kind: snapshot.KindVM, Status: status, Metrics: m}
+		return snapshot.Resource{ID: "vm/1", Kind: snapshot.KindVM, Status: status, Metrics: snapshot.MetricsOf(m)}
 	}
 	storage := func(u float64) snapshot.Resource {
-		return snapshot.Resource{ID: "storage/n1/s", Kind: snapshot.KindStorage, Status: "online", Metrics: map[string]float64{"usage_percent": u}}
+		return snapshot.Resource{ID: "storage/n1/s", Kind: snapshot.KindStorage, Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"usage_percent": u})}
 	}
 	disk := func(s snapshot.Smart) snapshot.Resource {
 		return snapshot.Resource{ID: "disk/n1/sda", Kind: snapshot.KindDisk, Smart: &s}
@@ -135,7 +135,7 @@ func TestDetectRules(t *testing.T) {
 func TestHysteresis(t *testing.T) {
 	p := policy(t, alerts.Settings{})
 	r := func(v float64) snapshot.Resource {
-		return snapshot.Resource{ID: "node/n1", Kind: snapshot.KindNode, Status: "online", Metrics: map[string]float64{"cpu_percent": v}}
+		return snapshot.Resource{ID: "node/n1", Kind: snapshot.KindNode, Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"cpu_percent": v})}
 	}
 	active := signals.Active{{Type: signals.TypeHighCPU, ResourceID: "node/n1"}: true}
 	cases := []struct {
@@ -170,7 +170,7 @@ func TestOverridesAndClearDefaults(t *testing.T) {
 		},
 	})
 	mem := func(id string, tags []string, v float64) snapshot.Resource {
-		return snapshot.Resource{ID: id, Kind: snapshot.KindVM, Status: "running", Tags: tags, Metrics: map[string]float64{"memory_percent": v}}
+		return snapshot.Resource{ID: id, Kind: snapshot.KindVM, Status: "running", Tags: tags, Metrics: snapshot.MetricsOf(map[string]float64{"memory_percent": v})}
 	}
 	if n := len(detect(t, p, nil, mem("vm/5", nil, 84))); n != 0 {
 		t.Errorf("default trigger 85 from config: 84 gave %d signals", n)
@@ -198,7 +198,7 @@ func TestOverridesAndClearDefaults(t *testing.T) {
 	if n := len(detect(t, p, nil, stale("vm/223"))); n != 1 {
 		t.Errorf("vm/223 is not matched by vm/1*: 60h old gave %d signals, want 1", n)
 	}
-	st := snapshot.Resource{ID: "storage/pve1/local", Kind: snapshot.KindStorage, Status: "online", Metrics: map[string]float64{"usage_percent": 85}}
+	st := snapshot.Resource{ID: "storage/pve1/local", Kind: snapshot.KindStorage, Status: "online", Metrics: snapshot.MetricsOf(map[string]float64{"usage_percent": 85})}
 	if n := len(detect(t, p, nil, st)); n != 0 {
 		t.Errorf("storage/* glob spans slashes: 85 under trigger 90 gave %d signals", n)
 	}

@@ -181,7 +181,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("invalid resource kept: %+v", r)
 			}
 			seen[r.ID] = true
-			for name, v := range r.Metrics {
+			for name, v := range r.Metrics.All() {
 				if strings.HasSuffix(name, "_percent") && (v < 0 || v > 100) {
 					t.Fatalf("metric %s=%v kept", name, v)
 				}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ type fastParser struct {
 	res    Resource
 	text   arena
 	intern map[string]string
+	// metricBuf gathers one resource's metrics; metricSlab holds them all.
+	metricBuf  Metrics
+	metricSlab metricSlab
 }
 
 func newFastParser(strict bool) *fastParser {
@@ -381,11 +385,14 @@ func (p *fastParser) labels() (map[string]string, bool) {
 
 // metrics reads the metrics object and applies the metric checks: a value
 // that fails them leaves the fast path (v1 names the first in key order).
-func (p *fastParser) metrics() (map[string]float64, bool) {
+// The values are gathered in a scratch buffer, in name order (a repeated
+// name: the last wins), and copied into the parser's shared array, so a
+// resource's metrics cost no allocation of their own.
+func (p *fastParser) metrics() (Metrics, bool) {
 	if null, ok := p.nullOrObject(); null || !ok {
 		return nil, ok
 	}
-	var out map[string]float64
+	buf := p.metricBuf[:0]
 	for more := p.first('}'); more; more = p.next('}') {
 		k, ok := p.key()
 		if !ok {
@@ -402,12 +409,37 @@ func (p *fastParser) metrics() (map[string]float64, bool) {
 		if v > 100 && isPercentBytes(k) {
 			return nil, false
 		}
-		if out == nil {
-			out = make(map[string]float64, 8)
+		if n := len(buf); n == 0 || buf[n-1].Name < string(k) {
+			buf = append(buf, Metric{Name: p.internBytes(k), Value: v})
+		} else {
+			buf.Set(p.internBytes(k), v)
 		}
-		out[p.internBytes(k)] = v
 	}
-	return out, true
+	p.metricBuf = buf
+	if len(buf) == 0 {
+		return nil, true
+	}
+	return p.metricSlab.take(buf), true
+}
+
+// metricSlab hands out the metrics of many resources from one array: each
+// resource's slice is full (len == cap), so a later Set that adds a name
+// copies instead of writing into the neighbour's values.
+type metricSlab struct{ free []Metric }
+
+const metricSlabLen = 1024
+
+func (s *metricSlab) take(m Metrics) Metrics {
+	if len(m) > metricSlabLen/8 {
+		return slices.Clone(m)
+	}
+	if len(s.free) < len(m) {
+		s.free = make([]Metric, metricSlabLen)
+	}
+	out := s.free[:len(m):len(m)]
+	copy(out, m)
+	s.free = s.free[len(m):]
+	return out
 }
 
 func isPercentBytes(k []byte) bool {

@@ -69,20 +69,20 @@ type Snapshot struct {
 
 // Resource is one host, guest, storage pool or disk.
 type Resource struct {
-	ID        string             `json:"id"`
-	Kind      Kind               `json:"kind"`
-	Name      string             `json:"name,omitempty"`
-	Parent    string             `json:"parent,omitempty"`
-	Status    string             `json:"status,omitempty"`
-	Tags      []string           `json:"tags,omitempty"`
-	Labels    map[string]string  `json:"labels,omitempty"`
-	Metrics   map[string]float64 `json:"metrics,omitempty"`
-	Addresses []string           `json:"addresses,omitempty"`
-	Reachable *bool              `json:"reachable,omitempty"`
-	Backup    *Backup            `json:"backup,omitempty"`
-	Smart     *Smart             `json:"smart,omitempty"`
-	Notes     string             `json:"notes,omitempty"`
-	Logs      []string           `json:"logs,omitempty"`
+	ID        string            `json:"id"`
+	Kind      Kind              `json:"kind"`
+	Name      string            `json:"name,omitempty"`
+	Parent    string            `json:"parent,omitempty"`
+	Status    string            `json:"status,omitempty"`
+	Tags      []string          `json:"tags,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Metrics   Metrics           `json:"metrics,omitempty"`
+	Addresses []string          `json:"addresses,omitempty"`
+	Reachable *bool             `json:"reachable,omitempty"`
+	Backup    *Backup           `json:"backup,omitempty"`
+	Smart     *Smart            `json:"smart,omitempty"`
+	Notes     string            `json:"notes,omitempty"`
+	Logs      []string          `json:"logs,omitempty"`
 }
 
 // Backup is the backup state of a backup-tracked guest.
@@ -117,10 +117,10 @@ type Smart struct {
 // Metric returns the sustained value of a metric: the _avg value when
 // present, else the current value. ok is false when neither is present.
 func (r *Resource) Metric(name string) (v float64, avg bool, ok bool) {
-	if v, ok := r.Metrics[avgName(name)]; ok {
+	if v, ok := r.Metrics.Get(avgName(name)); ok {
 		return v, true, true
 	}
-	v, ok = r.Metrics[name]
+	v, ok = r.Metrics.Get(name)
 	return v, false, ok
 }
 

@@ -144,7 +144,7 @@ func TestDecodeReaderStreams(t *testing.T) {
 	snap := &Snapshot{Version: 1, TakenAt: time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), Source: "t"}
 	for i := range 3000 {
 		snap.Resources = append(snap.Resources, Resource{ID: "vm/" + strconv.Itoa(i), Kind: KindVM,
-			Status: StatusRunning, Tags: []string{"prod"}, Metrics: map[string]float64{MetricCPU: float64(i % 120)}})
+			Status: StatusRunning, Tags: []string{"prod"}, Metrics: MetricsOf(map[string]float64{MetricCPU: float64(i % 120)})})
 	}
 	data, err := Encode(snap)
 	if err != nil {

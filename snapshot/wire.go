@@ -159,7 +159,7 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		Backup: w.Backup, Smart: w.Smart, Notes: w.Notes, Logs: w.Logs,
 	}
 	if len(w.Metrics) > 0 {
-		r.Metrics = make(map[string]float64, len(w.Metrics))
+		r.Metrics = make(Metrics, 0, len(w.Metrics))
 		for _, name := range sortedKeys(w.Metrics) {
 			v := w.Metrics[name]
 			field := "metrics." + name
@@ -173,7 +173,7 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 			case *v < 0:
 				return fail(field, "negative")
 			}
-			r.Metrics[name] = *v
+			r.Metrics = append(r.Metrics, Metric{Name: name, Value: *v}) // in name order
 		}
 	}
 	if s := r.Smart; s != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -95,13 +94,8 @@ func printSnapshot(w io.Writer, snap *snapshot.Snapshot) {
 		if r.Name != "" && !strings.HasSuffix(r.ID, "/"+r.Name) {
 			fields = append(fields, strconv.Quote(r.Name))
 		}
-		names := make([]string, 0, len(r.Metrics))
-		for n := range r.Metrics {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fields = append(fields, fmt.Sprintf("%s=%g", n, r.Metrics[n]))
+		for n, v := range r.Metrics.All() { // in name order
+			fields = append(fields, fmt.Sprintf("%s=%g", n, v))
 		}
 		if s := r.Smart; s != nil {
 			fields = append(fields, fmt.Sprintf("smart=%s reallocated=%d pending=%d uncorrectable=%d crc=%d media=%d",

@@ -107,7 +107,7 @@ func TestSeedContextRespectsBudget(t *testing.T) {
 	for i := range 400 {
 		snap.Resources = append(snap.Resources, snapshot.Resource{
 			ID: fmt.Sprintf("vm/%d", 1000+i), Kind: snapshot.KindVM, Name: fmt.Sprintf("guest-%d", i), Status: "running",
-			Metrics: map[string]float64{"cpu_percent": 99, "memory_percent": 10, "disk_percent": 10},
+			Metrics: snapshot.MetricsOf(map[string]float64{"cpu_percent": 99, "memory_percent": 10, "disk_percent": 10}),
 			Notes:   strings.Repeat("a long operator note ", 10),
 		})
 	}

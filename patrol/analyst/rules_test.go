@@ -41,7 +41,7 @@ func TestSeedBudget(t *testing.T) {
 // on a resource without that signal, with the detectors' staleness rules.
 func TestTriageWatchFlags(t *testing.T) {
 	res := func(id string, kind snapshot.Kind, status string, metrics map[string]float64) snapshot.Resource {
-		return snapshot.Resource{ID: id, Kind: kind, Status: status, Metrics: metrics}
+		return snapshot.Resource{ID: id, Kind: kind, Status: status, Metrics: snapshot.MetricsOf(metrics)}
 	}
 	snap := &snapshot.Snapshot{Version: 1, TakenAt: testNow, Resources: []snapshot.Resource{
 		res("node/a", snapshot.KindNode, "online", map[string]float64{"cpu_percent": 65, "memory_percent": 74.9}), // cpu at trigger-5: watch; memory just outside

@@ -48,13 +48,13 @@ func viewResource(r *snapshot.Resource, th alerts.Thresholds, takenAt time.Time)
 
 // resourceSummary is one row of list_resources.
 type resourceSummary struct {
-	ID      string             `json:"id"`
-	Kind    snapshot.Kind      `json:"kind"`
-	Name    string             `json:"name,omitempty"`
-	Status  string             `json:"status,omitempty"`
-	Parent  string             `json:"parent,omitempty"`
-	Tags    []string           `json:"tags,omitempty"`
-	Metrics map[string]float64 `json:"metrics,omitempty"`
+	ID      string           `json:"id"`
+	Kind    snapshot.Kind    `json:"kind"`
+	Name    string           `json:"name,omitempty"`
+	Status  string           `json:"status,omitempty"`
+	Parent  string           `json:"parent,omitempty"`
+	Tags    []string         `json:"tags,omitempty"`
+	Metrics snapshot.Metrics `json:"metrics,omitempty"`
 }
 
 func summarise(r *snapshot.Resource) resourceSummary {

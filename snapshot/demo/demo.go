@@ -140,7 +140,7 @@ func (g *gen) node(id, name string) snapshot.Resource {
 		mem = g.pct(82, 98)
 	}
 	return snapshot.Resource{ID: id, Kind: snapshot.KindNode, Name: name, Status: snapshot.StatusOnline,
-		Tags: []string{"demo"}, Metrics: map[string]float64{"cpu_percent": cpu, "cpu_percent_avg": cpu, "memory_percent": mem, "window_seconds": 900}}
+		Tags: []string{"demo"}, Metrics: snapshot.Metrics{{Name: "cpu_percent", Value: cpu}, {Name: "cpu_percent_avg", Value: cpu}, {Name: "memory_percent", Value: mem}, {Name: "window_seconds", Value: 900}}}
 }
 
 func (g *gen) storage(nodeID, nodeName, pool string) snapshot.Resource {
@@ -150,7 +150,7 @@ func (g *gen) storage(nodeID, nodeName, pool string) snapshot.Resource {
 		use = g.pct(76, 99)
 	}
 	return snapshot.Resource{ID: id, Kind: snapshot.KindStorage, Name: pool, Parent: nodeID, Status: snapshot.StatusOnline,
-		Metrics: map[string]float64{"usage_percent": use}}
+		Metrics: snapshot.Metrics{{Name: "usage_percent", Value: use}}}
 }
 
 func (g *gen) disk(nodeID, nodeName, dev string) snapshot.Resource {
@@ -199,5 +199,5 @@ func (g *gen) guest(nodeID string, n int) snapshot.Resource {
 	}
 	return snapshot.Resource{ID: id, Kind: kind, Name: fmt.Sprintf("%s-%d", prefix, 100+n), Parent: nodeID, Status: status,
 		Tags: []string{"demo"}, Reachable: &reachable,
-		Metrics: map[string]float64{"cpu_percent": cpu, "memory_percent": mem, "disk_percent": disk}, Backup: bk}
+		Metrics: snapshot.Metrics{{Name: "cpu_percent", Value: cpu}, {Name: "disk_percent", Value: disk}, {Name: "memory_percent", Value: mem}}, Backup: bk}
 }

@@ -54,7 +54,7 @@ func TestCollectValidDocument(t *testing.T) {
 	if snap.Source != DefaultSourceName {
 		t.Errorf("source = %q, want %q", snap.Source, DefaultSourceName)
 	}
-	if len(snap.Resources) != 2 || snap.Resources[0].ID != "node/pve1" || snap.Resources[0].Metrics["cpu_percent"] != 91 {
+	if len(snap.Resources) != 2 || snap.Resources[0].ID != "node/pve1" || snap.Resources[0].Metrics.Map()["cpu_percent"] != 91 {
 		t.Fatalf("resources = %+v", snap.Resources)
 	}
 	if len(problems) != 1 || problems[0].ID != "thing/1" || problems[0].Field != "kind" {

@@ -117,10 +117,7 @@ func nodeMetric(name string) func(*builder, *model.Sample) bool {
 }
 
 func setMetric(r *snapshot.Resource, name string, v float64) {
-	if r.Metrics == nil {
-		r.Metrics = map[string]float64{}
-	}
-	r.Metrics[name] = v
+	r.Metrics.Set(name, v)
 }
 
 // storageKey turns a mount point into the last id segment: "/" is "root",

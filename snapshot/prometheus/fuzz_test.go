@@ -62,7 +62,7 @@ func FuzzBuild(f *testing.F) {
 			if !r.Kind.Valid() || !strings.HasPrefix(r.ID, string(r.Kind)+"/") {
 				t.Fatalf("%s: resource id %q does not match kind %s", spec.name, r.ID, r.Kind)
 			}
-			for name, v := range r.Metrics {
+			for name, v := range r.Metrics.All() {
 				if strings.Contains(name, "_percent") && (v < 0 || v > 100) {
 					t.Fatalf("%s: %s %s = %v", spec.name, r.ID, name, v)
 				}

@@ -91,7 +91,7 @@ func TestIntegrationNodeExporter(t *testing.T) {
 		snap, problems, err := src.Collect(context.Background())
 		if err == nil && len(problems) == 0 {
 			node = byID(snap)[want]
-			if _, ok := node.Metrics["cpu_percent"]; ok && node.Metrics["memory_percent"] > 0 {
+			if _, ok := node.Metrics.Map()["cpu_percent"]; ok && node.Metrics.Map()["memory_percent"] > 0 {
 				break
 			}
 		}
@@ -104,12 +104,12 @@ func TestIntegrationNodeExporter(t *testing.T) {
 		t.Errorf("%s status = %q, want online (up == 1)", want, node.Status)
 	}
 	for _, m := range []string{"cpu_percent", "cpu_percent_avg", "memory_percent", "memory_percent_avg"} {
-		v, ok := node.Metrics[m]
+		v, ok := node.Metrics.Map()[m]
 		if !ok || v < 0 || v > 100 {
 			t.Errorf("%s = %v (present %v), want a percentage", m, v, ok)
 		}
 	}
-	if node.Metrics["memory_percent"] == 100 || node.Metrics["window_seconds"] != DefaultWindow.Seconds() {
+	if node.Metrics.Map()["memory_percent"] == 100 || node.Metrics.Map()["window_seconds"] != DefaultWindow.Seconds() {
 		t.Errorf("implausible metrics: %v", node.Metrics)
 	}
 	t.Logf("%s: %v", want, node.Metrics)

@@ -105,8 +105,8 @@ func TestRecordedNodesAndStorage(t *testing.T) {
 	}
 	res := byID(snap)
 	pve1 := res["node/pve1"]
-	if pve1.Status != snapshot.StatusOnline || pve1.Metrics["cpu_percent"] != 91.5 || pve1.Metrics["cpu_percent_avg"] != 88.25 ||
-		pve1.Metrics["memory_percent"] != 40.2 || pve1.Metrics["memory_percent_avg"] != 39 || pve1.Metrics["window_seconds"] != 900 {
+	if pve1.Status != snapshot.StatusOnline || pve1.Metrics.Map()["cpu_percent"] != 91.5 || pve1.Metrics.Map()["cpu_percent_avg"] != 88.25 ||
+		pve1.Metrics.Map()["memory_percent"] != 40.2 || pve1.Metrics.Map()["memory_percent_avg"] != 39 || pve1.Metrics.Map()["window_seconds"] != 900 {
 		t.Errorf("node/pve1 = %+v", pve1)
 	}
 	if res["node/pve2"].Status != snapshot.StatusOffline {
@@ -115,17 +115,17 @@ func TestRecordedNodesAndStorage(t *testing.T) {
 	// The configured node label wins over the instance; overshoots are
 	// clamped; a NaN is left out.
 	pve3 := res["node/pve3"]
-	if _, bad := res["node/10.0.0.9"]; bad || pve3.Metrics["cpu_percent"] != 100 || pve3.Metrics["cpu_percent_avg"] != 0 {
+	if _, bad := res["node/10.0.0.9"]; bad || pve3.Metrics.Map()["cpu_percent"] != 100 || pve3.Metrics.Map()["cpu_percent_avg"] != 0 {
 		t.Errorf("node/pve3 = %+v (resources %v)", pve3, res)
 	}
-	if _, ok := pve3.Metrics["memory_percent_avg"]; ok {
+	if _, ok := pve3.Metrics.Map()["memory_percent_avg"]; ok {
 		t.Errorf("NaN memory average kept: %+v", pve3.Metrics)
 	}
 	root, vz := res["storage/pve1/root"], res["storage/pve1/var/lib/vz"]
-	if root.Metrics["usage_percent"] != 96.3 || root.Parent != "node/pve1" || root.Name != "/" || root.Labels["fstype"] != "ext4" {
+	if root.Metrics.Map()["usage_percent"] != 96.3 || root.Parent != "node/pve1" || root.Name != "/" || root.Labels["fstype"] != "ext4" {
 		t.Errorf("storage/pve1/root = %+v", root)
 	}
-	if vz.Metrics["usage_percent"] != 50 || vz.Kind != snapshot.KindStorage {
+	if vz.Metrics.Map()["usage_percent"] != 50 || vz.Kind != snapshot.KindStorage {
 		t.Errorf("storage/pve1/var/lib/vz = %+v", vz)
 	}
 	if len(snap.Resources) != 12 {
@@ -207,7 +207,7 @@ func TestPartialFailure(t *testing.T) {
 		t.Fatalf("problem = %+v, want query.disk_pending with the server error", problems[0])
 	}
 	res := byID(snap)
-	if res["node/pve1"].Metrics["cpu_percent"] != 91.5 || res["storage/pve1/root"].Metrics["usage_percent"] != 96.3 || res["vm/101"].Backup == nil {
+	if res["node/pve1"].Metrics.Map()["cpu_percent"] != 91.5 || res["storage/pve1/root"].Metrics.Map()["usage_percent"] != 96.3 || res["vm/101"].Backup == nil {
 		t.Fatalf("the queries that worked are missing: %v", res)
 	}
 	// No half-filled disk: sda would read pending_sectors 0 and clear a

@@ -22,9 +22,9 @@ func percent(part, whole float64) (float64, bool) {
 }
 
 // setPercent records a percentage metric when it is a number.
-func setPercent(m map[string]float64, name string, part, whole float64) {
+func setPercent(m *snapshot.Metrics, name string, part, whole float64) {
 	if v, ok := percent(part, whole); ok {
-		m[name] = v
+		m.Set(name, v)
 	}
 }
 
@@ -37,12 +37,12 @@ func nodeResource(r clusterResource) snapshot.Resource {
 		out.Status = snapshot.StatusOffline
 	}
 	if out.Status == snapshot.StatusOnline {
-		out.Metrics = map[string]float64{}
+		out.Metrics = snapshot.Metrics{}
 		if r.CPU.set {
-			setPercent(out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
+			setPercent(&out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
 		}
 		if r.Mem.set {
-			setPercent(out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
+			setPercent(&out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
 		}
 	}
 	return out
@@ -80,15 +80,15 @@ func guestResource(r clusterResource, nodeOnline bool) snapshot.Resource {
 		out.Labels = labels
 	}
 	if nodeOnline && (out.Status == snapshot.StatusRunning || out.Status == snapshot.StatusPaused) {
-		out.Metrics = map[string]float64{}
+		out.Metrics = snapshot.Metrics{}
 		if r.CPU.set {
-			setPercent(out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
+			setPercent(&out.Metrics, snapshot.MetricCPU, r.CPU.v, 1)
 		}
 		if r.Mem.set {
-			setPercent(out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
+			setPercent(&out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
 		}
 		if r.Disk.v > 0 {
-			setPercent(out.Metrics, snapshot.MetricDisk, r.Disk.v, r.MaxDisk.v)
+			setPercent(&out.Metrics, snapshot.MetricDisk, r.Disk.v, r.MaxDisk.v)
 		}
 	}
 	return out
@@ -100,8 +100,8 @@ func storageResource(e storageEntry) snapshot.Resource {
 	case "available":
 		out.Status = snapshot.StatusOnline
 		if e.Disk.set {
-			out.Metrics = map[string]float64{}
-			setPercent(out.Metrics, snapshot.MetricUsage, e.Disk.v, e.MaxDisk.v)
+			out.Metrics = snapshot.Metrics{}
+			setPercent(&out.Metrics, snapshot.MetricUsage, e.Disk.v, e.MaxDisk.v)
 		}
 	case "", "unknown":
 		out.Status = snapshot.StatusUnknown
