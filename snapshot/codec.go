@@ -138,7 +138,6 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 		source    string
 		haveRes   bool
 		resources []Resource
-		index     []int // original array index of each kept resource
 		problems  []Problem
 		unknown   *string // first unknown document key (strict)
 	)
@@ -220,11 +219,11 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 					if _, err := d.ReadToken(); err != nil {
 						return nil, nil, err
 					}
-					haveRes, resources, index, problems = false, nil, nil, nil
+					haveRes, resources, problems = false, nil, nil
 				case '[':
 					// A later "resources" replaces an earlier one.
-					haveRes, resources, index, problems = true, make([]Resource, 0, hint), make([]int, 0, hint), nil
-					if resources, index, problems, err = decodeResources(d, fp, resources, index); err != nil {
+					haveRes, resources, problems = true, make([]Resource, 0, hint), nil
+					if resources, problems, err = decodeResources(d, fp, resources); err != nil {
 						return nil, nil, err
 					}
 				default:
@@ -286,28 +285,28 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 		problems = append([]Problem{{ID: "(document)", Index: 0, Field: strings.Trim(strconv.Quote(*unknown), `"`),
 			Problem: "unknown field (ignored)", Warning: true}}, problems...)
 	}
-	snap.Resources, problems = dropDuplicates(snap.Resources, index, problems)
+	snap.Resources, problems = dropDuplicates(snap.Resources, problems)
 	return snap, problems, nil
 }
 
 // decodeResources reads the elements of the resources array (the '[' is
 // next) through its ']'.
-func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, index []int) ([]Resource, []int, []Problem, error) {
+func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource) ([]Resource, []Problem, error) {
 	if _, err := d.ReadToken(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	var problems []Problem
 	for i := 0; ; i++ {
 		k, err := peek(d)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if k == ']' {
 			break
 		}
 		raw, err := d.ReadValue() // validated, not copied: valid until the next read
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		var r *Resource
 		var probs []Problem
@@ -322,13 +321,12 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, 
 		problems = append(problems, probs...)
 		if r != nil {
 			resources = append(resources, *r)
-			index = append(index, i)
 		}
 	}
 	if _, err := d.ReadToken(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return resources, index, problems, nil
+	return resources, problems, nil
 }
 
 // peek returns the kind of the next token, or the error reading it.

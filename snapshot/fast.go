@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -27,6 +28,28 @@ type fastParser struct {
 	// metricBuf gathers one resource's metrics; metricSlab holds them all.
 	metricBuf  Metrics
 	metricSlab metricSlab
+	// The last tags and the last two times read, by the text they were
+	// read from: a fleet repeats them, and a repeat shares the value.
+	lastTags  reread[[]string]
+	lastTimes [2]reread[*time.Time]
+	nextTime  int
+}
+
+// reread is a value and the JSON text it was decoded from.
+type reread[T any] struct {
+	raw []byte
+	v   T
+}
+
+// at reports whether the value at the cursor is the text of x (a
+// complete JSON value, so a prefix match is the whole value) and, if it
+// is, moves past it.
+func (p *fastParser) at(raw []byte) bool {
+	if len(raw) == 0 || !bytes.HasPrefix(p.b[p.i:], raw) {
+		return false
+	}
+	p.i += len(raw)
+	return true
 }
 
 func newFastParser(strict bool) *fastParser {
@@ -102,7 +125,7 @@ func (p *fastParser) parse(raw []byte) bool {
 		case fNotes:
 			ok = p.setString(&r.Notes, false)
 		case fTags:
-			r.Tags, ok = p.strings(true)
+			r.Tags, ok = p.tags()
 		case fAddresses:
 			r.Addresses, ok = p.strings(false)
 		case fLogs:
@@ -364,6 +387,28 @@ func (p *fastParser) strings(intern bool) ([]string, bool) {
 	return out, true
 }
 
+// tags reads the tags; the same text as the last tags read gives the same
+// slice (a fleet's resources mostly carry the same few tags). The slice is
+// full (len == cap), so an append to one resource's tags copies them.
+func (p *fastParser) tags() ([]string, bool) {
+	if p.ws(); p.at(p.lastTags.raw) {
+		return p.lastTags.v, true
+	}
+	start := p.i
+	v, ok := p.strings(true)
+	if !ok || len(v) == 0 {
+		return v, ok
+	}
+	v = v[:len(v):len(v)]
+	if p.i-start <= maxRereadTags {
+		p.lastTags.raw, p.lastTags.v = append(p.lastTags.raw[:0], p.b[start:p.i]...), v
+	}
+	return v, true
+}
+
+// maxRereadTags bounds the text of tags kept for comparison.
+const maxRereadTags = 256
+
 func (p *fastParser) labels() (map[string]string, bool) {
 	if null, ok := p.nullOrObject(); null || !ok {
 		return nil, ok
@@ -519,20 +564,30 @@ func (p *fastParser) nullOrObject() (null, ok bool) {
 }
 
 // timePtr reads a time the way v1 does (time.Time's UnmarshalJSON on the
-// quoted text); null is nil.
+// quoted text); null is nil. The text of one of the last two times read
+// gives the same pointer (backups finish at the same times across a
+// fleet), which is why decoded times are never written through.
 func (p *fastParser) timePtr() (*time.Time, bool) {
 	if p.peek() == 'n' {
 		return nil, p.skip()
+	}
+	for j := range p.lastTimes {
+		if p.at(p.lastTimes[j].raw) {
+			return p.lastTimes[j].v, true
+		}
 	}
 	start := p.i
 	if _, _, _, ok := p.scanString(); !ok {
 		return nil, false
 	}
-	var t time.Time
+	t := new(time.Time)
 	if t.UnmarshalJSON(p.b[start:p.i]) != nil {
 		return nil, false
 	}
-	return &t, true
+	last := &p.lastTimes[p.nextTime]
+	p.nextTime = (p.nextTime + 1) % len(p.lastTimes)
+	last.raw, last.v = append(last.raw[:0], p.b[start:p.i]...), t
+	return t, true
 }
 
 func (p *fastParser) smart() (*Smart, bool) {

@@ -68,6 +68,11 @@ type Snapshot struct {
 }
 
 // Resource is one host, guest, storage pool or disk.
+//
+// A decoded resource may share what its fields refer to with other
+// resources of the same snapshot (the array of its metrics, its tags
+// slice, its backup times), so a fleet of a million costs a few hundred
+// bytes each: treat them as read-only, and copy before changing one.
 type Resource struct {
 	ID        string            `json:"id"`
 	Kind      Kind              `json:"kind"`

@@ -163,3 +163,44 @@ func TestDecodeReaderStreams(t *testing.T) {
 		t.Fatalf("problems %v", ap)
 	}
 }
+
+// TestDuplicatePlaces: every copy of a repeated id is dropped with a
+// problem naming its place in the array, counted over the elements
+// dropped before it and unmoved by warnings, in both decoders.
+func TestDuplicatePlaces(t *testing.T) {
+	doc := `{"version":1,"colour":1,"resources":[
+	 {"id":"x/1","kind":"switch"},
+	 {"id":"vm/1","kind":"vm","status":"zombie"},
+	 {"kind":"vm"},
+	 {"id":"vm/2","kind":"vm","colour":2},
+	 {"id":"VM/1","kind":"vm"},
+	 {"id":"vm/3","kind":"vm","metrics":{"cpu_percent":101}},
+	 {"id":"vm/2","kind":"vm"},
+	 {"id":"vm/1","kind":"vm"},
+	 {"id":"vm/4","kind":"vm"}
+	]}`
+	dup := func(id string, i, n int) Problem {
+		return Problem{ID: id, Index: i, Field: "id", Problem: "duplicate id (appears " + strconv.Itoa(n) + " times; every copy dropped)"}
+	}
+	want := []Problem{
+		{ID: "(document)", Index: 0, Field: "colour", Problem: "unknown field (ignored)", Warning: true},
+		{ID: "x/1", Index: 0, Field: "kind", Problem: `unknown kind "switch" (want node, vm, container, storage or disk)`},
+		{ID: "vm/1", Index: 1, Field: "status", Problem: `unrecognised status "zombie" for a vm; treated as unknown`, Warning: true},
+		{Index: 2, Field: "id", Problem: "required"},
+		{ID: "vm/2", Index: 3, Field: "colour", Problem: "unknown field (ignored)", Warning: true},
+		{ID: "vm/3", Index: 5, Field: "metrics.cpu_percent", Problem: "outside 0..100"},
+		dup("vm/1", 1, 3), dup("vm/2", 3, 2), dup("vm/1", 4, 3), dup("vm/2", 6, 2), dup("vm/1", 7, 3),
+	}
+	for name, decode := range map[string]func([]byte, DecodeOptions) (*Snapshot, []Problem, error){"stream": Decode, "v1": decodeV1} {
+		snap, probs, err := decode([]byte(doc), DecodeOptions{Strict: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(probs, want) {
+			t.Errorf("%s: problems\n%v\nwant\n%v", name, probs, want)
+		}
+		if len(snap.Resources) != 1 || snap.Resources[0].ID != "vm/4" {
+			t.Errorf("%s: kept %v, want vm/4 alone", name, snap.Resources)
+		}
+	}
+}

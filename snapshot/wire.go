@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,16 +74,14 @@ func decodeV1(data []byte, opts DecodeOptions) (*Snapshot, []Problem, error) {
 	if opts.Strict {
 		problems = append(problems, unknownFields(data, -1, "", document{})...)
 	}
-	index := make([]int, 0, len(doc.Resources)) // original array index of each kept resource
 	for i, raw := range doc.Resources {
 		r, probs := decodeResource(raw, i, opts.Strict)
 		problems = append(problems, probs...)
 		if r != nil {
 			snap.Resources = append(snap.Resources, *r)
-			index = append(index, i)
 		}
 	}
-	snap.Resources, problems = dropDuplicates(snap.Resources, index, problems)
+	snap.Resources, problems = dropDuplicates(snap.Resources, problems)
 	return snap, problems, nil
 }
 
@@ -255,7 +255,14 @@ func unknownFields[T any](raw []byte, i int, id string, _ T) []Problem {
 	return []Problem{p}
 }
 
-func dropDuplicates(rs []Resource, index []int, problems []Problem) ([]Resource, []Problem) {
+// dropDuplicates drops every copy of a repeated id, with a problem for
+// each naming its place in the resources array. problems are the decode's
+// (in array order), from which the place of each kept resource is
+// recovered: the decode keeps no index of its own.
+func dropDuplicates(rs []Resource, problems []Problem) ([]Resource, []Problem) {
+	if !mayRepeat(rs) {
+		return rs, problems
+	}
 	seen := make(map[string]int, len(rs))
 	for i := range rs {
 		seen[rs[i].ID]++
@@ -263,6 +270,7 @@ func dropDuplicates(rs []Resource, index []int, problems []Problem) ([]Resource,
 	if len(seen) == len(rs) {
 		return rs, problems
 	}
+	index := keptIndex(len(rs), problems)
 	kept := rs[:0]
 	for i := range rs {
 		if seen[rs[i].ID] > 1 {
@@ -273,6 +281,50 @@ func dropDuplicates(rs []Resource, index []int, problems []Problem) ([]Resource,
 		kept = append(kept, rs[i])
 	}
 	return kept, problems
+}
+
+// mayRepeat reports whether two resources may share an id: whether two
+// ids hash alike. The hashes are sorted, not put in a map, so a large
+// fleet without repeats (the usual case) costs 8 bytes a resource here;
+// equal hashes send the caller to the exact count.
+func mayRepeat(rs []Resource) bool {
+	if len(rs) < 2 {
+		return false
+	}
+	seed := maphash.MakeSeed()
+	hs := make([]uint64, len(rs))
+	for i := range rs {
+		hs[i] = maphash.String(seed, rs[i].ID)
+	}
+	slices.Sort(hs)
+	for i := 1; i < len(hs); i++ {
+		if hs[i] == hs[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// keptIndex returns the resources-array index of each of n kept
+// resources: the elements not dropped, a dropped element being one with a
+// problem that is not a warning (decodeResource gives exactly one).
+func keptIndex(n int, problems []Problem) []int {
+	index := make([]int, 0, n)
+	next := 0 // the next array index not yet placed
+	for _, p := range problems {
+		if p.Warning {
+			continue
+		}
+		for ; next < p.Index; next++ {
+			index = append(index, next)
+		}
+		next = p.Index + 1
+	}
+	for len(index) < n {
+		index = append(index, next)
+		next++
+	}
+	return index
 }
 
 func peekID(raw []byte) string {
