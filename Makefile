@@ -31,7 +31,7 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 30m ./...
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./snapshot
+	for f in FuzzDecode FuzzDecodeMatchesV1 FuzzMetricsJSON; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz FuzzNeutraliseDocument -fuzztime $(FUZZTIME) ./model/prompt
 	$(GO) test -run '^$$' -fuzz FuzzGroundNote -fuzztime $(FUZZTIME) ./assistant
