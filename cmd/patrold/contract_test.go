@@ -283,7 +283,7 @@ func TestDBCheckAndVacuum(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "database "+db+": vacuumed, ") {
 		t.Fatalf("db vacuum: %d %q", code, out)
 	}
-	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version 11, ") {
+	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version 12, ") {
 		t.Fatalf("db check text: %d %q", code, out)
 	}
 }
