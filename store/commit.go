@@ -297,11 +297,12 @@ func touch(ctx context.Context, tx *sql.Tx, ids []string, now time.Time, runID s
 // 20 bytes an id, well under a NATS message).
 const touchChunk = 5000
 
-// touchRows is the re-detection update itself, on a JSON list of ids. It
-// moves the findings version once (the version triggers leave these three
-// columns to it, so a touch of many rows costs one counter update).
+// touchRows is the re-detection update itself, on a JSON list of ids: of
+// their narrow finding_seen rows, not the findings rows. It moves the
+// findings version once (finding_seen has no version trigger, so a touch
+// of many rows costs one counter update).
 func touchRows(ctx context.Context, tx *sql.Tx, list []byte, lastSeen, runID string) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE findings SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
+	if _, err := tx.ExecContext(ctx, `UPDATE finding_seen SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
 		WHERE id IN (SELECT value FROM json_each(?))`, lastSeen, runID, string(list)); err != nil {
 		return err
 	}

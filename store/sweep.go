@@ -18,7 +18,8 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 	var res findings.SweepResult
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM findings WHERE suppressed = 0 AND (
-			(status = 'resolved' AND resolved_at < ?) OR (dismissed_reason != '' AND last_seen_at < ?))`,
+			(status = 'resolved' AND resolved_at < ?) OR
+			(dismissed_reason != '' AND id IN (SELECT id FROM finding_seen WHERE last_seen_at < ?)))`,
 			fmtTime(now.Add(-resolvedRetention)), fmtTime(now.Add(-findings.DismissedRetention)))
 		if err != nil {
 			return fmt.Errorf("retention: %w", err)
