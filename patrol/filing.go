@@ -3,10 +3,10 @@ package patrol
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/patrold/patrold/contracts"
@@ -140,19 +140,83 @@ func observationFor(s *signals.Signal) findings.Observation {
 	}
 }
 
-// evidenceText renders structured evidence as stable "k=v" pairs.
+// evidenceText renders structured evidence as stable "k=v" pairs, each
+// value as json.Marshal writes it (appendEvidence writes the common
+// values itself).
 func evidenceText(s *signals.Signal) string {
-	keys := make([]string, 0, len(s.Evidence))
+	var keys [8]string
+	ks := keys[:0]
 	for k := range s.Evidence {
-		keys = append(keys, k)
+		ks = append(ks, k)
 	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		v, _ := json.Marshal(s.Evidence[k])
-		parts = append(parts, k+"="+string(v))
+	sort.Strings(ks)
+	b := make([]byte, 0, 24*len(ks))
+	for i, k := range ks {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, k...)
+		b = append(b, '=')
+		b = appendEvidence(b, s.Evidence[k])
 	}
-	return strings.Join(parts, " ")
+	return string(b)
+}
+
+// appendEvidence appends v as json.Marshal encodes it: finite floats,
+// integers, booleans, nil and strings of plain printable ASCII directly,
+// anything else through json.Marshal (nothing for a value it refuses).
+func appendEvidence(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		if !math.IsInf(x, 0) && !math.IsNaN(x) {
+			return appendJSONFloat(b, x)
+		}
+	case string:
+		if plainJSONString(x) {
+			b = append(b, '"')
+			b = append(b, x...)
+			return append(b, '"')
+		}
+	}
+	enc, _ := json.Marshal(v)
+	return append(b, enc...)
+}
+
+// appendJSONFloat is encoding/json's form of a finite float64: the
+// shortest decimal that reads back, in exponent form below 1e-6 and from
+// 1e21 on, with a one-digit negative exponent not padded.
+func appendJSONFloat(b []byte, f float64) []byte {
+	form := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		form = 'e'
+	}
+	b = strconv.AppendFloat(b, f, form, -1, 64)
+	if form == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// plainJSONString: s needs no escape in JSON (json.Marshal also escapes
+// <, > and &).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // RunCompleted is the data of a patrold.run.completed event.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -89,17 +90,28 @@ func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) ([
 	}
 	var existing []findings.Finding
 	if cached != nil && at == v {
-		existing = make([]findings.Finding, 0, len(cached))
-		for _, f := range cached {
-			existing = append(existing, f)
+		ids := slices.Sorted(maps.Keys(cached))
+		existing = make([]findings.Finding, len(ids))
+		for i, id := range ids {
+			existing[i] = cached[id]
 		}
 	} else {
-		if existing, err = queryFindingsSized(ctx, tx, sizeHint, "WHERE status = 'active'"); err != nil {
+		read, err := queryFindingsSized(ctx, tx, sizeHint, "WHERE status = 'active'")
+		if err != nil {
 			return nil, nil, err
+		}
+		// Sorted through an index: a Finding is large to swap.
+		order := make([]int, len(read))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(read[a].ID, read[b].ID) })
+		existing = make([]findings.Finding, len(read))
+		for i, j := range order {
+			existing[i] = read[j]
 		}
 		cached = nil
 	}
-	slices.SortFunc(existing, func(a, b findings.Finding) int { return cmp.Compare(a.ID, b.ID) })
 	if cached == nil && len(existing) <= MaxCachedActive {
 		cached = make(map[string]findings.Finding, len(existing))
 		for i := range existing {
