@@ -116,24 +116,29 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	a := fobs("node/a", "high_cpu", findings.SeverityWarning, "cpu high")
 	b := fobs("node/b", "high_cpu", findings.SeverityWarning, "cpu high")
+	c := fobs("node/c", "high_cpu", findings.SeverityWarning, "cpu high")
 	worse := func(o findings.Observation) findings.Observation {
 		o.Severity = findings.SeverityCritical
 		return o
 	}
-	cases := map[string]func(t *testing.T, w twin, ids []string){
-		"operator acknowledges": func(t *testing.T, w twin, ids []string) {
+	// Each case writes between the runs; a case that returns observations
+	// has run 2 observe those instead of all three, worse.
+	cases := map[string]func(t *testing.T, w twin, ids []string) []findings.Observation{
+		"operator acknowledges": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			w.do(t, func(st *store.Store) error {
 				_, err := st.Act(ctx, ids[0], findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "ops"}, t0.Add(time.Minute))
 				return err
 			})
+			return nil
 		},
-		"operator snoozes": func(t *testing.T, w twin, ids []string) {
+		"operator snoozes": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			w.do(t, func(st *store.Store) error {
 				_, err := st.Act(ctx, ids[0], findings.ActionRequest{Action: findings.ActionSnooze, For: time.Hour, Actor: "ops"}, t0.Add(time.Minute))
 				return err
 			})
+			return nil
 		},
-		"an investigation starts": func(t *testing.T, w twin, ids []string) {
+		"an investigation starts": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
 				return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
 					Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
@@ -145,8 +150,9 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 				}
 				return err
 			})
+			return nil
 		},
-		"another process edits the row": func(t *testing.T, w twin, ids []string) {
+		"another process edits the row": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			w.do(t, func(st *store.Store) error {
 				db, err := sql.Open("sqlite3", "file:"+st.Path()+"?_busy_timeout=5000")
 				if err != nil {
@@ -156,8 +162,9 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 				_, err = db.Exec("UPDATE findings SET fix_summary = 'patched by hand' WHERE id = ?", ids[0])
 				return err
 			})
+			return nil
 		},
-		"a replicated touch": func(t *testing.T, w twin, ids []string) {
+		"a replicated touch": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			// A leader's run re-detecting both findings unchanged: one
 			// touch change, no row image.
 			replicate(t, w, []string{store.OpEpoch, store.OpTouch}, func(leader *store.Store) {
@@ -165,13 +172,31 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
+			return nil
 		},
-		"a replicated row": func(t *testing.T, w twin, ids []string) {
+		"a replicated new finding": func(t *testing.T, w twin, ids []string) []findings.Observation {
+			// The leader files c; run 2 here observes it too. A cache that
+			// missed the insert would file c as new over the stored row.
+			replicate(t, w, []string{store.OpEpoch, "upsert"}, func(leader *store.Store) {
+				// An incomplete run that saw only c: nothing else moves.
+				_, err := leader.CommitRun(ctx, findings.RunInput{RunID: "run-l", Now: t0.Add(time.Minute), Observations: []findings.Observation{c},
+					Policy: findings.DefaultPublishPolicy()}, func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
+					return findings.RunRecord{ID: "run-l", Trigger: "manual", Status: "degraded", Analysis: "deterministic", StartedAt: t0}, nil, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			// Run 2 does not observe c: a store that knows c resolves it.
+			return []findings.Observation{worse(a), worse(b)}
+		},
+		"a replicated row": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			replicate(t, w, []string{store.OpEpoch, "upsert"}, func(leader *store.Store) {
 				if _, err := leader.Act(ctx, ids[0], findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "ops"}, t0.Add(time.Minute)); err != nil {
 					t.Fatal(err)
 				}
 			})
+			return nil
 		},
 	}
 	for name, between := range cases {
@@ -186,7 +211,10 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			between(t, w, ids)
+			run2 := between(t, w, ids)
+			if run2 == nil {
+				run2 = []findings.Observation{worse(a), worse(b), worse(c)}
+			}
 			after, err := w.cached.Get(ctx, ids[0])
 			if err != nil {
 				t.Fatal(err)
@@ -195,10 +223,10 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if reflect.DeepEqual(before, after) {
+			if reflect.DeepEqual(before, after) && name != "a replicated new finding" {
 				t.Fatal("the write between the runs changed nothing: the case proves nothing")
 			}
-			got := w.commit(t, "run-2", t0.Add(2*time.Minute), worse(a), worse(b))
+			got := w.commit(t, "run-2", t0.Add(2*time.Minute), run2...)
 			// The whole rows after the run: what was there, moved only
 			// by this run (severity, last seen, times raised).
 			for i, prev := range []findings.Finding{after, afterB} {
@@ -309,4 +337,34 @@ func TestActiveCacheMatchesTheDatabase(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestActiveCacheSeesADeletion: retention deletes a dismissed (still
+// active) finding between two runs; the next run that observes it again
+// files it new, as a store reading its findings does, instead of writing
+// the deleted row back from memory.
+func TestActiveCacheSeesADeletion(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a := fobs("node/a", "high_cpu", findings.SeverityWarning, "cpu high")
+	b := fobs("node/b", "high_cpu", findings.SeverityWarning, "cpu high")
+	w := newTwin(t)
+	ch := w.commit(t, "run-1", t0, a, b)
+	w.do(t, func(st *store.Store) error {
+		_, err := st.Act(ctx, ch[0].Finding.ID, findings.ActionRequest{Action: findings.ActionDismiss, Reason: "not_an_issue", Actor: "ops"}, t0)
+		return err
+	})
+	w.commit(t, "run-2", t0.Add(time.Minute), a, b) // a stays active, dismissed
+	later := t0.Add(findings.DismissedRetention + time.Hour)
+	w.do(t, func(st *store.Store) error {
+		res, err := st.Sweep(ctx, later, time.Hour, findings.DefaultPublishPolicy())
+		if err == nil && res.Deleted != 1 {
+			err = fmt.Errorf("sweep deleted %d findings, want the dismissed one", res.Deleted)
+		}
+		return err
+	})
+	got := w.commit(t, "run-3", later.Add(time.Minute), a, b)
+	if got[0].Kind != findings.ChangeNew || got[0].Finding.ID != ch[0].Finding.ID {
+		t.Fatalf("the deleted finding observed again: %s %s, want new", got[0].Kind, got[0].Finding.ID)
+	}
 }
