@@ -162,29 +162,12 @@ func evidenceText(s *signals.Signal) string {
 	return string(b)
 }
 
-// appendEvidence appends v as json.Marshal encodes it: finite floats,
-// integers, booleans, nil and strings of plain printable ASCII directly,
-// anything else through json.Marshal (nothing for a value it refuses).
+// appendEvidence appends v as json.Marshal encodes it: the kinds
+// detectors write directly (appendEvidenceValue), anything else through
+// json.Marshal (nothing for a value it refuses).
 func appendEvidence(b []byte, v any) []byte {
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...)
-	case bool:
-		return strconv.AppendBool(b, x)
-	case int:
-		return strconv.AppendInt(b, int64(x), 10)
-	case int64:
-		return strconv.AppendInt(b, x, 10)
-	case float64:
-		if !math.IsInf(x, 0) && !math.IsNaN(x) {
-			return appendJSONFloat(b, x)
-		}
-	case string:
-		if plainJSONString(x) {
-			b = append(b, '"')
-			b = append(b, x...)
-			return append(b, '"')
-		}
+	if out, ok := appendEvidenceValue(b, v); ok {
+		return out
 	}
 	enc, _ := json.Marshal(v)
 	return append(b, enc...)
@@ -212,12 +195,20 @@ func appendJSONFloat(b []byte, f float64) []byte {
 // <, > and &).
 func plainJSONString(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSONByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// plainJSONByte marks the bytes a JSON string holds as they are.
+var plainJSONByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // RunCompleted is the data of a patrold.run.completed event.
 type RunCompleted struct {
@@ -236,7 +227,7 @@ type RunCompleted struct {
 
 // record renders the run record and its completion event.
 func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDraft, error) {
-	data, err := json.Marshal(rep)
+	data, err := encodeReport(rep)
 	if err != nil {
 		return findings.RunRecord{}, nil, fmt.Errorf("encode run report: %w", err)
 	}
