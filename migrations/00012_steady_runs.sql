@@ -27,6 +27,12 @@ CREATE INDEX findings_list_status ON findings(status,
     (CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END), detected_at DESC, id);
 CREATE INDEX findings_list_all ON findings(
     (CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END), detected_at DESC, id);
+-- The sweep after every run looks for few rows among many: partial
+-- indexes hold only the rows each of its conditions can match.
+CREATE INDEX findings_sweep_resolved ON findings(resolved_at) WHERE status = 'resolved';
+CREATE INDEX findings_sweep_dismissed ON findings(id) WHERE dismissed_reason != '';
+CREATE INDEX findings_sweep_silenced ON findings(id) WHERE status = 'active' AND silenced = 1;
+CREATE INDEX findings_sweep_remind ON findings(dismissed_at) WHERE status = 'active' AND dismissed_reason = 'will_fix_later';
 
 -- The findings version: a counter every change to the findings table moves
 -- (on this instance, whoever makes it: a run, an operator action, an
@@ -63,6 +69,10 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP INDEX findings_sweep_remind;
+DROP INDEX findings_sweep_silenced;
+DROP INDEX findings_sweep_dismissed;
+DROP INDEX findings_sweep_resolved;
 DROP TRIGGER findings_version_update;
 DROP TRIGGER findings_version_delete;
 DROP TRIGGER findings_version_insert;
