@@ -2,6 +2,7 @@ package patrol
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -33,4 +34,20 @@ func TestEvidenceIsJSONMarshal(t *testing.T) {
 		check(rt, rapid.String().Draw(rt, "string"))
 		check(rt, rapid.Int().Draw(rt, "int"))
 	})
+}
+
+// TestTitleIsSprintf: titleFor writes every catalogue title as
+// fmt.Sprintf of its template would, names with verbs in them included.
+func TestTitleIsSprintf(t *testing.T) {
+	for typ, tpl := range titles {
+		for _, name := range []string{"pve1", "50%s done", "%d", ""} {
+			if got, want := titleFor(typ, name), fmt.Sprintf(tpl, name); got != want {
+				t.Errorf("titleFor(%s, %q) = %q, want %q", typ, name, got, want)
+			}
+		}
+	}
+	empty := ""
+	if got := titleFor("unknown", "x"); got != fmt.Sprintf(empty, "x") {
+		t.Errorf("a type without a template: %q", got)
+	}
 }

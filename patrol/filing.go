@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/patrold/patrold/contracts"
@@ -23,6 +24,16 @@ var titles = map[signals.Type]string{
 	signals.TypeBackupFailed:     "Backup failed for %s",
 	signals.TypeBackupStale:      "Backup of %s is stale",
 	signals.TypeGuestUnreachable: "%s is unreachable",
+}
+
+// titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
+// no other verb (all of them), without formatting.
+func titleFor(t signals.Type, name string) string {
+	tpl := titles[t]
+	if pre, post, ok := strings.Cut(tpl, "%s"); ok && !strings.Contains(pre, "%") && !strings.Contains(post, "%") {
+		return pre + name + post
+	}
+	return fmt.Sprintf(tpl, name)
 }
 
 var recommendations = map[signals.Type]string{
@@ -135,7 +146,7 @@ func observationFor(s *signals.Signal) findings.Observation {
 	return findings.Observation{
 		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: s.ResourceName,
 		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
-		Title: fmt.Sprintf(titles[s.Type], name), Description: s.Summary, Recommendation: recommendations[s.Type],
+		Title: titleFor(s.Type, name), Description: s.Summary, Recommendation: recommendations[s.Type],
 		Evidence: evidenceText(s),
 	}
 }
