@@ -39,12 +39,14 @@ fuzz:
 	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
 
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net,
-## each registry pre-check, then each cluster rule, in turn; every removal must fail a test.
+## each registry pre-check, each cluster rule, then each rule of the store's active-findings
+## cache, in turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
 	python3 scripts/mutate_net.py
 	python3 scripts/mutate_registry.py
 	python3 scripts/mutate_cluster.py
+	python3 scripts/mutate_store.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

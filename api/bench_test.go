@@ -70,9 +70,13 @@ func seedLarge(b *testing.B, e *env) {
 	}
 	for i := range 10000 {
 		at := e.now.Add(-time.Duration(i) * time.Second).Format(time.RFC3339Nano)
-		if _, err := tx.Exec(`INSERT INTO findings (id, key, resource_id, category, severity, source, title, status, detected_at, last_seen_at)
-			VALUES (?, 'high_cpu', ?, 'performance', 'warning', 'deterministic', 'High CPU', 'active', ?, ?)`,
-			fmt.Sprintf("%016x", i+1000), fmt.Sprintf("vm/%d", i), at, at); err != nil {
+		id := fmt.Sprintf("%016x", i+1000)
+		if _, err := tx.Exec(`INSERT INTO findings (id, key, resource_id, category, severity, source, title, status, detected_at)
+			VALUES (?, 'high_cpu', ?, 'performance', 'warning', 'deterministic', 'High CPU', 'active', ?)`,
+			id, fmt.Sprintf("vm/%d", i), at); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(`INSERT INTO finding_seen (id, last_seen_at) VALUES (?, ?)`, id, at); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -56,7 +56,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	}
 	err = d.Start(context.Background())
 	d.Stop(context.Background())
-	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 99, this patrold knows up to 11") {
+	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 99, this patrold knows up to 12") {
 		t.Fatalf("start on a newer schema: %v", err)
 	}
 	raw, _ := sql.Open("sqlite3", filepath.Join(dir, daemon.DBFile))

@@ -3,6 +3,7 @@ package patrol
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -23,6 +24,16 @@ var titles = map[signals.Type]string{
 	signals.TypeBackupFailed:     "Backup failed for %s",
 	signals.TypeBackupStale:      "Backup of %s is stale",
 	signals.TypeGuestUnreachable: "%s is unreachable",
+}
+
+// titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
+// no other verb (all of them), without formatting.
+func titleFor(t signals.Type, name string) string {
+	tpl := titles[t]
+	if pre, post, ok := strings.Cut(tpl, "%s"); ok && !strings.Contains(pre, "%") && !strings.Contains(post, "%") {
+		return pre + name + post
+	}
+	return fmt.Sprintf(tpl, name)
 }
 
 var recommendations = map[signals.Type]string{
@@ -135,25 +146,80 @@ func observationFor(s *signals.Signal) findings.Observation {
 	return findings.Observation{
 		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: s.ResourceName,
 		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
-		Title: fmt.Sprintf(titles[s.Type], name), Description: s.Summary, Recommendation: recommendations[s.Type],
+		Title: titleFor(s.Type, name), Description: s.Summary, Recommendation: recommendations[s.Type],
 		Evidence: evidenceText(s),
 	}
 }
 
-// evidenceText renders structured evidence as stable "k=v" pairs.
+// evidenceText renders structured evidence as stable "k=v" pairs, each
+// value as json.Marshal writes it (appendEvidence writes the common
+// values itself).
 func evidenceText(s *signals.Signal) string {
-	keys := make([]string, 0, len(s.Evidence))
+	var keys [8]string
+	ks := keys[:0]
 	for k := range s.Evidence {
-		keys = append(keys, k)
+		ks = append(ks, k)
 	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		v, _ := json.Marshal(s.Evidence[k])
-		parts = append(parts, k+"="+string(v))
+	sort.Strings(ks)
+	b := make([]byte, 0, 24*len(ks))
+	for i, k := range ks {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, k...)
+		b = append(b, '=')
+		b = appendEvidence(b, s.Evidence[k])
 	}
-	return strings.Join(parts, " ")
+	return string(b)
 }
+
+// appendEvidence appends v as json.Marshal encodes it: the kinds
+// detectors write directly (appendEvidenceValue), anything else through
+// json.Marshal (nothing for a value it refuses).
+func appendEvidence(b []byte, v any) []byte {
+	if out, ok := appendEvidenceValue(b, v); ok {
+		return out
+	}
+	enc, _ := json.Marshal(v)
+	return append(b, enc...)
+}
+
+// appendJSONFloat is encoding/json's form of a finite float64: the
+// shortest decimal that reads back, in exponent form below 1e-6 and from
+// 1e21 on, with a one-digit negative exponent not padded.
+func appendJSONFloat(b []byte, f float64) []byte {
+	form := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		form = 'e'
+	}
+	b = strconv.AppendFloat(b, f, form, -1, 64)
+	if form == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// plainJSONString: s needs no escape in JSON (json.Marshal also escapes
+// <, > and &).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !plainJSONByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainJSONByte marks the bytes a JSON string holds as they are.
+var plainJSONByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // RunCompleted is the data of a patrold.run.completed event.
 type RunCompleted struct {
@@ -172,7 +238,7 @@ type RunCompleted struct {
 
 // record renders the run record and its completion event.
 func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDraft, error) {
-	data, err := json.Marshal(rep)
+	data, err := encodeReport(rep)
 	if err != nil {
 		return findings.RunRecord{}, nil, fmt.Errorf("encode run report: %w", err)
 	}

@@ -17,9 +17,14 @@ import (
 func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error) {
 	var changes []findings.Change
 	var ob *outboxWriter
+	var left map[string]findings.Finding
+	var version int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		changes, err = reconcile(ctx, tx, in)
+		existing, cached, err := s.activeFindings(ctx, tx, len(in.Observations))
+		if err != nil {
+			return err
+		}
+		changes, err = reconcile(ctx, tx, in, existing)
 		if err != nil {
 			return err
 		}
@@ -92,10 +97,17 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 				return err
 			}
 		}
+		if version, err = findingsVersion(ctx, tx); err != nil {
+			return err
+		}
+		left = leave(cached, changes)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
+	}
+	if left != nil {
+		s.active.put(left, version)
 	}
 	// Committed: the relay publishes the run's events from memory, as it
 	// does Enqueue's (checked against the database's window).
@@ -128,14 +140,10 @@ func finishAsync(finish findings.FinishFunc, changes []findings.Change) <-chan f
 	return out
 }
 
-func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput) ([]findings.Change, error) {
-	// Active findings are read whole; resolved history only for the ids
-	// observed again (a regression), in one query for the run.
-	// Sized for the usual case, where most active findings are observed.
-	existing, err := queryFindingsSized(ctx, tx, len(in.Observations), "WHERE status = 'active'")
-	if err != nil {
-		return nil, err
-	}
+// reconcile decides a run's changes from the active findings (existing,
+// sorted by id) and, read in one query for the run, the resolved history
+// of the ids observed again (a regression).
+func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, existing []findings.Finding) ([]findings.Change, error) {
 	byID := make(map[string]*findings.Finding, len(existing))
 	for i := range existing {
 		byID[existing[i].ID] = &existing[i]
@@ -289,9 +297,15 @@ func touch(ctx context.Context, tx *sql.Tx, ids []string, now time.Time, runID s
 // 20 bytes an id, well under a NATS message).
 const touchChunk = 5000
 
-// touchRows is the re-detection update itself, on a JSON list of ids.
+// touchRows is the re-detection update itself, on a JSON list of ids: of
+// their narrow finding_seen rows, not the findings rows. It moves the
+// findings version once (finding_seen has no version trigger, so a touch
+// of many rows costs one counter update).
 func touchRows(ctx context.Context, tx *sql.Tx, list []byte, lastSeen, runID string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE findings SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
-		WHERE id IN (SELECT value FROM json_each(?))`, lastSeen, runID, string(list))
+	if _, err := tx.ExecContext(ctx, `UPDATE finding_seen SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
+		WHERE id IN (SELECT value FROM json_each(?))`, lastSeen, runID, string(list)); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE findings_version SET n = n + 1 WHERE id = 1")
 	return err
 }

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"maps"
+
 	"database/sql"
 	"time"
+
+	"github.com/patrold/patrold/findings"
 )
 
 // The relay's queries, for the query-plan test.
@@ -34,3 +38,18 @@ var (
 
 // DecodeTags reads a stored resource_tags column, for its fuzz test.
 var DecodeTags = decodeTags
+
+// DropActiveCache forgets the active findings kept between run commits:
+// the next commit reads them, as a fresh process does.
+func (s *Store) DropActiveCache() { s.active.take() }
+
+// CachedActive is what the store keeps of its active findings between run
+// commits (ok false: nothing).
+func (s *Store) CachedActive() (map[string]findings.Finding, bool) {
+	s.active.mu.Lock()
+	defer s.active.mu.Unlock()
+	if s.active.byID == nil {
+		return nil, false
+	}
+	return maps.Clone(s.active.byID), true
+}

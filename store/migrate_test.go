@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -67,5 +68,61 @@ func TestRunSummaryMigration(t *testing.T) {
 	}
 	if list, _ = st.Runs(ctx, 10); len(list) != 0 {
 		t.Fatalf("run list after a delete: %+v", list)
+	}
+}
+
+// TestSteadyRunsMigration: a database from before migration 12 (with a
+// cluster capture trigger naming every findings column) keeps each
+// finding's last seen time, last run and times raised, now in
+// finding_seen, and migrating down puts them back on the row.
+func TestSteadyRunsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 11); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO findings (id, key, resource_id, category, severity, source, status, detected_at, last_seen_at, last_run_id, times_raised)
+			VALUES ('f1', 'high_cpu', 'node/a', 'performance', 'warning', 'deterministic', 'active', '2026-11-29T10:00:00Z', '2026-11-29T11:00:00Z', 'run-7', 7)`,
+		`CREATE TRIGGER replica_findings_upd AFTER UPDATE ON findings BEGIN SELECT NEW.last_seen_at, NEW.times_raised; END`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.UpTo(ctx, 12); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := st.Get(ctx, "f1")
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]any{f.LastSeenAt.Format(time.RFC3339), f.LastRunID, f.TimesRaised}; got != [3]any{"2026-11-29T11:00:00Z", "run-7", 7} {
+		t.Fatalf("after migration 12: last seen, last run, times raised = %v", got)
+	}
+	if _, err := p.DownTo(ctx, 11); err != nil {
+		t.Fatal(err)
+	}
+	var seen, run string
+	var times int
+	if err := db.QueryRow("SELECT last_seen_at, last_run_id, times_raised FROM findings WHERE id = 'f1'").Scan(&seen, &run, &times); err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]any{seen, run, times}; got != [3]any{"2026-11-29T11:00:00Z", "run-7", 7} {
+		t.Fatalf("after migrating down to 11: %v", got)
 	}
 }

@@ -16,9 +16,11 @@ import (
 const StateEventType = "patrold.state.change"
 
 // Tables that are never replicated: the outbox and the replica's own
-// bookkeeping are per instance, run_list is derived from runs by triggers,
-// goose's version table belongs to migrations.
-var replicaSkipTables = map[string]bool{"outbox": true, "outbox_sent": true, "replica_state": true, "run_list": true, "goose_db_version": true}
+// bookkeeping are per instance, run_list and findings_version are derived
+// by triggers (each instance counts its own changes to findings), goose's
+// version table belongs to migrations.
+var replicaSkipTables = map[string]bool{"outbox": true, "outbox_sent": true, "replica_state": true, "run_list": true,
+	"findings_version": true, "goose_db_version": true}
 
 // Columns that stay on the instance that wrote them: whole run reports,
 // model exchanges and session transcripts can be megabytes, over a NATS

@@ -43,8 +43,9 @@ func TestPruneDeletesOnlyOldHistory(t *testing.T) {
 	exec("INSERT INTO runs (id, trigger, status, analysis, started_at) VALUES ('running', 'scheduled', 'running', 'deterministic', ?)", ts(old))
 	exec("INSERT INTO audit_events (at, method, path, route, status) VALUES (?, 'POST', '/x', 'r', 200), (?, 'POST', '/y', 'r', 200)",
 		now.Add(-old).Format("2006-01-02T15:04:05.000000000Z"), now.Add(-recent).Format("2006-01-02T15:04:05.000000000Z"))
-	exec(`INSERT INTO findings (id, key, resource_id, category, severity, source, status, detected_at, last_seen_at)
-		VALUES ('f1', 'high_cpu', 'node/a', 'performance', 'warning', 'deterministic', 'active', ?, ?)`, ts(old), ts(recent))
+	exec(`INSERT INTO findings (id, key, resource_id, category, severity, source, status, detected_at)
+		VALUES ('f1', 'high_cpu', 'node/a', 'performance', 'warning', 'deterministic', 'active', ?)`, ts(old))
+	exec(`INSERT INTO finding_seen (id, last_seen_at) VALUES ('f1', ?)`, ts(recent))
 	exec("INSERT INTO investigations (finding_id, attempt, started_at, ended_at) VALUES ('f1', 1, ?, ?), ('f1', 2, ?, ?), ('f1', 3, ?, NULL)",
 		ts(old), ts(old), ts(recent), ts(recent), ts(old))
 	for _, s := range []struct{ id, fin string }{{"s-old", ts(old)}, {"s-new", ts(recent)}, {"s-waiting", ts(old)}} {

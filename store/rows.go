@@ -20,20 +20,35 @@ const findingColumns = `id, key, resource_id, resource_kind, resource_name, cate
 	last_outcome, investigation_session_id, fix_summary, previous_fix_summary, last_published_at,
 	last_published_severity, last_published_event, transitions, flapping, resource_tags, silenced, investigation_attempt`
 
-// upsertSQL updates in place (never REPLACE, which would delete the row and
-// cascade to its events and investigations).
-var upsertSQL = func() string {
-	var sets []string
+// findingsFrom is what findings are read from: a finding's row and its
+// re-detection values (finding_seen, migration 00012), joined by id.
+const findingsFrom = "findings JOIN finding_seen USING (id)"
+
+// seenColumns are the re-detection values, kept in finding_seen: a steady
+// run moves only these, in one narrow row per finding.
+var seenColumns = map[string]bool{"last_seen_at": true, "last_run_id": true, "times_raised": true}
+
+// upsertSQL writes a finding's row and upsertSeenSQL its re-detection
+// values (both with findingArgs' split). Both update in place (never
+// REPLACE, which would delete the row and cascade to its events and
+// investigations).
+var upsertSQL, upsertSeenSQL = func() (string, string) {
+	var cols, sets []string
 	for _, c := range strings.Split(findingColumns, ",") {
 		c = strings.TrimSpace(c)
+		if seenColumns[c] {
+			continue
+		}
+		cols = append(cols, c)
 		if c != "id" {
 			sets = append(sets, c+" = excluded."+c)
 		}
 	}
-	return "INSERT INTO findings (" + findingColumns + ") VALUES " + findingPlaceholders + " ON CONFLICT(id) DO UPDATE SET " + strings.Join(sets, ", ")
+	return "INSERT INTO findings (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") +
+			") ON CONFLICT(id) DO UPDATE SET " + strings.Join(sets, ", "),
+		`INSERT INTO finding_seen (id, last_seen_at, last_run_id, times_raised) VALUES (?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, last_run_id = excluded.last_run_id, times_raised = excluded.times_raised`
 }()
-
-var findingPlaceholders = "(" + strings.TrimSuffix(strings.Repeat("?,", strings.Count(findingColumns, ",")+1), ",") + ")"
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -111,19 +126,22 @@ func plainTags(s string) ([]string, bool) {
 	}
 }
 
-func findingArgs(f *findings.Finding) []any {
+// findingArgs are the arguments of upsertSQL (row) and upsertSeenSQL
+// (seen) for f.
+func findingArgs(f *findings.Finding) (row, seen []any) {
 	tr := formatTransitions(f.Transitions)
 	tags, _ := json.Marshal(f.ResourceTags)
 	if f.ResourceTags == nil {
 		tags = []byte("[]")
 	}
-	return []any{f.ID, f.Key, f.ResourceID, f.ResourceKind, f.ResourceName, f.Category, f.Severity, f.Source,
-		f.Title, f.Description, f.Recommendation, f.Evidence, f.Status, fmtTime(f.DetectedAt), fmtTime(f.LastSeenAt), fmtTimePtr(f.ResolvedAt),
-		f.ResolveReason, f.ResolveNote, f.TimesRaised, f.RegressionCount, f.LastRunID, fmtTimePtr(f.AcknowledgedAt),
+	row = []any{f.ID, f.Key, f.ResourceID, f.ResourceKind, f.ResourceName, f.Category, f.Severity, f.Source,
+		f.Title, f.Description, f.Recommendation, f.Evidence, f.Status, fmtTime(f.DetectedAt), fmtTimePtr(f.ResolvedAt),
+		f.ResolveReason, f.ResolveNote, f.RegressionCount, fmtTimePtr(f.AcknowledgedAt),
 		fmtTimePtr(f.SnoozedUntil), f.DismissedReason, fmtTimePtr(f.DismissedAt), f.Suppressed, f.SeenWhileSuppressed,
 		f.Attempts, f.InvestigationStatus, fmtTimePtr(f.InvestigationStarted), fmtTimePtr(f.LastInvestigationAt),
 		f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary, fmtTimePtr(f.LastPublishedAt),
 		f.LastPublishedSeverity, f.LastPublishedEvent, tr, f.Flapping, string(tags), f.Silenced, f.Attempt}
+	return row, []any{f.ID, fmtTime(f.LastSeenAt), f.LastRunID, f.TimesRaised}
 }
 
 type querier interface {
@@ -141,7 +159,7 @@ func queryFindings(ctx context.Context, q querier, where string, args ...any) ([
 // up front: a Finding is large, and growing the slice row by row copies
 // every finding read so far, again and again.
 func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]findings.Finding, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM findings "+where, args...)
+	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM "+findingsFrom+" "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query findings: %w", err)
 	}
@@ -161,7 +179,7 @@ func queryFindingsSized(ctx context.Context, q querier, size int, where string, 
 }
 
 func getFinding(ctx context.Context, q querier, id string) (findings.Finding, error) {
-	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingColumns+" FROM findings WHERE id = ?", id))
+	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingColumns+" FROM "+findingsFrom+" WHERE id = ?", id))
 	if err == sql.ErrNoRows {
 		return f, fmt.Errorf("finding %s: %w", id, findings.ErrNotFound)
 	}
@@ -170,11 +188,15 @@ func getFinding(ctx context.Context, q querier, id string) (findings.Finding, er
 
 // upserter writes findings and their events with prepared statements.
 type upserter struct {
-	upsert, event, trim *sql.Stmt
+	upsert, seen, event, trim *sql.Stmt
 }
 
 func newUpserter(ctx context.Context, tx *sql.Tx) (*upserter, error) {
 	up, err := tx.PrepareContext(ctx, upsertSQL)
+	if err != nil {
+		return nil, err
+	}
+	seen, err := tx.PrepareContext(ctx, upsertSeenSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -187,17 +209,22 @@ func newUpserter(ctx context.Context, tx *sql.Tx) (*upserter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upserter{upsert: up, event: ev, trim: trim}, nil
+	return &upserter{upsert: up, seen: seen, event: ev, trim: trim}, nil
 }
 
 func (u *upserter) close() {
 	u.upsert.Close()
+	u.seen.Close()
 	u.event.Close()
 	u.trim.Close()
 }
 
 func (u *upserter) write(ctx context.Context, f *findings.Finding) error {
-	if _, err := u.upsert.ExecContext(ctx, findingArgs(f)...); err != nil {
+	row, seen := findingArgs(f)
+	if _, err := u.upsert.ExecContext(ctx, row...); err != nil {
+		return fmt.Errorf("write finding %s: %w", f.ID, err)
+	}
+	if _, err := u.seen.ExecContext(ctx, seen...); err != nil {
 		return fmt.Errorf("write finding %s: %w", f.ID, err)
 	}
 	return nil
@@ -224,14 +251,14 @@ func (s *Store) Get(ctx context.Context, id string) (findings.Finding, error) {
 	return getFinding(ctx, s.db, id)
 }
 
-// List returns every finding matching filter, most severe and newest
-// first. A filter that does not validate is an *InputError.
+// List returns every finding matching filter, most severe and most
+// recently detected first. A filter that does not validate is an *InputError.
 func (s *Store) List(ctx context.Context, filter findings.ListFilter) ([]findings.Finding, error) {
 	where, args, err := filterWhere(filter)
 	if err != nil {
 		return nil, err
 	}
-	return queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", last_seen_at DESC, id", args...)
+	return queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", detected_at DESC, id", args...)
 }
 
 // severityRank orders findings most severe first.
@@ -255,10 +282,10 @@ func (s *Store) ListPage(ctx context.Context, filter findings.ListFilter, page f
 		} else {
 			where += " AND "
 		}
-		where += "(" + severityRank + " > ? OR (" + severityRank + " = ? AND (last_seen_at < ? OR (last_seen_at = ? AND id > ?))))"
+		where += "(" + severityRank + " > ? OR (" + severityRank + " = ? AND (detected_at < ? OR (detected_at = ? AND id > ?))))"
 		args = append(args, rank, rank, key[1], key[1], key[2])
 	}
-	list, err := queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", last_seen_at DESC, id LIMIT ?", append(args, limit+1)...)
+	list, err := queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", detected_at DESC, id LIMIT ?", append(args, limit+1)...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -266,7 +293,7 @@ func (s *Store) ListPage(ctx context.Context, filter findings.ListFilter, page f
 	if len(list) > limit {
 		list = list[:limit]
 		last := &list[limit-1]
-		next = findings.NextCursor("findings", strconv.Itoa(rankOf(last.Severity)), fmtTime(last.LastSeenAt), last.ID)
+		next = findings.NextCursor("findings", strconv.Itoa(rankOf(last.Severity)), fmtTime(last.DetectedAt), last.ID)
 	}
 	return list, next, nil
 }
@@ -377,6 +404,9 @@ func parseTransitions(s string) []time.Time {
 // large, and growing the slice row by row copies every one read so far.
 // The count is only a capacity; rows added in between are still read.
 func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
+	if keys, ok := s.active.keys(ctx, s.db); ok {
+		return keys, nil
+	}
 	var n int
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings WHERE status = 'active'").Scan(&n); err != nil {
 		return nil, fmt.Errorf("active keys: %w", err)

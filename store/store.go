@@ -33,6 +33,9 @@ type Store struct {
 	// recent are the outbox rows Enqueue committed, for the relay
 	// (outbox_cache.go).
 	recent outboxCache
+	// active are the active findings as the last run commit left them
+	// (active_cache.go).
+	active activeCache
 	ck     *checkpointer // checkpoint.go
 }
 

@@ -17,8 +17,13 @@ import (
 func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error) {
 	var res findings.SweepResult
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM findings WHERE suppressed = 0 AND (
-			(status = 'resolved' AND resolved_at < ?) OR (dismissed_reason != '' AND last_seen_at < ?))`,
+		// Each condition walks its own partial index (migration 00012), so
+		// a sweep with nothing due reads no finding.
+		r, err := tx.ExecContext(ctx, `DELETE FROM findings WHERE id IN (
+			SELECT id FROM findings INDEXED BY findings_sweep_resolved WHERE status = 'resolved' AND resolved_at < ? AND suppressed = 0
+			UNION ALL
+			SELECT id FROM findings INDEXED BY findings_sweep_dismissed WHERE dismissed_reason != '' AND suppressed = 0
+				AND EXISTS (SELECT 1 FROM finding_seen s WHERE s.id = findings.id AND s.last_seen_at < ?))`,
 			fmtTime(now.Add(-resolvedRetention)), fmtTime(now.Add(-findings.DismissedRetention)))
 		if err != nil {
 			return fmt.Errorf("retention: %w", err)
@@ -33,8 +38,10 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 		where := "WHERE status = 'active'"
 		args := []any{}
 		if len(silences) == 0 {
-			where += " AND (silenced = 1 OR (dismissed_reason = ? AND dismissed_at <= ?))"
-			args = append(args, findings.DismissWillFixLater, fmtTime(now.Add(-findings.WillFixLaterRemind)))
+			where = `WHERE id IN (SELECT id FROM findings INDEXED BY findings_sweep_silenced WHERE status = 'active' AND silenced = 1
+				UNION SELECT id FROM findings INDEXED BY findings_sweep_remind
+				WHERE status = 'active' AND dismissed_reason = '` + findings.DismissWillFixLater + `' AND dismissed_at <= ?)`
+			args = append(args, fmtTime(now.Add(-findings.WillFixLaterRemind)))
 		}
 		active, err := queryFindings(ctx, tx, where, args...)
 		if err != nil {

@@ -128,7 +128,7 @@ func TestJSONOutputOfSimpleCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &m) != nil {
 		t.Fatalf("migrate json: %d %q", code, out)
 	}
-	if want := (MigrateResult{Database: filepath.Join(c.dir, "var", "patrold.db"), Version: 11}); m != want {
+	if want := (MigrateResult{Database: filepath.Join(c.dir, "var", "patrold.db"), Version: 12}); m != want {
 		t.Fatalf("migrate json: %+v, want %+v", m, want)
 	}
 	out, _, code = c.run3("config", "check", "--output", "json")
@@ -276,14 +276,14 @@ func TestDBCheckAndVacuum(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Bytes == 0 {
 		t.Fatalf("db check: %d %q", code, out)
 	}
-	if want := (DBResult{Database: db, Version: 11, Status: "ok", Bytes: res.Bytes}); res != want {
+	if want := (DBResult{Database: db, Version: 12, Status: "ok", Bytes: res.Bytes}); res != want {
 		t.Fatalf("db check: %+v, want %+v", res, want)
 	}
 	out, _, code = c.run3("db", "vacuum")
 	if code != 0 || !strings.HasPrefix(out, "database "+db+": vacuumed, ") {
 		t.Fatalf("db vacuum: %d %q", code, out)
 	}
-	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version 11, ") {
+	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version 12, ") {
 		t.Fatalf("db check text: %d %q", code, out)
 	}
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Show that every rule of the store's active-findings cache is tested:
+apply each mutation below (one rule removed) in turn, run the tests that
+guard it, and report whether they fail. Restores every file.
+
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
+
+CACHE_TESTS = ["./store", "-run", "TestActiveCache"]
+MIGRATION = "migrations/00012_steady_runs.sql"
+
+
+def trigger(name):
+    """The text of one findings_version trigger in the migration."""
+    src = open(MIGRATION).read()
+    start = src.index("-- +goose StatementBegin\nCREATE TRIGGER " + name + " ")
+    end = src.index("-- +goose StatementEnd\n", start) + len("-- +goose StatementEnd\n")
+    return src[start:end]
+
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("cache-checks-version", "store/active_cache.go",
+     "if cached != nil && at == v {", "if cached != nil && (at == v || true) {", CACHE_TESTS),
+    ("version-counts-updates", MIGRATION, trigger("findings_version_update"), "", CACHE_TESTS),
+    ("version-counts-inserts", MIGRATION, trigger("findings_version_insert"), "", CACHE_TESTS),
+    ("version-counts-deletes", MIGRATION, trigger("findings_version_delete"), "", CACHE_TESTS),
+    ("touch-moves-version", "store/commit.go",
+     '\t_, err := tx.ExecContext(ctx, "UPDATE findings_version SET n = n + 1 WHERE id = 1")\n\treturn err',
+     "\treturn nil", CACHE_TESTS),
+    ("cache-takes-the-commit", "store/active_cache.go",
+     "\t\t\tm[f.ID] = asStored(*f)\n", "", CACHE_TESTS),
+    ("cache-drops-the-resolved", "store/active_cache.go",
+     "\t\t\tdelete(m, f.ID)\n", "", CACHE_TESTS),
+]
+
+if __name__ == "__main__":
+    run(MUTATIONS)

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/patrold/patrold/findings"
+)
+
+// MaxCachedActive bounds the active findings a store keeps in memory
+// between run commits (about 1 KB each); above it every run reads them.
+const MaxCachedActive = 100_000
+
+// activeCache keeps the active findings as the last run commit left them,
+// with the findings version (migration 00012) they were left at. A steady
+// run re-detects most of them unchanged, so reading every one whole again
+// was most of its commit. The next commit uses the cache only while the
+// version in the database is still that one: any other change to the
+// findings table since (an operator action, an investigation, a sweep, a
+// replicated change, another process) moved it, and the commit reads the
+// table as before. Nothing is trusted that the database does not confirm.
+type activeCache struct {
+	mu      sync.Mutex
+	byID    map[string]findings.Finding // nil: nothing cached
+	version int64
+}
+
+// take hands the cache to a commit: nobody else uses it until the commit
+// puts back what it left (put) or nothing (a failed commit).
+func (c *activeCache) take() (map[string]findings.Finding, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, v := c.byID, c.version
+	c.byID = nil
+	return m, v
+}
+
+// put installs what a committed run left at version v, unless a later
+// commit already installed a newer state.
+func (c *activeCache) put(m map[string]findings.Finding, v int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID != nil && c.version > v {
+		return
+	}
+	c.byID, c.version = m, v
+}
+
+// keys returns the identity facts of the cached active findings when the
+// database's findings version q reads is still the cache's.
+func (c *activeCache) keys(ctx context.Context, q querier) ([]findings.Finding, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil {
+		return nil, false
+	}
+	v, err := findingsVersion(ctx, q)
+	if err != nil || v != c.version {
+		return nil, false
+	}
+	out := make([]findings.Finding, 0, len(c.byID))
+	for _, f := range c.byID {
+		out = append(out, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
+	}
+	return out, true
+}
+
+func findingsVersion(ctx context.Context, q querier) (int64, error) {
+	var v int64
+	if err := q.QueryRowContext(ctx, "SELECT n FROM findings_version WHERE id = 1").Scan(&v); err != nil {
+		return 0, fmt.Errorf("findings version: %w", err)
+	}
+	return v, nil
+}
+
+// activeFindings are the active findings a commit starts from, sorted by
+// id (the order reconciliation resolves them in, cached or read), and the
+// map the commit goes on to update for the next one.
+func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) ([]findings.Finding, map[string]findings.Finding, error) {
+	cached, at := s.active.take()
+	v, err := findingsVersion(ctx, tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var existing []findings.Finding
+	if cached != nil && at == v {
+		ids := slices.Sorted(maps.Keys(cached))
+		existing = make([]findings.Finding, len(ids))
+		for i, id := range ids {
+			existing[i] = cached[id]
+		}
+	} else {
+		read, err := queryFindingsSized(ctx, tx, sizeHint, "WHERE status = 'active'")
+		if err != nil {
+			return nil, nil, err
+		}
+		// Sorted through an index: a Finding is large to swap.
+		order := make([]int, len(read))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(read[a].ID, read[b].ID) })
+		existing = make([]findings.Finding, len(read))
+		for i, j := range order {
+			existing[i] = read[j]
+		}
+		cached = nil
+	}
+	if cached == nil && len(existing) <= MaxCachedActive {
+		cached = make(map[string]findings.Finding, len(existing))
+		for i := range existing {
+			cached[existing[i].ID] = existing[i]
+		}
+	}
+	return existing, cached, nil
+}
+
+// leave applies a commit's changes to the cache it took: what is active
+// after the commit, as the database would read it back.
+func leave(m map[string]findings.Finding, changes []findings.Change) map[string]findings.Finding {
+	if m == nil {
+		return nil
+	}
+	for i := range changes {
+		f := &changes[i].Finding
+		if f.Status == findings.StatusActive {
+			m[f.ID] = asStored(*f)
+		} else {
+			delete(m, f.ID)
+		}
+	}
+	if len(m) > MaxCachedActive {
+		return nil
+	}
+	return m
+}
+
+// asStored is f as the store reads it back: times in UTC without a
+// monotonic reading, empty tags and transitions nil, slices clipped so an
+// append to a copy never writes into the cache's arrays. A finding the
+// cache already held (a re-detection) is mostly in that form: nothing is
+// copied then.
+func asStored(f findings.Finding) findings.Finding {
+	f.DetectedAt, f.LastSeenAt = f.DetectedAt.UTC(), f.LastSeenAt.UTC()
+	for _, p := range []**time.Time{&f.ResolvedAt, &f.AcknowledgedAt, &f.SnoozedUntil, &f.DismissedAt,
+		&f.InvestigationStarted, &f.LastInvestigationAt, &f.LastPublishedAt} {
+		if *p != nil && **p != (*p).UTC() {
+			t := (*p).UTC()
+			*p = &t
+		}
+	}
+	if len(f.ResourceTags) == 0 {
+		f.ResourceTags = nil
+	}
+	f.ResourceTags = slices.Clip(f.ResourceTags)
+	if len(f.Transitions) == 0 {
+		f.Transitions = nil
+	} else if !slices.ContainsFunc(f.Transitions, func(t time.Time) bool { return t != t.UTC() }) {
+		f.Transitions = slices.Clip(f.Transitions)
+	} else {
+		tr := make([]time.Time, len(f.Transitions))
+		for i, t := range f.Transitions {
+			tr[i] = t.UTC()
+		}
+		f.Transitions = tr
+	}
+	return f
+}
