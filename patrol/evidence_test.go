@@ -23,7 +23,7 @@ func TestEvidenceIsJSONMarshal(t *testing.T) {
 			t.Fatalf("appendEvidence(%#v) = %q, json.Marshal %q", v, got, want)
 		}
 	}
-	for _, v := range []any{0.0, -0.0, 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 123456789e13, 1.5e-10, -2.5e-300, math.MaxFloat64,
+	for _, v := range []any{0.0, math.Copysign(0, -1), 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 123456789e13, 1.5e-10, -2.5e-300, math.MaxFloat64,
 		math.SmallestNonzeroFloat64, 90.5, 100.0, math.Inf(1), math.NaN(), 3, int64(-7), true, false, nil,
 		"", "plain text", "a<b", "x&y", "q\"", "back\\slash", "tab\t", "ünï", "\xff", []string{"10.0.0.1"}} {
 		check(t, v)
@@ -46,8 +46,7 @@ func TestTitleIsSprintf(t *testing.T) {
 			}
 		}
 	}
-	empty := ""
-	if got := titleFor("unknown", "x"); got != fmt.Sprintf(empty, "x") {
-		t.Errorf("a type without a template: %q", got)
+	if got, want := titleFor("unknown", "x"), "%!(EXTRA string=x)"; got != want {
+		t.Errorf("a type without a template: %q, want %q (as fmt.Sprintf of an empty template)", got, want)
 	}
 }

@@ -31,7 +31,7 @@ func encodeReport(rep *Report) ([]byte, error) {
 		return nil, err
 	}
 	i := bytes.Index(head, reportListsHole)
-	if i < 0 || bytes.Index(head[i+1:], reportListsHole) >= 0 {
+	if i < 0 || bytes.Contains(head[i+1:], reportListsHole) {
 		return json.Marshal(rep)
 	}
 	out := make([]byte, 0, len(head)+len(lists))
