@@ -32,6 +32,29 @@ type rule struct {
 	// the view for any pattern of the rule to match, so the regular
 	// expression only runs on text that could hold an attack.
 	keywords [][]byte
+	// needs, when set, prefilter further: one entry per pattern, each the
+	// groups of words the pattern cannot match without (one word of every
+	// group); the rule runs only when some pattern has all its groups. A
+	// word alone is no longer enough: "running" holds the verb "run" but
+	// no command to run.
+	needs [][][][]byte
+}
+
+// withNeeds sets the per-pattern prefilter of r: one entry per pattern of
+// the rule, in order, each a list of groups ("a|b" is one group).
+func (r rule) withNeeds(patterns ...[]string) rule {
+	for _, groups := range patterns {
+		var p [][][]byte
+		for _, g := range groups {
+			var words [][]byte
+			for _, w := range strings.Split(g, "|") {
+				words = append(words, []byte(w))
+			}
+			p = append(p, words)
+		}
+		r.needs = append(r.needs, p)
+	}
+	return r
 }
 
 // withKeywords sets the prefilter of r.
@@ -42,14 +65,47 @@ func (r rule) withKeywords(words ...string) rule {
 	return r
 }
 
-// mayMatch reports whether text holds one of the rule's keywords.
-func (r rule) mayMatch(text []byte) bool {
+// hasKeyword reports whether text holds one of the rule's keywords.
+func (r rule) hasKeyword(text []byte) bool {
 	for _, k := range r.keywords {
 		if bytes.Contains(text, k) {
 			return true
 		}
 	}
 	return len(r.keywords) == 0
+}
+
+// mayMatch reports whether text passes the rule's prefilters: one of its
+// keywords, and then (with needs) every group of some pattern.
+func (r rule) mayMatch(text []byte) bool {
+	if !r.hasKeyword(text) {
+		return false
+	}
+	if len(r.needs) == 0 {
+		return true
+	}
+	for _, groups := range r.needs {
+		if allGroups(text, groups) {
+			return true
+		}
+	}
+	return false
+}
+
+func allGroups(text []byte, groups [][][]byte) bool {
+	for _, g := range groups {
+		found := false
+		for _, w := range g {
+			if bytes.Contains(text, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // sep is the separator between words of a phrase: spaces and the
@@ -75,6 +131,10 @@ const (
 		`zpool\s*(?:destroy|labelclear)|wipefs|pvesh\s*(?:delete|set)|drop\s*(?:table|database)|truncate\s*table)`
 	massTargets = `(?:hosts?|nodes?|vms?|guests?|servers?|containers?|machines?|disks?|pools?|datastores?|storages?|instances?|cluster|backups?|snapshots?)\b`
 )
+
+// dangerousWords holds a word of every alternative of dangerousCmd (a
+// group of withNeeds).
+const dangerousWords = "rm|mkfs|dd|shutdown|reboot|halt|poweroff|init|curl|wget|chmod|kill|systemctl|qm|pct|zfs|zpool|wipefs|pvesh|drop|truncate"
 
 // rules is the neutraliser's rule set, in reporting order.
 var rules = []rule{
@@ -123,7 +183,16 @@ var rules = []rule{
 		`--no-preserve-root`,
 		`:\(\)\s*\{\s*:\|:&\s*\};:`,
 		`\bdd\s*if=/dev/(?:zero|random|urandom)\s*of=/dev/`,
-	).withKeywords("run", "exec", "invoke", "type", "enter", "issue", "restart", "reboot", "shut", "stop", "destroy", "delete", "remove", "wipe", "kill", "format", "erase", "power", "reinstall", "suspend", "curl", "wget", "rm", "--no-preserve", ":(", "dd"),
+	).withKeywords("run", "exec", "invoke", "type", "enter", "issue", "restart", "reboot", "shut", "stop", "destroy", "delete", "remove", "wipe", "kill", "format", "erase", "power", "reinstall", "suspend", "curl", "wget", "rm", "--no-preserve", ":(", "dd").
+		withNeeds(
+			[]string{"run|exec|invoke|type|enter|issue", dangerousWords},
+			[]string{"restart|reboot|shut|stop|destroy|delete|remove|wipe|kill|format|erase|power|reinstall|suspend", "every|all|each"},
+			[]string{"curl|wget", "|"},
+			[]string{"rm"},
+			[]string{"--no-preserve-root"},
+			[]string{":("},
+			[]string{"dd", "if="},
+		),
 	mustRule(RuleToolInjection, true,
 		phrase(`\b(?:call|invoke|trigger)`, `(?:the`+sep+`)?(?:tool|function)\b`),
 		phrase(`\b(?:call|invoke|trigger|use)`, `(?:the`+sep+`)?[a-z]+_[a-z_]+`, `(?:tool|function)\b`),
@@ -134,7 +203,15 @@ var rules = []rule{
 		// The first two patterns end in tool|function, so those words (not
 		// call/invoke/trigger/use, which plain text is full of: "used")
 		// prefilter them.
-	).withKeywords("tool", "function", "mark", "dismiss", "resolve", "suppress", "silence", "close", "not", "don", "never", "report"),
+	).withKeywords("tool", "function", "mark", "dismiss", "resolve", "suppress", "silence", "close", "not", "don", "never", "report").
+		withNeeds(
+			[]string{"call|invoke|trigger", "tool|function"},
+			[]string{"call|invoke|trigger|use", "_", "tool|function"},
+			[]string{"mark", "as", "resolved|healthy|fixed|ok|fine|dismissed|false|not"},
+			[]string{"dismiss|resolve|suppress|silence|close", "all|every|any", "finding|alert|issue|warning"},
+			[]string{"not|don|never", "report|file|flag|mention|raise|alert"},
+			[]string{"report", "everything|all|the", "is|are", "healthy|fine|ok|normal|good"},
+		),
 	mustRule(RuleExfiltration, true,
 		phrase(`\b(?:send|post|upload|exfiltrate|forward|email|leak|transmit)`, `(?:all`+sep+`)?(?:(?:of`+sep+`)?(?:your|the|my|any)`+sep+`)?(?:system`+sep+`prompt|instructions|api`+sep+`keys?|credentials|secrets?|tokens?|passwords?|private`+sep+`keys?|ssh`+sep+`keys?|env(?:ironment)?`+sep+`variables?)\b`),
 	).withKeywords("send", "post", "upload", "exfiltrate", "forward", "email", "leak", "transmit"),
