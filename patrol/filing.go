@@ -65,16 +65,34 @@ func safeSignals(sigs []signals.Signal, memo safeMemo) {
 // has its own evidence map, so the result is the same as in one pass.
 // Short lists are done in one pass.
 func safeSignalsParallel(sigs []signals.Signal) {
-	workers := min(runtime.GOMAXPROCS(0), len(sigs)/minShare)
+	inShares(len(sigs), func(lo, hi int) { safeSignals(sigs[lo:hi], safeMemo{}) })
+}
+
+// observationsFor files each signal as an observation (observationFor),
+// in shares like safeSignalsParallel.
+func observationsFor(sigs []signals.Signal) []findings.Observation {
+	obs := make([]findings.Observation, len(sigs))
+	inShares(len(sigs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			obs[i] = observationFor(&sigs[i])
+		}
+	})
+	return obs
+}
+
+// inShares calls fn over [0, n) in contiguous shares, one goroutine per
+// core when there are at least minShare items a share, and returns when
+// every share is done.
+func inShares(n int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/minShare)
 	if workers <= 1 {
-		safeSignals(sigs, safeMemo{})
+		fn(0, n)
 		return
 	}
 	var wg sync.WaitGroup
-	share := (len(sigs) + workers - 1) / workers
-	for start := 0; start < len(sigs); start += share {
-		part := sigs[start:min(start+share, len(sigs))]
-		wg.Go(func() { safeSignals(part, safeMemo{}) })
+	share := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += share {
+		wg.Go(func() { fn(lo, min(lo+share, n)) })
 	}
 	wg.Wait()
 }

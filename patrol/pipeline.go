@@ -102,15 +102,13 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if len(filed) > 0 {
 		_, unmatched = signals.Match(sigs, filed)
 	}
-	obs := make([]findings.Observation, 0, len(unmatched))
+	obs := observationsFor(unmatched)
 	rep.UnmatchedSignals = slices.Grow(rep.UnmatchedSignals, len(unmatched))
 	for i := range unmatched {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
-		o := observationFor(&unmatched[i])
 		if res := byID.get(unmatched[i].ResourceID); res != nil {
-			o.ResourceTags = memo.names(res.Tags)
+			obs[i].ResourceTags = memo.names(res.Tags)
 		}
-		obs = append(obs, o)
 	}
 	if an != nil {
 		obs = append(obs, modelObservations(an.Observations, obs)...)

@@ -75,6 +75,8 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 					}
 				}
 			}
+			// In id order: the lookups walk finding_seen's key in order.
+			slices.Sort(touched)
 			return touch(ctx, tx, touched, in.Now, in.RunID)
 		}()
 		done := <-fin // always waited for: finish must not outlive the transaction
