@@ -19,7 +19,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 	var ob *outboxWriter
 	var left map[string]findings.Finding
 	var version int64
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
+	err := withTxOn(ctx, s.commitDB, func(tx *sql.Tx) error {
 		existing, cached, err := s.activeFindings(ctx, tx, len(in.Observations))
 		if err != nil {
 			return err

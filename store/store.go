@@ -20,14 +20,24 @@ import (
 	"github.com/patrold/patrold/migrations"
 )
 
-// MaxOpenConns bounds the store's SQLite connections.
+// MaxOpenConns bounds the store's SQLite connections (and the run
+// commit's one more).
 const MaxOpenConns = 16
+
+// CommitCacheKiB is the page cache of the run commit's connection.
+const CommitCacheKiB = 32 << 10
 
 // Store is the SQLite store of findings, runs and outbox rows. Writes go
 // through immediate transactions, so a run and operator actions serialise
 // on the database and no update is lost.
 type Store struct {
-	db   *sql.DB
+	db *sql.DB
+	// commitDB is the run commit's own connection, with a page cache
+	// (CommitCacheKiB) that holds a large run's writes (a 10k-finding
+	// report is about 7 MB) until the commit instead of spilling them to
+	// the log as they are made; the pool's connections keep SQLite's small
+	// default, so API readers do not each grow one.
+	commitDB *sql.DB
 	path string
 	info os.FileInfo // the file opened, for FileCheck
 	// recent are the outbox rows Enqueue committed, for the relay
@@ -71,8 +81,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	q.Set("_cache_size", fmt.Sprint(-CommitCacheKiB))
+	commitDB, err := sql.Open(driverName, "file:"+path+"?"+q.Encode())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	commitDB.SetMaxOpenConns(1)
+	commitDB.SetMaxIdleConns(1)
 	info, _ := os.Stat(path)
-	return &Store{db: db, path: path, info: info, ck: startCheckpointer(db)}, nil
+	return &Store{db: db, commitDB: commitDB, path: path, info: info, ck: startCheckpointer(db)}, nil
 }
 
 // ErrSchemaTooNew: the database was migrated by a newer patrold.
@@ -116,7 +134,7 @@ func (s *Store) Close() error {
 	if s.ck != nil {
 		s.ck.close()
 	}
-	return s.db.Close()
+	return errors.Join(s.commitDB.Close(), s.db.Close())
 }
 
 const timeLayout = time.RFC3339Nano
@@ -144,7 +162,11 @@ func parseTimePtr(s sql.NullString) *time.Time {
 }
 
 func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	return withTxOn(ctx, s.db, fn)
+}
+
+func withTxOn(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
