@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -79,46 +78,32 @@ func findingsVersion(ctx context.Context, q querier) (int64, error) {
 	return v, nil
 }
 
-// activeFindings are the active findings a commit starts from, sorted by
-// id (the order reconciliation resolves them in, cached or read), and the
-// map the commit goes on to update for the next one.
-func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) ([]findings.Finding, map[string]findings.Finding, error) {
+// activeFindings are the active findings a commit starts from, by id and
+// their ids in order, and the map the commit goes on to update for the
+// next one (nil: not kept, above MaxCachedActive). Cached, the map is the
+// cache itself: reconciliation only reads it, and leave updates it once
+// the changes are decided.
+func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) (map[string]findings.Finding, []string, map[string]findings.Finding, error) {
 	cached, at := s.active.take()
 	v, err := findingsVersion(ctx, tx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var existing []findings.Finding
-	if cached != nil && at == v {
-		ids := slices.Sorted(maps.Keys(cached))
-		existing = make([]findings.Finding, len(ids))
-		for i, id := range ids {
-			existing[i] = cached[id]
-		}
-	} else {
+	if cached == nil || at != v {
 		read, err := queryFindingsSized(ctx, tx, sizeHint, "WHERE status = 'active'")
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		// Sorted through an index: a Finding is large to swap.
-		order := make([]int, len(read))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(read[a].ID, read[b].ID) })
-		existing = make([]findings.Finding, len(read))
-		for i, j := range order {
-			existing[i] = read[j]
-		}
-		cached = nil
-	}
-	if cached == nil && len(existing) <= MaxCachedActive {
-		cached = make(map[string]findings.Finding, len(existing))
-		for i := range existing {
-			cached[existing[i].ID] = existing[i]
+		cached = make(map[string]findings.Finding, len(read))
+		for i := range read {
+			cached[read[i].ID] = read[i]
 		}
 	}
-	return existing, cached, nil
+	order := slices.Sorted(maps.Keys(cached))
+	if len(cached) > MaxCachedActive {
+		return cached, order, nil, nil
+	}
+	return cached, order, cached, nil
 }
 
 // leave applies a commit's changes to the cache it took: what is active

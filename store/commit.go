@@ -20,11 +20,11 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 	var left map[string]findings.Finding
 	var version int64
 	err := withTxOn(ctx, s.commitDB, func(tx *sql.Tx) error {
-		existing, cached, err := s.activeFindings(ctx, tx, len(in.Observations))
+		active, order, cached, err := s.activeFindings(ctx, tx, len(in.Observations))
 		if err != nil {
 			return err
 		}
-		changes, err = reconcile(ctx, tx, in, existing)
+		changes, err = reconcile(ctx, tx, in, active, order)
 		if err != nil {
 			return err
 		}
@@ -142,14 +142,11 @@ func finishAsync(finish findings.FinishFunc, changes []findings.Change) <-chan f
 	return out
 }
 
-// reconcile decides a run's changes from the active findings (existing,
-// sorted by id) and, read in one query for the run, the resolved history
-// of the ids observed again (a regression).
-func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, existing []findings.Finding) ([]findings.Change, error) {
-	byID := make(map[string]*findings.Finding, len(existing))
-	for i := range existing {
-		byID[existing[i].ID] = &existing[i]
-	}
+// reconcile decides a run's changes from the active findings (by id, and
+// their ids in order: the order unobserved ones are resolved in) and, read
+// in one query for the run, the resolved history of the ids observed again
+// (a regression).
+func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, active map[string]findings.Finding, order []string) ([]findings.Change, error) {
 	obs := make([]findings.Observation, 0, len(in.Observations))
 	ids := make([]string, 0, len(in.Observations))
 	seen := make(map[string]bool, len(in.Observations))
@@ -161,7 +158,7 @@ func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, existing [
 		}
 		seen[id] = true
 		obs, ids = append(obs, o), append(ids, id)
-		if byID[id] == nil {
+		if _, ok := active[id]; !ok {
 			missing = append(missing, id)
 		}
 	}
@@ -174,9 +171,13 @@ func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, existing [
 		return nil, err
 	}
 	changes := make([]findings.Change, 0, len(obs))
+	var cur findings.Finding // the active finding observed (Observe copies it)
 	for i, o := range obs {
-		prev := byID[ids[i]]
-		if prev == nil {
+		var prev *findings.Finding
+		if f, ok := active[ids[i]]; ok {
+			cur = f
+			prev = &cur
+		} else {
 			prev = history[ids[i]]
 		}
 		if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
@@ -187,13 +188,13 @@ func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, existing [
 	if !in.Reconcile {
 		return changes, nil
 	}
-	for i := range existing {
-		f := &existing[i]
-		if seen[f.ID] {
+	for _, id := range order {
+		if seen[id] {
 			continue
 		}
-		if reason := in.Resolution(f); reason != "" {
-			changes = append(changes, findings.Resolve(*f, reason, "", in.Now, in.RunID))
+		f := active[id]
+		if reason := in.Resolution(&f); reason != "" {
+			changes = append(changes, findings.Resolve(f, reason, "", in.Now, in.RunID))
 		}
 	}
 	return changes, nil
