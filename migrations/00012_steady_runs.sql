@@ -33,6 +33,8 @@ CREATE INDEX findings_sweep_resolved ON findings(resolved_at) WHERE status = 're
 CREATE INDEX findings_sweep_dismissed ON findings(id) WHERE dismissed_reason != '';
 CREATE INDEX findings_sweep_silenced ON findings(id) WHERE status = 'active' AND silenced = 1;
 CREATE INDEX findings_sweep_remind ON findings(dismissed_at) WHERE status = 'active' AND dismissed_reason = 'will_fix_later';
+-- And the gate after every run looks for the findings under investigation.
+CREATE INDEX findings_investigating ON findings(id) WHERE investigation_status = 'running';
 
 -- The findings version: a counter every change to the findings table moves
 -- (on this instance, whoever makes it: a run, an operator action, an
@@ -69,6 +71,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP INDEX findings_investigating;
 DROP INDEX findings_sweep_remind;
 DROP INDEX findings_sweep_silenced;
 DROP INDEX findings_sweep_dismissed;

@@ -20,10 +20,6 @@ import (
 // makes it fall back to json.Marshal of the whole report.
 // TestEncodeReportIsJSONMarshal holds the two to the same bytes.
 func encodeReport(rep *Report) ([]byte, error) {
-	lists, ok := appendReportLists(make([]byte, 0, 64+len(rep.Signals)*640+len(rep.Findings)*256), rep)
-	if !ok {
-		return json.Marshal(rep)
-	}
 	rest := *rep
 	rest.Signals, rest.UnmatchedSignals, rest.Findings = nil, nil, nil
 	head, err := json.Marshal(&rest)
@@ -34,9 +30,14 @@ func encodeReport(rep *Report) ([]byte, error) {
 	if i < 0 || bytes.Contains(head[i+1:], reportListsHole) {
 		return json.Marshal(rep)
 	}
-	out := make([]byte, 0, len(head)+len(lists))
+	// One buffer, sized for the usual lists: the head up to the hole, the
+	// lists, the rest of the head.
+	out := make([]byte, 0, len(head)+64+len(rep.Signals)*512+len(rep.UnmatchedSignals)*64+len(rep.Findings)*224)
 	out = append(out, head[:i]...)
-	out = append(out, lists...)
+	out, ok := appendReportLists(out, rep)
+	if !ok {
+		return json.Marshal(rep)
+	}
 	return append(out, head[i+len(reportListsHole):]...), nil
 }
 

@@ -21,7 +21,7 @@ func (s *Store) RequestInvestigations(ctx context.Context, ids []string, gate fi
 	var out []findings.Finding
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		var running int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM findings WHERE investigation_status = 'running'").Scan(&running); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM findings INDEXED BY findings_investigating WHERE investigation_status = 'running'").Scan(&running); err != nil {
 			return err
 		}
 		silences, err := listSilences(ctx, tx, now, true)
@@ -158,7 +158,9 @@ func (s *Store) RecoverStuck(ctx context.Context, gate findings.Gate, now time.T
 		fmtTime(now), findings.OutcomeTimedOut, "episode ended without an outcome", fmtTime(now.Add(-(gate.Timeout + findings.StuckGrace)))); err != nil {
 		return nil, fmt.Errorf("end investigations of earlier episodes: %w", err)
 	}
-	running, err := queryFindings(ctx, s.db, "WHERE investigation_status = 'running'")
+	// The partial index holds only the findings under investigation: a run
+	// that hands over nothing reads none.
+	running, err := queryFindings(ctx, s.db, "WHERE id IN (SELECT id FROM findings INDEXED BY findings_investigating WHERE investigation_status = 'running')")
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 const MaxOpenConns = 16
 
 // CommitCacheKiB is the page cache of the run commit's connection.
-const CommitCacheKiB = 32 << 10
+const CommitCacheKiB = 32768
 
 // Store is the SQLite store of findings, runs and outbox rows. Writes go
 // through immediate transactions, so a run and operator actions serialise
