@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestKeywordsAreNecessary(t *testing.T) {
 			if r.prose {
 				v = prose
 			}
-			if r.re.Match(v.text) && !r.mayMatch(v.text) {
+			if r.re.Match(v.text) && !r.mayMatch(v.text, signature(v.text)) {
 				t.Fatalf("rule %s matches %q but its keywords skip it", r.name, s)
 			}
 		}
@@ -155,3 +156,35 @@ func matchesSomeRule(s string) bool {
 // toolWords are the tool_injection rule's parts, so drawn texts reach it.
 var toolWords = []string{"call ", "invoke ", "use ", "the ", "report_finding ", "tool", "function", "mark ", "this ", "as ",
 	"resolved", "dismiss ", "all ", "alerts", "do not ", "report ", "everything ", "is ", "healthy", "never ", "flag "}
+
+// TestSignatureIsNecessary: a word the text holds is always let through by
+// the text's signature (it only skips searches that would fail), for words
+// cut from the text at any place and length and for every keyword and
+// needed word of the rules.
+func TestSignatureIsNecessary(t *testing.T) {
+	var words [][]byte
+	for _, r := range rules {
+		words = append(words, r.keywords...)
+		for _, p := range r.needs {
+			for _, g := range p {
+				words = append(words, g...)
+			}
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		text := []byte(rapid.OneOf(rapid.String(), rapid.StringOfN(rapid.RuneFrom(nil, asciiTable), 0, 80, -1)).Draw(t, "text"))
+		sig := signature(text)
+		if len(text) > 0 {
+			i := rapid.IntRange(0, len(text)-1).Draw(t, "from")
+			j := rapid.IntRange(i, len(text)).Draw(t, "to")
+			if w := text[i:j]; !sig.may(w) {
+				t.Fatalf("the signature of %q refuses %q, which it holds", text, w)
+			}
+		}
+		for _, w := range words {
+			if bytes.Contains(text, w) && !sig.may(w) {
+				t.Fatalf("the signature of %q refuses the rule word %q", text, w)
+			}
+		}
+	})
+}

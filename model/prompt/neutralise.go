@@ -126,15 +126,21 @@ func findSpans(text string) []span {
 func spansIn(folded *view) []span {
 	var spans []span
 	var prose *view
+	foldedSig := signature(folded.text)
+	var proseSig *textSig
 	for _, r := range rules {
-		v := folded
+		v, sig := folded, foldedSig
 		if r.prose {
 			if prose == nil {
 				prose = stripTags(folded)
+				proseSig = foldedSig
+				if prose != folded {
+					proseSig = signature(prose.text)
+				}
 			}
-			v = prose
+			v, sig = prose, proseSig
 		}
-		if !r.mayMatch(v.text) {
+		if !r.mayMatch(v.text, sig) {
 			continue
 		}
 		for _, loc := range r.re.FindAllIndex(v.text, -1) {

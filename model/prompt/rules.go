@@ -66,9 +66,9 @@ func (r rule) withKeywords(words ...string) rule {
 }
 
 // hasKeyword reports whether text holds one of the rule's keywords.
-func (r rule) hasKeyword(text []byte) bool {
+func (r rule) hasKeyword(text []byte, sig *textSig) bool {
 	for _, k := range r.keywords {
-		if bytes.Contains(text, k) {
+		if sig.may(k) && bytes.Contains(text, k) {
 			return true
 		}
 	}
@@ -76,32 +76,74 @@ func (r rule) hasKeyword(text []byte) bool {
 }
 
 // mayMatch reports whether text passes the rule's prefilters: one of its
-// keywords, and then (with needs) every group of some pattern.
-func (r rule) mayMatch(text []byte) bool {
-	if !r.hasKeyword(text) {
+// keywords, and then (with needs) every group of some pattern. sig is
+// text's signature: a word whose first two bytes (or one byte) are not
+// in it is not searched for.
+func (r rule) mayMatch(text []byte, sig *textSig) bool {
+	if !r.hasKeyword(text, sig) {
 		return false
 	}
 	if len(r.needs) == 0 {
 		return true
 	}
 	for _, groups := range r.needs {
-		if allGroups(text, groups) {
+		if allGroups(text, sig, groups) {
 			return true
 		}
 	}
 	return false
 }
 
-func allGroups(text []byte, groups [][][]byte) bool {
+func allGroups(text []byte, sig *textSig, groups [][][]byte) bool {
 	for _, g := range groups {
 		found := false
 		for _, w := range g {
-			if bytes.Contains(text, w) {
+			if sig.may(w) && bytes.Contains(text, w) {
 				found = true
 				break
 			}
 		}
 		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// textSig records which bytes, and (hashed into 512 bits) which pairs of
+// adjacent bytes, a text holds: a word can only occur in the text if its
+// byte (one long), or each of its pairs, is recorded. One pass over the text
+// replaces most of the rules' keyword searches, which nearly all fail.
+type textSig struct {
+	bytes [4]uint64
+	pairs [8]uint64
+}
+
+func signature(text []byte) *textSig {
+	s := &textSig{}
+	for i, c := range text {
+		s.bytes[c>>6] |= 1 << (c & 63)
+		if i+1 < len(text) {
+			h := pairBit(c, text[i+1])
+			s.pairs[h>>6] |= 1 << (h & 63)
+		}
+	}
+	return s
+}
+
+func pairBit(a, b byte) uint { return (uint(a)*31 + uint(b)) & 511 }
+
+// may reports whether w can occur in the signed text (false: it cannot):
+// its byte, or every pair of adjacent bytes in it, is recorded.
+func (s *textSig) may(w []byte) bool {
+	switch len(w) {
+	case 0:
+		return true
+	case 1:
+		return s.bytes[w[0]>>6]&(1<<(w[0]&63)) != 0
+	}
+	for i := 0; i+1 < len(w); i++ {
+		if h := pairBit(w[i], w[i+1]); s.pairs[h>>6]&(1<<(h&63)) == 0 {
 			return false
 		}
 	}
