@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/shares"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 )
@@ -65,36 +64,19 @@ func safeSignals(sigs []signals.Signal, memo safeMemo) {
 // has its own evidence map, so the result is the same as in one pass.
 // Short lists are done in one pass.
 func safeSignalsParallel(sigs []signals.Signal) {
-	inShares(len(sigs), func(lo, hi int) { safeSignals(sigs[lo:hi], safeMemo{}) })
+	shares.Each(len(sigs), minShare, func(lo, hi int) { safeSignals(sigs[lo:hi], safeMemo{}) })
 }
 
 // observationsFor files each signal as an observation (observationFor),
 // in shares like safeSignalsParallel.
 func observationsFor(sigs []signals.Signal) []findings.Observation {
 	obs := make([]findings.Observation, len(sigs))
-	inShares(len(sigs), func(lo, hi int) {
+	shares.Each(len(sigs), minShare, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			obs[i] = observationFor(&sigs[i])
 		}
 	})
 	return obs
-}
-
-// inShares calls fn over [0, n) in contiguous shares, one goroutine per
-// core when there are at least minShare items a share, and returns when
-// every share is done.
-func inShares(n int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/minShare)
-	if workers <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	share := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += share {
-		wg.Go(func() { fn(lo, min(lo+share, n)) })
-	}
-	wg.Wait()
 }
 
 // minShare is the fewest signals worth a goroutine of their own.

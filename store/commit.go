@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/shares"
 )
 
 // CommitRun applies a run's observations and resolutions, writes findings,
@@ -147,17 +148,27 @@ func finishAsync(finish findings.FinishFunc, changes []findings.Change) <-chan f
 // in one query for the run, the resolved history of the ids observed again
 // (a regression).
 func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, active map[string]findings.Finding, order []string) ([]findings.Change, error) {
-	obs := make([]findings.Observation, 0, len(in.Observations))
-	ids := make([]string, 0, len(in.Observations))
-	seen := make(map[string]bool, len(in.Observations))
+	// Normalising (each observation's identity, a hash) and observing are
+	// per observation: both run in shares, one per core; what depends on
+	// the order (the first observation of a finding wins, the changes keep
+	// the observations' order) is done in one pass between them.
+	all := slices.Clone(in.Observations)
+	allIDs := make([]string, len(all))
+	shares.Each(len(all), reconcileShare, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			allIDs[i] = all[i].Normalize()
+		}
+	})
+	obs := all[:0]
+	ids := allIDs[:0]
+	seen := make(map[string]bool, len(all))
 	var missing []string
-	for _, o := range in.Observations {
-		id := o.Normalize()
+	for i, id := range allIDs {
 		if seen[id] {
 			continue // one observation per finding per run; the first wins
 		}
 		seen[id] = true
-		obs, ids = append(obs, o), append(ids, id)
+		obs, ids = append(obs, all[i]), append(ids, id)
 		if _, ok := active[id]; !ok {
 			missing = append(missing, id)
 		}
@@ -170,20 +181,31 @@ func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, active map
 	if err != nil {
 		return nil, err
 	}
-	changes := make([]findings.Change, 0, len(obs))
-	var cur findings.Finding // the active finding observed (Observe copies it)
-	for i, o := range obs {
-		var prev *findings.Finding
-		if f, ok := active[ids[i]]; ok {
-			cur = f
-			prev = &cur
-		} else {
-			prev = history[ids[i]]
+	observed := make([]findings.Change, len(obs))
+	dropped := make([]bool, len(obs))
+	shares.Each(len(obs), reconcileShare, func(lo, hi int) {
+		var cur findings.Finding // the active finding observed (Observe copies it)
+		for i := lo; i < hi; i++ {
+			o := obs[i]
+			var prev *findings.Finding
+			if f, ok := active[ids[i]]; ok {
+				cur = f
+				prev = &cur
+			} else {
+				prev = history[ids[i]]
+			}
+			if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
+				dropped[i] = true // a suppression rule drops new findings for this pair
+				continue
+			}
+			observed[i] = findings.Observe(prev, o, in.Now, in.RunID)
 		}
-		if prev == nil && suppressed[suppressionKey{o.ResourceID, string(o.Category)}] {
-			continue // a suppression rule drops new findings for this pair
+	})
+	changes := observed[:0]
+	for i := range observed {
+		if !dropped[i] {
+			changes = append(changes, observed[i])
 		}
-		changes = append(changes, findings.Observe(prev, o, in.Now, in.RunID))
 	}
 	if !in.Reconcile {
 		return changes, nil
@@ -199,6 +221,9 @@ func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, active map
 	}
 	return changes, nil
 }
+
+// reconcileShare is the fewest observations worth a goroutine of their own.
+const reconcileShare = 1024
 
 // findingsByID reads the stored findings among ids in one query (a JSON
 // array bound as one parameter, so there is no limit on how many).
