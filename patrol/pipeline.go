@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -81,11 +82,16 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(snap.Resources), "invalid", len(rep.InvalidResources),
 		"elapsed", time.Since(start).Round(time.Millisecond).String())
 	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
+	// The index of the resources the run looks up reads only the signals'
+	// resource ids, which neutralising leaves alone: both at once.
+	var byID *resourceIndex
+	var indexed sync.WaitGroup
+	indexed.Go(func() { byID = newResourceIndex(snap, askedIDs(active, sigs)) })
 	safeSignalsParallel(sigs)
+	indexed.Wait()
 	memo := safeMemo{}
 	rep.Signals = sigs
 	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "elapsed", time.Since(start).Round(time.Millisecond).String())
-	byID := newResourceIndex(snap, askedIDs(active, sigs))
 	var an *Analysis
 	if withModel {
 		an = r.analyze(ctx, set, rep, snap, sigs, active)
