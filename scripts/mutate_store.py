@@ -32,6 +32,8 @@ MUTATIONS = [
      "\t\t\tm[f.ID] = asStored(*f)\n", "", CACHE_TESTS),
     ("cache-drops-the-resolved", "store/active_cache.go",
      "\t\t\tdelete(m, f.ID)\n", "", CACHE_TESTS),
+    ("keys-follow-membership", "store/active_cache.go",
+     "\tif !sameMembers {\n\t\tc.keyList = nil\n\t}\n", "", CACHE_TESTS),
 ]
 
 if __name__ == "__main__":

@@ -28,6 +28,10 @@ type activeCache struct {
 	mu      sync.Mutex
 	byID    map[string]findings.Finding // nil: nothing cached
 	version int64
+	// keyList are the identity facts of byID's findings (ActiveKeys),
+	// built on first use and kept while the commits change no finding's
+	// membership (a steady run only re-detects): nil, not built.
+	keyList []findings.Finding
 }
 
 // take hands the cache to a commit: nobody else uses it until the commit
@@ -42,13 +46,16 @@ func (c *activeCache) take() (map[string]findings.Finding, int64) {
 
 // put installs what a committed run left at version v, unless a later
 // commit already installed a newer state.
-func (c *activeCache) put(m map[string]findings.Finding, v int64) {
+func (c *activeCache) put(m map[string]findings.Finding, v int64, sameMembers bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byID != nil && c.version > v {
 		return
 	}
 	c.byID, c.version = m, v
+	if !sameMembers {
+		c.keyList = nil
+	}
 }
 
 // keys returns the identity facts of the cached active findings when the
@@ -63,11 +70,13 @@ func (c *activeCache) keys(ctx context.Context, q querier) ([]findings.Finding, 
 	if err != nil || v != c.version {
 		return nil, false
 	}
-	out := make([]findings.Finding, 0, len(c.byID))
-	for _, f := range c.byID {
-		out = append(out, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
+	if c.keyList == nil || len(c.keyList) != len(c.byID) {
+		c.keyList = make([]findings.Finding, 0, len(c.byID))
+		for _, f := range c.byID {
+			c.keyList = append(c.keyList, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
+		}
 	}
-	return out, true
+	return c.keyList, true
 }
 
 func findingsVersion(ctx context.Context, q querier) (int64, error) {
@@ -108,22 +117,28 @@ func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) (m
 
 // leave applies a commit's changes to the cache it took: what is active
 // after the commit, as the database would read it back.
-func leave(m map[string]findings.Finding, changes []findings.Change) map[string]findings.Finding {
+// sameMembers is true when no finding joined or left the active ones
+// (the cached identity facts still hold).
+func leave(m map[string]findings.Finding, changes []findings.Change) (left map[string]findings.Finding, sameMembers bool) {
 	if m == nil {
-		return nil
+		return nil, false
 	}
+	sameMembers = true
 	for i := range changes {
 		f := &changes[i].Finding
+		_, was := m[f.ID]
 		if f.Status == findings.StatusActive {
 			m[f.ID] = asStored(*f)
+			sameMembers = sameMembers && was
 		} else {
 			delete(m, f.ID)
+			sameMembers = sameMembers && !was
 		}
 	}
 	if len(m) > MaxCachedActive {
-		return nil
+		return nil, false
 	}
-	return m
+	return m, sameMembers
 }
 
 // asStored is f as the store reads it back: times in UTC without a

@@ -96,6 +96,22 @@ func (w twin) commit(t fataler, runID string, at time.Time, obs ...findings.Obse
 	if !reflect.DeepEqual(cached, byID) {
 		t.Fatal(fmt.Sprintf("run %s: the cache is not the database:\ncache %s\nrows  %s", runID, js(cached), js(byID)))
 	}
+	// The identity facts detection reads, kept between runs, are the rows'.
+	keys, err := w.cached.ActiveKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotKeys := map[string]findings.Finding{}
+	for _, k := range keys {
+		gotKeys[k.ID] = k
+	}
+	wantKeys := map[string]findings.Finding{}
+	for _, f := range active {
+		wantKeys[f.ID] = findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status}
+	}
+	if len(keys) != len(gotKeys) || !reflect.DeepEqual(gotKeys, wantKeys) {
+		t.Fatal(fmt.Sprintf("run %s: ActiveKeys is not the rows':\nkeys %s\nrows %s", runID, js(keys), js(wantKeys)))
+	}
 	return got
 }
 

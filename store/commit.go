@@ -19,6 +19,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 	var changes []findings.Change
 	var ob *outboxWriter
 	var left map[string]findings.Finding
+	var sameMembers bool
 	var version int64
 	err := withTxOn(ctx, s.commitDB, func(tx *sql.Tx) error {
 		active, order, cached, err := s.activeFindings(ctx, tx, len(in.Observations))
@@ -103,14 +104,14 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 		if version, err = findingsVersion(ctx, tx); err != nil {
 			return err
 		}
-		left = leave(cached, changes)
+		left, sameMembers = leave(cached, changes)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
 	}
 	if left != nil {
-		s.active.put(left, version)
+		s.active.put(left, version, sameMembers)
 	}
 	// Committed: the relay publishes the run's events from memory, as it
 	// does Enqueue's (checked against the database's window).

@@ -398,7 +398,10 @@ func parseTransitions(s string) []time.Time {
 }
 
 // ActiveKeys returns the identity facts of every active finding: what
-// hysteresis needs before detection, without reading whole rows.
+// hysteresis needs before detection, without reading whole rows. The
+// slice is read-only: from the active findings the last run commit kept
+// (while the findings version confirms them), it is shared by the calls
+// until a finding joins or leaves them.
 //
 // The slice is sized by a count first (an index-only scan): a Finding is
 // large, and growing the slice row by row copies every one read so far.
