@@ -38,8 +38,8 @@ type Store struct {
 	// the log as they are made; the pool's connections keep SQLite's small
 	// default, so API readers do not each grow one.
 	commitDB *sql.DB
-	path string
-	info os.FileInfo // the file opened, for FileCheck
+	path     string
+	info     os.FileInfo // the file opened, for FileCheck
 	// recent are the outbox rows Enqueue committed, for the relay
 	// (outbox_cache.go).
 	recent outboxCache
