@@ -32,6 +32,9 @@ MUTATIONS = [
      "\t\t\tm[f.ID] = asStored(*f)\n", "", CACHE_TESTS),
     ("cache-drops-the-resolved", "store/active_cache.go",
      "\t\t\tdelete(m, f.ID)\n", "", CACHE_TESTS),
+    ("touch-sets-times-raised", "store/commit.go",
+     "times_raised = j.value", "times_raised = times_raised + 1",
+     ["./store", "-run", "TestTouchBringsADriftedReplicaBack"]),
     ("keys-follow-membership", "store/active_cache.go",
      "\tif !sameMembers {\n\t\tc.keyList = nil\n\t}\n", "", CACHE_TESTS),
 ]

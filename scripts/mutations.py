@@ -23,6 +23,9 @@ def run(mutations, extra=None):
             r = subprocess.run(["go", "test", "-count=1", "-timeout", "300s"] + test, capture_output=True, text=True)
         finally:
             open(path, "w").write(src)
+            # A property test that failed under the mutation leaves its
+            # counterexample behind; it belongs to the mutation, not the tree.
+            subprocess.run(["git", "clean", "-fdq", "--", ":(glob)**/testdata/rapid/**"], capture_output=True)
         caught = r.returncode != 0 and "build failed" not in r.stdout + r.stderr
         survived += not caught
         print(f"{name:28} removed -> {'caught' if caught else 'SURVIVED'}")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // twin applies the same operations to two stores: cached keeps its active
@@ -382,5 +383,67 @@ func TestActiveCacheSeesADeletion(t *testing.T) {
 	got := w.commit(t, "run-3", later.Add(time.Minute), a, b)
 	if got[0].Kind != findings.ChangeNew || got[0].Finding.ID != ch[0].Finding.ID {
 		t.Fatalf("the deleted finding observed again: %s %s, want new", got[0].Kind, got[0].Finding.ID)
+	}
+}
+
+// TestTouchBringsADriftedReplicaBack is the failover attack on the touch:
+// a writer re-detected its findings and died before the change left its
+// outbox, so its own rows are one raise ahead of the stream; it comes
+// back as a replica. The next writer's touch sets the times raised it
+// decided, so the drifted rows converge (a touch that added one would
+// keep them one off for good).
+func TestTouchBringsADriftedReplicaBack(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a := fobs("node/a", "high_cpu", findings.SeverityWarning, "cpu high")
+	leader, follower := openStore(t), openStore(t)
+	if err := leader.EnableCapture(ctx, "state.changes", "leader", 1); err != nil {
+		t.Fatal(err)
+	}
+	seq := uint64(0)
+	apply := func() {
+		rows, err := leader.PendingEvents(ctx, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Type != store.StateEventType {
+				continue
+			}
+			c, err := store.DecodeStateChange(r.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq++
+			if _, err := follower.ApplyState(ctx, seq, "follower", c, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		storetest.MarkAllSent(t, leader, 1000)
+	}
+	ch, err := commitAs(leader, "run-1", t0, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply()
+	// The follower's row drifts: a re-detection of its own that never
+	// reached the stream.
+	if _, err := follower.DB().Exec("UPDATE finding_seen SET times_raised = times_raised + 1 WHERE id = ?", ch[0].Finding.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commitAs(leader, "run-2", t0.Add(time.Minute), a); err != nil {
+		t.Fatal(err)
+	}
+	apply()
+	want, err := leader.Get(ctx, ch[0].Finding.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := follower.Get(ctx, ch[0].Finding.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.TimesRaised != 2 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the next touch the replica's finding is\n%s\nthe writer's\n%s", js(got), js(want))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -54,13 +55,13 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 			c.Finding, decisions[i] = in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
 		}
 		fin := finishAsync(finish, changes)
-		var touched []string
+		var touched []touchedFinding
 		werr := func() error {
 			for i := range changes {
 				c, d := &changes[i], decisions[i]
 				f := &c.Finding
 				if !d.Publish && onlyTouched(c) {
-					touched = append(touched, f.ID)
+					touched = append(touched, touchedFinding{f.ID, f.TimesRaised})
 					continue
 				}
 				if err := up.write(ctx, f); err != nil {
@@ -78,7 +79,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 				}
 			}
 			// In id order: the lookups walk finding_seen's key in order.
-			slices.Sort(touched)
+			slices.SortFunc(touched, func(a, b touchedFinding) int { return strings.Compare(a.id, b.id) })
 			return touch(ctx, tx, touched, in.Now, in.RunID)
 		}()
 		done := <-fin // always waited for: finish must not outlive the transaction
@@ -303,14 +304,29 @@ func onlyTouched(c *findings.Change) bool {
 		a.TimesRaised+1 == b.TimesRaised
 }
 
+// touchedFinding is a finding a run re-detected unchanged and the times it
+// has now been raised.
+type touchedFinding struct {
+	id     string
+	raised int
+}
+
 // touch records a re-detection of many unchanged findings in one statement
 // (per chunk). In cluster capture it is replicated as one touch change per
-// chunk instead of a row image per finding (captureTouch).
-func touch(ctx context.Context, tx *sql.Tx, ids []string, now time.Time, runID string) error {
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), touchChunk)]
-		ids = ids[len(chunk):]
-		list, err := json.Marshal(chunk)
+// chunk instead of a row image per finding (captureTouch). It sets each
+// finding's times raised to the value the run decided, not one more than
+// what a database holds, so a replica whose row had drifted (a write of a
+// deposed writer that never reached the stream) is brought back into line
+// by the next touch instead of staying one off for good.
+func touch(ctx context.Context, tx *sql.Tx, found []touchedFinding, now time.Time, runID string) error {
+	for len(found) > 0 {
+		chunk := found[:min(len(found), touchChunk)]
+		found = found[len(chunk):]
+		raised := make(map[string]int, len(chunk))
+		for _, f := range chunk {
+			raised[f.id] = f.raised
+		}
+		list, err := json.Marshal(raised)
 		if err != nil {
 			return err
 		}
@@ -322,17 +338,18 @@ func touch(ctx context.Context, tx *sql.Tx, ids []string, now time.Time, runID s
 	return nil
 }
 
-// touchChunk bounds the ids of one touch (one replicated change of about
-// 20 bytes an id, well under a NATS message).
+// touchChunk bounds the findings of one touch (one replicated change of
+// about 25 bytes a finding, well under a NATS message).
 const touchChunk = 5000
 
-// touchRows is the re-detection update itself, on a JSON list of ids: of
-// their narrow finding_seen rows, not the findings rows. It moves the
-// findings version once (finding_seen has no version trigger, so a touch
-// of many rows costs one counter update).
-func touchRows(ctx context.Context, tx *sql.Tx, list []byte, lastSeen, runID string) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE finding_seen SET last_seen_at = ?, last_run_id = ?, times_raised = times_raised + 1
-		WHERE id IN (SELECT value FROM json_each(?))`, lastSeen, runID, string(list)); err != nil {
+// touchRows is the re-detection update itself, on a JSON object of finding
+// ids and the times each has been raised: of their narrow finding_seen
+// rows, not the findings rows. It moves the findings version once
+// (finding_seen has no version trigger, so a touch of many rows costs one
+// counter update).
+func touchRows(ctx context.Context, tx *sql.Tx, raised []byte, lastSeen, runID string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE finding_seen SET last_seen_at = ?, last_run_id = ?, times_raised = j.value
+		FROM json_each(?) AS j WHERE finding_seen.id = j.key`, lastSeen, runID, string(raised)); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, "UPDATE findings_version SET n = n + 1 WHERE id = 1")

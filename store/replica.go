@@ -53,9 +53,10 @@ type StateChange struct {
 const OpEpoch = "epoch"
 
 // OpTouch is a re-detection of many unchanged findings in one change:
-// table "findings", row {"ids": [...], "last_seen_at": T, "last_run_id":
-// R}; applying it runs the writer's own update (last seen, last run,
-// times raised plus one) on those ids.
+// table "findings", row {"raised": {id: times raised, ...},
+// "last_seen_at": T, "last_run_id": R}; applying it runs the writer's own
+// update (last seen, last run, and each finding's times raised as the
+// writer decided it) on those findings.
 const OpTouch = "touch"
 
 // captureTouch runs update (the touch of the findings in the JSON list
@@ -63,7 +64,7 @@ const OpTouch = "touch"
 // touch change instead of one row image per finding: the row triggers are
 // held off for the update (applying = 1) and the change is queued in the
 // same transaction.
-func captureTouch(ctx context.Context, tx *sql.Tx, ids []byte, lastSeen, runID string, update func() error) error {
+func captureTouch(ctx context.Context, tx *sql.Tx, raised []byte, lastSeen, runID string, update func() error) error {
 	var capture, applying int
 	var subject, origin string
 	var epoch, changes int64
@@ -87,7 +88,7 @@ func captureTouch(ctx context.Context, tx *sql.Tx, ids []byte, lastSeen, runID s
 		return err
 	}
 	return queueStateChange(ctx, tx, subject, StateChange{Origin: origin, Epoch: uint64(epoch), N: uint64(changes) + 1, Table: "findings",
-		Op: OpTouch, Row: map[string]json.RawMessage{"ids": ids, "last_seen_at": seen, "last_run_id": run}})
+		Op: OpTouch, Row: map[string]json.RawMessage{"raised": raised, "last_seen_at": seen, "last_run_id": run}})
 }
 
 // queueStateChange writes a state change the store makes itself (not a
@@ -116,7 +117,7 @@ func applyTouch(ctx context.Context, tx *sql.Tx, c StateChange) error {
 	if err := json.Unmarshal(c.Row["last_run_id"], &runID); err != nil {
 		return fmt.Errorf("row.last_run_id: %w", err)
 	}
-	return touchRows(ctx, tx, c.Row["ids"], lastSeen, runID)
+	return touchRows(ctx, tx, c.Row["raised"], lastSeen, runID)
 }
 
 type tableInfo struct {
@@ -463,11 +464,16 @@ func validTouch(c StateChange) error {
 		return fmt.Errorf("state change: a touch is of table findings, not %q", c.Table)
 	}
 	if len(c.Row) != 3 {
-		return errors.New("state change: a touch row holds exactly ids, last_seen_at and last_run_id")
+		return errors.New("state change: a touch row holds exactly raised, last_seen_at and last_run_id")
 	}
-	var ids []string
-	if err := json.Unmarshal(c.Row["ids"], &ids); err != nil || len(ids) == 0 {
-		return errors.New("state change: row.ids must be a non-empty list of finding ids")
+	var raised map[string]int64
+	if err := json.Unmarshal(c.Row["raised"], &raised); err != nil || len(raised) == 0 {
+		return errors.New("state change: row.raised must be a non-empty object of finding ids and times raised")
+	}
+	for id, n := range raised {
+		if id == "" || n < 1 {
+			return fmt.Errorf("state change: row.raised[%q] must be a finding id raised at least once, got %d", id, n)
+		}
 	}
 	for _, k := range []string{"last_seen_at", "last_run_id"} {
 		var v string
