@@ -185,13 +185,17 @@ func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 }
 
 // leaseHolder reads the leader lease key from the NATS at url ("" when
-// there is none).
+// there is none, or no lease bucket yet: a daemon just started may not
+// have made it).
 func leaseHolder(t *testing.T, url string) string {
 	t.Helper()
 	js := natstest.JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, "patrold_leader")
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return ""
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
