@@ -138,14 +138,7 @@ func BenchmarkRun(b *testing.B) {
 	for _, fc := range fleets(b) {
 		data := fc.data
 		b.Run(fc.name, func(b *testing.B) {
-			st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings {
-				return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy()}
-			}})
+			r := benchRunner(b, pol)
 			once := func() *patrol.Report {
 				snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{})
 				if err != nil {
@@ -181,14 +174,7 @@ func BenchmarkRunVsDecode(b *testing.B) {
 		}
 		data := fc.data
 		b.Run(fc.name, func(b *testing.B) {
-			st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			r, _ := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings {
-				return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy()}
-			}})
+			r := benchRunner(b, pol)
 			decode := func() (*snapshot.Snapshot, []snapshot.Problem) {
 				snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{})
 				if err != nil {
@@ -214,6 +200,24 @@ func BenchmarkRunVsDecode(b *testing.B) {
 			b.ReportMetric(float64(running)/float64(decoding), "x-decode")
 		})
 	}
+}
+
+// benchRunner is a deterministic runner on a fresh store under b's
+// temporary directory.
+func benchRunner(b *testing.B, pol *alerts.Policy) *patrol.Runner {
+	b.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	r, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings {
+		return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy()}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // BenchmarkFirstRun measures a run that creates every finding: a fresh

@@ -37,23 +37,10 @@ func (w twin) do(t fataler, fn func(st *store.Store) error) {
 	}
 }
 
-// commitAs is commit with a fixed run id, so both stores record the same.
+// commitAs is a complete run with a fixed run id, so both stores record
+// the same.
 func commitAs(st *store.Store, runID string, at time.Time, obs ...findings.Observation) ([]findings.Change, error) {
-	seen := map[string]bool{}
-	for _, o := range obs {
-		seen[o.ResourceID] = true
-	}
-	return st.CommitRun(context.Background(), findings.RunInput{
-		RunID: runID, Now: at, Observations: obs, Complete: true, Reconcile: true, Policy: findings.DefaultPublishPolicy(),
-		Check: func(f *findings.Finding) findings.Check {
-			if seen[f.ResourceID] {
-				return findings.CheckCleared
-			}
-			return findings.CheckAbsent
-		},
-	}, func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
-		return findings.RunRecord{ID: runID, Trigger: "manual", Status: "issues_found", Analysis: "deterministic", StartedAt: at}, nil, nil
-	})
+	return commitRun(st, runID, at, true, obs...)
 }
 
 // commit runs one commit on both and compares the changes and every row,

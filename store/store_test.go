@@ -34,12 +34,20 @@ type fataler interface {
 
 func commit(t fataler, st *store.Store, at time.Time, complete bool, obs ...findings.Observation) []findings.Change {
 	t.Helper()
+	ch, err := commitRun(st, findings.NewID(at), at, complete, obs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// commitRun files observations as run runID at at (see commit).
+func commitRun(st *store.Store, runID string, at time.Time, complete bool, obs ...findings.Observation) ([]findings.Change, error) {
 	seen := map[string]bool{}
 	for _, o := range obs {
 		seen[o.ResourceID] = true
 	}
-	runID := findings.NewID(at)
-	ch, err := st.CommitRun(context.Background(), findings.RunInput{
+	return st.CommitRun(context.Background(), findings.RunInput{
 		RunID: runID, Now: at, Observations: obs, Complete: complete, Reconcile: true, Policy: findings.DefaultPublishPolicy(),
 		Check: func(f *findings.Finding) findings.Check {
 			if seen[f.ResourceID] {
@@ -50,10 +58,6 @@ func commit(t fataler, st *store.Store, at time.Time, complete bool, obs ...find
 	}, func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
 		return findings.RunRecord{ID: runID, Trigger: "manual", Status: "issues_found", Analysis: "deterministic", StartedAt: at}, nil, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ch
 }
 
 func fobs(resource, key string, sev findings.Severity, text string) findings.Observation {
