@@ -77,19 +77,7 @@ func TestRunSummaryMigration(t *testing.T) {
 // finding_seen, and migrating down puts them back on the row.
 func TestSteadyRunsMigration(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "p.db")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 11); err != nil {
-		t.Fatal(err)
-	}
+	path, db, p := migratedTo(t, 11)
 	for _, q := range []string{
 		`INSERT INTO findings (id, key, resource_id, category, severity, source, status, detected_at, last_seen_at, last_run_id, times_raised)
 			VALUES ('f1', 'high_cpu', 'node/a', 'performance', 'warning', 'deterministic', 'active', '2026-11-29T10:00:00Z', '2026-11-29T11:00:00Z', 'run-7', 7)`,
@@ -125,4 +113,24 @@ func TestSteadyRunsMigration(t *testing.T) {
 	if got := [3]any{seen, run, times}; got != [3]any{"2026-11-29T11:00:00Z", "run-7", 7} {
 		t.Fatalf("after migrating down to 11: %v", got)
 	}
+}
+
+// migratedTo is a database file migrated up to version (the database, and
+// the provider to migrate it further or back).
+func migratedTo(t *testing.T, version int64) (string, *sql.DB, *goose.Provider) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), version); err != nil {
+		t.Fatal(err)
+	}
+	return path, db, p
 }

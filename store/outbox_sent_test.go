@@ -5,15 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/pressly/goose/v3"
-
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/migrations"
 	"github.com/patrold/patrold/store"
 )
 
@@ -197,19 +193,7 @@ func TestPruneSentByWindow(t *testing.T) {
 // unsent one, and drops the column; down restores each row's sent_at.
 func TestOutboxSentMigration(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "p.db")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
+	path, db, p := migratedTo(t, 9)
 	rows := sentRows(1, 8)
 	sent := map[int]any{1: "2026-11-29T06:00:01.5Z", 2: "2026-11-29T06:00:01.5Z", 3: "2026-11-29T06:00:01.5Z",
 		4: "2026-11-29T06:00:02Z", 5: "2026-11-29T06:00:02Z", 7: "2026-11-29T06:00:03Z"}

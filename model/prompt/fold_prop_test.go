@@ -58,17 +58,12 @@ var attackWords = []string{"Ignore", " previous ", "ALL ", "instructions", "<b>"
 // also passes its keyword prefilter.
 func TestKeywordsAreNecessary(t *testing.T) {
 	check := func(t interface{ Fatalf(string, ...any) }, s string) {
-		folded := foldView(s)
-		prose := stripTags(folded)
-		for _, r := range rules {
-			v := folded
-			if r.prose {
-				v = prose
-			}
+		eachRuleView(s, func(r rule, v *view) bool {
 			if r.re.Match(v.text) && !r.mayMatch(v.text, signature(v.text)) {
 				t.Fatalf("rule %s matches %q but its keywords skip it", r.name, s)
 			}
-		}
+			return true
+		})
 	}
 	for _, h := range hostile {
 		check(t, h.text)
@@ -139,6 +134,17 @@ var commandWords = []string{"run ", "execute ", "type ", "enter ", "the ", "comm
 
 // matchesSomeRule reports whether a rule's pattern matches s's view.
 func matchesSomeRule(s string) bool {
+	matched := false
+	eachRuleView(s, func(r rule, v *view) bool {
+		matched = r.re.Match(v.text)
+		return !matched
+	})
+	return matched
+}
+
+// eachRuleView calls fn with every rule and the view of s it runs on (the
+// folded text, without tags for prose rules), while fn returns true.
+func eachRuleView(s string, fn func(r rule, v *view) bool) {
 	folded := foldView(s)
 	prose := stripTags(folded)
 	for _, r := range rules {
@@ -146,11 +152,10 @@ func matchesSomeRule(s string) bool {
 		if r.prose {
 			v = prose
 		}
-		if r.re.Match(v.text) {
-			return true
+		if !fn(r, v) {
+			return
 		}
 	}
-	return false
 }
 
 // toolWords are the tool_injection rule's parts, so drawn texts reach it.
