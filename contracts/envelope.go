@@ -183,11 +183,11 @@ func truncate(s string, n int) string {
 // result is byte for byte what encoding/json makes of NewEvent(row, source).
 func AppendEnvelope(b []byte, row OutboxEvent, source string) ([]byte, error) {
 	b = append(b, `{"specversion":"`+SpecVersion+`","id":`...)
-	b = appendString(b, row.ID)
+	b = AppendJSONString(b, row.ID)
 	b = append(b, `,"source":`...)
-	b = appendString(b, source)
+	b = AppendJSONString(b, source)
 	b = append(b, `,"type":`...)
-	b = appendString(b, row.Type)
+	b = AppendJSONString(b, row.Type)
 	b = append(b, `,"time":`...)
 	t, err := row.Time.UTC().MarshalJSON()
 	if err != nil {
@@ -196,23 +196,9 @@ func AppendEnvelope(b []byte, row OutboxEvent, source string) ([]byte, error) {
 	b = append(b, t...)
 	if row.ResourceID != "" {
 		b = append(b, `,"subject":`...)
-		b = appendString(b, row.ResourceID)
+		b = AppendJSONString(b, row.ResourceID)
 	}
 	b = append(b, `,"datacontenttype":"`+ContentTypeJSON+`","data":`...)
 	b = append(b, row.Data...)
 	return append(b, '}'), nil
-}
-
-// appendString appends s as encoding/json quotes it: plain text directly,
-// anything needing an escape through encoding/json itself.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -3,7 +3,6 @@ package patrol
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,43 +182,6 @@ func appendEvidence(b []byte, v any) []byte {
 	enc, _ := json.Marshal(v)
 	return append(b, enc...)
 }
-
-// appendJSONFloat is encoding/json's form of a finite float64: the
-// shortest decimal that reads back, in exponent form below 1e-6 and from
-// 1e21 on, with a one-digit negative exponent not padded.
-func appendJSONFloat(b []byte, f float64) []byte {
-	form := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		form = 'e'
-	}
-	b = strconv.AppendFloat(b, f, form, -1, 64)
-	if form == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// plainJSONString: s needs no escape in JSON (json.Marshal also escapes
-// <, > and &).
-func plainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !plainJSONByte[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// plainJSONByte marks the bytes a JSON string holds as they are.
-var plainJSONByte = func() (t [256]bool) {
-	for c := 0x20; c <= 0x7e; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
 
 // RunCompleted is the data of a patrold.run.completed event.
 type RunCompleted struct {

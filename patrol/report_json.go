@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/signals"
 )
 
@@ -75,9 +76,9 @@ func appendReportLists(b []byte, rep *Report) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":`...)
-			b = appendJSONString(b, string(s.Type))
+			b = contracts.AppendJSONString(b, string(s.Type))
 			b = append(b, `,"resource_id":`...)
-			b = appendJSONString(b, s.ResourceID)
+			b = contracts.AppendJSONString(b, s.ResourceID)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -93,24 +94,24 @@ func appendReportLists(b []byte, rep *Report) ([]byte, bool) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, f.ID)
+		b = contracts.AppendJSONString(b, f.ID)
 		b = append(b, `,"key":`...)
-		b = appendJSONString(b, f.Key)
+		b = contracts.AppendJSONString(b, f.Key)
 		b = append(b, `,"resource_id":`...)
-		b = appendJSONString(b, f.ResourceID)
+		b = contracts.AppendJSONString(b, f.ResourceID)
 		b = append(b, `,"category":`...)
-		b = appendJSONString(b, string(f.Category))
+		b = contracts.AppendJSONString(b, string(f.Category))
 		b = append(b, `,"severity":`...)
-		b = appendJSONString(b, string(f.Severity))
+		b = contracts.AppendJSONString(b, string(f.Severity))
 		b = append(b, `,"state":`...)
-		b = appendJSONString(b, f.State)
+		b = contracts.AppendJSONString(b, f.State)
 		b = append(b, `,"source":`...)
-		b = appendJSONString(b, string(f.Source))
+		b = contracts.AppendJSONString(b, string(f.Source))
 		b = append(b, `,"change":`...)
-		b = appendJSONString(b, string(f.Change))
+		b = contracts.AppendJSONString(b, string(f.Change))
 		if f.Title != "" {
 			b = append(b, `,"title":`...)
-			b = appendJSONString(b, f.Title)
+			b = contracts.AppendJSONString(b, f.Title)
 		}
 		b = append(b, '}')
 	}
@@ -125,25 +126,25 @@ func appendSignal(b []byte, s *signals.Signal) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, string(s.Type))
+	b = contracts.AppendJSONString(b, string(s.Type))
 	b = append(b, `,"resource_id":`...)
-	b = appendJSONString(b, s.ResourceID)
+	b = contracts.AppendJSONString(b, s.ResourceID)
 	b = append(b, `,"resource_kind":`...)
-	b = appendJSONString(b, string(s.ResourceKind))
+	b = contracts.AppendJSONString(b, string(s.ResourceKind))
 	if s.ResourceName != "" {
 		b = append(b, `,"resource_name":`...)
-		b = appendJSONString(b, s.ResourceName)
+		b = contracts.AppendJSONString(b, s.ResourceName)
 	}
 	b = append(b, `,"severity":`...)
-	b = appendJSONString(b, s.Severity)
+	b = contracts.AppendJSONString(b, s.Severity)
 	b = append(b, `,"category":`...)
-	b = appendJSONString(b, s.Category)
+	b = contracts.AppendJSONString(b, s.Category)
 	b = append(b, `,"value":`...)
-	b = appendJSONFloat(b, s.Value)
+	b = contracts.AppendJSONFloat(b, s.Value)
 	b = append(b, `,"threshold":`...)
-	b = appendJSONFloat(b, s.Threshold)
+	b = contracts.AppendJSONFloat(b, s.Threshold)
 	b = append(b, `,"summary":`...)
-	b = appendJSONString(b, s.Summary)
+	b = contracts.AppendJSONString(b, s.Summary)
 	if len(s.Evidence) > 0 {
 		var keys [8]string
 		ks := keys[:0]
@@ -156,7 +157,7 @@ func appendSignal(b []byte, s *signals.Signal) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = contracts.AppendJSONString(b, k)
 			b = append(b, ':')
 			var ok bool
 			if b, ok = appendEvidenceValue(b, s.Evidence[k]); !ok {
@@ -182,10 +183,10 @@ func appendEvidenceValue(b []byte, v any) ([]byte, bool) {
 		return strconv.AppendInt(b, x, 10), true
 	case float64:
 		if finite(x) {
-			return appendJSONFloat(b, x), true
+			return contracts.AppendJSONFloat(b, x), true
 		}
 	case string:
-		return appendJSONString(b, x), true
+		return contracts.AppendJSONString(b, x), true
 	case []string:
 		if x == nil {
 			return append(b, "null"...), true
@@ -195,7 +196,7 @@ func appendEvidenceValue(b []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = contracts.AppendJSONString(b, s)
 		}
 		return append(b, ']'), true
 	}
@@ -203,16 +204,3 @@ func appendEvidenceValue(b []byte, v any) ([]byte, bool) {
 }
 
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
-
-// appendJSONString appends s quoted as encoding/json quotes it: plain
-// printable ASCII as it is, anything else (escapes, <, > and &, invalid
-// UTF-8, U+2028 and U+2029) through encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
-	if plainJSONString(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	enc, _ := json.Marshal(s)
-	return append(b, enc...)
-}

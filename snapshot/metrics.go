@@ -7,9 +7,10 @@ import (
 	"iter"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Metric is one named value of a resource's metrics.
@@ -193,28 +194,13 @@ func appendName(out []byte, name string) ([]byte, error) {
 	return append(out, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
 }
 
-// appendNumber appends v the way encoding/json writes a float64: the
-// shortest text that reads back as v, in plain decimal notation unless
-// the magnitude is below 1e-6 or at least 1e21, where the exponent form
-// has no leading zero in a negative exponent ("1e-7", as ECMAScript).
+// appendNumber appends v the way encoding/json writes a float64
+// (contracts.AppendJSONFloat), refusing what encoding/json refuses.
 func appendNumber(out []byte, v float64) ([]byte, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, errNotFinite
 	}
-	a := math.Abs(v)
-	if a == 0 || (a >= 1e-6 && a < 1e21) {
-		return strconv.AppendFloat(out, v, 'f', -1, 64), nil
-	}
-	start := len(out)
-	out = strconv.AppendFloat(out, v, 'e', -1, 64)
-	// strconv writes at least two exponent digits ("e-07", "e+21"); a
-	// negative exponent below ten loses its zero.
-	e := bytes.LastIndexByte(out[start:], 'e') + start
-	if len(out)-e == 4 && out[e+1] == '-' && out[e+2] == '0' {
-		out[e+2] = out[e+3]
-		out = out[:len(out)-1]
-	}
-	return out, nil
+	return contracts.AppendJSONFloat(out, v), nil
 }
 
 // UnmarshalJSON decodes a JSON object of numbers as encoding/json decodes
