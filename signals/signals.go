@@ -4,10 +4,8 @@
 package signals
 
 import (
-	"runtime"
-	"sync"
-
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/internal/shares"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -101,28 +99,9 @@ var _ Thresholds = (*alerts.Policy)(nil)
 // safe for concurrent use, as an *alerts.Policy is); the shares are joined
 // in snapshot order, so the result is the one a single pass gives.
 func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
-	n := len(snap.Resources)
-	workers := min(runtime.GOMAXPROCS(0), n/minDetectShare)
-	if workers <= 1 {
-		return detectRange(snap, 0, n, th, active)
-	}
-	shares := make([][]Signal, workers)
-	size := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w := range shares {
-		lo, hi := w*size, min((w+1)*size, n)
-		wg.Go(func() { shares[w] = detectRange(snap, lo, hi, th, active) })
-	}
-	wg.Wait()
-	total := 0
-	for _, sh := range shares {
-		total += len(sh)
-	}
-	out := make([]Signal, 0, total)
-	for _, sh := range shares {
-		out = append(out, sh...)
-	}
-	return out
+	return shares.Join(len(snap.Resources), minDetectShare, func(lo, hi int) []Signal {
+		return detectRange(snap, lo, hi, th, active)
+	})
 }
 
 // minDetectShare is the fewest resources worth a goroutine of their own.

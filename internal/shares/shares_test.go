@@ -40,3 +40,24 @@ func TestEachCoversTheRangeOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinIsOneCall: Join's result is the one fn(0, n) gives, whatever n
+// and the share minimum.
+func TestJoinIsOneCall(t *testing.T) {
+	items := func(lo, hi int) []int {
+		var out []int
+		for i := lo; i < hi; i++ {
+			if i%3 != 0 { // shares yield different counts
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for _, n := range []int{0, 1, 5, 1024, 1025, 10_000} {
+		for _, min := range []int{0, 1, 512} {
+			if got, want := Join(n, min, items), items(0, n); !slices.Equal(got, want) {
+				t.Fatalf("n=%d min=%d: Join gave %d items, one call %d", n, min, len(got), len(want))
+			}
+		}
+	}
+}
