@@ -65,22 +65,12 @@ func (r rule) withKeywords(words ...string) rule {
 	return r
 }
 
-// hasKeyword reports whether text holds one of the rule's keywords.
-func (r rule) hasKeyword(text []byte, sig *textSig) bool {
-	for _, k := range r.keywords {
-		if sig.may(k) && bytes.Contains(text, k) {
-			return true
-		}
-	}
-	return len(r.keywords) == 0
-}
-
 // mayMatch reports whether text passes the rule's prefilters: one of its
-// keywords, and then (with needs) every group of some pattern. sig is
-// text's signature: a word whose first two bytes (or one byte) are not
-// in it is not searched for.
+// keywords, and then (with needs) a word of every group of some pattern.
+// sig is text's signature: a word whose byte, or one of whose byte pairs,
+// is not in it is not searched for.
 func (r rule) mayMatch(text []byte, sig *textSig) bool {
-	if !r.hasKeyword(text, sig) {
+	if len(r.keywords) > 0 && !anyWord(text, sig, r.keywords) {
 		return false
 	}
 	if len(r.needs) == 0 {
@@ -94,20 +84,24 @@ func (r rule) mayMatch(text []byte, sig *textSig) bool {
 	return false
 }
 
+// allGroups reports whether text holds a word of every group.
 func allGroups(text []byte, sig *textSig, groups [][][]byte) bool {
 	for _, g := range groups {
-		found := false
-		for _, w := range g {
-			if sig.may(w) && bytes.Contains(text, w) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !anyWord(text, sig, g) {
 			return false
 		}
 	}
 	return true
+}
+
+// anyWord reports whether text holds one of words.
+func anyWord(text []byte, sig *textSig, words [][]byte) bool {
+	for _, w := range words {
+		if sig.may(w) && bytes.Contains(text, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // textSig records which bytes, and (hashed into 512 bits) which pairs of
