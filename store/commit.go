@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/shares"
 )
@@ -78,7 +80,8 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 					}
 				}
 			}
-			// In id order: the lookups walk finding_seen's key in order.
+			// In id order: each touch's object, and so the lookups of its
+			// update, walk finding_seen's key in order.
 			slices.SortFunc(touched, func(a, b touchedFinding) int { return strings.Compare(a.id, b.id) })
 			return touch(ctx, tx, touched, in.Now, in.RunID)
 		}()
@@ -322,20 +325,29 @@ func touch(ctx context.Context, tx *sql.Tx, found []touchedFinding, now time.Tim
 	for len(found) > 0 {
 		chunk := found[:min(len(found), touchChunk)]
 		found = found[len(chunk):]
-		raised := make(map[string]int, len(chunk))
-		for _, f := range chunk {
-			raised[f.id] = f.raised
-		}
-		list, err := json.Marshal(raised)
-		if err != nil {
-			return err
-		}
-		err = captureTouch(ctx, tx, list, fmtTime(now), runID, func() error { return touchRows(ctx, tx, list, fmtTime(now), runID) })
+		list := raisedObject(chunk)
+		err := captureTouch(ctx, tx, list, fmtTime(now), runID, func() error { return touchRows(ctx, tx, list, fmtTime(now), runID) })
 		if err != nil {
 			return fmt.Errorf("touch findings: %w", err)
 		}
 	}
 	return nil
+}
+
+// raisedObject is the JSON object {id: times raised, ...} of found, in
+// their order (the caller's: by id).
+func raisedObject(found []touchedFinding) []byte {
+	b := make([]byte, 0, 2+len(found)*28)
+	b = append(b, '{')
+	for i, f := range found {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = contracts.AppendJSONString(b, f.id)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(f.raised), 10)
+	}
+	return append(b, '}')
 }
 
 // touchChunk bounds the findings of one touch (one replicated change of

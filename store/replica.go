@@ -59,8 +59,8 @@ const OpEpoch = "epoch"
 // writer decided it) on those findings.
 const OpTouch = "touch"
 
-// captureTouch runs update (the touch of the findings in the JSON list
-// ids) and, when this database captures, replicates it as one numbered
+// captureTouch runs update (the touch of the findings in the JSON object
+// raised: id to times raised) and, when this database captures, replicates it as one numbered
 // touch change instead of one row image per finding: the row triggers are
 // held off for the update (applying = 1) and the change is queued in the
 // same transaction.
