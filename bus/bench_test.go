@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"syscall"
@@ -12,42 +11,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/storetest"
 )
 
 const benchEvents = 10_000
 
-// benchRows are the 10k finding events both benchmarks publish: real
-// finding event data (a whole finding, as CommitRun writes it, about 1 KB
-// each); the id gets a per-iteration tag so JetStream does not drop them as
-// duplicates.
+// benchRows are the 10k finding events both benchmarks publish
+// (storetest.FindingEvents: about 1 KB each, ids tagged by iter).
 func benchRows(b *testing.B, iter int) []contracts.OutboxEvent {
-	b.Helper()
-	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
-	rows := make([]contracts.OutboxEvent, 0, benchEvents)
-	for i := range benchEvents {
-		sev := findings.Severity(contracts.Severities[i%len(contracts.Severities)])
-		ch := findings.Observe(nil, findings.Observation{
-			Key: "high_cpu", ResourceID: fmt.Sprintf("vm/%d", 1000+i), ResourceKind: "vm", ResourceName: fmt.Sprintf("app-%d", i),
-			ResourceTags: []string{"prod", "web"}, Category: findings.CategoryPerformance, Severity: sev, Source: findings.SourceDeterministic,
-			Title:          fmt.Sprintf("High CPU on app-%d", i),
-			Description:    "cpu_percent_avg 97.2 over 900 s is above the critical threshold 95 (warning 85); the guest has been saturated for the whole window, and its run queue stayed above the vCPU count, so requests wait for a core.",
-			Recommendation: "Find the processes or guests using the CPU; consider moving load or adding capacity.",
-			Evidence:       "cpu_percent=97.2 cpu_percent_avg=97.2 threshold=95 window_seconds=900",
-		}, now, "01JDQ5N3K5Z8J7Q6W2V1M0X9YA")
-		subject, typ := findings.FindingSubject(findings.EventOpened, ch.Finding.Severity)
-		data, err := json.Marshal(findings.NewFindingEventData(&ch.Finding, "first", "01JDQ5N3K5Z8J7Q6W2V1M0X9YA", now))
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows = append(rows, contracts.OutboxEvent{
-			ID: fmt.Sprintf("b%d-%06d", iter, i), Subject: subject, Type: typ, ResourceID: ch.Finding.ResourceID,
-			Time: now.Add(time.Duration(i) * time.Millisecond), Data: data,
-		})
-	}
-	return rows
+	return storetest.FindingEvents(b, iter, benchEvents)
 }
 
 func eventBytes(rows []contracts.OutboxEvent) float64 {
