@@ -1,6 +1,7 @@
 package patrol
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +12,18 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/probe"
 )
 
 // execute runs the stages after admission and always leaves a final
 // status on rep. The returned error is the cause of an error status.
 func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunOptions) error {
 	start := time.Now()
-	snap, problems, err := r.collectWithProgress(ctx, set, ro, rep.RunID)
+	stream := r.streamFor(ctx, set, ro)
+	snap, problems, err := r.collectWithProgress(ctx, set, ro, rep.RunID, stream)
+	if stream != nil {
+		stream.finish() // before the prober writes verdicts into the resources
+	}
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.addReason(ReasonCollectFailed)
@@ -81,17 +87,29 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	}
 	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(snap.Resources), "invalid", len(rep.InvalidResources),
 		"elapsed", time.Since(start).Round(time.Millisecond).String())
-	sigs := signals.Detect(snap, set.Policy, activeSignals(active))
-	// The index of the resources the run looks up reads only the signals'
-	// resource ids, which neutralising leaves alone: both at once.
-	var byID *resourceIndex
-	var indexed sync.WaitGroup
-	indexed.Go(func() { byID = newResourceIndex(snap, askedIDs(active, sigs)) })
-	safeSignalsParallel(sigs)
-	indexed.Wait()
+	hysteresis := activeSignals(active)
+	var st streamed
+	if stream != nil {
+		st, rep.streamed = stream.result(snap, hysteresis, probedIDs(rep.Probe))
+	}
+	sigs, byID := st.sigs, st.index
+	switch {
+	case rep.streamed == "" || rep.streamed == streamDiscarded:
+		sigs = signals.Detect(snap, set.Policy, hysteresis)
+		// The index of the resources the run looks up reads only the
+		// signals' resource ids, which neutralising leaves alone: both at
+		// once.
+		var indexed sync.WaitGroup
+		indexed.Go(func() { byID = newResourceIndex(snap, askedIDs(active, sigs)) })
+		safeSignalsParallel(sigs)
+		indexed.Wait()
+	case byID == nil:
+		byID = newResourceIndex(snap, askedIDs(active, sigs))
+	}
 	memo := safeMemo{}
 	rep.Signals = sigs
-	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "elapsed", time.Since(start).Round(time.Millisecond).String())
+	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "stream", cmp.Or(rep.streamed, "none"),
+		"elapsed", time.Since(start).Round(time.Millisecond).String())
 	var an *Analysis
 	if withModel {
 		an = r.analyze(ctx, set, rep, snap, sigs, active)
@@ -108,12 +126,21 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if len(filed) > 0 {
 		_, unmatched = signals.Match(sigs, filed)
 	}
-	obs := observationsFor(unmatched)
 	rep.UnmatchedSignals = slices.Grow(rep.UnmatchedSignals, len(unmatched))
-	for i := range unmatched {
-		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
-		if res := byID.get(unmatched[i].ResourceID); res != nil {
-			obs[i].ResourceTags = memo.names(res.Tags)
+	var obs []findings.Observation
+	if len(filed) == 0 && st.obs != nil {
+		// Filed, tags and all, as the resources streamed past.
+		obs = st.obs
+		for i := range unmatched {
+			rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
+		}
+	} else {
+		obs = observationsFor(unmatched)
+		for i := range unmatched {
+			rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
+			if res := byID.get(unmatched[i].ResourceID); res != nil {
+				obs[i].ResourceTags = memo.names(res.Tags)
+			}
 		}
 	}
 	if an != nil {
@@ -159,7 +186,7 @@ func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *s
 
 // collectWithProgress collects, logging every ProgressEvery while the
 // collection runs.
-func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOptions, runID string) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOptions, runID string, stream *detectStream) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	done := make(chan struct{})
 	defer close(done)
 	start := time.Now()
@@ -175,17 +202,54 @@ func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOp
 			}
 		}
 	}()
-	return r.collect(ctx, set, ro)
+	return r.collect(ctx, set, ro, stream)
 }
 
-func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
+// streamFor starts detecting as the source decodes (detectStream), when
+// the run collects from a source that can hand its resources over; nil
+// otherwise (a given snapshot, another source, or active findings that
+// cannot be read now: the run then detects after the collection).
+func (r *Runner) streamFor(ctx context.Context, set Settings, ro RunOptions) *detectStream {
+	if ro.Snapshot != nil {
+		return nil
+	}
+	if _, ok := set.Source.(snapshot.KeptSource); !ok {
+		return nil
+	}
+	active, err := r.opts.Store.ActiveKeys(ctx)
+	if err != nil {
+		return nil
+	}
+	return newDetectStream(set.Policy, active)
+}
+
+// probedIDs are the resources a probe gave a verdict to (or tried to).
+func probedIDs(res *probe.Result) map[string]bool {
+	if res == nil || len(res.Addresses) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(res.Addresses))
+	for _, a := range res.Addresses {
+		out[a.ResourceID] = true
+	}
+	return out
+}
+
+func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions, stream *detectStream) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	if ro.Snapshot != nil {
 		return ro.Snapshot, ro.Problems, nil
 	}
 	if set.Source == nil {
 		return nil, nil, errors.New("collect: no source configured")
 	}
-	snap, problems, err := set.Source.Collect(ctx)
+	var snap *snapshot.Snapshot
+	var problems []snapshot.Problem
+	var err error
+	if ks, ok := set.Source.(snapshot.KeptSource); ok && stream != nil {
+		snap, problems, err = ks.CollectKept(ctx, stream.kept)
+	} else {
+		snap, problems, err = set.Source.Collect(ctx)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: %w", err)
 	}

@@ -72,6 +72,7 @@ type Report struct {
 	// Uncertain counts "uncertain" model verdicts (never healthy with any).
 	Uncertain int `json:"uncertain,omitempty"`
 	exchange  []byte
+	streamed  string // how detection used the stream (streamWhole...), "" without one
 	// Probe summarises the reachability probes of this run.
 	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.

@@ -18,15 +18,59 @@ import (
 )
 
 type env struct {
-	t      *testing.T
-	store  *store.Store
-	runner *patrol.Runner
-	src    *snapshot.Snapshot
-	srcErr error
-	now    time.Time
+	t       *testing.T
+	store   *store.Store
+	runner  *patrol.Runner
+	src     *snapshot.Snapshot
+	doc     []byte // the document to decode, when set (instead of src)
+	srcErr  error
+	now     time.Time
+	prober  patrol.Prober
+	during  func() // called as a collection starts
+	batch   int    // resources per hand-over of a streaming env (0: the default)
+	streams bool   // the source is a snapshot.KeptSource
 }
 
-func newEnv(t *testing.T) *env {
+// envSource is env's source: it decodes e.doc, or e.src encoded.
+type envSource struct{ e *env }
+
+func (s envSource) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return s.e.collect(nil)
+}
+
+// keptEnvSource is envSource handing its resources over as it decodes
+// them, as the file and exec sources do.
+type keptEnvSource struct{ envSource }
+
+func (s keptEnvSource) CollectKept(ctx context.Context, kept func([]snapshot.Resource, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return s.e.collect(kept)
+}
+
+func (e *env) collect(kept func([]snapshot.Resource, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	if e.during != nil {
+		e.during()
+	}
+	if e.srcErr != nil {
+		return nil, nil, e.srcErr
+	}
+	data := e.doc
+	if data == nil {
+		data, _ = snapshot.Encode(e.src)
+	}
+	return snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
+}
+
+func newEnv(t *testing.T) *env { return newEnvWith(t, false) }
+
+// newStreamEnv is newEnv whose source streams (snapshot.KeptSource), batch
+// resources at a time.
+func newStreamEnv(t *testing.T, batch int) *env {
+	e := newEnvWith(t, true)
+	e.batch = batch
+	return e
+}
+
+func newEnvWith(t *testing.T, streams bool) *env {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
@@ -37,18 +81,15 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: st, now: time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)}
-	src := snapshot.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
-		if e.srcErr != nil {
-			return nil, nil, e.srcErr
-		}
-		data, _ := snapshot.Encode(e.src)
-		return snapshot.Decode(data, snapshot.DecodeOptions{})
-	})
+	e := &env{t: t, store: st, now: time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), streams: streams}
+	var src snapshot.Source = envSource{e}
+	if streams {
+		src = keptEnvSource{envSource{e}}
+	}
 	e.runner, err = patrol.New(patrol.Options{
 		Store: st, Now: func() time.Time { return e.now },
 		Settings: func() patrol.Settings {
-			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src}
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src, Prober: e.prober}
 		},
 	})
 	if err != nil {

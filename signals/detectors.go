@@ -157,12 +157,11 @@ func smartFailure(r *snapshot.Resource) (Signal, bool) {
 
 // appendBackup: a failed backup inside the window, and a last success older
 // than the window (or none at all). Ages are measured from taken_at.
-func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, snap *snapshot.Snapshot) []Signal {
+func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, now time.Time) []Signal {
 	b := r.Backup
 	if b == nil || maxAge <= 0 {
 		return out
 	}
-	now := snap.TakenAt
 	window := maxAge.Hours()
 	if b.LastStatus == snapshot.BackupFailed {
 		finished := now

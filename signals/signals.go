@@ -4,6 +4,8 @@
 package signals
 
 import (
+	"time"
+
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/internal/shares"
 	"github.com/patrold/patrold/snapshot"
@@ -100,26 +102,28 @@ var _ Thresholds = (*alerts.Policy)(nil)
 // in snapshot order, so the result is the one a single pass gives.
 func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
 	return shares.Join(len(snap.Resources), minDetectShare, func(lo, hi int) []Signal {
-		return detectRange(snap, lo, hi, th, active)
+		return DetectResources(snap.Resources[lo:hi], snap.TakenAt, th, active)
 	})
 }
 
 // minDetectShare is the fewest resources worth a goroutine of their own.
 const minDetectShare = 4096
 
-// detectRange detects resources [lo, hi) of snap.
-func detectRange(snap *snapshot.Snapshot, lo, hi int, th Thresholds, active Active) []Signal {
+// DetectResources detects a run of resources of a snapshot taken at
+// takenAt: Detect over a whole snapshot is DetectResources over its
+// resources in any split, joined in order.
+func DetectResources(rs []snapshot.Resource, takenAt time.Time, th Thresholds, active Active) []Signal {
 	// Sized for a fleet with a few percent of its resources signalling;
 	// a worse day grows the slice.
-	out := make([]Signal, 0, (hi-lo)/32)
-	for i := lo; i < hi; i++ {
-		r := &snap.Resources[i]
-		out = detectResource(out, r, th.Resolve(r), active, snap)
+	out := make([]Signal, 0, len(rs)/32)
+	for i := range rs {
+		r := &rs[i]
+		out = detectResource(out, r, th.Resolve(r), active, takenAt)
 	}
 	return out
 }
 
-func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, active Active, snap *snapshot.Snapshot) []Signal {
+func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, active Active, takenAt time.Time) []Signal {
 	switch {
 	case r.Kind == snapshot.KindDisk:
 		if s, ok := smartFailure(r); ok {
@@ -134,7 +138,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 			out = appendMetric(out, r, TypeHighMemory, snapshot.MetricMemory, t.Memory, active)
 		}
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricDisk, t.Disk, active)
-		out = appendBackup(out, r, t.BackupMaxAge, snap)
+		out = appendBackup(out, r, t.BackupMaxAge, takenAt)
 		if s, ok := unreachable(r); ok {
 			out = append(out, s)
 		}

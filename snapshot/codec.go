@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,7 +64,27 @@ type DecodeOptions struct {
 	// Strict reports unknown fields and unrecognised enum values as
 	// warnings. It never changes which resources are kept.
 	Strict bool
+	// Kept, when set, is called on the decoding goroutine with each batch
+	// of resources as they are kept (KeptBatch resources at a time, and
+	// the rest at the end of an array), in document order, with the
+	// document's taken_at as read so far (zero when none has been read, or
+	// it is not a valid time). Decoding never writes to a batch's elements
+	// afterwards, so a consumer may read them while decoding goes on.
+	// The decoded snapshot need not hold exactly the batches: a later
+	// "resources" array replaces them, duplicate ids drop some, a later
+	// taken_at replaces the time, and a rejected document keeps nothing.
+	// A consumer checks with Snapshot.Holds before it uses what it made
+	// of the batches.
+	Kept func(batch []Resource, takenAt time.Time)
+	// KeptBatch is how many resources Kept is given at a time; 0 is
+	// DefaultKeptBatch.
+	KeptBatch int
 }
+
+// DefaultKeptBatch is how many resources DecodeOptions.Kept is given at a
+// time by default: enough to make a hand-over cheap, few enough that the
+// consumer starts early.
+const DefaultKeptBatch = 1024
 
 // Decode parses and validates a snapshot document. A *DocumentError rejects
 // the whole document; otherwise invalid resources are dropped and returned
@@ -223,7 +244,11 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 				case '[':
 					// A later "resources" replaces an earlier one.
 					haveRes, resources, problems = true, make([]Resource, 0, hint), nil
-					if resources, problems, err = decodeResources(d, fp, resources); err != nil {
+					var at time.Time
+					if takenAt != nil {
+						at, _ = time.Parse(time.RFC3339, *takenAt)
+					}
+					if resources, problems, err = decodeResources(d, fp, resources, opts.Kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at); err != nil {
 						return nil, nil, err
 					}
 				default:
@@ -290,12 +315,14 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 }
 
 // decodeResources reads the elements of the resources array (the '[' is
-// next) through its ']'.
-func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource) ([]Resource, []Problem, error) {
+// next) through its ']', handing each batch of kept resources to kept
+// (when set).
+func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, kept func([]Resource, time.Time), batch int, takenAt time.Time) ([]Resource, []Problem, error) {
 	if _, err := d.ReadToken(); err != nil {
 		return nil, nil, err
 	}
 	var problems []Problem
+	handed := len(resources) // resources before this many went to kept
 	for i := 0; ; i++ {
 		k, err := peek(d)
 		if err != nil {
@@ -303,6 +330,10 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource) 
 		}
 		if k == ']' {
 			break
+		}
+		if kept != nil && len(resources)-handed == batch {
+			kept(resources[handed:len(resources):len(resources)], takenAt)
+			handed = len(resources)
 		}
 		raw, err := d.ReadValue() // validated, not copied: valid until the next read
 		if err != nil {
@@ -325,6 +356,9 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource) 
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return nil, nil, err
+	}
+	if kept != nil && len(resources) > handed {
+		kept(resources[handed:len(resources):len(resources)], takenAt)
 	}
 	return resources, problems, nil
 }

@@ -224,6 +224,29 @@ type Source interface {
 	Collect(ctx context.Context) (*Snapshot, []Problem, error)
 }
 
+// A KeptSource is a Source that can hand its resources to a consumer while
+// it decodes them (DecodeOptions.Kept), so work on them can start before
+// the last one is read. Collect is CollectKept without a consumer.
+type KeptSource interface {
+	Source
+	CollectKept(ctx context.Context, kept func(batch []Resource, takenAt time.Time)) (*Snapshot, []Problem, error)
+}
+
+// Holds reports whether s's resources are exactly batches, one after
+// another: the same elements, not equal copies. It is how a consumer of
+// DecodeOptions.Kept learns that what it made of the batches is what it
+// would make of the snapshot.
+func (s *Snapshot) Holds(batches [][]Resource) bool {
+	off := 0
+	for _, b := range batches {
+		if len(b) == 0 || off+len(b) > len(s.Resources) || &s.Resources[off] != &b[0] {
+			return false
+		}
+		off += len(b)
+	}
+	return off == len(s.Resources)
+}
+
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context) (*Snapshot, []Problem, error)
 

@@ -3,8 +3,10 @@ package snapshot
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +64,7 @@ var oddDocuments = []string{
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","nAme":"x"}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","k\u0131nd":"x","\u212aind":"node"}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm"},{"id":"VM/1","kind":"vm"},{"id":"vm/1","kind":"bad"}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm"},{"id":"vm/1","kind":"vm"},{"id":"vm/2","kind":"vm"},{"id":"vm/3","kind":"vm"}]}`,
 }
 
 // TestStreamMatchesV1 holds the streaming decoder to the v1 decoder it
@@ -107,6 +110,7 @@ func compareV1(t *testing.T, data []byte, strict bool) {
 	if !sameProblems(gotProbs, wantProbs) {
 		t.Fatalf("%q strict=%v: problems\n%v\nv1\n%v", data, strict, gotProbs, wantProbs)
 	}
+	checkKept(t, data, opts, gotSnap, gotProbs, gotErr)
 	// The stream reader agrees except in how it words invalid JSON.
 	rs, rp, rerr := DecodeReader(bytes.NewReader(data), opts)
 	if wantErr != nil {
@@ -202,5 +206,77 @@ func TestDuplicatePlaces(t *testing.T) {
 		if len(snap.Resources) != 1 || snap.Resources[0].ID != "vm/4" {
 			t.Errorf("%s: kept %v, want vm/4 alone", name, snap.Resources)
 		}
+	}
+}
+
+// checkKept decodes data again handing resources over (DecodeOptions.Kept,
+// one and two at a time): the outcome is the one without a consumer, a
+// batch is never written after it was handed over, and a snapshot that
+// holds its batches holds exactly them.
+func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wantProbs []Problem, wantErr error) {
+	t.Helper()
+	for _, n := range []int{1, 2} {
+		type handed struct {
+			rs   []Resource
+			seen string // the batch as it was handed over
+		}
+		var got []handed
+		o := opts
+		o.KeptBatch = n
+		o.Kept = func(rs []Resource, _ time.Time) {
+			if len(rs) == 0 || len(rs) > n || cap(rs) != len(rs) {
+				t.Fatalf("%q: a batch of %d (cap %d), want 1 to %d, no room to append", data, len(rs), cap(rs), n)
+			}
+			got = append(got, handed{rs, fmt.Sprintf("%#v", rs)})
+		}
+		snap, probs, err := Decode(data, o)
+		if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(snap, want) || !sameProblems(probs, wantProbs) {
+			t.Fatalf("%q: with a consumer %v %+v %v, without %v %+v %v", data, err, snap, probs, wantErr, want, wantProbs)
+		}
+		batches := make([][]Resource, len(got))
+		for i, h := range got {
+			if now := fmt.Sprintf("%#v", h.rs); now != h.seen {
+				t.Fatalf("%q: batch %d was written after it was handed over:\n%s\nthen\n%s", data, i, h.seen, now)
+			}
+			batches[i] = h.rs
+		}
+		if snap != nil && snap.Holds(batches) {
+			var joined []Resource
+			for _, b := range batches {
+				joined = append(joined, b...)
+			}
+			if !reflect.DeepEqual(joined, snap.Resources) && len(joined)+len(snap.Resources) > 0 {
+				t.Fatalf("%q: holds its batches but they are not its resources", data)
+			}
+		}
+	}
+}
+
+// TestHoldsIsIdentity: a snapshot holds batches only when they are its own
+// resource elements, in order, all of them; equal copies are not held.
+func TestHoldsIsIdentity(t *testing.T) {
+	rs := []Resource{{ID: "vm/1"}, {ID: "vm/2"}, {ID: "vm/3"}}
+	s := &Snapshot{Resources: rs}
+	cp := slices.Clone(rs)
+	for _, c := range []struct {
+		name    string
+		batches [][]Resource
+		want    bool
+	}{
+		{"all, in one", [][]Resource{rs}, true},
+		{"all, in two", [][]Resource{rs[:1], rs[1:]}, true},
+		{"a copy", [][]Resource{cp}, false},
+		{"a part", [][]Resource{rs[:2]}, false},
+		{"out of order", [][]Resource{rs[1:], rs[:1]}, false},
+		{"once too often", [][]Resource{rs, rs[:1]}, false},
+		{"an empty batch", [][]Resource{rs, {}}, false},
+		{"none", nil, false},
+	} {
+		if got := s.Holds(c.batches); got != c.want {
+			t.Errorf("%s: Holds %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !(&Snapshot{}).Holds(nil) {
+		t.Error("an empty snapshot does not hold no batches")
 	}
 }

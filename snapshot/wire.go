@@ -271,7 +271,9 @@ func dropDuplicates(rs []Resource, problems []Problem) ([]Resource, []Problem) {
 		return rs, problems
 	}
 	index := keptIndex(len(rs), problems)
-	kept := rs[:0]
+	// A new array, not rs compacted in place: rs's elements may be read by
+	// a consumer still (DecodeOptions.Kept), and repeats are rare.
+	kept := make([]Resource, 0, len(rs)-1)
 	for i := range rs {
 		if seen[rs[i].ID] > 1 {
 			problems = append(problems, Problem{ID: rs[i].ID, Index: index[i], Field: "id",

@@ -87,7 +87,7 @@ type Source struct {
 	path string // resolved Command[0]
 }
 
-var _ snapshot.Source = (*Source)(nil)
+var _ snapshot.KeptSource = (*Source)(nil)
 
 // New validates opts and resolves the program.
 func New(opts Options) (*Source, error) {
@@ -107,13 +107,23 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 	return s.CollectAt(ctx, time.Now().UTC())
 }
 
+// CollectKept is Collect, handing each batch of kept resources to kept as
+// the output is decoded.
+func (s *Source) CollectKept(ctx context.Context, kept func([]snapshot.Resource, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return s.collect(ctx, time.Now().UTC(), snapshot.DecodeOptions{Kept: kept})
+}
+
 // CollectAt is Collect with the collection time given.
 func (s *Source) CollectAt(ctx context.Context, now time.Time) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return s.collect(ctx, now, snapshot.DecodeOptions{})
+}
+
+func (s *Source) collect(ctx context.Context, now time.Time, opts snapshot.DecodeOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	out, err := s.run(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: %w", err)
 	}
-	snap, problems, err := Parse(out, now)
+	snap, problems, err := parse(out, now, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: command %q: %w", s.opts.Command[0], err)
 	}
@@ -123,10 +133,14 @@ func (s *Source) CollectAt(ctx context.Context, now time.Time) (*snapshot.Snapsh
 // Parse decodes collector output. A document without taken_at gets now and
 // one without source gets DefaultSourceName.
 func Parse(out []byte, now time.Time) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return parse(out, now, snapshot.DecodeOptions{})
+}
+
+func parse(out []byte, now time.Time, opts snapshot.DecodeOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	if len(strings.TrimSpace(string(out))) == 0 {
 		return nil, nil, errors.New("empty output (want a snapshot document on standard output)")
 	}
-	snap, problems, err := snapshot.Decode(out, snapshot.DecodeOptions{})
+	snap, problems, err := snapshot.Decode(out, opts)
 	if err != nil {
 		return nil, nil, err
 	}

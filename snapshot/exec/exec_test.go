@@ -283,3 +283,26 @@ func TestNewDefaults(t *testing.T) {
 }
 
 var _ snapshot.Source = (*Source)(nil)
+
+// TestCollectKeptHandsResourcesOver: the collector's output is decoded
+// with the resources handed over as they are kept, and the snapshot holds
+// exactly them.
+func TestCollectKeptHandsResourcesOver(t *testing.T) {
+	path := script(t, "cat <<'DOC'\n"+validDoc+"\nDOC")
+	var batches [][]snapshot.Resource
+	snap, problems, err := newSource(t, Options{Command: []string{path}}).CollectKept(context.Background(), func(rs []snapshot.Resource, takenAt time.Time) {
+		if !takenAt.IsZero() {
+			t.Errorf("a batch taken at %v: the document has no taken_at", takenAt)
+		}
+		batches = append(batches, rs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) != 1 || len(batches[0]) != 2 || !snap.Holds(batches) || len(problems) != 1 {
+		t.Fatalf("%d batches (held %v), %d problems: want one batch of the two kept resources, held, and the toaster", len(batches), snap.Holds(batches), len(problems))
+	}
+	if snap.TakenAt.IsZero() || snap.Source != DefaultSourceName {
+		t.Errorf("taken_at %v source %q: want the collection time and %q", snap.TakenAt, snap.Source, DefaultSourceName)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/patrold/patrold/snapshot"
 )
@@ -41,7 +42,7 @@ type Source struct {
 	max  int64
 }
 
-var _ snapshot.Source = (*Source)(nil)
+var _ snapshot.KeptSource = (*Source)(nil)
 
 // New builds a file source.
 func New(o Options) (*Source, error) {
@@ -56,6 +57,12 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 	return LoadLimited(s.path, s.max)
 }
 
+// CollectKept is Collect, handing each batch of kept resources to kept as
+// the file is decoded.
+func (s *Source) CollectKept(ctx context.Context, kept func([]snapshot.Resource, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	return load(s.path, snapshot.DecodeOptions{Kept: kept}, s.max)
+}
+
 // Load reads and decodes a snapshot file of at most DefaultMaxBytes.
 func Load(path string) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	return LoadLimited(path, DefaultMaxBytes)
@@ -66,7 +73,11 @@ func Load(path string) (*snapshot.Snapshot, []snapshot.Problem, error) {
 // only the resources kept. A larger file is refused with ErrTooLarge,
 // naming the key.
 func LoadLimited(path string, max int64) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	snap, probs, err := ReadLimited(path, snapshot.DecodeOptions{}, max)
+	return load(path, snapshot.DecodeOptions{}, max)
+}
+
+func load(path string, opts snapshot.DecodeOptions, max int64) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	snap, probs, err := ReadLimited(path, opts, max)
 	if err != nil {
 		var de *snapshot.DocumentError
 		if errors.Is(err, ErrTooLarge) || !errors.As(err, &de) {
@@ -113,6 +124,7 @@ func ReadLimited(path string, opts snapshot.DecodeOptions, max int64) (*snapshot
 		if int64(len(data)) > max {
 			return nil, nil, fmt.Errorf("%s grew past source.file.max_bytes (%d) while read: %w", path, max, ErrTooLarge)
 		}
+		opts.Kept = nil // the stream's batches are the consumer's to discard
 		return snapshot.Decode(data, opts)
 	}
 	return snap, probs, err

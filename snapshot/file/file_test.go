@@ -9,8 +9,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/file"
 )
 
@@ -106,5 +108,50 @@ func TestLoadSizesResourcesFromTheFile(t *testing.T) {
 	}
 	if len(loaded.Resources) != 3000 || cap(loaded.Resources) != cap(direct.Resources) || cap(direct.Resources) < 3000 {
 		t.Fatalf("loaded %d resources in a slice of %d, decoding the file directly sizes it %d", len(loaded.Resources), cap(loaded.Resources), cap(direct.Resources))
+	}
+}
+
+// TestCollectKeptIsCollect: the file source hands its resources over as it
+// decodes them, and what it returns is what Collect returns; a rejected
+// file is rejected in the same words.
+func TestCollectKeptIsCollect(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	fleet, err := snapshot.Encode(demo.Generate(demo.Options{Seed: 2, Resources: 2500, FaultRate: 0.1}, at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, doc := range map[string][]byte{
+		"fleet.json":  fleet,
+		"broken.json": []byte(`{"version":1,"resources":[{"id":"vm/1",}]}`),
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		src, err := file.New(file.Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantProbs, wantErr := src.Collect(context.Background())
+		var batches [][]snapshot.Resource
+		got, gotProbs, gotErr := src.CollectKept(context.Background(), func(rs []snapshot.Resource, takenAt time.Time) {
+			if !takenAt.Equal(at) {
+				t.Errorf("%s: a batch taken at %v, want %v", name, takenAt, at)
+			}
+			batches = append(batches, rs)
+		})
+		if wantErr != nil {
+			if gotErr == nil || gotErr.Error() != wantErr.Error() {
+				t.Errorf("%s: CollectKept error %v, Collect %v", name, gotErr, wantErr)
+			}
+			continue
+		}
+		if gotErr != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotProbs, wantProbs) {
+			t.Fatalf("%s: CollectKept %v, Collect %v (or the snapshots differ)", name, gotErr, wantErr)
+		}
+		if len(batches) != 3 || !got.Holds(batches) {
+			t.Errorf("%s: %d batches, held %v; want 3 (1024, 1024, 452), held", name, len(batches), got.Holds(batches))
+		}
 	}
 }
