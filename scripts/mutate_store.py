@@ -21,7 +21,7 @@ def trigger(name):
 # (name, file, original, mutated, test args)
 MUTATIONS = [
     ("cache-checks-version", "store/active_cache.go",
-     "if cached == nil || at != v {", "if cached == nil || (at != v && false) {", CACHE_TESTS),
+     "if st.byID == nil || st.version != v {", "if st.byID == nil || (st.version != v && false) {", CACHE_TESTS),
     ("version-counts-updates", MIGRATION, trigger("findings_version_update"), "", CACHE_TESTS),
     ("version-counts-inserts", MIGRATION, trigger("findings_version_insert"), "", CACHE_TESTS),
     ("version-counts-deletes", MIGRATION, trigger("findings_version_delete"), "", CACHE_TESTS),
@@ -35,8 +35,16 @@ MUTATIONS = [
     ("touch-sets-times-raised", "store/commit.go",
      "times_raised = j.value", "times_raised = times_raised + 1",
      ["./store", "-run", "TestTouchBringsADriftedReplicaBack"]),
-    ("keys-follow-membership", "store/active_cache.go",
-     "\tif !sameMembers {\n\t\tc.keyList = nil\n\t}\n", "", CACHE_TESTS),
+    ("built-facts-follow-membership", "store/commit.go",
+     "\t\tif sameMembers { // what was built from the members still holds", "\t\tif sameMembers || true {", CACHE_TESTS),
+    ("a-read-builds-keys-again", "store/active_cache.go",
+     "\t\tst = activeState{byID: make(map[string]findings.Finding, len(read))}",
+     "\t\tst = activeState{byID: make(map[string]findings.Finding, len(read)), keyList: st.keyList}",
+     ["./store", "-run", "TestActiveKeysSeeAnotherProcessesSwap"]),
+    ("a-read-orders-again", "store/active_cache.go",
+     "\t\tst = activeState{byID: make(map[string]findings.Finding, len(read))}",
+     "\t\tst = activeState{byID: make(map[string]findings.Finding, len(read)), order: st.order}",
+     ["./store", "-run", "TestActiveKeysSeeAnotherProcessesSwap"]),
 ]
 
 if __name__ == "__main__":

@@ -25,37 +25,46 @@ const MaxCachedActive = 100_000
 // replicated change, another process) moved it, and the commit reads the
 // table as before. Nothing is trusted that the database does not confirm.
 type activeCache struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	activeState
+}
+
+// activeState is what the cache holds, handed to a commit whole (take) and
+// back (put). What is built from byID travels with it and is kept only
+// while the commits change no finding's membership (a steady run only
+// re-detects) and byID came from the cache; a commit that read the table
+// (another writer moved the version) builds them again, since the other
+// writer may have swapped one finding for another.
+type activeState struct {
 	byID    map[string]findings.Finding // nil: nothing cached
 	version int64
+	// order are byID's ids in order (the order a commit resolves the
+	// unobserved ones in); nil: not built.
+	order []string
 	// keyList are the identity facts of byID's findings (ActiveKeys),
-	// built on first use and kept while the commits change no finding's
-	// membership (a steady run only re-detects): nil, not built.
+	// built on first use; nil: not built.
 	keyList []findings.Finding
 }
 
 // take hands the cache to a commit: nobody else uses it until the commit
 // puts back what it left (put) or nothing (a failed commit).
-func (c *activeCache) take() (map[string]findings.Finding, int64) {
+func (c *activeCache) take() activeState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m, v := c.byID, c.version
-	c.byID = nil
-	return m, v
+	st := c.activeState
+	c.activeState = activeState{}
+	return st
 }
 
-// put installs what a committed run left at version v, unless a later
-// commit already installed a newer state.
-func (c *activeCache) put(m map[string]findings.Finding, v int64, sameMembers bool) {
+// put installs what a committed run left, unless a later commit already
+// installed a newer state.
+func (c *activeCache) put(st activeState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byID != nil && c.version > v {
+	if c.byID != nil && c.version > st.version {
 		return
 	}
-	c.byID, c.version = m, v
-	if !sameMembers {
-		c.keyList = nil
-	}
+	c.activeState = st
 }
 
 // keys returns the identity facts of the cached active findings when the
@@ -70,7 +79,7 @@ func (c *activeCache) keys(ctx context.Context, q querier) ([]findings.Finding, 
 	if err != nil || v != c.version {
 		return nil, false
 	}
-	if c.keyList == nil || len(c.keyList) != len(c.byID) {
+	if c.keyList == nil {
 		c.keyList = make([]findings.Finding, 0, len(c.byID))
 		for _, f := range c.byID {
 			c.keyList = append(c.keyList, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
@@ -87,32 +96,31 @@ func findingsVersion(ctx context.Context, q querier) (int64, error) {
 	return v, nil
 }
 
-// activeFindings are the active findings a commit starts from, by id and
-// their ids in order, and the map the commit goes on to update for the
-// next one (nil: not kept, above MaxCachedActive). Cached, the map is the
-// cache itself: reconciliation only reads it, and leave updates it once
-// the changes are decided.
-func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) (map[string]findings.Finding, []string, map[string]findings.Finding, error) {
-	cached, at := s.active.take()
+// activeFindings are the active findings a commit starts from (st.byID,
+// and their ids in order, st.order), and whether the commit goes on to
+// update them for the next one (keep: false above MaxCachedActive).
+// Cached, the map is the cache itself: reconciliation only reads it, and
+// leave updates it once the changes are decided.
+func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) (st activeState, keep bool, err error) {
+	st = s.active.take()
 	v, err := findingsVersion(ctx, tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return st, false, err
 	}
-	if cached == nil || at != v {
+	if st.byID == nil || st.version != v {
 		read, err := queryFindingsSized(ctx, tx, sizeHint, "WHERE status = 'active'")
 		if err != nil {
-			return nil, nil, nil, err
+			return st, false, err
 		}
-		cached = make(map[string]findings.Finding, len(read))
+		st = activeState{byID: make(map[string]findings.Finding, len(read))}
 		for i := range read {
-			cached[read[i].ID] = read[i]
+			st.byID[read[i].ID] = read[i]
 		}
 	}
-	order := slices.Sorted(maps.Keys(cached))
-	if len(cached) > MaxCachedActive {
-		return cached, order, nil, nil
+	if st.order == nil {
+		st.order = slices.Sorted(maps.Keys(st.byID))
 	}
-	return cached, order, cached, nil
+	return st, len(st.byID) <= MaxCachedActive, nil
 }
 
 // leave applies a commit's changes to the cache it took: what is active

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -432,5 +433,70 @@ func TestTouchBringsADriftedReplicaBack(t *testing.T) {
 	}
 	if want.TimesRaised != 2 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the next touch the replica's finding is\n%s\nthe writer's\n%s", js(got), js(want))
+	}
+}
+
+// TestActiveKeysSeeAnotherProcessesSwap: another process on the same
+// database swaps one active finding for another (the count stays), then
+// this process commits a run that changes no membership. The identity
+// facts it keeps must be read again: they are the database's, not the
+// ones it built before the swap.
+func TestActiveKeysSeeAnotherProcessesSwap(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "f.db")
+	open := func() *store.Store {
+		st, err := store.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a, b := open(), open()
+	x := fobs("vm/1", "high_cpu", findings.SeverityWarning, "cpu high")
+	y := fobs("vm/1", "high_memory", findings.SeverityWarning, "memory high")
+	z := fobs("vm/2", "high_cpu", findings.SeverityWarning, "cpu high")
+	keys := func(st *store.Store) []string {
+		t.Helper()
+		list, err := st.ActiveKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range list {
+			out = append(out, f.Key+" "+f.ResourceID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	commit(t, a, t0, true, x, z)
+	if got, want := keys(a), []string{"high_cpu vm/1", "high_cpu vm/2"}; !slices.Equal(got, want) {
+		t.Fatalf("active keys %q, want %q", got, want)
+	}
+	commit(t, b, t0.Add(time.Minute), true, y, z) // x resolves (vm/1 was seen), y opens
+	commit(t, a, t0.Add(2*time.Minute), true, y, z)
+	want := []string{"high_cpu vm/2", "high_memory vm/1"}
+	if got := keys(b); !slices.Equal(got, want) {
+		t.Fatalf("the other process's active keys %q, want %q", got, want)
+	}
+	if got := keys(a); !slices.Equal(got, want) {
+		t.Errorf("active keys after the other process's swap %q, want the database's %q", got, want)
+	}
+	// And the order unobserved findings resolve in is the database's too:
+	// the other process swaps again, and this process's next run, which
+	// sees vm/1 without y, resolves y.
+	disk := fobs("vm/1", "high_disk", findings.SeverityWarning, "disk high")
+	commit(t, b, t0.Add(3*time.Minute), true, x, y, z)
+	ch := commit(t, a, t0.Add(4*time.Minute), true, disk, z)
+	var resolved []string
+	for _, c := range ch {
+		if c.Kind == findings.ChangeResolved {
+			resolved = append(resolved, c.Finding.Key+" "+c.Finding.ResourceID)
+		}
+	}
+	slices.Sort(resolved)
+	if want := []string{"high_cpu vm/1", "high_memory vm/1"}; !slices.Equal(resolved, want) {
+		t.Errorf("resolved %q, want %q", resolved, want)
 	}
 }

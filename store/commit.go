@@ -21,15 +21,13 @@ import (
 func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish findings.FinishFunc) ([]findings.Change, error) {
 	var changes []findings.Change
 	var ob *outboxWriter
-	var left map[string]findings.Finding
-	var sameMembers bool
-	var version int64
+	var left activeState // byID nil: nothing to keep
 	err := withTxOn(ctx, s.commitDB, func(tx *sql.Tx) error {
-		active, order, cached, err := s.activeFindings(ctx, tx, len(in.Observations))
+		active, keep, err := s.activeFindings(ctx, tx, len(in.Observations))
 		if err != nil {
 			return err
 		}
-		changes, err = reconcile(ctx, tx, in, active, order)
+		changes, err = reconcile(ctx, tx, in, active.byID, active.order)
 		if err != nil {
 			return err
 		}
@@ -105,17 +103,28 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 				return err
 			}
 		}
-		if version, err = findingsVersion(ctx, tx); err != nil {
+		if !keep {
+			return nil
+		}
+		version, err := findingsVersion(ctx, tx)
+		if err != nil {
 			return err
 		}
-		left, sameMembers = leave(cached, changes)
+		m, sameMembers := leave(active.byID, changes)
+		if m == nil {
+			return nil
+		}
+		left = activeState{byID: m, version: version}
+		if sameMembers { // what was built from the members still holds
+			left.order, left.keyList = active.order, active.keyList
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
 	}
-	if left != nil {
-		s.active.put(left, version, sameMembers)
+	if left.byID != nil {
+		s.active.put(left)
 	}
 	// Committed: the relay publishes the run's events from memory, as it
 	// does Enqueue's (checked against the database's window).
