@@ -226,7 +226,9 @@ type Source interface {
 
 // A KeptSource is a Source that can hand its resources to a consumer while
 // it decodes them (DecodeOptions.Kept), so work on them can start before
-// the last one is read. Collect is CollectKept without a consumer.
+// the last one is read. Collect is CollectKept without a consumer. Like
+// the decoder, a KeptSource never changes a resource it handed over (it
+// may set the snapshot's own fields, as exec stamps taken_at).
 type KeptSource interface {
 	Source
 	CollectKept(ctx context.Context, kept func(batch []Resource, takenAt time.Time)) (*Snapshot, []Problem, error)
