@@ -445,15 +445,7 @@ func TestActiveKeysSeeAnotherProcessesSwap(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "f.db")
-	open := func() *store.Store {
-		st, err := store.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	a, b := open(), open()
+	a, b := openAt(t, path), openAt(t, path)
 	x := fobs("vm/1", "high_cpu", findings.SeverityWarning, "cpu high")
 	y := fobs("vm/1", "high_memory", findings.SeverityWarning, "memory high")
 	z := fobs("vm/2", "high_cpu", findings.SeverityWarning, "cpu high")

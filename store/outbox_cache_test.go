@@ -23,15 +23,7 @@ import (
 func TestPendingEventsFromTheCacheAreWhatTheDatabaseHolds(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "p.db")
-	open := func() *store.Store {
-		st, err := store.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	writer, other := open(), open()
+	writer, other := openAt(t, path), openAt(t, path)
 	zone := time.FixedZone("UTC+2", 2*3600)
 	row := func(id, typ string, i int) findings.OutboxEvent {
 		return findings.OutboxEvent{ID: id, Subject: "findings.opened.warning", Type: typ, ResourceID: fmt.Sprintf("vm/%d", i),

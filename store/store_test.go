@@ -16,7 +16,14 @@ import (
 
 func openStore(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
+	return openAt(t, filepath.Join(t.TempDir(), "f.db"))
+}
+
+// openAt opens the store at path, closed when the test ends; two calls on
+// one path are two processes on one database.
+func openAt(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
