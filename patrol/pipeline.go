@@ -12,7 +12,6 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
-	"github.com/patrold/patrold/snapshot/probe"
 )
 
 // execute runs the stages after admission and always leaves a final
@@ -90,7 +89,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	hysteresis := activeSignals(active)
 	var st streamed
 	if stream != nil {
-		st, rep.streamed = stream.result(snap, hysteresis, probedIDs(rep.Probe))
+		st, rep.streamed = stream.result(snap, hysteresis, rep.Probe != nil)
 	}
 	sigs, byID := st.sigs, st.index
 	switch {
@@ -221,18 +220,6 @@ func (r *Runner) streamFor(ctx context.Context, set Settings, ro RunOptions) *de
 		return nil
 	}
 	return newDetectStream(set.Policy, active)
-}
-
-// probedIDs are the resources a probe gave a verdict to (or tried to).
-func probedIDs(res *probe.Result) map[string]bool {
-	if res == nil || len(res.Addresses) == 0 {
-		return nil
-	}
-	out := make(map[string]bool, len(res.Addresses))
-	for _, a := range res.Addresses {
-		out[a.ResourceID] = true
-	}
-	return out
 }
 
 func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions, stream *detectStream) (*snapshot.Snapshot, []snapshot.Problem, error) {

@@ -56,7 +56,9 @@ type Settings struct {
 	Retention findings.Retention
 }
 
-// Prober probes guest reachability in place.
+// Prober probes guest reachability in place: it sets Reachable only on
+// the resources probe.Candidate names (detection while decoding detects
+// exactly those again once a probe ran).
 type Prober interface {
 	Probe(ctx context.Context, snap *snapshot.Snapshot, now time.Time) probe.Result
 }

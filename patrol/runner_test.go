@@ -23,6 +23,7 @@ type env struct {
 	runner  *patrol.Runner
 	src     *snapshot.Snapshot
 	doc     []byte // the document to decode, when set (instead of src)
+	swap    []byte // the document the source returns instead, when set
 	srcErr  error
 	now     time.Time
 	prober  patrol.Prober
@@ -42,11 +43,11 @@ func (s envSource) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.
 // them, as the file and exec sources do.
 type keptEnvSource struct{ envSource }
 
-func (s keptEnvSource) CollectKept(ctx context.Context, kept func([]snapshot.Resource, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (s keptEnvSource) CollectKept(ctx context.Context, kept func([]snapshot.Resource, int, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	return s.e.collect(kept)
 }
 
-func (e *env) collect(kept func([]snapshot.Resource, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (e *env) collect(kept func([]snapshot.Resource, int, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	if e.during != nil {
 		e.during()
 	}
@@ -56,6 +57,16 @@ func (e *env) collect(kept func([]snapshot.Resource, time.Time)) (*snapshot.Snap
 	data := e.doc
 	if data == nil {
 		data, _ = snapshot.Encode(e.src)
+	}
+	if e.swap != nil {
+		// A source that hands over one document's resources and returns
+		// another's.
+		if kept != nil {
+			if _, _, err := snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch}); err != nil {
+				return nil, nil, err
+			}
+		}
+		return snapshot.Decode(e.swap, snapshot.DecodeOptions{})
 	}
 	return snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
 }

@@ -7,49 +7,63 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/probe"
 )
 
 // detectStream detects the resources of a snapshot while its source still
 // decodes it. The decoder is one goroutine; each batch of resources it
 // keeps (snapshot.DecodeOptions.Kept) is detected, neutralised and filed
 // on another, on the core decoding leaves idle, and the resources the run
-// will look up are indexed as they pass.
+// will look up are noted as they pass.
 //
 // What the stream made is a guess until the snapshot is decoded: it is
 // used only where it is exactly what detecting the decoded snapshot makes
-// (result). The snapshot must hold the very elements the stream read
-// (snapshot.Holds: no later "resources" array, no duplicate dropped, no
-// copy), detection's hysteresis input must be the one read after the
-// collection, and a batch is detected again when the snapshot's taken_at
-// is not the one it was detected at or the prober has since given one of
-// its guests a verdict. The attack is a document that changes its mind
-// late; TestStreamIsDetection holds the stream to plain detection.
+// (result). The snapshot must hold the very resources the stream read
+// (snapshot.HoldsKept: no duplicate dropped, no other decoder, and the
+// batches of the last "resources" array, all of them), detection's
+// hysteresis input must be the one read after the collection, a batch is
+// detected again when the snapshot's taken_at is not the one it was
+// detected at, and a resource the prober may have given a verdict since
+// (a probe candidate) is detected again. The attack is a document that
+// changes its mind late; TestStreamIsDetection holds the stream to plain
+// detection.
+//
+// The stream keeps positions, not the batches: the snapshot's resources
+// may be copies of them (the slice grew), and what is detected again is
+// read from the snapshot.
 type detectStream struct {
 	th     signals.Thresholds
 	active signals.Active
-	asked  map[string]bool // resource ids of the active findings, then of the signals too
+	asked  map[string]bool // resource ids of the active findings, then of the signals and candidates too
 	in     chan streamPart
 	done   chan struct{}
-	parts  []streamPart // in document order; the consumer's until done
-	byID   map[string]*snapshot.Resource
 	closed bool
-	broken bool // a signal named no resource of its batch
+	// The consumer's until done:
+	parts  []streamPart   // of the last array, in order
+	at     map[string]int // position of each asked resource seen
+	broken bool           // a signal named no resource of its batch
 }
 
-// streamPart is one batch and what was made of it.
+// streamPart is what was made of one batch.
 type streamPart struct {
-	rs      []snapshot.Resource
+	rs      []snapshot.Resource // the batch, until it is consumed
+	off, n  int                 // its position in the array, and length
 	takenAt time.Time
 	sigs    []signals.Signal       // neutralised (safeSignal)
 	obs     []findings.Observation // observationFor each of sigs, with its resource's tags
+	cands   []candidate            // the probe candidates among its resources
 }
+
+// candidate is a resource of a batch the prober may give a verdict, and
+// the range its signals take in the batch's.
+type candidate struct{ j, lo, hi int }
 
 // newDetectStream starts the consumer. active are the active findings read
 // before the collection (their keys are enough).
 func newDetectStream(th signals.Thresholds, active []findings.Finding) *detectStream {
 	s := &detectStream{
 		th: th, active: activeSignals(active), asked: make(map[string]bool, len(active)),
-		in: make(chan streamPart, 64), done: make(chan struct{}), byID: make(map[string]*snapshot.Resource, len(active)),
+		in: make(chan streamPart, 64), done: make(chan struct{}), at: make(map[string]int, len(active)),
 	}
 	for i := range active {
 		s.asked[snapshot.CanonicalID(active[i].ResourceID)] = true
@@ -59,35 +73,42 @@ func newDetectStream(th signals.Thresholds, active []findings.Finding) *detectSt
 }
 
 // kept is the decoder's hook (snapshot.DecodeOptions.Kept).
-func (s *detectStream) kept(batch []snapshot.Resource, takenAt time.Time) {
-	s.in <- streamPart{rs: batch, takenAt: takenAt}
+func (s *detectStream) kept(batch []snapshot.Resource, at int, takenAt time.Time) {
+	s.in <- streamPart{rs: batch, off: at, n: len(batch), takenAt: takenAt}
 }
 
 func (s *detectStream) consume() {
 	defer close(s.done)
 	memo := safeMemo{}
 	for p := range s.in {
+		if p.off == 0 { // a (later) array replaces what came before
+			s.parts, s.broken = s.parts[:0], false
+			clear(s.at)
+		}
 		p.sigs = signals.DetectResources(p.rs, p.takenAt, s.th, s.active)
 		safeSignals(p.sigs, memo)
 		p.obs = make([]findings.Observation, len(p.sigs))
-		j := 0 // the resource of signal i, signals being in resource order
-		for i := range p.sigs {
-			for j < len(p.rs) && p.rs[j].ID != p.sigs[i].ResourceID {
-				j++
-			}
-			if j == len(p.rs) { // not a signal of this batch's resources: no guess at all
-				s.broken = true
-				break
-			}
-			p.obs[i] = observationFor(&p.sigs[i])
-			p.obs[i].ResourceTags = memo.names(p.rs[j].Tags)
-			s.asked[p.sigs[i].ResourceID] = true
-		}
+		i := 0 // the next signal; signals are in resource order
 		for j := range p.rs {
-			if id := p.rs[j].ID; s.asked[id] {
-				s.byID[id] = &p.rs[j]
+			r := &p.rs[j]
+			lo := i
+			for ; i < len(p.sigs) && p.sigs[i].ResourceID == r.ID; i++ {
+				p.obs[i] = observationFor(&p.sigs[i])
+				p.obs[i].ResourceTags = memo.names(r.Tags)
+				s.asked[r.ID] = true
+			}
+			if probe.Candidate(r) {
+				p.cands = append(p.cands, candidate{j: j, lo: lo, hi: i})
+				s.asked[r.ID] = true
+			}
+			if s.asked[r.ID] {
+				s.at[r.ID] = p.off + j
 			}
 		}
+		if i < len(p.sigs) { // a signal of no resource of this batch: no guess at all
+			s.broken = true
+		}
+		p.rs = nil // the snapshot's elements are read from here on
 		s.parts = append(s.parts, p)
 	}
 }
@@ -114,69 +135,84 @@ type streamed struct {
 // How a run used its stream (the log's "stream" and tests).
 const (
 	streamWhole     = "whole"     // every batch as detected while decoding
-	streamPartly    = "partly"    // some batches detected again
+	streamPartly    = "partly"    // some resources detected again
 	streamDiscarded = "discarded" // the snapshot detected whole
 )
 
-// result is what the stream made of snap, now decoded (and probed: probed
-// holds the ids of the resources the prober gave a verdict), when the
-// snapshot is what the stream read and active is the hysteresis input
-// it detected with; otherwise use is streamDiscarded, and the run detects
-// snap whole. A batch detected at another taken_at or holding a probed
-// resource is detected again (streamPartly).
-func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, probed map[string]bool) (out streamed, use string) {
+// result is what the stream made of snap, now decoded (and probed, when
+// probed is set), when the snapshot holds what the stream read and active
+// is the hysteresis input it detected with; otherwise use is
+// streamDiscarded, and the run detects snap whole. A batch detected at
+// another taken_at is detected again, and so is every probe candidate of
+// a probed snapshot (streamPartly).
+func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, probed bool) (out streamed, use string) {
 	s.finish()
-	if len(s.parts) == 0 || s.broken || !maps.Equal(active, s.active) {
+	if len(s.parts) == 0 || s.broken || !maps.Equal(active, s.active) || !snap.HoldsKept() {
 		return out, streamDiscarded
 	}
-	batches := make([][]snapshot.Resource, len(s.parts))
-	n := 0
+	n, sigs := 0, 0
 	for i := range s.parts {
-		batches[i] = s.parts[i].rs
-		n += len(s.parts[i].sigs)
+		if s.parts[i].off != n {
+			return out, streamDiscarded
+		}
+		n += s.parts[i].n
+		sigs += len(s.parts[i].sigs)
 	}
-	if !snap.Holds(batches) {
+	if n != len(snap.Resources) {
 		return out, streamDiscarded
 	}
-	out.sigs = make([]signals.Signal, 0, n)
-	out.obs = make([]findings.Observation, 0, n)
-	redone := false
+	out.sigs = make([]signals.Signal, 0, sigs)
+	out.obs = make([]findings.Observation, 0, sigs)
+	partly, refile := false, false
 	var memo safeMemo
+	again := func(rs []snapshot.Resource) []signals.Signal {
+		if memo == nil {
+			memo = safeMemo{}
+		}
+		sigs := signals.DetectResources(rs, snap.TakenAt, s.th, active)
+		safeSignals(sigs, memo)
+		return sigs
+	}
 	for i := range s.parts {
 		p := &s.parts[i]
-		// Detection reads taken_at only as an instant (ages).
-		if !p.takenAt.Equal(snap.TakenAt) || holdsAny(p.rs, probed) {
-			if memo == nil {
-				memo = safeMemo{}
+		rs := snap.Resources[p.off : p.off+p.n]
+		switch {
+		case !p.takenAt.Equal(snap.TakenAt): // detection reads it only as an instant (ages)
+			partly, refile = true, true
+			out.sigs = append(out.sigs, again(rs)...)
+		case probed && len(p.cands) > 0:
+			partly = true
+			prev := 0
+			for _, c := range p.cands {
+				out.sigs = append(out.sigs, p.sigs[prev:c.lo]...)
+				out.obs = append(out.obs, p.obs[prev:c.lo]...)
+				for _, sig := range again(rs[c.j : c.j+1]) {
+					o := observationFor(&sig)
+					o.ResourceTags = memo.names(rs[c.j].Tags)
+					out.sigs, out.obs = append(out.sigs, sig), append(out.obs, o)
+				}
+				prev = c.hi
 			}
-			redone = true
-			sigs := signals.DetectResources(p.rs, snap.TakenAt, s.th, active)
-			safeSignals(sigs, memo)
-			out.sigs = append(out.sigs, sigs...)
-			continue
-		}
-		out.sigs = append(out.sigs, p.sigs...)
-		out.obs = append(out.obs, p.obs...)
-	}
-	if redone {
-		// The observations and the index answered other signals: the
-		// run makes them from these.
-		out.obs = nil
-		return out, streamPartly
-	}
-	out.index = &resourceIndex{snap: snap, asked: s.asked, byID: s.byID}
-	return out, streamWhole
-}
-
-// holdsAny reports whether one of rs has an id in ids.
-func holdsAny(rs []snapshot.Resource, ids map[string]bool) bool {
-	if len(ids) == 0 {
-		return false
-	}
-	for i := range rs {
-		if ids[rs[i].ID] {
-			return true
+			out.sigs = append(out.sigs, p.sigs[prev:]...)
+			out.obs = append(out.obs, p.obs[prev:]...)
+		default:
+			out.sigs = append(out.sigs, p.sigs...)
+			out.obs = append(out.obs, p.obs...)
 		}
 	}
-	return false
+	if refile {
+		// Whole batches were detected again: the run files these signals
+		// and indexes the resources itself.
+		return streamed{sigs: out.sigs}, streamPartly
+	}
+	use = streamWhole
+	if partly {
+		use = streamPartly
+	}
+	byID := make(map[string]*snapshot.Resource, len(s.at))
+	for id, at := range s.at {
+		byID[id] = &snap.Resources[at]
+	}
+	out.index = &resourceIndex{snap: snap, asked: s.asked, byID: byID}
+	return out, use
 }

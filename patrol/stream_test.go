@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/snapshot/probe"
 )
 
@@ -119,9 +122,26 @@ func TestStreamSeesALateTakenAt(t *testing.T) {
 	wantSignals(t, p.run(t, doc), "partly", "backup_stale vm/1")
 }
 
+// A later "resources" array replaces the earlier one: what was made of the
+// earlier batches is dropped as the later array starts, and the later
+// array's batches are the snapshot's.
 func TestStreamSeesASecondResourcesArray(t *testing.T) {
 	p := newPair(t, 1)
 	doc := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s],"resources":[%s]}`, vm("1", 10), vm("3", 99), vm("1", 95))
+	wantSignals(t, p.run(t, doc), "whole", "high_memory vm/1")
+	// A later array with nothing kept holds none of the earlier batches.
+	doc = fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s],"resources":[{"id":"x","kind":"toaster"}]}`, vm("1", 95), vm("3", 99))
+	wantSignals(t, p.run(t, doc), "discarded")
+}
+
+// A source may hand over the resources of one decoding and return another
+// snapshot of as many resources: only the decoding that handed them over
+// says the snapshot holds them.
+func TestStreamSeesASwappedSnapshot(t *testing.T) {
+	p := newPair(t, 1)
+	swap := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s]}`, vm("1", 95), vm("2", 10))
+	p.set(func(e *env) { e.swap = []byte(swap) })
+	doc := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s]}`, vm("1", 10), vm("2", 95))
 	wantSignals(t, p.run(t, doc), "discarded", "high_memory vm/1")
 }
 
@@ -131,12 +151,24 @@ func TestStreamSeesDroppedDuplicates(t *testing.T) {
 	wantSignals(t, p.run(t, doc), "discarded", "high_memory vm/2")
 }
 
+// quietProber is unreachableProber reporting counts only, no addresses:
+// the stream must not depend on what a prober reports.
+type quietProber struct{}
+
+func (quietProber) Probe(ctx context.Context, snap *snapshot.Snapshot, now time.Time) probe.Result {
+	res := unreachableProber{}.Probe(ctx, snap, now)
+	res.Addresses = nil
+	return res
+}
+
 func TestStreamSeesAProbeVerdict(t *testing.T) {
-	p := newPair(t, 1)
-	p.set(func(e *env) { e.prober = unreachableProber{} })
-	probed := `{"id":"vm/1","kind":"vm","status":"running","addresses":["10.0.0.1:22"]}`
-	doc := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s]}`, probed, vm("2", 95))
-	wantSignals(t, p.run(t, doc), "partly", "guest_unreachable vm/1", "high_memory vm/2")
+	for _, prober := range []patrol.Prober{unreachableProber{}, quietProber{}} {
+		p := newPair(t, 2)
+		p.set(func(e *env) { e.prober = prober })
+		probed := `{"id":"vm/1","kind":"vm","status":"running","addresses":["10.0.0.1:22"],"metrics":{"memory_percent":95}}`
+		doc := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s,%s]}`, vm("0", 96), probed, vm("2", 95))
+		wantSignals(t, p.run(t, doc), "partly", "high_memory vm/0", "high_memory vm/1", "guest_unreachable vm/1", "high_memory vm/2")
+	}
 }
 
 func TestStreamSeesALateResolve(t *testing.T) {
@@ -241,6 +273,12 @@ func randomDocument(rt *rapid.T, run int) string {
 		if err != nil {
 			rt.Fatal(err)
 		}
+		if rapid.Bool().Draw(rt, "Kind") {
+			// v1 matches keys case-folded; the decoder's guess of how many
+			// resources there are counts "kind", so the slice grows and
+			// the snapshot holds copies of the batches handed over.
+			return strings.ReplaceAll(string(b), `"kind":`, `"Kind":`)
+		}
 		return string(b)
 	}
 	stamp := func(t time.Time) string { return fmt.Sprintf(`"taken_at":%q`, t.Format(time.RFC3339)) }
@@ -277,15 +315,15 @@ func TestStreamBatchesAreTheDetection(t *testing.T) {
 	}
 	var batches [][]snapshot.Resource
 	var joined []signals.Signal
-	snap, _, err := snapshot.Decode(data, snapshot.DecodeOptions{KeptBatch: 100, Kept: func(rs []snapshot.Resource, at time.Time) {
+	snap, _, err := snapshot.Decode(data, snapshot.DecodeOptions{KeptBatch: 100, Kept: func(rs []snapshot.Resource, _ int, at time.Time) {
 		batches = append(batches, rs)
 		joined = append(joined, signals.DetectResources(rs, at, th, nil)...)
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(batches) != 50 || !snap.Holds(batches) {
-		t.Fatalf("%d batches, held %v: want 50, held", len(batches), snap.Holds(batches))
+	if len(batches) != 50 || !snap.HoldsKept() {
+		t.Fatalf("%d batches, held %v: want 50, held", len(batches), snap.HoldsKept())
 	}
 	whole := signals.Detect(snap, th, nil)
 	a, errA := json.Marshal(joined)
@@ -295,5 +333,35 @@ func TestStreamBatchesAreTheDetection(t *testing.T) {
 	}
 	if len(whole) == 0 || string(a) != string(b) {
 		t.Errorf("joined batches give %d signals, the snapshot %d (or they differ)", len(joined), len(whole))
+	}
+}
+
+// TestStreamSurvivesAGrowingSlice: a file whose resources are smaller
+// than the decoder's guess grows the resource slice after batches were
+// handed over, so the snapshot holds copies of them; the stream is used
+// whole all the same (it keeps positions, not the batches).
+func TestStreamSurvivesAGrowingSlice(t *testing.T) {
+	var rs []string
+	for i := range 3000 {
+		rs = append(rs, fmt.Sprintf(`{"id":"vm/%d","kind":"vm","status":"running","metrics":{"memory_percent":%d}}`, i, i%100))
+	}
+	path := filepath.Join(t.TempDir(), "fleet.json")
+	doc := `{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[` + strings.Join(rs, ",") + `]}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := file.New(file.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handed int
+	snap, _, err := src.CollectKept(context.Background(), func(b []snapshot.Resource, at int, _ time.Time) { handed += len(b) })
+	if err != nil || handed != 3000 || !snap.HoldsKept() {
+		t.Fatalf("%v: %d handed over, held %v", err, handed, snap.HoldsKept())
+	}
+	p := newPair(t, 0)
+	rep := p.run(t, doc)
+	if patrol.Streamed(rep) != "whole" || len(rep.Signals) != 570 { // memory 81-99 % of every 100
+		t.Errorf("a growing slice: stream %q, %d signals; want whole, 570", patrol.Streamed(rep), len(rep.Signals))
 	}
 }

@@ -67,15 +67,17 @@ type DecodeOptions struct {
 	// Kept, when set, is called on the decoding goroutine with each batch
 	// of resources as they are kept (KeptBatch resources at a time, and
 	// the rest at the end of an array), in document order, with the
-	// document's taken_at as read so far (zero when none has been read, or
-	// it is not a valid time). Decoding never writes to a batch's elements
-	// afterwards, so a consumer may read them while decoding goes on.
-	// The decoded snapshot need not hold exactly the batches: a later
-	// "resources" array replaces them, duplicate ids drop some, a later
-	// taken_at replaces the time, and a rejected document keeps nothing.
-	// A consumer checks with Snapshot.Holds before it uses what it made
-	// of the batches.
-	Kept func(batch []Resource, takenAt time.Time)
+	// position of the batch's first resource among those kept from its
+	// array (0 starts an array: a later "resources" array replaces an
+	// earlier one) and the document's taken_at as read so far (zero when
+	// none has been read, or it is not a valid time). Decoding never
+	// writes to a batch's elements afterwards, so a consumer may read them
+	// while decoding goes on; the snapshot's resources may be copies of
+	// them (the slice grows). The decoded snapshot need not hold the
+	// batches at all: duplicate ids drop some, a later taken_at replaces
+	// the time, and a rejected document keeps nothing. A consumer asks
+	// Snapshot.HoldsKept before it uses what it made of them.
+	Kept func(batch []Resource, at int, takenAt time.Time)
 	// KeptBatch is how many resources Kept is given at a time; 0 is
 	// DefaultKeptBatch.
 	KeptBatch int
@@ -310,14 +312,18 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 		problems = append([]Problem{{ID: "(document)", Index: 0, Field: strings.Trim(strconv.Quote(*unknown), `"`),
 			Problem: "unknown field (ignored)", Warning: true}}, problems...)
 	}
+	kept := len(snap.Resources)
 	snap.Resources, problems = dropDuplicates(snap.Resources, problems)
+	// The resources are the last array's, every one handed to Kept (each
+	// array ends with a hand-over), unless a duplicate dropped some.
+	snap.heldKept = opts.Kept != nil && len(snap.Resources) == kept
 	return snap, problems, nil
 }
 
 // decodeResources reads the elements of the resources array (the '[' is
 // next) through its ']', handing each batch of kept resources to kept
 // (when set).
-func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, kept func([]Resource, time.Time), batch int, takenAt time.Time) ([]Resource, []Problem, error) {
+func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, kept func([]Resource, int, time.Time), batch int, takenAt time.Time) ([]Resource, []Problem, error) {
 	if _, err := d.ReadToken(); err != nil {
 		return nil, nil, err
 	}
@@ -332,7 +338,7 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, 
 			break
 		}
 		if kept != nil && len(resources)-handed == batch {
-			kept(resources[handed:len(resources):len(resources)], takenAt)
+			kept(resources[handed:len(resources):len(resources)], handed, takenAt)
 			handed = len(resources)
 		}
 		raw, err := d.ReadValue() // validated, not copied: valid until the next read
@@ -358,7 +364,7 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, 
 		return nil, nil, err
 	}
 	if kept != nil && len(resources) > handed {
-		kept(resources[handed:len(resources):len(resources)], takenAt)
+		kept(resources[handed:len(resources):len(resources)], handed, takenAt)
 	}
 	return resources, problems, nil
 }

@@ -65,6 +65,9 @@ type Snapshot struct {
 	TakenAt   time.Time  `json:"taken_at"`
 	Source    string     `json:"source,omitempty"`
 	Resources []Resource `json:"resources"`
+	// heldKept: the decoder handed exactly these resources, in order, to
+	// DecodeOptions.Kept (see HoldsKept).
+	heldKept bool
 }
 
 // Resource is one host, guest, storage pool or disk.
@@ -228,26 +231,21 @@ type Source interface {
 // it decodes them (DecodeOptions.Kept), so work on them can start before
 // the last one is read. Collect is CollectKept without a consumer. Like
 // the decoder, a KeptSource never changes a resource it handed over (it
-// may set the snapshot's own fields, as exec stamps taken_at).
+// may set the snapshot's own fields, as exec stamps taken_at), and it
+// calls kept only on the goroutine of CollectKept, before it returns.
 type KeptSource interface {
 	Source
-	CollectKept(ctx context.Context, kept func(batch []Resource, takenAt time.Time)) (*Snapshot, []Problem, error)
+	CollectKept(ctx context.Context, kept func(batch []Resource, at int, takenAt time.Time)) (*Snapshot, []Problem, error)
 }
 
-// Holds reports whether s's resources are exactly batches, one after
-// another: the same elements, not equal copies. It is how a consumer of
-// DecodeOptions.Kept learns that what it made of the batches is what it
-// would make of the snapshot.
-func (s *Snapshot) Holds(batches [][]Resource) bool {
-	off := 0
-	for _, b := range batches {
-		if len(b) == 0 || off+len(b) > len(s.Resources) || &s.Resources[off] != &b[0] {
-			return false
-		}
-		off += len(b)
-	}
-	return off == len(s.Resources)
-}
+// HoldsKept reports whether s's resources are exactly, in order, the
+// batches its decoding handed to DecodeOptions.Kept since the last batch
+// at position 0: the same elements or their verbatim copies (the slice
+// grew), so what a consumer made of the batches is what it would make of
+// s.Resources. It is false for a snapshot decoded without Kept, one whose
+// duplicates were dropped, one decoded again by the v1 decoder, and one
+// built or changed by anything else (Resources replaced).
+func (s *Snapshot) HoldsKept() bool { return s.heldKept }
 
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context) (*Snapshot, []Problem, error)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,8 +210,9 @@ func TestDuplicatePlaces(t *testing.T) {
 
 // checkKept decodes data again handing resources over (DecodeOptions.Kept,
 // one and two at a time): the outcome is the one without a consumer, a
-// batch is never written after it was handed over, and a snapshot that
-// holds its batches holds exactly them.
+// batch is never written after it was handed over, positions count the
+// resources of an array, and a snapshot that holds its batches holds
+// exactly those of its last array, in order.
 func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wantProbs []Problem, wantErr error) {
 	t.Helper()
 	for _, n := range []int{1, 2} {
@@ -221,62 +221,85 @@ func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wa
 			seen string // the batch as it was handed over
 		}
 		var got []handed
+		next := 0 // the position the next batch of this array takes
 		o := opts
 		o.KeptBatch = n
-		o.Kept = func(rs []Resource, _ time.Time) {
+		o.Kept = func(rs []Resource, at int, _ time.Time) {
 			if len(rs) == 0 || len(rs) > n || cap(rs) != len(rs) {
 				t.Fatalf("%q: a batch of %d (cap %d), want 1 to %d, no room to append", data, len(rs), cap(rs), n)
 			}
+			if at != 0 && at != next {
+				t.Fatalf("%q: a batch at %d, want 0 (a later array) or %d", data, at, next)
+			}
+			if at == 0 {
+				got = got[:0]
+			}
+			next = at + len(rs)
 			got = append(got, handed{rs, fmt.Sprintf("%#v", rs)})
 		}
 		snap, probs, err := Decode(data, o)
+		held := snap != nil && snap.HoldsKept()
+		if snap != nil {
+			cp := *snap
+			cp.heldKept = false
+			snap = &cp
+		}
 		if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(snap, want) || !sameProblems(probs, wantProbs) {
 			t.Fatalf("%q: with a consumer %v %+v %v, without %v %+v %v", data, err, snap, probs, wantErr, want, wantProbs)
 		}
-		batches := make([][]Resource, len(got))
+		var joined []Resource
 		for i, h := range got {
 			if now := fmt.Sprintf("%#v", h.rs); now != h.seen {
 				t.Fatalf("%q: batch %d was written after it was handed over:\n%s\nthen\n%s", data, i, h.seen, now)
 			}
-			batches[i] = h.rs
+			joined = append(joined, h.rs...)
 		}
-		if snap != nil && snap.Holds(batches) {
-			var joined []Resource
-			for _, b := range batches {
-				joined = append(joined, b...)
-			}
-			if !reflect.DeepEqual(joined, snap.Resources) && len(joined)+len(snap.Resources) > 0 {
-				t.Fatalf("%q: holds its batches but they are not its resources", data)
-			}
+		if held && !reflect.DeepEqual(joined, snap.Resources) && len(joined)+len(snap.Resources) > 0 {
+			t.Fatalf("%q: holds its batches but they are not its resources:\n%#v\n%#v", data, joined, snap.Resources)
+		}
+		if want != nil && want.HoldsKept() {
+			t.Fatalf("%q: decoded without a consumer, the snapshot says it holds batches", data)
 		}
 	}
 }
 
-// TestHoldsIsIdentity: a snapshot holds batches only when they are its own
-// resource elements, in order, all of them; equal copies are not held.
-func TestHoldsIsIdentity(t *testing.T) {
-	rs := []Resource{{ID: "vm/1"}, {ID: "vm/2"}, {ID: "vm/3"}}
-	s := &Snapshot{Resources: rs}
-	cp := slices.Clone(rs)
+// TestHoldsKept: a snapshot holds the batches its decoding handed over
+// when it has them all, those of its last array, copies or not; not when
+// a duplicate dropped some, nor without a consumer, nor built otherwise.
+func TestHoldsKept(t *testing.T) {
+	vm := func(id string) string { return `{"id":"vm/` + id + `","kind":"vm"}` }
 	for _, c := range []struct {
-		name    string
-		batches [][]Resource
-		want    bool
+		name, doc string
+		want      bool
 	}{
-		{"all, in one", [][]Resource{rs}, true},
-		{"all, in two", [][]Resource{rs[:1], rs[1:]}, true},
-		{"a copy", [][]Resource{cp}, false},
-		{"a part", [][]Resource{rs[:2]}, false},
-		{"out of order", [][]Resource{rs[1:], rs[:1]}, false},
-		{"once too often", [][]Resource{rs, rs[:1]}, false},
-		{"an empty batch", [][]Resource{rs, {}}, false},
-		{"none", nil, false},
+		{"one array", `{"version":1,"resources":[` + vm("1") + `,` + vm("2") + `,` + vm("3") + `]}`, true},
+		{"a later array", `{"version":1,"resources":[` + vm("1") + `],"resources":[` + vm("2") + `]}`, true},
+		{"a duplicate", `{"version":1,"resources":[` + vm("1") + `,` + vm("2") + `,` + vm("1") + `]}`, false},
+		{"keys the guess misses (the slice grows)", `{"version":1,"resources":[{"id":"vm/1","Kind":"vm"},{"id":"vm/2","Kind":"vm"},{"id":"vm/3","Kind":"vm"}]}`, true},
+		{"nothing kept", `{"version":1,"resources":[{"id":"vm/1","kind":"toaster"}]}`, true},
 	} {
-		if got := s.Holds(c.batches); got != c.want {
-			t.Errorf("%s: Holds %v, want %v", c.name, got, c.want)
+		var handed []Resource
+		snap, _, err := Decode([]byte(c.doc), DecodeOptions{KeptBatch: 1, Kept: func(rs []Resource, at int, _ time.Time) {
+			if at == 0 {
+				handed = handed[:0]
+			}
+			handed = append(handed, rs...)
+		}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if snap.HoldsKept() != c.want {
+			t.Errorf("%s: HoldsKept %v, want %v", c.name, snap.HoldsKept(), c.want)
+		}
+		if c.want && !reflect.DeepEqual(handed, snap.Resources) && len(handed)+len(snap.Resources) > 0 {
+			t.Errorf("%s: holds %v, handed %v", c.name, snap.Resources, handed)
+		}
+		plain, _, _ := Decode([]byte(c.doc), DecodeOptions{})
+		if plain.HoldsKept() {
+			t.Errorf("%s: decoded without a consumer, the snapshot holds batches", c.name)
 		}
 	}
-	if !(&Snapshot{}).Holds(nil) {
-		t.Error("an empty snapshot does not hold no batches")
+	if (&Snapshot{Resources: []Resource{{ID: "vm/1"}}}).HoldsKept() {
+		t.Error("a snapshot built by hand holds batches")
 	}
 }
