@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Show that every rule of the store's active-findings cache is tested:
+"""Show that every rule of the store's caches (active findings, outbox
+windows) is tested:
 apply each mutation below (one rule removed) in turn, run the tests that
 guard it, and report whether they fail. Restores every file.
 
@@ -35,6 +36,12 @@ MUTATIONS = [
     ("touch-sets-times-raised", "store/commit.go",
      "times_raised = j.value", "times_raised = times_raised + 1",
      ["./store", "-run", "TestTouchBringsADriftedReplicaBack"]),
+    # The relay's window and mark of an unbroken run of seqs.
+    ("outbox-span-held-whole", "store/outbox_cache.go",
+     " || c.rows[i+n-1].Seq != first+int64(n)-1 {", " {", ["./store", "-run", "TestPendingEventsSpanAnotherWritersRow"]),
+    ("mark-span-refuses-a-row-below", "store/outbox_store.go",
+     '" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq < ?3)"', '" AND ?3 > 0"',
+     ["./store", "-run", "TestMarkSentWritesOneMark"]),
     ("built-facts-follow-membership", "store/commit.go",
      "\t\tif sameMembers { // what was built from the members still holds", "\t\tif sameMembers || true {", CACHE_TESTS),
     ("a-read-builds-keys-again", "store/active_cache.go",

@@ -95,6 +95,20 @@ func (c *outboxCache) window(n int, keys string) ([]findings.OutboxEvent, bool) 
 	return slices.Clone(rows), true
 }
 
+// span returns the n cached rows of seqs first..first+n-1, when it holds
+// every one of them.
+func (c *outboxCache) span(first int64, n int) ([]findings.OutboxEvent, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := sort.Search(len(c.rows), func(i int) bool { return c.rows[i].Seq >= first })
+	// Ascending and unique, from first on: n rows ending at first+n-1 are
+	// those seqs.
+	if len(c.rows)-i < n || c.rows[i+n-1].Seq != first+int64(n)-1 {
+		return nil, false
+	}
+	return slices.Clone(c.rows[i : i+n]), true
+}
+
 // dropThrough forgets the rows at or below seq.
 func (c *outboxCache) dropThrough(seq int64) {
 	c.mu.Lock()

@@ -149,3 +149,29 @@ func TestPendingEventsTakeWhatARunCommitted(t *testing.T) {
 		t.Fatalf("after the change behind its back:\n got %+v\nwant %+v (%v)", got, want, err)
 	}
 }
+
+// TestPendingEventsSpanAnotherWritersRow: another process's row between
+// two of this store's makes the window an unbroken run of seqs the cache
+// does not hold whole; the rows are read, not taken from the cache's
+// neighbours of the missing seq.
+func TestPendingEventsSpanAnotherWritersRow(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	writer, other := openAt(t, path), openAt(t, path)
+	rows := sentRows(1, 5)
+	for i, st := range []*store.Store{writer, writer, other, writer, writer} {
+		if err := st.Enqueue(ctx, rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writer.MarkSent(ctx, []int64{1}, sentT0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := writer.PendingEventsAfter(ctx, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := withSeqs(rows[1:4], 2); !reflect.DeepEqual(got, want) {
+		t.Fatalf("window of seqs 2..4 with another process's 3:\n got %+v\nwant %+v", got, want)
+	}
+}

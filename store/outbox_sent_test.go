@@ -115,6 +115,10 @@ func TestMarkSentWritesOneMark(t *testing.T) {
 	if err := st.MarkSent(ctx, []int64{1, 3}, sentT0); err == nil || err.Error() != "mark sent through seq 3: unsent seq 2 is not among the acknowledged" {
 		t.Fatalf("a window with a gap: %v", err)
 	}
+	// An unbroken run above an unsent row (marked by a shorter statement).
+	if err := st.MarkSent(ctx, []int64{2, 3}, sentT0); err == nil || err.Error() != "mark sent through seq 3: unsent seq 1 is not among the acknowledged" {
+		t.Fatalf("a window above an unsent row: %v", err)
+	}
 	checkPending(t, st, all)
 
 	if err := st.MarkSent(ctx, []int64{1, 2}, sentT0.Add(1500*time.Millisecond)); err != nil {

@@ -90,6 +90,12 @@ const (
 	// the rows would be read: slower, never wrong.)
 	pendingKeysSQL = "SELECT count(*), coalesce(group_concat(seq || ':' || octet_length(id) || ':' || id, ','), '') " +
 		"FROM (SELECT seq, id FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?)"
+	// pendingSpanSQL names the window by its size and its first and last
+	// seq: when those span exactly as many seqs as there are rows, the
+	// window is that run of seqs, and a seq names one row for good (it is
+	// never reused), so the cache's rows of those seqs are the window.
+	pendingSpanSQL = "SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), 0) " +
+		"FROM (SELECT seq FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?)"
 )
 
 // PendingEvents returns up to limit unsent outbox events in Seq order.
@@ -105,15 +111,27 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]findings.Outbox
 func (s *Store) PendingEventsAfter(ctx context.Context, after int64, limit int) ([]findings.OutboxEvent, error) {
 	if !s.recent.empty() {
 		var n int
-		var keys string
-		if err := s.db.QueryRowContext(ctx, pendingKeysSQL, after, limit).Scan(&n, &keys); err != nil {
+		var first, last int64
+		if err := s.db.QueryRowContext(ctx, pendingSpanSQL, after, limit).Scan(&n, &first, &last); err != nil {
 			return nil, fmt.Errorf("pending events: %w", err)
 		}
 		if n == 0 {
 			return nil, nil
 		}
-		if rows, ok := s.recent.window(n, keys); ok {
-			return rows, nil
+		if last-first+1 == int64(n) {
+			if rows, ok := s.recent.span(first, n); ok {
+				return rows, nil
+			}
+		} else {
+			// A broken run of seqs (another writer's rows in between,
+			// rows dropped): the window's ids name its rows.
+			var keys string
+			if err := s.db.QueryRowContext(ctx, pendingKeysSQL, after, limit).Scan(&n, &keys); err != nil {
+				return nil, fmt.Errorf("pending events: %w", err)
+			}
+			if rows, ok := s.recent.window(n, keys); ok {
+				return rows, nil
+			}
 		}
 	}
 	return s.readPending(ctx, after, limit)
@@ -154,10 +172,17 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 			return fmt.Errorf("mark sent: seqs must ascend, got %d after %d", seqs[i], seqs[i-1])
 		}
 	}
-	last, list := seqs[len(seqs)-1], seqList(seqs)
+	first, last, list := seqs[0], seqs[len(seqs)-1], seqList(seqs)
 	// One statement: the mark, written only if it moves and no unsent row
-	// up to it is missing from seqs.
-	res, err := s.db.ExecContext(ctx, markSentSQL, last, at.UTC().Format(sentLayout), list)
+	// up to it is missing from seqs. When seqs are an unbroken run (a
+	// window of this process's rows), a missing row can only be below it.
+	var res sql.Result
+	var err error
+	if last-first+1 == int64(len(seqs)) {
+		res, err = s.db.ExecContext(ctx, markSentSpanSQL, last, at.UTC().Format(sentLayout), first)
+	} else {
+		res, err = s.db.ExecContext(ctx, markSentSQL, last, at.UTC().Format(sentLayout), list)
+	}
 	if err != nil {
 		return fmt.Errorf("mark sent: %w", err)
 	}
@@ -184,6 +209,12 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 // and every unsent row up to it is in ?3 (a JSON array of seqs).
 const markSentSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
 	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq <= ?1 AND seq NOT IN (SELECT value FROM json_each(?3)))"
+
+// markSentSpanSQL is markSentSQL for the unbroken run of seqs ?3..?1: every
+// row of the run is acknowledged, so an unsent row missing from it is one
+// below ?3.
+const markSentSpanSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
+	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq < ?3)"
 
 // seqList is seqs as a JSON array, for json_each.
 func seqList(seqs []int64) string {
