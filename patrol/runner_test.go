@@ -23,7 +23,7 @@ type env struct {
 	runner  *patrol.Runner
 	src     *snapshot.Snapshot
 	doc     []byte // the document to decode, when set (instead of src)
-	swap    []byte // the document the source returns instead, when set
+	swap    []byte // a document whose resources the source hands over too, last, when set
 	srcErr  error
 	now     time.Time
 	prober  patrol.Prober
@@ -43,11 +43,11 @@ func (s envSource) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.
 // them, as the file and exec sources do.
 type keptEnvSource struct{ envSource }
 
-func (s keptEnvSource) CollectKept(ctx context.Context, kept func([]snapshot.Resource, int, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (s keptEnvSource) CollectKept(ctx context.Context, kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	return s.e.collect(kept)
 }
 
-func (e *env) collect(kept func([]snapshot.Resource, int, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (e *env) collect(kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	if e.during != nil {
 		e.during()
 	}
@@ -59,14 +59,13 @@ func (e *env) collect(kept func([]snapshot.Resource, int, time.Time)) (*snapshot
 		data, _ = snapshot.Encode(e.src)
 	}
 	if e.swap != nil {
-		// A source that hands over one document's resources and returns
-		// another's.
-		if kept != nil {
-			if _, _, err := snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch}); err != nil {
-				return nil, nil, err
-			}
+		// A source that returns one document's snapshot and hands over
+		// another's resources too, last.
+		snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
+		if err == nil && kept != nil {
+			_, _, err = snapshot.Decode(e.swap, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
 		}
-		return snapshot.Decode(e.swap, snapshot.DecodeOptions{})
+		return snap, probs, err
 	}
 	return snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
 }

@@ -19,8 +19,9 @@ import (
 // What the stream made is a guess until the snapshot is decoded: it is
 // used only where it is exactly what detecting the decoded snapshot makes
 // (result). The snapshot must hold the very resources the stream read
-// (snapshot.HoldsKept: no duplicate dropped, no other decoder, and the
-// batches of the last "resources" array, all of them), detection's
+// (snapshot.HeldFrom names the decoding whose batches the stream took
+// last: no duplicate dropped, no other decoding, and the batches of the
+// last "resources" array, all of them), detection's
 // hysteresis input must be the one read after the collection, a batch is
 // detected again when the snapshot's taken_at is not the one it was
 // detected at, and a resource the prober may have given a verdict since
@@ -39,19 +40,21 @@ type detectStream struct {
 	done   chan struct{}
 	closed bool
 	// The consumer's until done:
-	parts  []streamPart   // of the last array, in order
-	at     map[string]int // position of each asked resource seen
-	broken bool           // a signal named no resource of its batch
+	decoding uint64         // the decoding of the last array's batches
+	parts    []streamPart   // of the last array, in order
+	at       map[string]int // position of each asked resource seen
+	broken   bool           // a signal named no resource of its batch
 }
 
 // streamPart is what was made of one batch.
 type streamPart struct {
-	rs      []snapshot.Resource // the batch, until it is consumed
-	off, n  int                 // its position in the array, and length
-	takenAt time.Time
-	sigs    []signals.Signal       // neutralised (safeSignal)
-	obs     []findings.Observation // observationFor each of sigs, with its resource's tags
-	cands   []candidate            // the probe candidates among its resources
+	rs       []snapshot.Resource // the batch, until it is consumed
+	off, n   int                 // its position in the array, and length
+	takenAt  time.Time
+	decoding uint64
+	sigs     []signals.Signal       // neutralised (safeSignal)
+	obs      []findings.Observation // observationFor each of sigs, with its resource's tags
+	cands    []candidate            // the probe candidates among its resources
 }
 
 // candidate is a resource of a batch the prober may give a verdict, and
@@ -73,8 +76,8 @@ func newDetectStream(th signals.Thresholds, active []findings.Finding) *detectSt
 }
 
 // kept is the decoder's hook (snapshot.DecodeOptions.Kept).
-func (s *detectStream) kept(batch []snapshot.Resource, at int, takenAt time.Time) {
-	s.in <- streamPart{rs: batch, off: at, n: len(batch), takenAt: takenAt}
+func (s *detectStream) kept(h snapshot.Handed) {
+	s.in <- streamPart{rs: h.Resources, off: h.At, n: len(h.Resources), takenAt: h.TakenAt, decoding: h.Decoding}
 }
 
 func (s *detectStream) consume() {
@@ -82,8 +85,10 @@ func (s *detectStream) consume() {
 	memo := safeMemo{}
 	for p := range s.in {
 		if p.off == 0 { // a (later) array replaces what came before
-			s.parts, s.broken = s.parts[:0], false
+			s.parts, s.broken, s.decoding = s.parts[:0], false, p.decoding
 			clear(s.at)
+		} else if p.decoding != s.decoding { // another decoding's, mid-array: no guess at all
+			s.broken = true
 		}
 		p.sigs = signals.DetectResources(p.rs, p.takenAt, s.th, s.active)
 		safeSignals(p.sigs, memo)
@@ -147,7 +152,7 @@ const (
 // a probed snapshot (streamPartly).
 func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, probed bool) (out streamed, use string) {
 	s.finish()
-	if len(s.parts) == 0 || s.broken || !maps.Equal(active, s.active) || !snap.HoldsKept() {
+	if len(s.parts) == 0 || s.broken || !maps.Equal(active, s.active) || snap.HeldFrom() != s.decoding {
 		return out, streamDiscarded
 	}
 	n, sigs := 0, 0

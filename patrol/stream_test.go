@@ -134,15 +134,15 @@ func TestStreamSeesASecondResourcesArray(t *testing.T) {
 	wantSignals(t, p.run(t, doc), "discarded")
 }
 
-// A source may hand over the resources of one decoding and return another
-// snapshot of as many resources: only the decoding that handed them over
-// says the snapshot holds them.
-func TestStreamSeesASwappedSnapshot(t *testing.T) {
+// A source may return one decoding's snapshot and hand over another
+// decoding's resources (of as many resources) last: only the decoding
+// whose batches the stream took last may be the snapshot's.
+func TestStreamSeesAnotherDecodingsBatches(t *testing.T) {
 	p := newPair(t, 1)
 	swap := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s]}`, vm("1", 95), vm("2", 10))
 	p.set(func(e *env) { e.swap = []byte(swap) })
 	doc := fmt.Sprintf(`{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[%s,%s]}`, vm("1", 10), vm("2", 95))
-	wantSignals(t, p.run(t, doc), "discarded", "high_memory vm/1")
+	wantSignals(t, p.run(t, doc), "discarded", "high_memory vm/2")
 }
 
 func TestStreamSeesDroppedDuplicates(t *testing.T) {
@@ -315,15 +315,16 @@ func TestStreamBatchesAreTheDetection(t *testing.T) {
 	}
 	var batches [][]snapshot.Resource
 	var joined []signals.Signal
-	snap, _, err := snapshot.Decode(data, snapshot.DecodeOptions{KeptBatch: 100, Kept: func(rs []snapshot.Resource, _ int, at time.Time) {
-		batches = append(batches, rs)
-		joined = append(joined, signals.DetectResources(rs, at, th, nil)...)
+	var decoding uint64
+	snap, _, err := snapshot.Decode(data, snapshot.DecodeOptions{KeptBatch: 100, Kept: func(h snapshot.Handed) {
+		batches, decoding = append(batches, h.Resources), h.Decoding
+		joined = append(joined, signals.DetectResources(h.Resources, h.TakenAt, th, nil)...)
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(batches) != 50 || !snap.HoldsKept() {
-		t.Fatalf("%d batches, held %v: want 50, held", len(batches), snap.HoldsKept())
+	if len(batches) != 50 || decoding == 0 || snap.HeldFrom() != decoding {
+		t.Fatalf("%d batches of decoding %d, held from %d: want 50, held", len(batches), decoding, snap.HeldFrom())
 	}
 	whole := signals.Detect(snap, th, nil)
 	a, errA := json.Marshal(joined)
@@ -355,9 +356,10 @@ func TestStreamSurvivesAGrowingSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handed int
-	snap, _, err := src.CollectKept(context.Background(), func(b []snapshot.Resource, at int, _ time.Time) { handed += len(b) })
-	if err != nil || handed != 3000 || !snap.HoldsKept() {
-		t.Fatalf("%v: %d handed over, held %v", err, handed, snap.HoldsKept())
+	var decoding uint64
+	snap, _, err := src.CollectKept(context.Background(), func(h snapshot.Handed) { handed, decoding = handed+len(h.Resources), h.Decoding })
+	if err != nil || handed != 3000 || decoding == 0 || snap.HeldFrom() != decoding {
+		t.Fatalf("%v: %d handed over by decoding %d, held from %d", err, handed, decoding, snap.HeldFrom())
 	}
 	p := newPair(t, 0)
 	rep := p.run(t, doc)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -66,22 +67,39 @@ type DecodeOptions struct {
 	Strict bool
 	// Kept, when set, is called on the decoding goroutine with each batch
 	// of resources as they are kept (KeptBatch resources at a time, and
-	// the rest at the end of an array), in document order, with the
-	// position of the batch's first resource among those kept from its
-	// array (0 starts an array: a later "resources" array replaces an
-	// earlier one) and the document's taken_at as read so far (zero when
-	// none has been read, or it is not a valid time). Decoding never
-	// writes to a batch's elements afterwards, so a consumer may read them
-	// while decoding goes on; the snapshot's resources may be copies of
-	// them (the slice grows). The decoded snapshot need not hold the
-	// batches at all: duplicate ids drop some, a later taken_at replaces
-	// the time, and a rejected document keeps nothing. A consumer asks
-	// Snapshot.HoldsKept before it uses what it made of them.
-	Kept func(batch []Resource, at int, takenAt time.Time)
+	// the rest at the end of an array), in document order (see Handed).
+	// Decoding never writes to a batch's elements afterwards, so a
+	// consumer may read them while decoding goes on; the snapshot's
+	// resources may be copies of them (the slice grows). The decoded
+	// snapshot need not hold the batches at all: duplicate ids drop some,
+	// a later taken_at replaces the time, and a rejected document keeps
+	// nothing. A consumer asks Snapshot.HeldFrom before it uses what it
+	// made of them.
+	Kept func(Handed)
 	// KeptBatch is how many resources Kept is given at a time; 0 is
 	// DefaultKeptBatch.
 	KeptBatch int
 }
+
+// Handed is one batch of resources a decoding handed over
+// (DecodeOptions.Kept).
+type Handed struct {
+	Resources []Resource // no room to append; never written afterwards
+	// At is the position of the first of Resources among those kept from
+	// its array: 0 starts an array (a later "resources" array replaces an
+	// earlier one).
+	At int
+	// TakenAt is the document's taken_at as read so far: zero when none
+	// has been read, or it is not a valid time.
+	TakenAt time.Time
+	// Decoding names the decoding that handed the batch over, as
+	// Snapshot.HeldFrom names the one whose resources a snapshot holds.
+	Decoding uint64
+}
+
+// decodings numbers the decodings that hand batches over (Handed.Decoding;
+// 0 is none).
+var decodings atomic.Uint64
 
 // DefaultKeptBatch is how many resources DecodeOptions.Kept is given at a
 // time by default: enough to make a hand-over cheap, few enough that the
@@ -154,6 +172,14 @@ var docKeys = []string{"", "version", "taken_at", "source", "resources"}
 // by the fast path; elements it does not keep go to decodeResource.
 func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Problem, error) {
 	d := jsontext.NewDecoder(r, tokenOpts...)
+	var decoding uint64
+	var kept func([]Resource, int, time.Time)
+	if opts.Kept != nil {
+		decoding = decodings.Add(1)
+		kept = func(rs []Resource, at int, takenAt time.Time) {
+			opts.Kept(Handed{Resources: rs, At: at, TakenAt: takenAt, Decoding: decoding})
+		}
+	}
 	var (
 		typeErr   *DocumentError // the first type error, in document order
 		version   []byte
@@ -250,7 +276,7 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 					if takenAt != nil {
 						at, _ = time.Parse(time.RFC3339, *takenAt)
 					}
-					if resources, problems, err = decodeResources(d, fp, resources, opts.Kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at); err != nil {
+					if resources, problems, err = decodeResources(d, fp, resources, kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at); err != nil {
 						return nil, nil, err
 					}
 				default:
@@ -312,11 +338,14 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 		problems = append([]Problem{{ID: "(document)", Index: 0, Field: strings.Trim(strconv.Quote(*unknown), `"`),
 			Problem: "unknown field (ignored)", Warning: true}}, problems...)
 	}
-	kept := len(snap.Resources)
+	n := len(snap.Resources)
 	snap.Resources, problems = dropDuplicates(snap.Resources, problems)
 	// The resources are the last array's, every one handed to Kept (each
-	// array ends with a hand-over), unless a duplicate dropped some.
-	snap.heldKept = opts.Kept != nil && len(snap.Resources) == kept
+	// array ends with a hand-over), unless a duplicate dropped some; an
+	// array that kept none handed none over, and holds no batch.
+	if kept != nil && n > 0 && len(snap.Resources) == n {
+		snap.heldFrom = decoding
+	}
 	return snap, problems, nil
 }
 

@@ -65,9 +65,9 @@ type Snapshot struct {
 	TakenAt   time.Time  `json:"taken_at"`
 	Source    string     `json:"source,omitempty"`
 	Resources []Resource `json:"resources"`
-	// heldKept: the decoder handed exactly these resources, in order, to
-	// DecodeOptions.Kept (see HoldsKept).
-	heldKept bool
+	// heldFrom: the decoding that handed exactly these resources, in
+	// order, to DecodeOptions.Kept (see HeldFrom); 0: none.
+	heldFrom uint64
 }
 
 // Resource is one host, guest, storage pool or disk.
@@ -235,17 +235,17 @@ type Source interface {
 // calls kept only on the goroutine of CollectKept, before it returns.
 type KeptSource interface {
 	Source
-	CollectKept(ctx context.Context, kept func(batch []Resource, at int, takenAt time.Time)) (*Snapshot, []Problem, error)
+	CollectKept(ctx context.Context, kept func(Handed)) (*Snapshot, []Problem, error)
 }
 
-// HoldsKept reports whether s's resources are exactly, in order, the
-// batches its decoding handed to DecodeOptions.Kept since the last batch
-// at position 0: the same elements or their verbatim copies (the slice
-// grew), so what a consumer made of the batches is what it would make of
-// s.Resources. It is false for a snapshot decoded without Kept, one whose
-// duplicates were dropped, one decoded again by the v1 decoder, and one
-// built or changed by anything else (Resources replaced).
-func (s *Snapshot) HoldsKept() bool { return s.heldKept }
+// HeldFrom names the decoding (Handed.Decoding) whose batches s's
+// resources are exactly, in order: those it handed over since its last
+// batch at position 0, the same elements or their verbatim copies (the
+// slice grew), so what a consumer made of them is what it would make of
+// s.Resources. It is 0 when no decoding's are: s was decoded without
+// Kept, a duplicate was dropped, its last array handed nothing over, the
+// v1 decoder decoded it again, or it was built otherwise.
+func (s *Snapshot) HeldFrom() uint64 { return s.heldFrom }
 
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context) (*Snapshot, []Problem, error)

@@ -222,26 +222,34 @@ func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wa
 		}
 		var got []handed
 		next := 0 // the position the next batch of this array takes
+		var decoding uint64
 		o := opts
 		o.KeptBatch = n
-		o.Kept = func(rs []Resource, at int, _ time.Time) {
+		o.Kept = func(h Handed) {
+			rs, at := h.Resources, h.At
 			if len(rs) == 0 || len(rs) > n || cap(rs) != len(rs) {
 				t.Fatalf("%q: a batch of %d (cap %d), want 1 to %d, no room to append", data, len(rs), cap(rs), n)
 			}
 			if at != 0 && at != next {
 				t.Fatalf("%q: a batch at %d, want 0 (a later array) or %d", data, at, next)
 			}
+			if h.Decoding == 0 || decoding != 0 && h.Decoding != decoding {
+				t.Fatalf("%q: a batch of decoding %d, after %d", data, h.Decoding, decoding)
+			}
 			if at == 0 {
 				got = got[:0]
 			}
-			next = at + len(rs)
+			next, decoding = at+len(rs), h.Decoding
 			got = append(got, handed{rs, fmt.Sprintf("%#v", rs)})
 		}
 		snap, probs, err := Decode(data, o)
-		held := snap != nil && snap.HoldsKept()
+		held := snap != nil && snap.HeldFrom() != 0
+		if held && snap.HeldFrom() != decoding {
+			t.Fatalf("%q: held from decoding %d, the batches were %d's", data, snap.HeldFrom(), decoding)
+		}
 		if snap != nil {
 			cp := *snap
-			cp.heldKept = false
+			cp.heldFrom = 0
 			snap = &cp
 		}
 		if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(snap, want) || !sameProblems(probs, wantProbs) {
@@ -254,19 +262,20 @@ func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wa
 			}
 			joined = append(joined, h.rs...)
 		}
-		if held && !reflect.DeepEqual(joined, snap.Resources) && len(joined)+len(snap.Resources) > 0 {
+		if held && !reflect.DeepEqual(joined, snap.Resources) {
 			t.Fatalf("%q: holds its batches but they are not its resources:\n%#v\n%#v", data, joined, snap.Resources)
 		}
-		if want != nil && want.HoldsKept() {
+		if want != nil && want.HeldFrom() != 0 {
 			t.Fatalf("%q: decoded without a consumer, the snapshot says it holds batches", data)
 		}
 	}
 }
 
-// TestHoldsKept: a snapshot holds the batches its decoding handed over
-// when it has them all, those of its last array, copies or not; not when
-// a duplicate dropped some, nor without a consumer, nor built otherwise.
-func TestHoldsKept(t *testing.T) {
+// TestHeldFrom: a snapshot holds the batches its decoding handed over when
+// it has them all, those of its last array, copies or not; not when a
+// duplicate dropped some, when its last array handed none over, without a
+// consumer, nor built otherwise.
+func TestHeldFrom(t *testing.T) {
 	vm := func(id string) string { return `{"id":"vm/` + id + `","kind":"vm"}` }
 	for _, c := range []struct {
 		name, doc string
@@ -276,30 +285,33 @@ func TestHoldsKept(t *testing.T) {
 		{"a later array", `{"version":1,"resources":[` + vm("1") + `],"resources":[` + vm("2") + `]}`, true},
 		{"a duplicate", `{"version":1,"resources":[` + vm("1") + `,` + vm("2") + `,` + vm("1") + `]}`, false},
 		{"keys the guess misses (the slice grows)", `{"version":1,"resources":[{"id":"vm/1","Kind":"vm"},{"id":"vm/2","Kind":"vm"},{"id":"vm/3","Kind":"vm"}]}`, true},
-		{"nothing kept", `{"version":1,"resources":[{"id":"vm/1","kind":"toaster"}]}`, true},
+		{"nothing kept", `{"version":1,"resources":[{"id":"vm/1","kind":"toaster"}]}`, false},
+		{"a later array keeping nothing", `{"version":1,"resources":[` + vm("1") + `],"resources":[{"id":"x","kind":"toaster"}]}`, false},
+		{"a later empty array", `{"version":1,"resources":[` + vm("1") + `],"resources":[]}`, false},
 	} {
 		var handed []Resource
-		snap, _, err := Decode([]byte(c.doc), DecodeOptions{KeptBatch: 1, Kept: func(rs []Resource, at int, _ time.Time) {
-			if at == 0 {
+		var decoding uint64
+		snap, _, err := Decode([]byte(c.doc), DecodeOptions{KeptBatch: 1, Kept: func(h Handed) {
+			if h.At == 0 {
 				handed = handed[:0]
 			}
-			handed = append(handed, rs...)
+			handed, decoding = append(handed, h.Resources...), h.Decoding
 		}})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if snap.HoldsKept() != c.want {
-			t.Errorf("%s: HoldsKept %v, want %v", c.name, snap.HoldsKept(), c.want)
+		if held := snap.HeldFrom() != 0 && snap.HeldFrom() == decoding; held != c.want || !held && snap.HeldFrom() != 0 {
+			t.Errorf("%s: held from %d (the batches' decoding %d), want held %v", c.name, snap.HeldFrom(), decoding, c.want)
 		}
-		if c.want && !reflect.DeepEqual(handed, snap.Resources) && len(handed)+len(snap.Resources) > 0 {
+		if c.want && !reflect.DeepEqual(handed, snap.Resources) {
 			t.Errorf("%s: holds %v, handed %v", c.name, snap.Resources, handed)
 		}
 		plain, _, _ := Decode([]byte(c.doc), DecodeOptions{})
-		if plain.HoldsKept() {
+		if plain.HeldFrom() != 0 {
 			t.Errorf("%s: decoded without a consumer, the snapshot holds batches", c.name)
 		}
 	}
-	if (&Snapshot{Resources: []Resource{{ID: "vm/1"}}}).HoldsKept() {
+	if (&Snapshot{Resources: []Resource{{ID: "vm/1"}}}).HeldFrom() != 0 {
 		t.Error("a snapshot built by hand holds batches")
 	}
 }

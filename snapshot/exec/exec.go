@@ -109,15 +109,15 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 
 // CollectKept is Collect, handing each batch of kept resources to kept as
 // the output is decoded.
-func (s *Source) CollectKept(ctx context.Context, kept func([]snapshot.Resource, int, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (s *Source) CollectKept(ctx context.Context, kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	now := time.Now().UTC()
 	// Until the document gives its taken_at, a batch is taken now, as the
 	// snapshot will be if the document never does.
-	return s.collect(ctx, now, snapshot.DecodeOptions{Kept: func(rs []snapshot.Resource, at int, takenAt time.Time) {
-		if takenAt.IsZero() {
-			takenAt = now
+	return s.collect(ctx, now, snapshot.DecodeOptions{Kept: func(h snapshot.Handed) {
+		if h.TakenAt.IsZero() {
+			h.TakenAt = now
 		}
-		kept(rs, at, takenAt)
+		kept(h)
 	}})
 }
 

@@ -291,14 +291,15 @@ func TestCollectKeptHandsResourcesOver(t *testing.T) {
 	path := script(t, "cat <<'DOC'\n"+validDoc+"\nDOC")
 	var batches [][]snapshot.Resource
 	var at []time.Time
-	snap, problems, err := newSource(t, Options{Command: []string{path}}).CollectKept(context.Background(), func(rs []snapshot.Resource, _ int, takenAt time.Time) {
-		batches, at = append(batches, rs), append(at, takenAt)
+	var decoding uint64
+	snap, problems, err := newSource(t, Options{Command: []string{path}}).CollectKept(context.Background(), func(h snapshot.Handed) {
+		batches, at, decoding = append(batches, h.Resources), append(at, h.TakenAt), h.Decoding
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(batches) != 1 || len(batches[0]) != 2 || !snap.HoldsKept() || len(problems) != 1 {
-		t.Fatalf("%d batches (held %v), %d problems: want one batch of the two kept resources, held, and the toaster", len(batches), snap.HoldsKept(), len(problems))
+	if len(batches) != 1 || len(batches[0]) != 2 || decoding == 0 || snap.HeldFrom() != decoding || len(problems) != 1 {
+		t.Fatalf("%d batches (held from %d, theirs %d), %d problems: want one batch of the two kept resources, held, and the toaster", len(batches), snap.HeldFrom(), decoding, len(problems))
 	}
 	if snap.TakenAt.IsZero() || snap.Source != DefaultSourceName {
 		t.Errorf("taken_at %v source %q: want the collection time and %q", snap.TakenAt, snap.Source, DefaultSourceName)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/patrold/patrold/snapshot"
 )
@@ -59,7 +58,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 
 // CollectKept is Collect, handing each batch of kept resources to kept as
 // the file is decoded.
-func (s *Source) CollectKept(ctx context.Context, kept func([]snapshot.Resource, int, time.Time)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (s *Source) CollectKept(ctx context.Context, kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	return load(s.path, snapshot.DecodeOptions{Kept: kept}, s.max)
 }
 

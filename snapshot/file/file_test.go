@@ -135,11 +135,12 @@ func TestCollectKeptIsCollect(t *testing.T) {
 		}
 		want, wantProbs, wantErr := src.Collect(context.Background())
 		var batches [][]snapshot.Resource
-		got, gotProbs, gotErr := src.CollectKept(context.Background(), func(rs []snapshot.Resource, _ int, takenAt time.Time) {
-			if !takenAt.Equal(at) {
-				t.Errorf("%s: a batch taken at %v, want %v", name, takenAt, at)
+		var decoding uint64
+		got, gotProbs, gotErr := src.CollectKept(context.Background(), func(h snapshot.Handed) {
+			if !h.TakenAt.Equal(at) {
+				t.Errorf("%s: a batch taken at %v, want %v", name, h.TakenAt, at)
 			}
-			batches = append(batches, rs)
+			batches, decoding = append(batches, h.Resources), h.Decoding
 		})
 		if wantErr != nil {
 			if gotErr == nil || gotErr.Error() != wantErr.Error() {
@@ -153,8 +154,8 @@ func TestCollectKeptIsCollect(t *testing.T) {
 		if !reflect.DeepEqual(got.Resources, want.Resources) || got.TakenAt != want.TakenAt || got.Source != want.Source || got.Version != want.Version {
 			t.Fatalf("%s: CollectKept's snapshot differs from Collect's", name)
 		}
-		if len(batches) != 3 || !got.HoldsKept() || want.HoldsKept() {
-			t.Errorf("%s: %d batches, held %v (Collect's %v); want 3 (1024, 1024, 452), held (not)", name, len(batches), got.HoldsKept(), want.HoldsKept())
+		if len(batches) != 3 || decoding == 0 || got.HeldFrom() != decoding || want.HeldFrom() != 0 {
+			t.Errorf("%s: %d batches of decoding %d, held from %d (Collect's %d); want 3 (1024, 1024, 452), held (not)", name, len(batches), decoding, got.HeldFrom(), want.HeldFrom())
 		}
 	}
 }
