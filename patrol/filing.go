@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/internal/shares"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
 )
 
 var titles = map[signals.Type]string{
@@ -122,6 +123,14 @@ func (m safeMemo) text(s string, maxRunes int) string {
 
 // name is prompt.Name, remembered.
 func (m safeMemo) name(s string) string { return m.text(s, prompt.MaxNameRunes) }
+
+// observation files s (already safe) as observationFor does, with the
+// tags of r, its resource, remembered.
+func (m safeMemo) observation(s *signals.Signal, r *snapshot.Resource) findings.Observation {
+	o := observationFor(s)
+	o.ResourceTags = m.names(r.Tags)
+	return o
+}
 
 // names is prompt.Names, remembered: a new slice, nil stays nil.
 func (m safeMemo) names(list []string) []string {

@@ -126,17 +126,15 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		_, unmatched = signals.Match(sigs, filed)
 	}
 	rep.UnmatchedSignals = slices.Grow(rep.UnmatchedSignals, len(unmatched))
-	var obs []findings.Observation
-	if len(filed) == 0 && st.obs != nil {
-		// Filed, tags and all, as the resources streamed past.
-		obs = st.obs
-		for i := range unmatched {
-			rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
-		}
-	} else {
+	for i := range unmatched {
+		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
+	}
+	// Every signal unmatched: filed, tags and all, as the resources
+	// streamed past (when they did).
+	obs := st.obs
+	if len(filed) > 0 || obs == nil {
 		obs = observationsFor(unmatched)
 		for i := range unmatched {
-			rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
 			if res := byID.get(unmatched[i].ResourceID); res != nil {
 				obs[i].ResourceTags = memo.names(res.Tags)
 			}

@@ -90,16 +90,14 @@ func (s *detectStream) consume() {
 		} else if p.decoding != s.decoding { // another decoding's, mid-array: no guess at all
 			s.broken = true
 		}
-		p.sigs = signals.DetectResources(p.rs, p.takenAt, s.th, s.active)
-		safeSignals(p.sigs, memo)
+		p.sigs = detectSafe(p.rs, p.takenAt, s.th, s.active, memo)
 		p.obs = make([]findings.Observation, len(p.sigs))
 		i := 0 // the next signal; signals are in resource order
 		for j := range p.rs {
 			r := &p.rs[j]
 			lo := i
 			for ; i < len(p.sigs) && p.sigs[i].ResourceID == r.ID; i++ {
-				p.obs[i] = observationFor(&p.sigs[i])
-				p.obs[i].ResourceTags = memo.names(r.Tags)
+				p.obs[i] = memo.observation(&p.sigs[i], r)
 				s.asked[r.ID] = true
 			}
 			if probe.Candidate(r) {
@@ -169,15 +167,8 @@ func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, pr
 	out.sigs = make([]signals.Signal, 0, sigs)
 	out.obs = make([]findings.Observation, 0, sigs)
 	partly, refile := false, false
-	var memo safeMemo
-	again := func(rs []snapshot.Resource) []signals.Signal {
-		if memo == nil {
-			memo = safeMemo{}
-		}
-		sigs := signals.DetectResources(rs, snap.TakenAt, s.th, active)
-		safeSignals(sigs, memo)
-		return sigs
-	}
+	memo := safeMemo{}
+	again := func(rs []snapshot.Resource) []signals.Signal { return detectSafe(rs, snap.TakenAt, s.th, active, memo) }
 	for i := range s.parts {
 		p := &s.parts[i]
 		rs := snap.Resources[p.off : p.off+p.n]
@@ -192,9 +183,7 @@ func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, pr
 				out.sigs = append(out.sigs, p.sigs[prev:c.lo]...)
 				out.obs = append(out.obs, p.obs[prev:c.lo]...)
 				for _, sig := range again(rs[c.j : c.j+1]) {
-					o := observationFor(&sig)
-					o.ResourceTags = memo.names(rs[c.j].Tags)
-					out.sigs, out.obs = append(out.sigs, sig), append(out.obs, o)
+					out.sigs, out.obs = append(out.sigs, sig), append(out.obs, memo.observation(&sig, &rs[c.j]))
 				}
 				prev = c.hi
 			}
@@ -220,4 +209,11 @@ func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, pr
 	}
 	out.index = &resourceIndex{snap: snap, asked: s.asked, byID: byID}
 	return out, use
+}
+
+// detectSafe detects rs (taken at takenAt) and neutralises the signals.
+func detectSafe(rs []snapshot.Resource, takenAt time.Time, th signals.Thresholds, active signals.Active, memo safeMemo) []signals.Signal {
+	sigs := signals.DetectResources(rs, takenAt, th, active)
+	safeSignals(sigs, memo)
+	return sigs
 }

@@ -40,7 +40,7 @@ MUTATIONS = [
     ("outbox-span-held-whole", "store/outbox_cache.go",
      " || c.rows[i+n-1].Seq != first+int64(n)-1 {", " {", ["./store", "-run", "TestPendingEventsSpanAnotherWritersRow"]),
     ("mark-span-refuses-a-row-below", "store/outbox_store.go",
-     '" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq < ?3)"', '" AND ?3 > 0"',
+     'markSentUnlessSQL + "seq < ?3)"', 'markSentUnlessSQL + "?3 < 0)"',
      ["./store", "-run", "TestMarkSentWritesOneMark"]),
     ("built-facts-follow-membership", "store/commit.go",
      "\t\tif sameMembers { // what was built from the members still holds", "\t\tif sameMembers || true {", CACHE_TESTS),

@@ -172,16 +172,17 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 			return fmt.Errorf("mark sent: seqs must ascend, got %d after %d", seqs[i], seqs[i-1])
 		}
 	}
-	first, last, list := seqs[0], seqs[len(seqs)-1], seqList(seqs)
+	first, last := seqs[0], seqs[len(seqs)-1]
 	// One statement: the mark, written only if it moves and no unsent row
 	// up to it is missing from seqs. When seqs are an unbroken run (a
-	// window of this process's rows), a missing row can only be below it.
+	// window of this process's rows), a missing row can only be below it,
+	// and the seqs are not listed.
 	var res sql.Result
 	var err error
 	if last-first+1 == int64(len(seqs)) {
 		res, err = s.db.ExecContext(ctx, markSentSpanSQL, last, at.UTC().Format(sentLayout), first)
 	} else {
-		res, err = s.db.ExecContext(ctx, markSentSQL, last, at.UTC().Format(sentLayout), list)
+		res, err = s.db.ExecContext(ctx, markSentSQL, last, at.UTC().Format(sentLayout), seqList(seqs))
 	}
 	if err != nil {
 		return fmt.Errorf("mark sent: %w", err)
@@ -191,7 +192,7 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 		var mark int64
 		var skipped sql.NullInt64
 		if err := s.db.QueryRowContext(ctx, "SELECT "+sentMarkSQL+", (SELECT min(seq) FROM outbox WHERE "+unsentCond+" AND seq <= ? AND seq NOT IN (SELECT value FROM json_each(?)))",
-			last, list).Scan(&mark, &skipped); err != nil {
+			last, seqList(seqs)).Scan(&mark, &skipped); err != nil {
 			return fmt.Errorf("mark sent: %w", err)
 		}
 		if last > mark && skipped.Valid {
@@ -207,14 +208,18 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64, at time.Time) error 
 
 // markSentSQL writes the mark ?1 (at ?2) when it is above the current one
 // and every unsent row up to it is in ?3 (a JSON array of seqs).
-const markSentSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
-	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq <= ?1 AND seq NOT IN (SELECT value FROM json_each(?3)))"
+const markSentSQL = markSentUnlessSQL + "seq <= ?1 AND seq NOT IN (SELECT value FROM json_each(?3)))"
+
+// markSentUnlessSQL writes the mark ?1 (at ?2) when it is above the
+// current one and no unsent row meets the condition that follows it
+// (closed with a parenthesis).
+const markSentUnlessSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
+	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND "
 
 // markSentSpanSQL is markSentSQL for the unbroken run of seqs ?3..?1: every
 // row of the run is acknowledged, so an unsent row missing from it is one
 // below ?3.
-const markSentSpanSQL = "INSERT INTO outbox_sent (seq, sent_at) SELECT ?1, ?2 WHERE ?1 > " + sentMarkSQL +
-	" AND NOT EXISTS (SELECT 1 FROM outbox WHERE " + unsentCond + " AND seq < ?3)"
+const markSentSpanSQL = markSentUnlessSQL + "seq < ?3)"
 
 // seqList is seqs as a JSON array, for json_each.
 func seqList(seqs []int64) string {
