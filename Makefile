@@ -47,6 +47,7 @@ mutate:
 	python3 scripts/mutate_registry.py
 	python3 scripts/mutate_cluster.py
 	python3 scripts/mutate_store.py
+	python3 scripts/mutate_arch.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -53,7 +53,7 @@ func streamOutcomes(t *testing.T, js jetstream.JetStream) []*contracts.Remediati
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := js.Stream(ctx, bus.DefaultStreamName)
+	st, err := js.Stream(ctx, contracts.DefaultStreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestWorkerOverEmbeddedNATS(t *testing.T) {
 	// The durable consumer delivers new messages only: publish once it exists.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := js.Consumer(ctx, bus.DefaultStreamName, DefaultDurable); err == nil {
+		if _, err := js.Consumer(ctx, contracts.DefaultStreamName, DefaultDurable); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/internal/natstest"
 )
 
@@ -95,7 +96,7 @@ func TestLeaseSurvivesBucketServerLoss(t *testing.T) {
 	waitLeader("start")
 	ictx, icancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer icancel()
-	s, err := js.Stream(ictx, "KV_"+bus.DefaultLeaseBucket)
+	s, err := js.Stream(ictx, "KV_"+contracts.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func streamEvents(tb testing.TB, js jetstream.JetStream, subject string) []*cont
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := js.Stream(ctx, DefaultStreamName)
+	st, err := js.Stream(ctx, contracts.DefaultStreamName)
 	if err != nil {
 		tb.Fatal(err)
 	}

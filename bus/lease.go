@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Lease defaults.
@@ -28,7 +30,7 @@ var _ KeyValueStores = (jetstream.JetStream)(nil)
 
 // LeaseOptions configure a Lease.
 type LeaseOptions struct {
-	Bucket string // default DefaultLeaseBucket
+	Bucket string // default contracts.DefaultLeaseBucket
 	Key    string // default DefaultLeaseKey
 	// Holder identifies this instance and must be unique among instances
 	// (e.g. hostname and pid, or an instance id).
@@ -76,13 +78,13 @@ func NewLease(js KeyValueStores, o LeaseOptions) (*Lease, error) {
 	if js == nil {
 		return nil, errors.New("lease: JetStream is required")
 	}
-	setStr(&o.Bucket, DefaultLeaseBucket)
+	setStr(&o.Bucket, contracts.DefaultLeaseBucket)
 	setStr(&o.Key, DefaultLeaseKey)
 	setNum(&o.TTL, DefaultLeaseTTL)
 	switch {
-	case !ValidToken(o.Bucket):
+	case !contracts.ValidToken(o.Bucket):
 		return nil, fmt.Errorf("nats.lease.bucket: %q must be letters, digits, - and _", o.Bucket)
-	case !ValidToken(o.Key):
+	case !contracts.ValidToken(o.Key):
 		return nil, fmt.Errorf("lease: Key %q must be letters, digits, - and _", o.Key)
 	case o.Holder == "":
 		return nil, errors.New("lease: Holder is required")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/internal/testkit"
 )
 
@@ -156,7 +157,7 @@ func TestLeaseLostOnRevisionMismatch(t *testing.T) {
 	defer cancel()
 	go func() { _ = l.Run(ctx) }()
 	testkit.Eventually(t, 3*time.Second, "a leads", l.IsLeader)
-	kv, err := js.KeyValue(ctx, DefaultLeaseBucket)
+	kv, err := js.KeyValue(ctx, contracts.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

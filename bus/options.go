@@ -8,21 +8,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Defaults for the `nats:` section (CONTRACTS.md §4 and §9). A zero value in
 // Options means "use the default".
 const (
-	DefaultSubjectPrefix   = "patrol"
 	DefaultEmbeddedListen  = "127.0.0.1:4222"
-	DefaultStreamName      = "PATROL"
 	DefaultStreamMaxAge    = 720 * time.Hour
 	DefaultStreamMaxBytes  = int64(1 << 30)
 	DefaultStreamReplicas  = 1
 	DefaultStreamDuplicate = 2 * time.Minute
 	DefaultOutboxBatch     = 256
 	DefaultOutboxRetention = 168 * time.Hour
-	DefaultLeaseBucket     = "patrold_leader"
 	DefaultLeaseTTL        = 30 * time.Second
 	maxStreamReplicas      = 5
 	minLeaseTTL            = time.Second
@@ -94,10 +93,10 @@ func DefaultOptions() Options {
 }
 
 func (o Options) withDefaults() Options {
-	setStr(&o.SubjectPrefix, DefaultSubjectPrefix)
+	setStr(&o.SubjectPrefix, contracts.DefaultSubjectPrefix)
 	setStr(&o.Embedded.Listen, DefaultEmbeddedListen)
-	setStr(&o.Stream.Name, DefaultStreamName)
-	setStr(&o.Lease.Bucket, DefaultLeaseBucket)
+	setStr(&o.Stream.Name, contracts.DefaultStreamName)
+	setStr(&o.Lease.Bucket, contracts.DefaultLeaseBucket)
 	setNum(&o.Stream.MaxAge, DefaultStreamMaxAge)
 	setNum(&o.Stream.MaxBytes, DefaultStreamMaxBytes)
 	setNum(&o.Stream.Replicas, DefaultStreamReplicas)
@@ -128,7 +127,7 @@ func (o Options) Validate() error {
 	add := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("nats.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if !ValidToken(o.SubjectPrefix) {
+	if !contracts.ValidToken(o.SubjectPrefix) {
 		add("subject_prefix", "%q is not a single NATS subject token (letters, digits, - and _)", o.SubjectPrefix)
 	}
 	if strings.ContainsAny(o.Source, " \t\r\n") {
@@ -158,7 +157,7 @@ func (o Options) Validate() error {
 	if (o.TLS.CertFile == "") != (o.TLS.KeyFile == "") {
 		add("tls.cert_file", "cert_file and key_file must be set together")
 	}
-	if !ValidToken(o.Stream.Name) {
+	if !contracts.ValidToken(o.Stream.Name) {
 		add("stream.name", "%q is not a valid stream name (letters, digits, - and _)", o.Stream.Name)
 	}
 	if o.Stream.MaxAge < 0 {
@@ -181,7 +180,7 @@ func (o Options) Validate() error {
 	if o.Outbox.Retention < 0 {
 		add("outbox.retention", "must not be negative, got %s", o.Outbox.Retention)
 	}
-	if !ValidToken(o.Lease.Bucket) {
+	if !contracts.ValidToken(o.Lease.Bucket) {
 		add("lease.bucket", "%q is not a valid bucket name (letters, digits, - and _)", o.Lease.Bucket)
 	}
 	if o.Lease.TTL < minLeaseTTL {
@@ -203,21 +202,6 @@ func validListen(listen string) error {
 		return fmt.Errorf("port %q must be 0..65535", port)
 	}
 	return nil
-}
-
-// ValidToken reports whether s is usable as one NATS subject token, a
-// stream name or a KV bucket name: non-empty, letters, digits, '-' and '_'.
-func ValidToken(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		ok := r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // redacted is Options with secrets hidden; it is what String and

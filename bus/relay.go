@@ -84,7 +84,7 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 		return nil, errors.New("relay: Outbox is required")
 	case o.JetStream == nil:
 		return nil, errors.New("relay: JetStream is required")
-	case !ValidToken(o.Prefix):
+	case !contracts.ValidToken(o.Prefix):
 		return nil, fmt.Errorf("relay: Prefix %q is not a single NATS subject token", o.Prefix)
 	case o.Batch < 0 || o.Batch > maxBatch:
 		return nil, fmt.Errorf("relay: Batch must be 0..%d, got %d", maxBatch, o.Batch)

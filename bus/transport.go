@@ -37,7 +37,7 @@ var _ StreamConsumers = (jetstream.JetStream)(nil)
 type TransportOptions struct {
 	JetStream  StreamConsumers
 	Prefix     string // subject prefix, e.g. "patrol"
-	Stream     string // default DefaultStreamName
+	Stream     string // default contracts.DefaultStreamName
 	Source     string // CloudEvents source for Publish; "" = contracts.DefaultSource()
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -75,10 +75,10 @@ func NewTransport(o TransportOptions) (*Transport, error) {
 	if o.JetStream == nil {
 		return nil, errors.New("transport: JetStream is required")
 	}
-	if !ValidToken(o.Prefix) {
+	if !contracts.ValidToken(o.Prefix) {
 		return nil, fmt.Errorf("transport: Prefix %q is not a single NATS subject token", o.Prefix)
 	}
-	setStr(&o.Stream, DefaultStreamName)
+	setStr(&o.Stream, contracts.DefaultStreamName)
 	setStr(&o.Source, contracts.DefaultSource())
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -129,9 +129,9 @@ func (o ConsumerOptions) withDefaults(stream, subject string) ConsumerOptions {
 
 func (o ConsumerOptions) validate() error {
 	switch {
-	case !ValidToken(o.Durable):
+	case !contracts.ValidToken(o.Durable):
 		return fmt.Errorf("consumer: Durable %q must be letters, digits, - and _", o.Durable)
-	case !ValidToken(o.Stream):
+	case !contracts.ValidToken(o.Stream):
 		return fmt.Errorf("consumer: Stream %q must be letters, digits, - and _", o.Stream)
 	case o.MaxInFlight < 0 || o.MaxDeliver < 0:
 		return errors.New("consumer: MaxInFlight and MaxDeliver must not be negative")

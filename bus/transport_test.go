@@ -46,7 +46,7 @@ func (f *transportFixture) run(t *testing.T, durable string, consume func(ctx co
 	errc := make(chan error, 1)
 	go func() { errc <- consume(ctx) }()
 	testkit.Eventually(t, 5*time.Second, "durable "+durable, func() bool {
-		_, err := f.js.Consumer(ctx, DefaultStreamName, durable)
+		_, err := f.js.Consumer(ctx, contracts.DefaultStreamName, durable)
 		return err == nil
 	})
 	var once sync.Once
@@ -112,7 +112,7 @@ func TestConsumeOutcomesTerminatesMalformedMessages(t *testing.T) {
 	// Terminated means gone: nothing pending, nothing redelivered, even
 	// after the ack wait has passed.
 	time.Sleep(opts.AckWait + 300*time.Millisecond)
-	info, err := f.js.Consumer(context.Background(), DefaultStreamName, "outcomes")
+	info, err := f.js.Consumer(context.Background(), contracts.DefaultStreamName, "outcomes")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/replica"
 )
 
 // Mutation forwarding (cluster mode). A standby serves reads from its own
 // database, with the replica's position in headers, and forwards every
 // other request to the writer over NATS request/reply on
-// ForwardSubject(prefix): core NATS, outside the patrol stream's
+// contracts.ForwardSubject(prefix): core NATS, outside the patrol stream's
 // `<prefix>.>`, so no stream captures it. The writer serves it through its
 // own API (tokens are checked there) and answers with the response.
 const (
@@ -36,27 +37,9 @@ const (
 	HeaderReplicaAgeMS = "Patrold-Replica-Age-Ms" // milliseconds since the last change was applied
 )
 
-// ForwardSubject is the request/reply subject of forwarded API calls.
-func ForwardSubject(prefix string) string { return "patrold_api." + prefix }
-
-// forwardedRequest is an API request sent to the writer.
-type forwardedRequest struct {
-	Method string              `json:"method"`
-	URI    string              `json:"uri"`
-	Header map[string][]string `json:"header"`
-	Body   []byte              `json:"body"`
-}
-
-// forwardedResponse is the writer's answer.
-type forwardedResponse struct {
-	Status int                 `json:"status"`
-	Header map[string][]string `json:"header"`
-	Body   []byte              `json:"body"`
-}
-
 // decodeForwarded reads a forwarded request, naming the field that is wrong.
 func decodeForwarded(data []byte) (*http.Request, error) {
-	var f forwardedRequest
+	var f contracts.ForwardRequest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
@@ -162,7 +145,7 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusRequestEntityTooLarge, api.CodeInvalidRequest, "request body too large to forward to the leader", nil)
 		return
 	}
-	data, err := json.Marshal(forwardedRequest{Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header, Body: body})
+	data, err := json.Marshal(contracts.ForwardRequest{Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header, Body: body})
 	if err != nil {
 		writeAPIError(w, http.StatusInternalServerError, api.CodeInternal, err.Error(), nil)
 		return
@@ -176,7 +159,7 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"role": "standby"})
 		return
 	}
-	var resp forwardedResponse
+	var resp contracts.ForwardResponse
 	if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Status < 100 || resp.Status > 999 {
 		writeAPIError(w, http.StatusBadGateway, api.CodeInternal, fmt.Sprintf("leader's answer is not a forwarded response (status %d, %v)", resp.Status, err), nil)
 		return
@@ -194,12 +177,12 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 // writer (until ctx ends).
 func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 	sub, err := c.nc.Subscribe(c.subj, func(m *nats.Msg) {
-		var resp forwardedResponse
+		var resp contracts.ForwardResponse
 		r, err := decodeForwarded(m.Data)
 		if err != nil {
 			rec := &recorder{header: http.Header{}}
 			writeAPIError(rec, http.StatusBadRequest, api.CodeInvalidRequest, err.Error(), nil)
-			resp = forwardedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 		} else {
 			rec := &recorder{header: http.Header{}}
 			c.next.ServeHTTP(rec, r.WithContext(ctx))
@@ -207,7 +190,7 @@ func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 				rec.status = http.StatusOK
 			}
 			rec.header.Set(HeaderForwardedBy, c.repl.instance)
-			resp = forwardedResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 		}
 		data, _ := json.Marshal(resp)
 		if err := m.Respond(data); err != nil {

@@ -12,7 +12,7 @@ func TestDecodeForwardedNamesTheField(t *testing.T) {
 		{`{"method":"PO ST","uri":"/api/v1/runs"}`, `forwarded request: method "PO ST" is not an HTTP method`},
 		{`{"method":"POST","uri":"api/v1/runs"}`, `forwarded request: uri "api/v1/runs" must start with /`},
 		{`{"method":"POST","uri":"/x","extra":1}`, `forwarded request: json: unknown field "extra"`},
-		{`[]`, `forwarded request: json: cannot unmarshal array into Go value of type daemon.forwardedRequest`},
+		{`[]`, `forwarded request: json: cannot unmarshal array into Go value of type contracts.ForwardRequest`},
 	} {
 		_, err := decodeForwarded([]byte(tc.raw))
 		if err == nil || err.Error() != tc.want {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
 )
@@ -49,7 +50,7 @@ func (d *Daemon) startHTTP() error {
 	h := a.Handler()
 	if d.msg != nil && d.msg.repl != nil {
 		// Cluster mode: a standby forwards mutations to the writer.
-		ch := &clusterHTTP{d: d, repl: d.msg.repl, next: h, nc: d.msg.bus.Conn(), subj: ForwardSubject(d.msg.bus.Prefix())}
+		ch := &clusterHTTP{d: d, repl: d.msg.repl, next: h, nc: d.msg.bus.Conn(), subj: contracts.ForwardSubject(d.msg.bus.Prefix())}
 		d.msg.repl.whileWriter(ch.serveForwarded)
 		h = ch
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
@@ -25,7 +24,6 @@ import (
 	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
-	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/storetest"
 )
@@ -168,17 +166,17 @@ func TestGappedInstanceReleasesTheLease(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	s, err := js.Stream(context.Background(), bus.DefaultStreamName)
+	s, err := js.Stream(context.Background(), contracts.DefaultStreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// All but the last state change age out.
-	if err := s.Purge(context.Background(), jetstream.WithPurgeSubject(contracts.FullSubject(bus.DefaultSubjectPrefix, replica.Subject)),
+	if err := s.Purge(context.Background(), jetstream.WithPurgeSubject(contracts.FullSubject(contracts.DefaultSubjectPrefix, contracts.SubjectStateChanges)),
 		jetstream.WithPurgeKeep(1)); err != nil {
 		t.Fatal(err)
 	}
 
-	kv, err := js.KeyValue(context.Background(), bus.DefaultLeaseBucket)
+	kv, err := js.KeyValue(context.Background(), contracts.DefaultLeaseBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 )
 
@@ -56,7 +55,7 @@ func New(o RunnerOptions) (*Runner, error) {
 		return nil, errors.New("notify: JetStream is required")
 	}
 	if o.Stream == "" {
-		o.Stream = bus.DefaultStreamName
+		o.Stream = contracts.DefaultStreamName
 	}
 	if err := o.Options.Validate(o.Prefix); err != nil {
 		return nil, err

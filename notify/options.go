@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 )
 
 // Sink kinds.
@@ -124,7 +124,7 @@ func (o Options) Validate(prefix string) error {
 		switch {
 		case s.Name == "":
 			add("name", "required")
-		case !bus.ValidToken(s.Name) || len(s.Name) > 32:
+		case !contracts.ValidToken(s.Name) || len(s.Name) > 32:
 			add("name", "%q must be 1..32 letters, digits, - and _", s.Name)
 		case names[s.Name]:
 			add("name", "duplicate sink name %q", s.Name)

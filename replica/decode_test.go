@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/replica"
-	"github.com/patrold/patrold/store"
 )
 
 func TestDecodeNamesTheField(t *testing.T) {
@@ -39,7 +39,7 @@ func TestDecodeNamesTheField(t *testing.T) {
 		t.Fatalf("Decode = %+v, %v", got, err)
 	}
 	got, err = replica.Decode([]byte(env("patrold.state.change", `{"origin":"b","epoch":9,"table":"-","op":"epoch","rowid":0}`)))
-	if want := (store.StateChange{Origin: "b", Epoch: 9, Table: "-", Op: store.OpEpoch}); err != nil || !reflect.DeepEqual(got, want) {
+	if want := (contracts.StateChange{Origin: "b", Epoch: 9, Table: "-", Op: contracts.OpEpoch}); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Decode(marker) = %+v, %v; want %+v", got, err, want)
 	}
 }
@@ -53,7 +53,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Origin == "" || c.Table == "" || (c.Op != "upsert" && c.Op != "delete" && c.Op != store.OpEpoch && c.Op != store.OpTouch) || (c.Op == store.OpEpoch && c.Epoch == 0) {
+		if c.Origin == "" || c.Table == "" || (c.Op != "upsert" && c.Op != "delete" && c.Op != contracts.OpEpoch && c.Op != contracts.OpTouch) || (c.Op == contracts.OpEpoch && c.Epoch == 0) {
 			t.Fatalf("accepted an invalid change: %+v", c)
 		}
 	})

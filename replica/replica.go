@@ -24,9 +24,6 @@ import (
 	"github.com/patrold/patrold/store"
 )
 
-// Subject is the relative subject of state-change events.
-const Subject = "state.changes"
-
 const (
 	retryMin  = 100 * time.Millisecond
 	retryMax  = 5 * time.Second
@@ -77,13 +74,15 @@ func New(o Options) (*Follower, error) {
 }
 
 // FullSubject is the subject state changes are published on.
-func (f *Follower) FullSubject() string { return contracts.FullSubject(f.o.Prefix, Subject) }
+func (f *Follower) FullSubject() string {
+	return contracts.FullSubject(f.o.Prefix, contracts.SubjectStateChanges)
+}
 
 // EnableCapture makes the store write state-change events (the leader)
 // stamped with epoch, the leader lease's term, and queues the epoch
 // marker first.
 func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
-	return f.o.Store.EnableCapture(ctx, Subject, f.o.Instance, epoch)
+	return f.o.Store.EnableCapture(ctx, contracts.SubjectStateChanges, f.o.Instance, epoch)
 }
 
 // AwaitEpoch returns once the database applied an epoch marker of at least
@@ -193,7 +192,7 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		f.dropped++
 		f.mu.Unlock()
 		f.log.Error("state change refused", "seq", seq, "err", err)
-		c = store.SkipChange(f.o.Instance) // advances the sequence only
+		c = contracts.SkipChange(f.o.Instance) // advances the sequence only
 	}
 	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())
 	var gap *store.GapError
@@ -224,16 +223,16 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 }
 
 // Decode reads a state-change event (a CloudEvents envelope whose data is
-// a store.StateChange), naming the field that is wrong.
-func Decode(raw []byte) (store.StateChange, error) {
+// a contracts.StateChange), naming the field that is wrong.
+func Decode(raw []byte) (contracts.StateChange, error) {
 	ev, err := contracts.DecodeEvent(raw)
 	if err != nil {
-		return store.StateChange{}, err
+		return contracts.StateChange{}, err
 	}
-	if ev.Type != store.StateEventType {
-		return store.StateChange{}, fmt.Errorf("type: %q is not %s", ev.Type, store.StateEventType)
+	if ev.Type != contracts.TypeStateChange {
+		return contracts.StateChange{}, fmt.Errorf("type: %q is not %s", ev.Type, contracts.TypeStateChange)
 	}
-	return store.DecodeStateChange(ev.Data)
+	return contracts.DecodeStateChange(ev.Data)
 }
 
 // Lag is how far the local database is behind the state stream.

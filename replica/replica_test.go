@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/replica"
@@ -186,7 +187,7 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	}
 	// Applying a sequence again is a no-op.
 	st, _ := standby.st.ReplicaStatus(ctx)
-	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", store.StateChange{Origin: "a", Epoch: 1, Table: "findings", Op: "delete", RowID: 1}, now)
+	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", contracts.StateChange{Origin: "a", Epoch: 1, Table: "findings", Op: "delete", RowID: 1}, now)
 	if err != nil || applied != store.ApplySkipped {
 		t.Fatalf("re-apply of seq %d: applied=%v err=%v; want skipped", st.AppliedSeq, applied, err)
 	}

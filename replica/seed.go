@@ -11,20 +11,20 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/contracts"
 )
 
 // Seeding (`patrold db seed`): a new or re-seeded instance asks any caught-up
 // instance of the cluster for a copy of its database over NATS
-// request/reply on SeedSubject(prefix) (queue group "patrold-seed"); the
+// request/reply on contracts.SeedSubject(prefix) (queue group contracts.SeedQueue); the
 // answering instance writes a consistent copy (store.SeedCopy) into the
-// JetStream object store bucket SeedBucket and answers with its name, and
+// JetStream object store bucket contracts.SeedBucket and answers with its name, and
 // the new instance downloads it. The copy resumes the state stream where
 // the answering database stood, so it is for replicas that joined after
 // the stream's first changes aged out, or that diverged.
 const (
-	SeedBucket = "patrold_seed"
-	seedQueue  = "patrold-seed"
-	seedTTL    = time.Hour
+	seedTTL = time.Hour
 	// SeedTimeout bounds a whole seed request (copy and upload).
 	SeedTimeout = 5 * time.Minute
 )
@@ -45,23 +45,11 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 	return nil
 }
 
-// SeedSubject is the request/reply subject of seed requests.
-func SeedSubject(prefix string) string { return "patrold_seed." + prefix }
-
-// Seed is the answer to a seed request.
-type Seed struct {
-	Object     string `json:"object"`
-	Origin     string `json:"origin"`
-	AppliedSeq uint64 `json:"applied_seq"`
-	Bytes      int64  `json:"bytes"`
-	Error      string `json:"error,omitempty"`
-}
-
 // ServeSeeds answers seed requests from this instance's database until ctx
 // ends, while ready says it may (caught up, no gap). dir holds the
 // temporary copy; replicas sizes the object store bucket.
 func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, replicas int, ready func(context.Context) error) error {
-	sub, err := nc.QueueSubscribe(SeedSubject(f.o.Prefix), seedQueue, func(m *nats.Msg) {
+	sub, err := nc.QueueSubscribe(contracts.SeedSubject(f.o.Prefix), contracts.SeedQueue, func(m *nats.Msg) {
 		seed := f.seed(ctx, dir, replicas, ready)
 		data, _ := json.Marshal(seed)
 		if err := m.Respond(data); err != nil {
@@ -75,10 +63,10 @@ func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, re
 	return sub.Unsubscribe()
 }
 
-func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready func(context.Context) error) Seed {
-	fail := func(err error) Seed {
+func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready func(context.Context) error) contracts.Seed {
+	fail := func(err error) contracts.Seed {
 		f.log.Warn("seed request refused", "err", err)
-		return Seed{Origin: f.o.Instance, Error: err.Error()}
+		return contracts.Seed{Origin: f.o.Instance, Error: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, SeedTimeout)
 	defer cancel()
@@ -91,7 +79,7 @@ func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready fun
 	if err != nil {
 		return fail(err)
 	}
-	obs, err := f.o.JetStream.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SeedBucket, TTL: seedTTL,
+	obs, err := f.o.JetStream.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: contracts.SeedBucket, TTL: seedTTL,
 		Replicas: max(replicas, 1), Description: "patrold database copies for new replicas"})
 	if err != nil {
 		return fail(fmt.Errorf("seed bucket: %w", err))
@@ -105,28 +93,28 @@ func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready fun
 		return fail(fmt.Errorf("seed upload: %w", err))
 	}
 	f.log.Info("seed copy served", "object", name, "applied_seq", st.AppliedSeq, "bytes", info.Size)
-	return Seed{Object: name, Origin: f.o.Instance, AppliedSeq: st.AppliedSeq, Bytes: int64(info.Size)}
+	return contracts.Seed{Object: name, Origin: f.o.Instance, AppliedSeq: st.AppliedSeq, Bytes: int64(info.Size)}
 }
 
 // FetchSeed asks the cluster for a database copy and writes it to dst
 // (which must not exist), then removes the object. The caller checks and
 // installs the file.
-func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, prefix, dst string) (Seed, error) {
+func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, prefix, dst string) (contracts.Seed, error) {
 	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
-		return Seed{}, fmt.Errorf("seed: %s already exists", dst)
+		return contracts.Seed{}, fmt.Errorf("seed: %s already exists", dst)
 	}
 	ctx, cancel := context.WithTimeout(ctx, SeedTimeout)
 	defer cancel()
-	msg, err := nc.RequestWithContext(ctx, SeedSubject(prefix), nil)
+	msg, err := nc.RequestWithContext(ctx, contracts.SeedSubject(prefix), nil)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return Seed{}, fmt.Errorf("seed: no patrold instance of the cluster answers on %s", SeedSubject(prefix))
+		return contracts.Seed{}, fmt.Errorf("seed: no patrold instance of the cluster answers on %s", contracts.SeedSubject(prefix))
 	}
 	if err != nil {
-		return Seed{}, fmt.Errorf("seed: %w", err)
+		return contracts.Seed{}, fmt.Errorf("seed: %w", err)
 	}
-	var seed Seed
+	var seed contracts.Seed
 	if err := json.Unmarshal(msg.Data, &seed); err != nil {
-		return Seed{}, fmt.Errorf("seed: answer: %w", err)
+		return contracts.Seed{}, fmt.Errorf("seed: answer: %w", err)
 	}
 	if seed.Error != "" {
 		return seed, fmt.Errorf("seed: %s refused: %s", seed.Origin, seed.Error)
@@ -134,7 +122,7 @@ func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, prefi
 	if seed.Object == "" {
 		return seed, errors.New("seed: answer: object is required")
 	}
-	obs, err := js.ObjectStore(ctx, SeedBucket)
+	obs, err := js.ObjectStore(ctx, contracts.SeedBucket)
 	if err != nil {
 		return seed, fmt.Errorf("seed bucket: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/storetest"
@@ -172,7 +173,7 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 		"a replicated touch": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			// A leader's run re-detecting both findings unchanged: one
 			// touch change, no row image.
-			replicate(t, w, []string{store.OpEpoch, store.OpTouch}, func(leader *store.Store) {
+			replicate(t, w, []string{contracts.OpEpoch, contracts.OpTouch}, func(leader *store.Store) {
 				if _, err := commitAs(leader, "run-l", t0.Add(time.Minute), a, b); err != nil {
 					t.Fatal(err)
 				}
@@ -182,7 +183,7 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 		"a replicated new finding": func(t *testing.T, w twin, ids []string) []findings.Observation {
 			// The leader files c; run 2 here observes it too. A cache that
 			// missed the insert would file c as new over the stored row.
-			replicate(t, w, []string{store.OpEpoch, "upsert"}, func(leader *store.Store) {
+			replicate(t, w, []string{contracts.OpEpoch, "upsert"}, func(leader *store.Store) {
 				// An incomplete run that saw only c: nothing else moves.
 				_, err := leader.CommitRun(ctx, findings.RunInput{RunID: "run-l", Now: t0.Add(time.Minute), Observations: []findings.Observation{c},
 					Policy: findings.DefaultPublishPolicy()}, func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
@@ -196,7 +197,7 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 			return []findings.Observation{worse(a), worse(b)}
 		},
 		"a replicated row": func(t *testing.T, w twin, ids []string) []findings.Observation {
-			replicate(t, w, []string{store.OpEpoch, "upsert"}, func(leader *store.Store) {
+			replicate(t, w, []string{contracts.OpEpoch, "upsert"}, func(leader *store.Store) {
 				if _, err := leader.Act(ctx, ids[0], findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "ops"}, t0.Add(time.Minute)); err != nil {
 					t.Fatal(err)
 				}
@@ -271,14 +272,14 @@ func replicate(t *testing.T, w twin, want []string, write func(leader *store.Sto
 	w.do(t, func(st *store.Store) error {
 		ops = ops[:0]
 		for i, r := range rows {
-			if r.Type != store.StateEventType {
+			if r.Type != contracts.TypeStateChange {
 				continue
 			}
-			c, err := store.DecodeStateChange(r.Data)
+			c, err := contracts.DecodeStateChange(r.Data)
 			if err != nil {
 				return err
 			}
-			if c.Table == "findings" || c.Op == store.OpEpoch {
+			if c.Table == "findings" || c.Op == contracts.OpEpoch {
 				ops = append(ops, c.Op)
 			}
 			if _, err := st.ApplyState(ctx, uint64(i+1), "follower", c, t0.Add(time.Minute)); err != nil {
@@ -395,10 +396,10 @@ func TestTouchBringsADriftedReplicaBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
-			if r.Type != store.StateEventType {
+			if r.Type != contracts.TypeStateChange {
 				continue
 			}
-			c, err := store.DecodeStateChange(r.Data)
+			c, err := contracts.DecodeStateChange(r.Data)
 			if err != nil {
 				t.Fatal(err)
 			}

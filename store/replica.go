@@ -10,10 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// StateEventType is the outbox type of a replicated row change.
-const StateEventType = "patrold.state.change"
+	"github.com/patrold/patrold/contracts"
+)
 
 // Tables that are never replicated: the outbox and the replica's own
 // bookkeeping are per instance, run_list and findings_version are derived
@@ -27,37 +26,6 @@ var replicaSkipTables = map[string]bool{"outbox": true, "outbox_sent": true, "re
 // message's size. A standby keeps their defaults.
 var replicaSkipColumns = map[string]bool{"runs.report": true, "runs.exchange": true,
 	"remediation_sessions.transcript": true, "remediation_sessions.exchange": true}
-
-// StateChange is one replicated row change, the data of a state-change
-// event: Op "upsert" carries the whole row (replicated columns and its
-// rowid), "delete" the rowid of the row deleted.
-//
-// Epoch is the capturing writer's epoch (the leader lease revision it took
-// the lease at). Op "epoch" is a new writer's marker, its first change:
-// no row, table "-"; from it on, a replica ignores changes of any lower
-// epoch (fencing a deposed writer).
-//
-// N numbers the captured changes without a gap across writers (0: not
-// numbered, an epoch marker); a replica applies change N only after N-1.
-type StateChange struct {
-	Origin string                     `json:"origin"`
-	Epoch  uint64                     `json:"epoch,omitempty"`
-	N      uint64                     `json:"n,omitempty"`
-	Table  string                     `json:"table"`
-	Op     string                     `json:"op"`
-	RowID  int64                      `json:"rowid"`
-	Row    map[string]json.RawMessage `json:"row,omitempty"`
-}
-
-// OpEpoch is the op of a new writer's epoch marker.
-const OpEpoch = "epoch"
-
-// OpTouch is a re-detection of many unchanged findings in one change:
-// table "findings", row {"raised": {id: times raised, ...},
-// "last_seen_at": T, "last_run_id": R}; applying it runs the writer's own
-// update (last seen, last run, and each finding's times raised as the
-// writer decided it) on those findings.
-const OpTouch = "touch"
 
 // captureTouch runs update (the touch of the findings in the JSON object
 // raised: id to times raised) and, when this database captures, replicates it as one numbered
@@ -87,29 +55,29 @@ func captureTouch(ctx context.Context, tx *sql.Tx, raised []byte, lastSeen, runI
 	if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 0, changes = changes + 1 WHERE id = 1"); err != nil {
 		return err
 	}
-	return queueStateChange(ctx, tx, subject, StateChange{Origin: origin, Epoch: uint64(epoch), N: uint64(changes) + 1, Table: "findings",
-		Op: OpTouch, Row: map[string]json.RawMessage{"raised": raised, "last_seen_at": seen, "last_run_id": run}})
+	return queueStateChange(ctx, tx, subject, contracts.StateChange{Origin: origin, Epoch: uint64(epoch), N: uint64(changes) + 1, Table: "findings",
+		Op: contracts.OpTouch, Row: map[string]json.RawMessage{"raised": raised, "last_seen_at": seen, "last_run_id": run}})
 }
 
 // queueStateChange writes a state change the store makes itself (not a
 // capture trigger's row image) into the outbox, as the triggers do: its
 // table as the resource, none for the epoch marker.
-func queueStateChange(ctx context.Context, tx *sql.Tx, subject string, c StateChange) error {
+func queueStateChange(ctx context.Context, tx *sql.Tx, subject string, c contracts.StateChange) error {
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
 	resource := c.Table
-	if resource == skipTable {
+	if resource == contracts.SkipTable {
 		resource = ""
 	}
 	_, err = tx.ExecContext(ctx, "INSERT INTO outbox (id, subject, type, resource_id, time, data) VALUES ('st-' || lower(hex(randomblob(16))), ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
-		subject, StateEventType, resource, string(data))
+		subject, contracts.TypeStateChange, resource, string(data))
 	return err
 }
 
 // applyTouch applies a touch change (the writer's update on its ids).
-func applyTouch(ctx context.Context, tx *sql.Tx, c StateChange) error {
+func applyTouch(ctx context.Context, tx *sql.Tx, c contracts.StateChange) error {
 	var lastSeen, runID string
 	if err := json.Unmarshal(c.Row["last_seen_at"], &lastSeen); err != nil {
 		return fmt.Errorf("row.last_seen_at: %w", err)
@@ -215,7 +183,7 @@ func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch
 			subject, origin, int64(epoch)); err != nil {
 			return err
 		}
-		return queueStateChange(ctx, tx, subject, StateChange{Origin: origin, Epoch: epoch, Table: skipTable, Op: OpEpoch})
+		return queueStateChange(ctx, tx, subject, contracts.StateChange{Origin: origin, Epoch: epoch, Table: contracts.SkipTable, Op: contracts.OpEpoch})
 	})
 }
 
@@ -243,7 +211,7 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 	}
 	ins := func(op, rowid, row string) string {
 		return "INSERT INTO outbox (id, subject, type, resource_id, time, data) SELECT " +
-			"'st-' || lower(hex(randomblob(16))), subject, '" + StateEventType + "', " + sqlString(table) + ", " +
+			"'st-' || lower(hex(randomblob(16))), subject, '" + contracts.TypeStateChange + "', " + sqlString(table) + ", " +
 			"strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), " +
 			"json_object('origin', origin, 'epoch', epoch, 'n', changes + 1, 'table', " + sqlString(table) + ", 'op', '" + op + "', 'rowid', " + rowid + row + ") " +
 			"FROM replica_state WHERE id = 1 AND capture = 1 AND applying = 0; " +
@@ -265,16 +233,6 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 		}
 	}
 	return nil
-}
-
-// skipTable marks a change that only advances the applied sequence (a
-// refused one).
-const skipTable = "-"
-
-// SkipChange is the change ApplyState records for a refused message: the
-// sequence advances, nothing else changes.
-func SkipChange(self string) StateChange {
-	return StateChange{Origin: self, Table: skipTable, Op: "delete"}
 }
 
 // ReplicaStatus is what a replica has applied.
@@ -337,41 +295,8 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 // UnsentState counts the state-change events waiting in the outbox.
 func (s *Store) UnsentState(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE "+unsentCond+" AND type = ?", StateEventType).Scan(&n)
+	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM outbox WHERE "+unsentCond+" AND type = ?", contracts.TypeStateChange).Scan(&n)
 	return n, err
-}
-
-// DecodeStateChange decodes a state-change event's data, naming the field
-// that is wrong.
-func DecodeStateChange(data []byte) (StateChange, error) {
-	var c StateChange
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return StateChange{}, fmt.Errorf("state change: %w", err)
-	}
-	switch {
-	case c.Origin == "":
-		return StateChange{}, errors.New("state change: origin is required")
-	case c.Table == "":
-		return StateChange{}, errors.New("state change: table is required")
-	case c.Op == OpEpoch && (c.Epoch == 0 || c.Table != skipTable || len(c.Row) != 0):
-		return StateChange{}, errors.New("state change: an epoch marker needs epoch > 0, table \"-\" and no row")
-	case c.Op == OpEpoch:
-		return c, nil
-	case c.Op == OpTouch:
-		if err := validTouch(c); err != nil {
-			return StateChange{}, err
-		}
-		return c, nil
-	case c.Op != "upsert" && c.Op != "delete":
-		return StateChange{}, fmt.Errorf("state change: op %q is not upsert, delete, epoch or touch", c.Op)
-	case c.Op == "upsert" && len(c.Row) == 0:
-		return StateChange{}, errors.New("state change: row is required for upsert")
-	case c.Op == "delete" && len(c.Row) != 0:
-		return StateChange{}, errors.New("state change: row must be empty for delete")
-	}
-	return c, nil
 }
 
 // Apply is what ApplyState did with a change.
@@ -394,7 +319,7 @@ const (
 // does one of an epoch below the highest applied (fenced). An epoch
 // marker raises the applied epoch. The change and the sequence commit
 // together, and the capture triggers do not fire for it.
-func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c StateChange, now time.Time) (Apply, error) {
+func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (Apply, error) {
 	result := ApplySkipped
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		var last, epoch, appliedN int64
@@ -404,7 +329,7 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 		if seq <= uint64(last) {
 			return nil
 		}
-		fenced := c.Epoch < uint64(epoch) && !(c.Table == skipTable && c.Op != OpEpoch)
+		fenced := c.Epoch < uint64(epoch) && !(c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch)
 		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
 			return &GapError{Seq: seq, Want: uint64(appliedN) + 1, Got: c.N}
 		}
@@ -413,11 +338,11 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 		}
 		origin := c.Origin
 		switch {
-		case c.Table == skipTable && c.Op != OpEpoch:
+		case c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch:
 			result, origin = Applied, "" // a refused change names nobody
 		case c.Epoch < uint64(epoch):
 			result, origin = ApplyFenced, ""
-		case c.Op == OpEpoch:
+		case c.Op == contracts.OpEpoch:
 			result = Applied
 		case c.Origin != self:
 			result = Applied
@@ -425,7 +350,7 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c State
 				return err
 			}
 			apply := applyChange
-			if c.Op == OpTouch {
+			if c.Op == contracts.OpTouch {
 				apply = applyTouch
 			}
 			if err := apply(ctx, tx, c); err != nil {
@@ -458,32 +383,6 @@ type GapError struct {
 	Want, Got uint64
 }
 
-// validTouch checks a touch change's table and row, naming the field.
-func validTouch(c StateChange) error {
-	if c.Table != "findings" {
-		return fmt.Errorf("state change: a touch is of table findings, not %q", c.Table)
-	}
-	if len(c.Row) != 3 {
-		return errors.New("state change: a touch row holds exactly raised, last_seen_at and last_run_id")
-	}
-	var raised map[string]int64
-	if err := json.Unmarshal(c.Row["raised"], &raised); err != nil || len(raised) == 0 {
-		return errors.New("state change: row.raised must be a non-empty object of finding ids and times raised")
-	}
-	for id, n := range raised {
-		if id == "" || n < 1 {
-			return fmt.Errorf("state change: row.raised[%q] must be a finding id raised at least once, got %d", id, n)
-		}
-	}
-	for _, k := range []string{"last_seen_at", "last_run_id"} {
-		var v string
-		if err := json.Unmarshal(c.Row[k], &v); err != nil || v == "" {
-			return fmt.Errorf("state change: row.%s must be a non-empty string", k)
-		}
-	}
-	return nil
-}
-
 func (e *GapError) Error() string {
 	return fmt.Sprintf("state changes %d..%d are missing from the stream (next on it: %d at seq %d): this database cannot catch up; re-seed it (patrold db seed)",
 		e.Want, e.Got-1, e.Got, e.Seq)
@@ -496,7 +395,7 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func applyChange(ctx context.Context, tx *sql.Tx, c StateChange) error {
+func applyChange(ctx context.Context, tx *sql.Tx, c contracts.StateChange) error {
 	if replicaSkipTables[c.Table] || strings.HasPrefix(c.Table, "sqlite_") {
 		return fmt.Errorf("table: %q is not a replicated table", c.Table)
 	}

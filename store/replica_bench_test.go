@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
 )
 
 // BenchmarkApplyState applies a standby's share of one run: the state
@@ -29,12 +29,12 @@ func BenchmarkApplyState(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var changes []store.StateChange
+	var changes []contracts.StateChange
 	for _, r := range rows {
-		if r.Type != store.StateEventType {
+		if r.Type != contracts.TypeStateChange {
 			continue
 		}
-		c, err := store.DecodeStateChange(r.Data)
+		c, err := contracts.DecodeStateChange(r.Data)
 		if err != nil {
 			b.Fatal(err)
 		}

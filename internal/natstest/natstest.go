@@ -153,7 +153,7 @@ func (c Counts) Unanswered() []string {
 	return out
 }
 
-// ReadStream reads every message of the patrol stream (bus.DefaultStreamName)
+// ReadStream reads every message of the patrol stream (contracts.DefaultStreamName)
 // through url, in order, and counts opened events, remediation requests
 // and outcomes. A message that is not a patrold event fails the test.
 func ReadStream(t testing.TB, url string) Counts {
@@ -161,7 +161,7 @@ func ReadStream(t testing.TB, url string) Counts {
 	js := JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, bus.DefaultStreamName)
+	s, err := js.Stream(ctx, contracts.DefaultStreamName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
 )
@@ -64,7 +65,7 @@ func call[R any](ctx context.Context, c *Client, method string, a any) (R, error
 	if err != nil {
 		return zero, fmt.Errorf("session call %s: encode: %w", method, err)
 	}
-	if method == MethodFinishSession && int64(len(data)) > c.nc.MaxPayload() {
+	if method == contracts.SessionMethodFinishSession && int64(len(data)) > c.nc.MaxPayload() {
 		// The model exchange is replay data, the largest part by far;
 		// the transcript and the outcome are what must be kept.
 		if f, ok := a.(finishArg); ok && len(f.End.Exchange) > 0 {
@@ -82,7 +83,7 @@ func call[R any](ctx context.Context, c *Client, method string, a any) (R, error
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	subject := SubjectPrefix(c.prefix) + "." + method
+	subject := contracts.SessionsSubject(c.prefix) + "." + method
 	msg, err := c.nc.RequestWithContext(ctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -108,78 +109,78 @@ func done(_ empty, err error) error { return err }
 
 // Get returns the finding from the writer's store.
 func (c *Client) Get(ctx context.Context, id string) (findings.Finding, error) {
-	return call[findings.Finding](ctx, c, MethodGet, idArg{ID: id})
+	return call[findings.Finding](ctx, c, contracts.SessionMethodGet, idArg{ID: id})
 }
 
 // StartSession records a session as running.
 func (c *Client) StartSession(ctx context.Context, id, findingID string, attempt int, driver string, startedAt time.Time) error {
-	return done(call[empty](ctx, c, MethodStartSession, startArg{ID: id, FindingID: findingID, Attempt: attempt, Driver: driver, StartedAt: startedAt}))
+	return done(call[empty](ctx, c, contracts.SessionMethodStartSession, startArg{ID: id, FindingID: findingID, Attempt: attempt, Driver: driver, StartedAt: startedAt}))
 }
 
 // FinishSession stores a session's end.
 func (c *Client) FinishSession(ctx context.Context, id string, end store.SessionEnd) error {
-	return done(call[empty](ctx, c, MethodFinishSession, finishArg{ID: id, End: end}))
+	return done(call[empty](ctx, c, contracts.SessionMethodFinishSession, finishArg{ID: id, End: end}))
 }
 
 // Session returns one stored session.
 func (c *Client) Session(ctx context.Context, id string) (store.SessionRecord, error) {
-	return call[store.SessionRecord](ctx, c, MethodSession, idArg{ID: id})
+	return call[store.SessionRecord](ctx, c, contracts.SessionMethodSession, idArg{ID: id})
 }
 
 // LastSession returns the latest session of a finding's attempt.
 func (c *Client) LastSession(ctx context.Context, findingID string, attempt int) (store.SessionRecord, error) {
-	return call[store.SessionRecord](ctx, c, MethodLastSession, lastArg{FindingID: findingID, Attempt: attempt})
+	return call[store.SessionRecord](ctx, c, contracts.SessionMethodLastSession, lastArg{FindingID: findingID, Attempt: attempt})
 }
 
 // SessionCost is what a session spent so far.
 func (c *Client) SessionCost(ctx context.Context, id string) (float64, error) {
-	return call[float64](ctx, c, MethodSessionCost, idArg{ID: id})
+	return call[float64](ctx, c, contracts.SessionMethodSessionCost, idArg{ID: id})
 }
 
 // SessionSpent is what sessions since since spent, except one.
 func (c *Client) SessionSpent(ctx context.Context, since time.Time, except string) (float64, error) {
-	return call[float64](ctx, c, MethodSessionSpent, spentArg{Since: since, Except: except})
+	return call[float64](ctx, c, contracts.SessionMethodSessionSpent, spentArg{Since: since, Except: except})
 }
 
 // RunSpent is what runs spent since since (assistant.RunLedger).
 func (c *Client) RunSpent(since time.Time) (float64, error) {
-	return call[float64](context.Background(), c, MethodRunSpent, spentArg{Since: since})
+	return call[float64](context.Background(), c, contracts.SessionMethodRunSpent, spentArg{Since: since})
 }
 
 // SessionExchange returns a session's recorded model exchange.
 func (c *Client) SessionExchange(ctx context.Context, id string) (string, error) {
-	return call[string](ctx, c, MethodSessionExchange, idArg{ID: id})
+	return call[string](ctx, c, contracts.SessionMethodSessionExchange, idArg{ID: id})
 }
 
 // InsertApproval stores a pending approval.
 func (c *Client) InsertApproval(ctx context.Context, ap store.ApprovalRecord) error {
-	return done(call[empty](ctx, c, MethodInsertApproval, toWire(ap)))
+	return done(call[empty](ctx, c, contracts.SessionMethodInsertApproval, toWire(ap)))
 }
 
 // Approval returns one approval.
 func (c *Client) Approval(ctx context.Context, id string) (store.ApprovalRecord, error) {
-	w, err := call[approvalWire](ctx, c, MethodApproval, idArg{ID: id})
+	w, err := call[approvalWire](ctx, c, contracts.SessionMethodApproval, idArg{ID: id})
 	return fromWire(w), err
 }
 
 // PendingApprovals pages the pending approvals.
 func (c *Client) PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]store.ApprovalRecord, error) {
-	return records(call[[]approvalWire](ctx, c, MethodPendingApprovals, pendingArg{Now: now, After: after, Limit: limit}))
+	return records(call[[]approvalWire](ctx, c, contracts.SessionMethodPendingApprovals, pendingArg{Now: now, After: after, Limit: limit}))
 }
 
 // FindingApprovals lists a finding's approvals.
 func (c *Client) FindingApprovals(ctx context.Context, findingID string) ([]store.ApprovalRecord, error) {
-	return records(call[[]approvalWire](ctx, c, MethodFindingApprovals, idArg{ID: findingID}))
+	return records(call[[]approvalWire](ctx, c, contracts.SessionMethodFindingApprovals, idArg{ID: findingID}))
 }
 
 // DueApprovals lists pending approvals past their expiry.
 func (c *Client) DueApprovals(ctx context.Context, now time.Time) ([]store.ApprovalRecord, error) {
-	return records(call[[]approvalWire](ctx, c, MethodDueApprovals, nowArg{Now: now}))
+	return records(call[[]approvalWire](ctx, c, contracts.SessionMethodDueApprovals, nowArg{Now: now}))
 }
 
 // DecideApproval moves a pending approval to state.
 func (c *Client) DecideApproval(ctx context.Context, id, state, actor string, now time.Time) (bool, error) {
-	return call[bool](ctx, c, MethodDecideApproval, decideArg{ID: id, State: state, Actor: actor, Now: now})
+	return call[bool](ctx, c, contracts.SessionMethodDecideApproval, decideArg{ID: id, State: state, Actor: actor, Now: now})
 }
 
 func records(ws []approvalWire, err error) ([]store.ApprovalRecord, error) {

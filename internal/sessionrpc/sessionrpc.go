@@ -30,41 +30,19 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
 )
 
 // Defaults.
 const (
-	// ServiceName is the micro service name (`nats micro ls` shows it).
-	ServiceName = "patrold-sessions"
-	// QueueGroup: one writer answers each call.
-	QueueGroup = "patrold-writer"
 	// DefaultTimeout bounds one call when the caller's context has no
 	// earlier deadline.
 	DefaultTimeout = 15 * time.Second
 	// handleTimeout bounds one store call on the writer.
 	handleTimeout = 30 * time.Second
 	version       = "1.0.0"
-)
-
-// Method names, the last token of the subject.
-const (
-	MethodGet              = "get"
-	MethodStartSession     = "start_session"
-	MethodFinishSession    = "finish_session"
-	MethodSession          = "session"
-	MethodLastSession      = "last_session"
-	MethodSessionCost      = "session_cost"
-	MethodSessionSpent     = "session_spent"
-	MethodRunSpent         = "run_spent"
-	MethodSessionExchange  = "session_exchange"
-	MethodInsertApproval   = "insert_approval"
-	MethodApproval         = "approval"
-	MethodPendingApprovals = "pending_approvals"
-	MethodFindingApprovals = "finding_approvals"
-	MethodDueApprovals     = "due_approvals"
-	MethodDecideApproval   = "decide_approval"
 )
 
 // Error codes in the micro error header.
@@ -78,9 +56,6 @@ const (
 // call was not taken, so it is safe to make again (it is
 // assistant.ErrStoreUnavailable).
 var ErrNoWriter = fmt.Errorf("no patrold writer answers session calls: %w", assistant.ErrStoreUnavailable)
-
-// SubjectPrefix is the subject the methods live under.
-func SubjectPrefix(prefix string) string { return "patrold_sessions." + prefix }
 
 // Backend is what the writer serves: its store.
 type Backend interface {
@@ -134,13 +109,13 @@ type (
 // Serve answers session calls from b until ctx ends: the writer runs it
 // while it is the writer.
 func Serve(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *slog.Logger) error {
-	svc, err := micro.AddService(nc, micro.Config{Name: ServiceName, Version: version, QueueGroup: QueueGroup,
+	svc, err := micro.AddService(nc, micro.Config{Name: contracts.SessionsService, Version: version, QueueGroup: contracts.SessionsQueue,
 		Description: "patrold assistant sessions, served by the writer"})
 	if err != nil {
 		return fmt.Errorf("session service: %w", err)
 	}
 	defer func() { _ = svc.Stop() }()
-	g := svc.AddGroup(SubjectPrefix(prefix))
+	g := svc.AddGroup(contracts.SessionsSubject(prefix))
 	h := handlers{ctx: ctx, b: b, log: log}
 	for name, fn := range h.table() {
 		if err := g.AddEndpoint(name, micro.HandlerFunc(fn)); err != nil {
@@ -160,42 +135,42 @@ type handlers struct {
 func (h handlers) table() map[string]func(micro.Request) {
 	b := h.b
 	return map[string]func(micro.Request){
-		MethodGet: endpoint(h, func(ctx context.Context, a idArg) (findings.Finding, error) { return b.Get(ctx, a.ID) }),
-		MethodStartSession: endpoint(h, func(ctx context.Context, a startArg) (empty, error) {
+		contracts.SessionMethodGet: endpoint(h, func(ctx context.Context, a idArg) (findings.Finding, error) { return b.Get(ctx, a.ID) }),
+		contracts.SessionMethodStartSession: endpoint(h, func(ctx context.Context, a startArg) (empty, error) {
 			return empty{}, b.StartSession(ctx, a.ID, a.FindingID, a.Attempt, a.Driver, a.StartedAt)
 		}),
-		MethodFinishSession: endpoint(h, func(ctx context.Context, a finishArg) (empty, error) {
+		contracts.SessionMethodFinishSession: endpoint(h, func(ctx context.Context, a finishArg) (empty, error) {
 			return empty{}, b.FinishSession(ctx, a.ID, a.End)
 		}),
-		MethodSession: endpoint(h, func(ctx context.Context, a idArg) (store.SessionRecord, error) { return b.Session(ctx, a.ID) }),
-		MethodLastSession: endpoint(h, func(ctx context.Context, a lastArg) (store.SessionRecord, error) {
+		contracts.SessionMethodSession: endpoint(h, func(ctx context.Context, a idArg) (store.SessionRecord, error) { return b.Session(ctx, a.ID) }),
+		contracts.SessionMethodLastSession: endpoint(h, func(ctx context.Context, a lastArg) (store.SessionRecord, error) {
 			return b.LastSession(ctx, a.FindingID, a.Attempt)
 		}),
-		MethodSessionCost: endpoint(h, func(ctx context.Context, a idArg) (float64, error) { return b.SessionCost(ctx, a.ID) }),
-		MethodSessionSpent: endpoint(h, func(ctx context.Context, a spentArg) (float64, error) {
+		contracts.SessionMethodSessionCost: endpoint(h, func(ctx context.Context, a idArg) (float64, error) { return b.SessionCost(ctx, a.ID) }),
+		contracts.SessionMethodSessionSpent: endpoint(h, func(ctx context.Context, a spentArg) (float64, error) {
 			return b.SessionSpent(ctx, a.Since, a.Except)
 		}),
-		MethodRunSpent: endpoint(h, func(_ context.Context, a spentArg) (float64, error) { return b.RunSpent(a.Since) }),
-		MethodSessionExchange: endpoint(h, func(ctx context.Context, a idArg) (string, error) {
+		contracts.SessionMethodRunSpent: endpoint(h, func(_ context.Context, a spentArg) (float64, error) { return b.RunSpent(a.Since) }),
+		contracts.SessionMethodSessionExchange: endpoint(h, func(ctx context.Context, a idArg) (string, error) {
 			return b.SessionExchange(ctx, a.ID)
 		}),
-		MethodInsertApproval: endpoint(h, func(ctx context.Context, a approvalWire) (empty, error) {
+		contracts.SessionMethodInsertApproval: endpoint(h, func(ctx context.Context, a approvalWire) (empty, error) {
 			return empty{}, b.InsertApproval(ctx, fromWire(a))
 		}),
-		MethodApproval: endpoint(h, func(ctx context.Context, a idArg) (approvalWire, error) {
+		contracts.SessionMethodApproval: endpoint(h, func(ctx context.Context, a idArg) (approvalWire, error) {
 			ap, err := b.Approval(ctx, a.ID)
 			return toWire(ap), err
 		}),
-		MethodPendingApprovals: endpoint(h, func(ctx context.Context, a pendingArg) ([]approvalWire, error) {
+		contracts.SessionMethodPendingApprovals: endpoint(h, func(ctx context.Context, a pendingArg) ([]approvalWire, error) {
 			return toWires(b.PendingApprovals(ctx, a.Now, a.After, a.Limit))
 		}),
-		MethodFindingApprovals: endpoint(h, func(ctx context.Context, a idArg) ([]approvalWire, error) {
+		contracts.SessionMethodFindingApprovals: endpoint(h, func(ctx context.Context, a idArg) ([]approvalWire, error) {
 			return toWires(b.FindingApprovals(ctx, a.ID))
 		}),
-		MethodDueApprovals: endpoint(h, func(ctx context.Context, a nowArg) ([]approvalWire, error) {
+		contracts.SessionMethodDueApprovals: endpoint(h, func(ctx context.Context, a nowArg) ([]approvalWire, error) {
 			return toWires(b.DueApprovals(ctx, a.Now))
 		}),
-		MethodDecideApproval: endpoint(h, func(ctx context.Context, a decideArg) (bool, error) {
+		contracts.SessionMethodDecideApproval: endpoint(h, func(ctx context.Context, a decideArg) (bool, error) {
 			return b.DecideApproval(ctx, a.ID, a.State, a.Actor, a.Now)
 		}),
 	}

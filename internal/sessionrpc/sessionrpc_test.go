@@ -268,7 +268,7 @@ func TestClientErrors(t *testing.T) {
 	if _, err := r.client.Session(ctx, "nope"); !errors.Is(err, findings.ErrNotFound) {
 		t.Fatalf("unknown session: %v, want findings.ErrNotFound", err)
 	}
-	msg, err := r.nc.Request(sessionrpc.SubjectPrefix(prefix)+"."+sessionrpc.MethodLastSession, []byte(`{"finding_id":"x","atempt":1}`), 2*time.Second)
+	msg, err := r.nc.Request(contracts.SessionsSubject(prefix)+"."+contracts.SessionMethodLastSession, []byte(`{"finding_id":"x","atempt":1}`), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

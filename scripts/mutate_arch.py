@@ -1,0 +1,23 @@
+#!/usr/bin/env python3
+"""Show that every architecture rule of internal/archtest can fail: break
+each rule's check below in turn, run its tests (the real module and a
+synthetic case that breaks the rule), and report whether they fail.
+Restores every file.
+
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
+
+ARCH = "./internal/archtest"
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("subject-literal-request-reply", "internal/archtest/subjects_test.go",
+     "\t\treturn dot && name != \"\"\n", "\t\treturn dot && name != \"\" && false\n",
+     [ARCH, "-run", "TestSubjectLiteralRuleFailsOnViolation"]),
+    ("subject-literal-published", "internal/archtest/subjects_test.go",
+     "\t\treturn slices.Contains(roots, root)\n", "\t\treturn slices.Contains(roots, root) && false\n",
+     [ARCH, "-run", "TestSubjectLiteralRuleFailsOnViolation"]),
+]
+
+if __name__ == "__main__":
+    run(MUTATIONS)
