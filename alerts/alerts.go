@@ -23,10 +23,18 @@ const (
 	DefaultGuestDiskCrit = 95.0
 	DefaultStorageUsage  = 75.0
 	DefaultStorageCrit   = 95.0
-	DefaultClearMargin   = 5.0
-	DefaultBackupMaxAge  = 48 * time.Hour
-	maxPercent           = 100.0
-	noCritical           = 0.0
+	// Disk temperature in °C, opened at or above the trigger.
+	DefaultDiskTemperature     = 55.0
+	DefaultDiskTemperatureCrit = 65.0
+	// Disk life left in percent, opened at or below the trigger: the
+	// threshold runs downwards, so clear is above trigger and critical
+	// below it.
+	DefaultDiskWear     = 20.0
+	DefaultDiskWearCrit = 10.0
+	DefaultClearMargin  = 5.0
+	DefaultBackupMaxAge = 48 * time.Hour
+	maxPercent          = 100.0
+	noCritical          = 0.0
 )
 
 // ThresholdSetting is one configured threshold; nil fields are unset and fall
@@ -55,6 +63,13 @@ type StorageSettings struct {
 	Usage ThresholdSetting `koanf:"usage" json:"usage" yaml:"usage"`
 }
 
+// DiskSettings are thresholds for disks. Temperature is in °C and rises
+// to its trigger; wear is the life left in percent and falls to it.
+type DiskSettings struct {
+	Temperature ThresholdSetting `koanf:"temperature" json:"temperature" yaml:"temperature"`
+	Wear        ThresholdSetting `koanf:"wear" json:"wear" yaml:"wear"`
+}
+
 // BackupSettings configure backup freshness.
 type BackupSettings struct {
 	MaxAge *time.Duration `koanf:"max_age" json:"max_age,omitempty" yaml:"max_age,omitempty"`
@@ -65,6 +80,7 @@ type KindSettings struct {
 	Node    NodeSettings    `koanf:"node" json:"node" yaml:"node"`
 	Guest   GuestSettings   `koanf:"guest" json:"guest" yaml:"guest"`
 	Storage StorageSettings `koanf:"storage" json:"storage" yaml:"storage"`
+	Disk    DiskSettings    `koanf:"disk" json:"disk" yaml:"disk"`
 	Backup  BackupSettings  `koanf:"backup" json:"backup" yaml:"backup"`
 }
 
@@ -100,14 +116,16 @@ type Thresholds struct {
 	CPU          Threshold
 	Memory       Threshold
 	Disk         Threshold // guest disk_percent or storage usage_percent
+	Temperature  Threshold // disk temperature_c, rising
+	Wear         Threshold // disk wearout_percent (life left), falling
 	BackupMaxAge time.Duration
 }
 
 // Policy resolves effective thresholds. It is immutable and safe for
 // concurrent use; build a new one on reload.
 type Policy struct {
-	node, guest, storage Thresholds
-	overrides            []compiledOverride
+	node, guest, storage, disk Thresholds
+	overrides                  []compiledOverride
 }
 
 type compiledOverride struct {
@@ -124,6 +142,7 @@ func New(s Settings) (*Policy, error) {
 	p.node = resolveSet(base.node, s.Defaults, snapshot.KindNode)
 	p.guest = resolveSet(base.guest, s.Defaults, snapshot.KindVM)
 	p.storage = resolveSet(base.storage, s.Defaults, snapshot.KindStorage)
+	p.disk = resolveSet(base.disk, s.Defaults, snapshot.KindDisk)
 	errs = append(errs, validateSet("alerts.defaults", s.Defaults, p)...)
 	for i, o := range s.Overrides {
 		key := fmt.Sprintf("alerts.overrides[%d]", i)
@@ -140,6 +159,7 @@ func New(s Settings) (*Policy, error) {
 			node:    resolveSet(p.node, o.KindSettings, snapshot.KindNode),
 			guest:   resolveSet(p.guest, o.KindSettings, snapshot.KindVM),
 			storage: resolveSet(p.storage, o.KindSettings, snapshot.KindStorage),
+			disk:    resolveSet(p.disk, o.KindSettings, snapshot.KindDisk),
 		}
 		errs = append(errs, validateSet(key, o.KindSettings, eff)...)
 		p.overrides = append(p.overrides, compiledOverride{match: o.Match, set: o.KindSettings})
@@ -155,7 +175,7 @@ type ValidationError struct{ Problems []string }
 
 func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ") }
 
-type thresholdSets struct{ node, guest, storage Thresholds }
+type thresholdSets struct{ node, guest, storage, disk Thresholds }
 
 func builtinSet() thresholdSets {
 	return thresholdSets{
@@ -174,15 +194,30 @@ func builtinSet() thresholdSets {
 			Disk:         Threshold{Trigger: DefaultStorageUsage, Clear: DefaultStorageUsage - DefaultClearMargin, Critical: DefaultStorageCrit},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
+		disk: Thresholds{
+			Temperature:  Threshold{Trigger: DefaultDiskTemperature, Clear: DefaultDiskTemperature - DefaultClearMargin, Critical: DefaultDiskTemperatureCrit},
+			Wear:         Threshold{Trigger: DefaultDiskWear, Clear: DefaultDiskWear + DefaultClearMargin, Critical: DefaultDiskWearCrit},
+			BackupMaxAge: DefaultBackupMaxAge,
+		},
 	}
 }
 
 // apply overlays a setting on a resolved threshold, field by field. A
 // trigger given without a clear moves the clear to trigger - 5.
 func apply(t Threshold, s ThresholdSetting) Threshold {
+	return applyDir(t, s, -DefaultClearMargin)
+}
+
+// applyFalling is apply for a threshold that falls to its trigger: a
+// trigger given without a clear moves the clear to trigger + 5.
+func applyFalling(t Threshold, s ThresholdSetting) Threshold {
+	return applyDir(t, s, DefaultClearMargin)
+}
+
+func applyDir(t Threshold, s ThresholdSetting, margin float64) Threshold {
 	if s.Trigger != nil {
 		t.Trigger = *s.Trigger
-		t.Clear = t.Trigger - DefaultClearMargin
+		t.Clear = t.Trigger + margin
 	}
 	if s.Clear != nil {
 		t.Clear = *s.Clear
@@ -205,6 +240,9 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Disk = apply(out.Disk, s.Guest.Disk)
 	case kind == snapshot.KindStorage:
 		out.Disk = apply(out.Disk, s.Storage.Usage)
+	case kind == snapshot.KindDisk:
+		out.Temperature = apply(out.Temperature, s.Disk.Temperature)
+		out.Wear = applyFalling(out.Wear, s.Disk.Wear)
 	}
 	if s.Backup.MaxAge != nil {
 		out.BackupMaxAge = *s.Backup.MaxAge
@@ -214,15 +252,36 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 
 func validateSet(key string, s KindSettings, eff *Policy) []string {
 	var errs []string
-	check := func(name string, set ThresholdSetting, t Threshold) {
+	inRange := func(k string, set ThresholdSetting) bool {
 		if set.Trigger == nil && set.Clear == nil && set.Critical == nil {
-			return
+			return false
 		}
-		k := key + "." + name
 		for field, v := range map[string]*float64{"trigger": set.Trigger, "clear": set.Clear, "critical": set.Critical} {
 			if v != nil && (*v <= 0 || *v > maxPercent) {
 				errs = append(errs, fmt.Sprintf("%s.%s: %g is outside (0, 100]", k, field, *v))
 			}
+		}
+		return true
+	}
+	checkFalling := func(name string, set ThresholdSetting, t Threshold) {
+		k := key + "." + name
+		if !inRange(k, set) {
+			return
+		}
+		if t.Clear <= t.Trigger {
+			errs = append(errs, fmt.Sprintf("%s.clear: %g must be above trigger %g (the threshold falls)", k, t.Clear, t.Trigger))
+		}
+		if t.Clear > maxPercent && (set.Clear == nil || *set.Clear <= maxPercent) {
+			errs = append(errs, fmt.Sprintf("%s.clear: effective clear %g must be at most 100 (set clear explicitly)", k, t.Clear))
+		}
+		if t.Critical != noCritical && t.Critical >= t.Trigger {
+			errs = append(errs, fmt.Sprintf("%s.critical: %g must be below trigger %g (the threshold falls)", k, t.Critical, t.Trigger))
+		}
+	}
+	check := func(name string, set ThresholdSetting, t Threshold) {
+		k := key + "." + name
+		if !inRange(k, set) {
+			return
 		}
 		if t.Clear >= t.Trigger {
 			errs = append(errs, fmt.Sprintf("%s.clear: %g must be below trigger %g", k, t.Clear, t.Trigger))
@@ -240,6 +299,8 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	check("guest.memory", s.Guest.Memory, eff.guest.Memory)
 	check("guest.disk", s.Guest.Disk, eff.guest.Disk)
 	check("storage.usage", s.Storage.Usage, eff.storage.Disk)
+	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)
+	checkFalling("disk.wear", s.Disk.Wear, eff.disk.Wear)
 	if s.Backup.MaxAge != nil && *s.Backup.MaxAge <= 0 {
 		errs = append(errs, fmt.Sprintf("%s.backup.max_age: %s must be positive", key, *s.Backup.MaxAge))
 	}
@@ -258,6 +319,8 @@ func (p *Policy) Resolve(r *snapshot.Resource) Thresholds {
 		t = p.guest
 	case r.Kind == snapshot.KindStorage:
 		t = p.storage
+	case r.Kind == snapshot.KindDisk:
+		t = p.disk
 	default:
 		t = p.node
 	}

@@ -237,12 +237,15 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	node := p.Resolve(&snapshot.Resource{ID: "node/x", Kind: snapshot.KindNode})
 	guest := p.Resolve(&snapshot.Resource{ID: "vm/x", Kind: snapshot.KindVM})
 	storage := p.Resolve(&snapshot.Resource{ID: "storage/x", Kind: snapshot.KindStorage})
+	disk := p.Resolve(&snapshot.Resource{ID: "disk/x", Kind: snapshot.KindDisk})
 	put("node.cpu", node.CPU)
 	put("node.memory", node.Memory)
 	put("guest.cpu", guest.CPU)
 	put("guest.memory", guest.Memory)
 	put("guest.disk", guest.Disk)
 	put("storage.usage", storage.Disk)
+	put("disk.temperature", disk.Temperature)
+	put("disk.wear", disk.Wear)
 	out["alerts.defaults.backup.max_age"] = cfgShortDuration(node.BackupMaxAge)
 	return out, nil
 }

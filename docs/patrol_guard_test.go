@@ -335,13 +335,19 @@ func patrolDocCheckConstants(doc, docName, block string, consts map[string]patro
 // patrolDocThresholdConsts maps each documented setting to the alerts
 // constants of its trigger and critical ("" when it has none).
 var patrolDocThresholdConsts = map[string][2]string{
-	"node.cpu":      {"DefaultNodeCPU", ""},
-	"node.memory":   {"DefaultNodeMemory", ""},
-	"guest.cpu":     {"DefaultGuestCPU", ""},
-	"guest.memory":  {"DefaultGuestMemory", ""},
-	"guest.disk":    {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
-	"storage.usage": {"DefaultStorageUsage", "DefaultStorageCrit"},
+	"node.cpu":         {"DefaultNodeCPU", ""},
+	"node.memory":      {"DefaultNodeMemory", ""},
+	"guest.cpu":        {"DefaultGuestCPU", ""},
+	"guest.memory":     {"DefaultGuestMemory", ""},
+	"guest.disk":       {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
+	"storage.usage":    {"DefaultStorageUsage", "DefaultStorageCrit"},
+	"disk.temperature": {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
+	"disk.wear":        {"DefaultDiskWear", "DefaultDiskWearCrit"},
 }
+
+// patrolDocFalling are the settings whose threshold falls: their clear is
+// trigger + DefaultClearMargin.
+var patrolDocFalling = map[string]bool{"disk.wear": true}
 
 // patrolDocCheckThresholds checks the default thresholds table against the
 // alerts constants (clear is trigger - DefaultClearMargin), and that every
@@ -385,7 +391,11 @@ func patrolDocCheckThresholds(doc string, consts map[string]patrolDocConst) []st
 			continue
 		}
 		trigger := value(c[0])
-		want := []string{strconv.FormatFloat(trigger, 'g', -1, 64), strconv.FormatFloat(trigger-value("DefaultClearMargin"), 'g', -1, 64), "none"}
+		margin := -value("DefaultClearMargin")
+		if patrolDocFalling[setting] {
+			margin = -margin
+		}
+		want := []string{strconv.FormatFloat(trigger, 'g', -1, 64), strconv.FormatFloat(trigger+margin, 'g', -1, 64), "none"}
 		if c[1] != "" {
 			want[2] = strconv.FormatFloat(value(c[1]), 'g', -1, 64)
 		}

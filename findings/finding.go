@@ -81,6 +81,10 @@ var keyAliases = map[string]string{
 	"backup-failed": "backup_failed", "failed-backup": "backup_failed",
 	"backup-stale": "backup_stale", "stale-backup": "backup_stale", "backup-old": "backup_stale", "no-recent-backup": "backup_stale",
 	"guest-unreachable": "guest_unreachable", "unreachable": "guest_unreachable", "vm-unreachable": "guest_unreachable", "host-unreachable": "guest_unreachable",
+	"node-offline": "node_offline", "node-down": "node_offline",
+	"disk-temperature": "disk_temperature", "disk-temp": "disk_temperature",
+	"disk-wear": "disk_wear", "ssd-wear": "disk_wear", "disk-wearout": "disk_wear",
+	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
 	// patrold's own finding about its source keeps its documented spelling.
 	"source-failing": "source_failing",
 }

@@ -114,6 +114,7 @@ type v1Resource struct {
 	Reachable *bool              `json:"reachable,omitempty"`
 	Backup    *snapshot.Backup   `json:"backup,omitempty"`
 	Smart     *snapshot.Smart    `json:"smart,omitempty"`
+	ZFS       *snapshot.ZFS      `json:"zfs,omitempty"`
 	Notes     string             `json:"notes,omitempty"`
 	Logs      []string           `json:"logs,omitempty"`
 }

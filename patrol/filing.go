@@ -23,6 +23,10 @@ var titles = map[signals.Type]string{
 	signals.TypeBackupFailed:     "Backup failed for %s",
 	signals.TypeBackupStale:      "Backup of %s is stale",
 	signals.TypeGuestUnreachable: "%s is unreachable",
+	signals.TypeNodeOffline:      "Node %s is offline",
+	signals.TypeDiskTemperature:  "Disk %s is running hot",
+	signals.TypeDiskWear:         "Disk %s is wearing out",
+	signals.TypeZFSPoolDegraded:  "ZFS pool %s is not healthy",
 }
 
 // titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
@@ -43,6 +47,10 @@ var recommendations = map[signals.Type]string{
 	signals.TypeBackupFailed:     "Read the backup job's log for the error and run the backup again once it is fixed.",
 	signals.TypeBackupStale:      "Check that the backup job is scheduled and succeeding for this guest.",
 	signals.TypeGuestUnreachable: "Check the guest's console, network configuration and the service on the probed port.",
+	signals.TypeNodeOffline:      "Check the node's power, network and cluster membership (pvecm status); its guests are not running while it is down.",
+	signals.TypeDiskTemperature:  "Check the cooling and airflow around the disk and the load on it; sustained heat shortens its life.",
+	signals.TypeDiskWear:         "Plan the disk's replacement before its life runs out; make sure backups of the data on it are current.",
+	signals.TypeZFSPoolDegraded:  "Run zpool status on the node, replace or reattach the failing device and scrub the pool; zpool clear once it is fixed.",
 }
 
 // maxSummaryRunes caps a signal's summary (which quotes capped names and

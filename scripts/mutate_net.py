@@ -72,6 +72,49 @@ MUTATIONS = [
      "res := cv.c.neut.NeutraliseDocument(s)", "res := cv.c.neut.Neutralise(s)", ATTACKS),
 ]
 
+SIG = ["./signals"]
+
+# The Proxmox operator's detectors (docs/PATROL_ARCHITECTURE.md#signal-catalogue):
+# each rule removed or weakened once.
+MUTATIONS += [
+    ("node-offline", "signals/signals.go",
+     "if s, ok := nodeOffline(r); ok {", "if s, ok := nodeOffline(r); ok && false {", SIG + ["-run", "TestNodeOffline"]),
+    ("node-offline-unknown", "signals/health.go",
+     "r.Status != snapshot.StatusOffline && r.Status != snapshot.StatusUnknown", "r.Status != snapshot.StatusOffline",
+     SIG + ["-run", "TestNodeOffline"]),
+    ("node-offline-evaluated", "signals/signals.go",
+     'return r.Kind == snapshot.KindNode && r.Status != ""', "return r.Kind == snapshot.KindNode",
+     SIG + ["-run", "TestNodeOffline"]),
+    ("disk-temperature", "signals/signals.go",
+     "out = appendLevel(out, r, TypeDiskTemperature,", "_ = appendLevel(out, r, TypeDiskTemperature,",
+     SIG + ["-run", "TestDiskTemperature"]),
+    ("disk-temperature-edge", "signals/health.go",
+     "\t\treturn v >= x\n", "\t\treturn v > x\n", SIG + ["-run", "TestDiskTemperature"]),
+    ("disk-wear", "signals/signals.go",
+     "out = appendLevel(out, r, TypeDiskWear,", "_ = appendLevel(out, r, TypeDiskWear,", SIG + ["-run", "TestDiskWear"]),
+    ("disk-wear-edge", "signals/health.go",
+     "\t\t\treturn v <= x\n", "\t\t\treturn v < x\n", SIG + ["-run", "TestDiskWear"]),
+    ("disk-level-hysteresis", "signals/health.go",
+     "case reached(t.Clear) && active[", "case false && active[", SIG + ["-run", "TestDisk"]),
+    ("disk-level-critical", "signals/health.go",
+     "if t.Critical > 0 && reached(t.Critical) {", "if false {", SIG + ["-run", "TestDisk"]),
+    ("wear-clear-falls", "alerts/alerts.go",
+     "out.Wear = applyFalling(out.Wear, s.Disk.Wear)", "out.Wear = apply(out.Wear, s.Disk.Wear)",
+     ["./alerts", "-run", "TestDiskThresholds"]),
+    ("smart-nvme-critical-warning", "signals/detectors.go",
+     "if w := sm.NVMeCriticalWarning; w > 0 {", "if w := sm.NVMeCriticalWarning; w < 0 {", SIG + ["-run", "TestSmartNVMeAndSAS"]),
+    ("smart-sas-grown-defects", "signals/detectors.go",
+     "if g := sm.GrownDefects; g > 0 {", "if g := sm.GrownDefects; g < 0 {", SIG + ["-run", "TestSmartNVMeAndSAS"]),
+    ("zfs-degraded", "signals/health.go",
+     '\tcase state == "DEGRADED":\n', "\tcase false:\n", SIG + ["-run", "TestZFSPoolDegraded"]),
+    ("zfs-critical-states", "signals/health.go",
+     "\tcase zfsCritical[state]:\n", "\tcase false:\n", SIG + ["-run", "TestZFSPoolDegraded"]),
+    ("zfs-error-counters", "signals/health.go",
+     'if errs > 0 && severity == "" {', "if false {", SIG + ["-run", "TestZFSPoolDegraded"]),
+    ("zfs-pool", "signals/signals.go",
+     "if s, ok := zfsPool(r); ok {", "if s, ok := zfsPool(r); ok && false {", SIG + ["-run", "TestZFSPoolDegraded"]),
+]
+
 # ground-per-resource needs a stand-in that merges every resource's facts.
 ANY_FACTS = '''
 func (c *corpus) any() *facts {

@@ -93,9 +93,10 @@ func metricSummary(kind, label, name string, v float64, how string, held bool, t
 	return string(b)
 }
 
-// smartFailure: failing health or pending/uncorrectable/media errors are
-// critical; reallocated sectors or CRC errors are a warning. One signal per
-// disk, highest severity wins.
+// smartFailure: failing health, pending/uncorrectable/media errors or an
+// NVMe critical warning are critical; reallocated sectors, CRC errors or a
+// SAS grown defect list are a warning. One signal per disk, highest
+// severity wins.
 func smartFailure(r *snapshot.Resource) (Signal, bool) {
 	sm := r.Smart
 	if sm == nil {
@@ -121,7 +122,7 @@ func smartFailure(r *snapshot.Resource) (Signal, bool) {
 		{"reallocated_sectors", sm.ReallocatedSectors, false},
 		{"udma_crc_errors", sm.UDMACRCErrors, false},
 	}
-	anyCount := false
+	anyCount := sm.NVMeCriticalWarning > 0 || sm.GrownDefects > 0
 	for _, c := range counters {
 		anyCount = anyCount || c.n > 0
 	}
@@ -143,6 +144,18 @@ func smartFailure(r *snapshot.Resource) (Signal, bool) {
 			value = max(value, float64(c.n))
 		}
 	}
+	// The NVMe and SAS fields are in the evidence only when set, so the
+	// evidence of an ATA disk is what it always was.
+	if w := sm.NVMeCriticalWarning; w > 0 {
+		ev["nvme_critical_warning"] = w
+		critical = append(critical, fmt.Sprintf("NVMe critical warning 0x%02x (%s)", w, strings.Join(nvmeWarnings(w), ", ")))
+		value = max(value, float64(w))
+	}
+	if g := sm.GrownDefects; g > 0 {
+		ev["grown_defects"] = g
+		warning = append(warning, fmt.Sprintf("grown defects %d", g))
+		value = max(value, float64(g))
+	}
 	severity, reasons := SeverityCritical, critical
 	if len(critical) == 0 {
 		severity, reasons = SeverityWarning, warning
@@ -153,6 +166,26 @@ func smartFailure(r *snapshot.Resource) (Signal, bool) {
 	s.Value, s.Threshold, s.Evidence = value, 0, ev
 	s.Summary = fmt.Sprintf("disk %s reports SMART problems: %s", display(r), strings.Join(reasons, ", "))
 	return s, true
+}
+
+// nvmeWarningBits name the bits of the NVMe Critical Warning byte (NVMe
+// base specification, SMART / Health Information log, byte 0).
+var nvmeWarningBits = [...]string{
+	"spare capacity below threshold", "temperature out of range", "reliability degraded",
+	"read only", "volatile memory backup failed", "persistent memory read only",
+}
+
+func nvmeWarnings(w int64) []string {
+	var out []string
+	for i, name := range nvmeWarningBits {
+		if w&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	if w>>len(nvmeWarningBits) != 0 {
+		out = append(out, fmt.Sprintf("reserved bits 0x%02x", w>>len(nvmeWarningBits)<<len(nvmeWarningBits)))
+	}
+	return out
 }
 
 // appendBackup: a failed backup inside the window, and a last success older

@@ -23,10 +23,17 @@ const (
 	TypeBackupFailed     Type = "backup_failed"
 	TypeBackupStale      Type = "backup_stale"
 	TypeGuestUnreachable Type = "guest_unreachable"
+	TypeNodeOffline      Type = "node_offline"
+	TypeDiskTemperature  Type = "disk_temperature"
+	TypeDiskWear         Type = "disk_wear"
+	TypeZFSPoolDegraded  Type = "zfs_pool_degraded"
 )
 
 // Types lists the catalogue in detection order.
-var Types = []Type{TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable}
+var Types = []Type{
+	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
+	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded,
+}
 
 // Severities a signal can carry.
 const (
@@ -52,6 +59,8 @@ func (t Type) Category() string {
 	case TypeBackupFailed, TypeBackupStale:
 		return CategoryBackup
 	default:
+		// smart_failure, guest_unreachable, node_offline,
+		// disk_temperature, disk_wear, zfs_pool_degraded.
 		return CategoryReliability
 	}
 }
@@ -129,9 +138,16 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := smartFailure(r); ok {
 			out = append(out, s)
 		}
+		if sm := r.Smart; sm != nil {
+			out = appendLevel(out, r, TypeDiskTemperature, sm.TemperatureC, t.Temperature, false, active)
+			out = appendLevel(out, r, TypeDiskWear, sm.WearoutPercent, t.Wear, true, active)
+		}
 	case r.Kind == snapshot.KindNode:
 		out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
 		out = appendMetric(out, r, TypeHighMemory, snapshot.MetricMemory, t.Memory, active)
+		if s, ok := nodeOffline(r); ok {
+			out = append(out, s)
+		}
 	case r.Kind.Guest():
 		if r.Status == snapshot.StatusRunning {
 			out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
@@ -144,6 +160,9 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		}
 	case r.Kind == snapshot.KindStorage:
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricUsage, t.Disk, active)
+		if s, ok := zfsPool(r); ok {
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -182,6 +201,15 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 	case TypeGuestUnreachable:
 		// A guest that stopped is no longer "running but unreachable".
 		return r.Kind.Guest() && (r.Status != snapshot.StatusRunning || r.Reachable != nil)
+	case TypeNodeOffline:
+		// A node whose source gives no status says nothing either way.
+		return r.Kind == snapshot.KindNode && r.Status != ""
+	case TypeDiskTemperature:
+		return r.Kind == snapshot.KindDisk && r.Smart != nil && r.Smart.TemperatureC != nil
+	case TypeDiskWear:
+		return r.Kind == snapshot.KindDisk && r.Smart != nil && r.Smart.WearoutPercent != nil
+	case TypeZFSPoolDegraded:
+		return r.Kind == snapshot.KindStorage && r.ZFS != nil && zfsStateKnown(r.ZFS.State)
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestDetectRules(t *testing.T) {
 		{"avg preferred over current (avg high)", node(map[string]float64{"cpu_percent": 10, "cpu_percent_avg": 88}, "online"), []want{{signals.TypeHighCPU, W}}},
 		{"memory exactly at trigger", node(map[string]float64{"memory_percent": 80}, "online"), nil},
 		{"memory above trigger", node(map[string]float64{"memory_percent": 80.5}, "online"), []want{{signals.TypeHighMemory, W}}},
-		{"offline node metrics are stale", node(map[string]float64{"cpu_percent": 99, "memory_percent": 99}, "offline"), nil},
+		{"offline node metrics are stale, the node is offline", node(map[string]float64{"cpu_percent": 99, "memory_percent": 99}, "offline"), []want{{signals.TypeNodeOffline, C}}},
 		{"running guest cpu and memory", vm(map[string]float64{"cpu_percent": 71, "memory_percent": 81}, "running"), []want{{signals.TypeHighCPU, W}, {signals.TypeHighMemory, W}}},
 		{"stopped guest metrics are stale", vm(map[string]float64{"cpu_percent": 99, "memory_percent": 99, "disk_percent": 99}, "stopped"), nil},
 		{"paused guest: no cpu/memory, disk counts", vm(map[string]float64{"cpu_percent": 99, "disk_percent": 80}, "paused"), []want{{signals.TypeHighDisk, W}}},
@@ -241,6 +242,34 @@ func TestExamples(t *testing.T) {
 		if g[i] != want[i] {
 			t.Errorf("signal %d: got %q want %q", i, g[i], want[i])
 		}
+	}
+}
+
+// TestProxmoxHealthExample holds examples/proxmox-health.json to the
+// signals its README lists, whole.
+func TestProxmoxHealthExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "examples", "proxmox-health.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Strict: true})
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("%v %v", err, probs)
+	}
+	var g []string
+	for _, s := range signals.Detect(snap, policy(t, alerts.Settings{}), nil) {
+		g = append(g, string(s.Type)+" "+s.ResourceID+" "+s.Severity+": "+s.Summary)
+	}
+	want := []string{
+		"node_offline node/pve3 critical: node pve3 (node/pve3) is offline",
+		"zfs_pool_degraded storage/pve1/zpool/rpool warning: ZFS pool rpool (storage/pve1/zpool/rpool): state DEGRADED, checksum errors 3",
+		"disk_temperature disk/pve1/sda warning: disk sda (disk/pve1/sda) at 55 °C, at or above 55",
+		"disk_wear disk/pve1/sdb warning: disk sdb (disk/pve1/sdb) has 15% life left, at or below 20",
+		"smart_failure disk/pve2/nvme0n1 critical: disk nvme0n1 (disk/pve2/nvme0n1) reports SMART problems: NVMe critical warning 0x04 (reliability degraded)",
+		"smart_failure disk/pve2/sdc warning: disk sdc (disk/pve2/sdc) reports SMART problems: grown defects 12",
+	}
+	if strings.Join(g, "\n") != strings.Join(want, "\n") {
+		t.Errorf("signals\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -193,4 +194,44 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDiskAndPoolFields decodes the NVMe, SAS and ZFS pool fields into
+// whole values, and names the field of each bad one.
+func TestDiskAndPoolFields(t *testing.T) {
+	doc := `{"version":1,"resources":[
+	 {"id":"disk/n/nvme0n1","kind":"disk","smart":{"health":"PASSED","nvme_critical_warning":5,"wearout_percent":8,"temperature_c":71}},
+	 {"id":"disk/n/sdb","kind":"disk","smart":{"grown_defects":14}},
+	 {"id":"storage/n/zpool/rpool","kind":"storage","status":"online","zfs":{"state":"DEGRADED","read_errors":1,"write_errors":2,"checksum_errors":3}},
+	 {"id":"disk/n/sdc","kind":"disk","smart":{"nvme_critical_warning":-1}},
+	 {"id":"disk/n/sdd","kind":"disk","smart":{"grown_defects":-3}},
+	 {"id":"storage/n/zpool/tank","kind":"storage","zfs":{"checksum_errors":-1}},
+	 {"id":"storage/n/zpool/bad","kind":"storage","zfs":{"state":7}}
+	]}`
+	snap, probs, err := snapshot.Decode([]byte(doc), snapshot.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i64 := func(v int64) *int64 { return &v }
+	want := []snapshot.Resource{
+		{ID: "disk/n/nvme0n1", Kind: snapshot.KindDisk, Smart: &snapshot.Smart{Health: "PASSED", NVMeCriticalWarning: 5, WearoutPercent: i64(8), TemperatureC: i64(71)}},
+		{ID: "disk/n/sdb", Kind: snapshot.KindDisk, Smart: &snapshot.Smart{GrownDefects: 14}},
+		{ID: "storage/n/zpool/rpool", Kind: snapshot.KindStorage, Status: "online", ZFS: &snapshot.ZFS{State: "DEGRADED", ReadErrors: 1, WriteErrors: 2, ChecksumErrors: 3}},
+	}
+	if !reflect.DeepEqual(snap.Resources, want) {
+		t.Errorf("resources\n%+v\nwant\n%+v", snap.Resources, want)
+	}
+	var got []string
+	for _, p := range probs {
+		got = append(got, p.ID+" "+p.Field+": "+p.Problem)
+	}
+	wantProbs := []string{
+		"disk/n/sdc smart.nvme_critical_warning: negative",
+		"disk/n/sdd smart.grown_defects: negative",
+		"storage/n/zpool/tank zfs.checksum_errors: negative",
+		"storage/n/zpool/bad zfs.state: must be a string, got number",
+	}
+	if !reflect.DeepEqual(got, wantProbs) {
+		t.Errorf("problems\n%q\nwant\n%q", got, wantProbs)
+	}
 }

@@ -73,12 +73,13 @@ const (
 	fSmart
 	fNotes
 	fLogs
+	fZFS
 )
 
 var resourceKeys = map[string]int{
 	"id": fID, "kind": fKind, "name": fName, "parent": fParent, "status": fStatus, "tags": fTags,
 	"labels": fLabels, "metrics": fMetrics, "addresses": fAddresses, "reachable": fReachable,
-	"backup": fBackup, "smart": fSmart, "notes": fNotes, "logs": fLogs,
+	"backup": fBackup, "smart": fSmart, "notes": fNotes, "logs": fLogs, "zfs": fZFS,
 }
 
 var backupKeys = map[string]int{"last_status": 1, "last_finished_at": 2, "last_success_at": 4, "last_error": 8}
@@ -86,7 +87,10 @@ var backupKeys = map[string]int{"last_status": 1, "last_finished_at": 2, "last_s
 var smartKeys = map[string]int{
 	"health": 1, "reallocated_sectors": 2, "pending_sectors": 4, "offline_uncorrectable": 8,
 	"udma_crc_errors": 16, "media_errors": 32, "wearout_percent": 64, "temperature_c": 128,
+	"nvme_critical_warning": 256, "grown_defects": 512,
 }
+
+var zfsKeys = map[string]int{"state": 1, "read_errors": 2, "write_errors": 4, "checksum_errors": 8}
 
 // parse parses raw (one validated JSON object) into p.res and reports
 // whether the resource is kept exactly as v1 would keep it.
@@ -140,6 +144,8 @@ func (p *fastParser) parse(raw []byte) bool {
 			r.Backup, ok = p.backup()
 		case fSmart:
 			r.Smart, ok = p.smart()
+		case fZFS:
+			r.ZFS, ok = p.zfs()
 		}
 		if !ok {
 			return false
@@ -619,12 +625,44 @@ func (p *fastParser) smart() (*Smart, bool) {
 			ok = ok && (s.WearoutPercent == nil || (*s.WearoutPercent >= 0 && *s.WearoutPercent <= 100))
 		case 128:
 			s.TemperatureC, ok = p.intPtr()
+		case 256:
+			ok = p.count(&s.NVMeCriticalWarning)
+		case 512:
+			ok = p.count(&s.GrownDefects)
 		}
 		if !ok {
 			return nil, false
 		}
 	}
 	return s, true
+}
+
+func (p *fastParser) zfs() (*ZFS, bool) {
+	if null, ok := p.nullOrObject(); null || !ok {
+		return nil, ok
+	}
+	z := &ZFS{}
+	seen := 0
+	for more := p.first('}'); more; more = p.next('}') {
+		bit, ok := p.field(zfsKeys, &seen)
+		if !ok {
+			return nil, false
+		}
+		switch bit {
+		case 1:
+			ok = p.setString(&z.State, true)
+		case 2:
+			ok = p.count(&z.ReadErrors)
+		case 4:
+			ok = p.count(&z.WriteErrors)
+		case 8:
+			ok = p.count(&z.ChecksumErrors)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return z, true
 }
 
 // count reads a SMART counter: an integer, not negative; null leaves it 0.

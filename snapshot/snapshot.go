@@ -89,6 +89,7 @@ type Resource struct {
 	Reachable *bool             `json:"reachable,omitempty"`
 	Backup    *Backup           `json:"backup,omitempty"`
 	Smart     *Smart            `json:"smart,omitempty"`
+	ZFS       *ZFS              `json:"zfs,omitempty"`
 	Notes     string            `json:"notes,omitempty"`
 	Logs      []string          `json:"logs,omitempty"`
 }
@@ -120,6 +121,23 @@ type Smart struct {
 	MediaErrors          int64  `json:"media_errors,omitempty"`
 	WearoutPercent       *int64 `json:"wearout_percent,omitempty"`
 	TemperatureC         *int64 `json:"temperature_c,omitempty"`
+	// NVMeCriticalWarning is the NVMe "Critical Warning" byte: each set
+	// bit is one condition (spare low, temperature, reliability, read
+	// only, volatile backup failed, persistent memory read only).
+	NVMeCriticalWarning int64 `json:"nvme_critical_warning,omitempty"`
+	// GrownDefects is the SAS "Elements in grown defect list".
+	GrownDefects int64 `json:"grown_defects,omitempty"`
+}
+
+// ZFS is the state of a ZFS pool, reported on the storage resource that
+// stands for the pool.
+type ZFS struct {
+	// State is the pool's health as zpool reports it: ONLINE, DEGRADED,
+	// FAULTED, OFFLINE, REMOVED, UNAVAIL or SUSPENDED.
+	State          string `json:"state,omitempty"`
+	ReadErrors     int64  `json:"read_errors,omitempty"`
+	WriteErrors    int64  `json:"write_errors,omitempty"`
+	ChecksumErrors int64  `json:"checksum_errors,omitempty"`
 }
 
 // Metric returns the sustained value of a metric: the _avg value when

@@ -38,6 +38,10 @@ var oddDocuments = []string{
 	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"pending_sectors":1.5}}]}`,
 	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"pending_sectors":1e2,"temperature_c":null}}]}`,
 	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"wearout_percent":-1,"temperature_c":-5}}]}`,
+	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"nvme_critical_warning":4,"grown_defects":12}}]}`,
+	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"nvme_critical_warning":-1}},{"id":"disk/2","kind":"disk","smart":{"grown_defects":-2}}]}`,
+	`{"version":1,"resources":[{"id":"storage/n/zpool/rpool","kind":"storage","zfs":{"state":"DEGRADED","read_errors":1,"write_errors":2,"checksum_errors":3}}]}`,
+	`{"version":1,"resources":[{"id":"storage/n/zpool/a","kind":"storage","zfs":{"state":5}},{"id":"storage/n/zpool/b","kind":"storage","zfs":{"checksum_errors":-1}},{"id":"storage/n/zpool/c","kind":"storage","zfs":null},{"id":"storage/n/zpool/d","kind":"storage","zfs":{"State":"ONLINE","colour":1}}]}`,
 	`{"version":1,"resources":[{"id":5,"kind":"vm"},{"id":null,"kind":"vm"},{"id":"  ","kind":"vm"},{"id":" X/Y ","kind":"Disk"}]}`,
 	`{"version":1,"resources":[null,5,"x",[],{},true]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","reachable":"yes"},{"id":"vm/2","kind":"vm","reachable":false}]}`,
@@ -70,7 +74,7 @@ var oddDocuments = []string{
 // replaced, on the examples, generated fleets and odd spellings.
 func TestStreamMatchesV1(t *testing.T) {
 	docs := append([]string(nil), oddDocuments...)
-	for _, name := range []string{"small-healthy.json", "small-faults.json"} {
+	for _, name := range []string{"small-healthy.json", "small-faults.json", "proxmox-health.json"} {
 		data, err := os.ReadFile("../examples/" + name)
 		if err != nil {
 			t.Fatal(err)

@@ -38,6 +38,7 @@ type resourceWire struct {
 	Reachable *bool               `json:"reachable"`
 	Backup    *Backup             `json:"backup"`
 	Smart     *Smart              `json:"smart"`
+	ZFS       *ZFS                `json:"zfs"`
 	Notes     string              `json:"notes"`
 	Logs      []string            `json:"logs"`
 }
@@ -156,7 +157,7 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 	r := &Resource{
 		ID: CanonicalID(*w.ID), Kind: kind, Name: w.Name, Parent: w.Parent, Status: strings.ToLower(w.Status),
 		Tags: w.Tags, Labels: w.Labels, Addresses: w.Addresses, Reachable: w.Reachable,
-		Backup: w.Backup, Smart: w.Smart, Notes: w.Notes, Logs: w.Logs,
+		Backup: w.Backup, Smart: w.Smart, ZFS: w.ZFS, Notes: w.Notes, Logs: w.Logs,
 	}
 	if len(w.Metrics) > 0 {
 		r.Metrics = make(Metrics, 0, len(w.Metrics))
@@ -180,6 +181,7 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		for field, v := range map[string]int64{
 			"reallocated_sectors": s.ReallocatedSectors, "pending_sectors": s.PendingSectors,
 			"offline_uncorrectable": s.OfflineUncorrectable, "udma_crc_errors": s.UDMACRCErrors, "media_errors": s.MediaErrors,
+			"nvme_critical_warning": s.NVMeCriticalWarning, "grown_defects": s.GrownDefects,
 		} {
 			if v < 0 {
 				return fail("smart."+field, "negative")
@@ -187,6 +189,13 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		}
 		if s.WearoutPercent != nil && (*s.WearoutPercent < 0 || *s.WearoutPercent > 100) {
 			return fail("smart.wearout_percent", "outside 0..100")
+		}
+	}
+	if z := r.ZFS; z != nil {
+		for field, v := range map[string]int64{"read_errors": z.ReadErrors, "write_errors": z.WriteErrors, "checksum_errors": z.ChecksumErrors} {
+			if v < 0 {
+				return fail("zfs."+field, "negative")
+			}
 		}
 	}
 	if strict {

@@ -47,7 +47,7 @@ func TestTriageWatchFlags(t *testing.T) {
 		res("node/a", snapshot.KindNode, "online", map[string]float64{"cpu_percent": 65, "memory_percent": 74.9}), // cpu at trigger-5: watch; memory just outside
 		res("node/b", snapshot.KindNode, "online", map[string]float64{"cpu_percent": 70}),                         // at trigger: not a signal, a watch
 		res("node/c", snapshot.KindNode, "online", map[string]float64{"cpu_percent": 70.5}),                       // a signal, not a watch
-		res("node/d", snapshot.KindNode, "offline", map[string]float64{"cpu_percent": 68}),                        // stale
+		res("node/d", snapshot.KindNode, "offline", map[string]float64{"cpu_percent": 68}),                        // stale metrics; node_offline
 		res("vm/1", snapshot.KindVM, "stopped", map[string]float64{"cpu_percent": 68, "disk_percent": 72}),        // stale
 		res("vm/2", snapshot.KindVM, "paused", map[string]float64{"cpu_percent": 68, "disk_percent": 72}),         // paused: disk only
 		res("storage/s", snapshot.KindStorage, "online", map[string]float64{"usage_percent": 71}),                 // usage watch
@@ -67,11 +67,11 @@ func TestTriageWatchFlags(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("watches\n got %v\nwant %v", got, want)
 	}
-	if tri.Flags() != len(sigs)+len(want) || len(sigs) != 1 {
+	if tri.Flags() != len(sigs)+len(want) || len(sigs) != 2 {
 		t.Errorf("flags %d, signals %v", tri.Flags(), refs(sigs))
 	}
-	if tri.Flagged[0] != "node/c" {
-		t.Errorf("the resource with a signal comes first: %v", tri.Flagged)
+	if tri.Flagged[0] != "node/d" || tri.Flagged[1] != "node/c" {
+		t.Errorf("the resources with a signal come first, critical first: %v", tri.Flagged)
 	}
 }
 
