@@ -40,7 +40,8 @@ fuzz:
 
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net,
 ## each registry pre-check, each cluster rule, then each rule of the store's active-findings
-## cache, in turn; every removal must fail a test.
+## cache, then each rule of what operator actions publish and of the
+## shipped schemas, in turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
 	python3 scripts/mutate_net.py
@@ -48,6 +49,7 @@ mutate:
 	python3 scripts/mutate_cluster.py
 	python3 scripts/mutate_store.py
 	python3 scripts/mutate_arch.py
+	python3 scripts/mutate_operator.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -71,6 +71,7 @@ func Load(data []byte, environ []string) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Notify = cfg.Notify.WithDefaults()
 	return &cfg, nil
 }
 

@@ -10,7 +10,9 @@ import (
 	"github.com/patrold/patrold/notify"
 )
 
-// TestNotifySection decodes the section exactly as the issue writes it.
+// TestNotifySection decodes the section exactly as the issue writes it;
+// every sink setting left out holds its default, so `config check` prints
+// what the sinks use.
 func TestNotifySection(t *testing.T) {
 	cfg, err := config.Load([]byte(`
 notify:
@@ -24,9 +26,10 @@ notify:
 		t.Fatal(err)
 	}
 	want := notify.Options{InServe: true, Sinks: []notify.SinkOptions{
-		{Name: "am", Kind: "alertmanager", Alertmanager: notify.AlertmanagerOptions{URLs: []string{"http://127.0.0.1:9093", "http://127.0.0.1:9094"},
-			Labels: map[string]string{"team": "infra"}}},
-		{Name: "chat", Kind: "webhook", MaxDeliver: 3, Backoff: time.Second, Webhook: notify.WebhookOptions{URL: "https://hooks.example/x",
+		{Name: "am", Kind: "alertmanager", MaxDeliver: 10, Backoff: 5 * time.Second, MaxBackoff: 5 * time.Minute,
+			Alertmanager: notify.AlertmanagerOptions{URLs: []string{"http://127.0.0.1:9093", "http://127.0.0.1:9094"},
+				Labels: map[string]string{"team": "infra"}, ResendInterval: time.Minute, ForgetAfter: 24 * time.Hour, Timeout: 10 * time.Second}},
+		{Name: "chat", Kind: "webhook", MaxDeliver: 3, Backoff: time.Second, MaxBackoff: 5 * time.Minute, Webhook: notify.WebhookOptions{URL: "https://hooks.example/x",
 			SecretFile: "/etc/patrold/hook.secret", Subjects: []string{"patrol.findings.*.critical"}, Timeout: 3 * time.Second}},
 	}}
 	if !reflect.DeepEqual(cfg.Notify, want) {

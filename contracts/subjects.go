@@ -28,10 +28,15 @@ const (
 	FindingReopened   FindingEvent = "reopened"
 	FindingSuppressed FindingEvent = "suppressed"
 	FindingDismissed  FindingEvent = "dismissed"
+	// FindingUndismissed and FindingUnsuppressed undo an operator action
+	// on an active finding, so subscribers show it again.
+	FindingUndismissed  FindingEvent = "undismissed"
+	FindingUnsuppressed FindingEvent = "unsuppressed"
 )
 
 // FindingEvents lists every finding event.
-var FindingEvents = []FindingEvent{FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed, FindingDismissed}
+var FindingEvents = []FindingEvent{FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed, FindingDismissed,
+	FindingUndismissed, FindingUnsuppressed}
 
 // ApprovalEvent is an approval lifecycle event.
 type ApprovalEvent string
@@ -115,7 +120,8 @@ func FullSubject(prefix, relative string) string { return prefix + "." + relativ
 // Valid reports whether e is a known finding event.
 func (e FindingEvent) Valid() bool {
 	switch e {
-	case FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed, FindingDismissed:
+	case FindingOpened, FindingUpdated, FindingRepeated, FindingResolved, FindingReopened, FindingSuppressed, FindingDismissed,
+		FindingUndismissed, FindingUnsuppressed:
 		return true
 	}
 	return false

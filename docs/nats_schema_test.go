@@ -287,6 +287,10 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 	for _, e := range contracts.ApprovalEvents {
 		events = append(events, e)
 	}
+	var reasons []any
+	for _, r := range findings.Reasons {
+		reasons = append(reasons, r)
+	}
 	var sev, cat []any
 	for _, s := range contracts.Severities {
 		sev = append(sev, s)
@@ -298,8 +302,7 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 		name      string
 		got, want []string
 	}{
-		{"finding reason", enum(fnd, "properties", "reason"), strs(findings.ReasonFirst, findings.ReasonSeverityChanged, findings.ReasonRepeat,
-			findings.ReasonResolved, findings.ReasonReopened, findings.ReasonFlapping)},
+		{"finding reason", enum(fnd, "properties", "reason"), strs(reasons...)},
 		{"finding severity", enum(fnd, "properties", "finding", "properties", "severity"), strs(sev...)},
 		{"finding category", enum(fnd, "properties", "finding", "properties", "category"), strs(cat...)},
 		{"outcome", enum(read("patrold.remediation.outcome.v1.json"), "properties", "outcome"), strs(outcomes...)},
@@ -313,7 +316,8 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 }
 
 // TestNATSWireGuardFailsOnDrift: a field added to or dropped from the
-// finding event is caught by the shape comparison and by the schema.
+// finding event is caught by the shape comparison; the schema rejects a
+// dropped or moved field and accepts an added one (v1 is additive).
 func TestNATSWireGuardFailsOnDrift(t *testing.T) {
 	doc, _ := os.ReadFile("NATS.md")
 	data, _ := docExamples(t, string(doc))
@@ -322,7 +326,11 @@ func TestNATSWireGuardFailsOnDrift(t *testing.T) {
 	for name, mutate := range map[string]func(map[string]any){
 		"added":   func(m map[string]any) { m["finding"].(map[string]any)["priority"] = "p1" },
 		"dropped": func(m map[string]any) { delete(m, "recurrence") },
-		"flat":    func(m map[string]any) { m["key"] = "high_disk" },
+		"moved": func(m map[string]any) {
+			f := m["finding"].(map[string]any)
+			m["key"] = f["key"]
+			delete(f, "key")
+		},
 	} {
 		var m map[string]any
 		json.Unmarshal(orig, &m)
@@ -332,7 +340,11 @@ func TestNATSWireGuardFailsOnDrift(t *testing.T) {
 		if len(a)+len(b) == 0 {
 			t.Errorf("%s: shape comparison saw no change", name)
 		}
-		if err := validate(s, changed); err == nil {
+		err := validate(s, changed)
+		switch {
+		case name == "added" && err != nil:
+			t.Errorf("added: the schema rejected an added field: %v", err)
+		case name != "added" && err == nil:
 			t.Errorf("%s: the schema accepted it", name)
 		}
 	}

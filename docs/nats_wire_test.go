@@ -17,17 +17,19 @@ import (
 	"github.com/patrold/patrold/patrol"
 )
 
-// wireEvents runs one real patrol over examples/small-faults.json in a
-// daemon with its embedded NATS server (autonomy assisted, so remediation
-// requests go out too) and returns the raw message bodies it published,
-// by CloudEvents type (the first of each).
-func wireEvents(t *testing.T) map[string][]byte {
+// wireDaemon is a daemon with its embedded NATS server and a subscriber
+// that keeps every message published under patrol.>, in order.
+type wireDaemon struct {
+	d    *daemon.Daemon
+	mu   sync.Mutex
+	msgs [][]byte
+}
+
+// startWireDaemon starts a daemon whose source is the snapshot file at
+// snap (autonomy assisted, so remediation requests go out too).
+func startWireDaemon(t *testing.T, snap string) *wireDaemon {
 	t.Helper()
 	dir := t.TempDir()
-	snap, err := filepath.Abs(filepath.Join("..", "examples", "small-faults.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	yaml := "data_dir: " + dir + "\nlog: {level: error}\nhttp: {listen: '127.0.0.1:0'}\n" +
 		"nats: {embedded: {listen: '127.0.0.1:0'}}\nschedule: {startup_delay: 1h}\n" +
 		"patrol: {autonomy: assisted}\nassistant: {enabled: false}\n" +
@@ -50,57 +52,79 @@ func wireEvents(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	var mu sync.Mutex
-	got := map[string][]byte{}
-	_, err = nc.Subscribe("patrol.>", func(m *nats.Msg) {
+	w := &wireDaemon{d: d}
+	if _, err = nc.Subscribe("patrol.>", func(m *nats.Msg) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.msgs = append(w.msgs, append([]byte(nil), m.Data...))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// byType returns the raw bodies received so far by CloudEvents type.
+func (w *wireDaemon) byType() map[string][][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string][][]byte{}
+	for _, m := range w.msgs {
 		var ev struct {
 			Type string `json:"type"`
 		}
-		if json.Unmarshal(m.Data, &ev) != nil {
-			return
+		if json.Unmarshal(m, &ev) == nil {
+			out[ev.Type] = append(out[ev.Type], m)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if got[ev.Type] == nil {
-			got[ev.Type] = append([]byte(nil), m.Data...)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	nc.Flush()
-	if _, err := d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"patrold.finding.opened", "patrold.run.completed", "patrold.remediation.request"}
+	return out
+}
+
+// await waits until every type in want has been received.
+func (w *wireDaemon) await(t *testing.T, want ...string) map[string][][]byte {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		mu.Lock()
-		n := 0
-		for _, w := range want {
-			if got[w] != nil {
-				n++
+		got := w.byType()
+		missing := 0
+		for _, typ := range want {
+			if len(got[typ]) == 0 {
+				missing++
 			}
 		}
-		mu.Unlock()
-		if n == len(want) {
-			break
+		if missing == 0 {
+			return got
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("events seen by type: %v, want %v", keys(got), want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+}
+
+// wireEvents runs one real patrol over examples/small-faults.json in a
+// daemon with its embedded NATS server and returns the raw message bodies
+// it published, by CloudEvents type (the first of each).
+func wireEvents(t *testing.T) map[string][]byte {
+	t.Helper()
+	snap, err := filepath.Abs(filepath.Join("..", "examples", "small-faults.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startWireDaemon(t, snap)
+	if _, err := w.d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
+		t.Fatal(err)
+	}
 	out := map[string][]byte{}
-	for k, v := range got {
-		out[k] = v
+	for typ, msgs := range w.await(t, "patrold.finding.opened", "patrold.run.completed", "patrold.remediation.request") {
+		out[typ] = msgs[0]
 	}
 	return out
 }
 
-func keys(m map[string][]byte) []string {
+func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

@@ -98,26 +98,34 @@ func ApplyAction(f Finding, req ActionRequest, now time.Time) (Finding, Event, *
 		f.DismissedReason, f.DismissedAt = req.Reason, &t
 		ev.Kind, ev.Detail = "dismissed", req.Reason+actor
 		// Subscribers (an Alertmanager sink) end what they show for it.
-		pub = &Decision{Publish: true, Event: EventDismissed, Reason: "dismissed"}
+		pub = &Decision{Publish: true, Event: EventDismissed, Reason: ReasonDismissed}
 	case ActionUndismiss:
 		if f.DismissedReason == "" {
 			return notAllowed("the finding is not dismissed")
 		}
 		f.DismissedReason, f.DismissedAt = "", nil
 		ev.Kind, ev.Detail = "undismissed", strings.TrimSpace(actor)
+		// An active finding shown again: subscribers that ended its
+		// alert for the dismissal raise it again.
+		if f.Active() && !f.Suppressed {
+			pub = &Decision{Publish: true, Event: EventUndismissed, Reason: ReasonUndismissed}
+		}
 	case ActionSuppress:
 		if f.Suppressed {
 			return notAllowed("the finding is already suppressed")
 		}
 		f.Suppressed = true
 		ev.Kind, ev.Detail = "suppressed", fmt.Sprintf("rule %s/%s%s", f.ResourceID, f.Category, actor)
-		pub = &Decision{Publish: true, Event: EventSuppressed, Reason: "suppressed"}
+		pub = &Decision{Publish: true, Event: EventSuppressed, Reason: ReasonSuppressed}
 	case ActionUnsuppress:
 		if !f.Suppressed {
 			return notAllowed("the finding is not suppressed")
 		}
 		f.Suppressed = false
 		ev.Kind, ev.Detail = "unsuppressed", strings.TrimSpace(actor)
+		if f.Active() && f.DismissedReason == "" {
+			pub = &Decision{Publish: true, Event: EventUnsuppressed, Reason: ReasonUnsuppressed}
+		}
 	case ActionResolve:
 		if !f.Active() {
 			return notAllowed("the finding is already resolved")

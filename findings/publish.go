@@ -14,7 +14,16 @@ const (
 	ReasonResolved        = "resolved"
 	ReasonReopened        = "reopened"
 	ReasonFlapping        = "flapping"
+	// The reasons of operator actions that change what is published.
+	ReasonDismissed    = "dismissed"
+	ReasonSuppressed   = "suppressed"
+	ReasonUndismissed  = "undismissed"
+	ReasonUnsuppressed = "unsuppressed"
 )
+
+// Reasons lists every publish reason a finding event may carry.
+var Reasons = []string{ReasonFirst, ReasonSeverityChanged, ReasonRepeat, ReasonResolved, ReasonReopened, ReasonFlapping,
+	ReasonDismissed, ReasonSuppressed, ReasonUndismissed, ReasonUnsuppressed}
 
 // Finding event names (the <event> of patrol.findings.<event>.<severity>).
 const (
@@ -25,6 +34,10 @@ const (
 	EventReopened   = "reopened"
 	EventSuppressed = "suppressed"
 	EventDismissed  = "dismissed"
+	// EventUndismissed and EventUnsuppressed announce an active finding
+	// that an operator brought back.
+	EventUndismissed  = "undismissed"
+	EventUnsuppressed = "unsuppressed"
 )
 
 // Defaults of the publish policy.

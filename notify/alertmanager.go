@@ -87,7 +87,7 @@ func (s *amSink) alert(ev *findingEvent, prev *amEntry) model.Alert {
 	switch {
 	case prev != nil && !prev.ended:
 		a.StartsAt = prev.alert.StartsAt // an alert keeps its start while active
-	case ev.Kind == "reopened":
+	case ev.shownAgain():
 		a.StartsAt = ev.Event.Time.UTC()
 	}
 	return a

@@ -123,6 +123,25 @@ func TestAlertmanagerAlertLifecycle(t *testing.T) {
 	if want := []model.Alert{dis}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("dismissed:\n%+v\nwant\n%+v", got, want)
 	}
+	// undismissed and unsuppressed raise it again, starting at the event
+	for i, kind := range []string{"undismissed", "unsuppressed"} {
+		c.add(time.Minute)
+		f.DismissedReason = ""
+		got = s.apply(decoded(t, findingRow(t, fmt.Sprintf("e%d", 6+i), kind, f, c.now())), uint64(15+2*i))
+		back := re
+		back.StartsAt, back.EndsAt = c.now(), c.now().Add(4*time.Minute)
+		if want := []model.Alert{back}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s:\n%+v\nwant\n%+v", kind, got, want)
+		}
+		// and the next dismissal ends it again
+		c.add(time.Minute)
+		f.DismissedReason = findings.DismissNotAnIssue
+		got = s.apply(decoded(t, findingRow(t, fmt.Sprintf("s%d", 6+i), "dismissed", f, c.now())), uint64(16+2*i))
+		back.EndsAt = c.now()
+		if want := []model.Alert{back}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s then dismissed:\n%+v\nwant\n%+v", kind, got, want)
+		}
+	}
 }
 
 func TestAlertmanagerResendAndForget(t *testing.T) {

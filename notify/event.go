@@ -14,7 +14,7 @@ import (
 // findingEvent is a decoded finding lifecycle event.
 type findingEvent struct {
 	Event   *contracts.Event
-	Kind    string // opened, updated, repeated, resolved, reopened, suppressed, dismissed
+	Kind    string // a contracts.FindingEvent
 	Finding findings.FindingEventData
 }
 
@@ -25,6 +25,16 @@ func (e *findingEvent) ended() bool {
 	f := &e.Finding.Finding
 	return e.Kind == string(contracts.FindingResolved) || e.Kind == string(contracts.FindingSuppressed) || e.Kind == string(contracts.FindingDismissed) ||
 		f.Status == findings.StatusResolved || f.State == findings.StateSuppressed || f.State == findings.StateDismissed
+}
+
+// shownAgain reports whether the event brings back a finding whose alert
+// had ended: it reopened, or an operator undid a dismissal or suppression.
+func (e *findingEvent) shownAgain() bool {
+	switch contracts.FindingEvent(e.Kind) {
+	case contracts.FindingReopened, contracts.FindingUndismissed, contracts.FindingUnsuppressed:
+		return true
+	}
+	return false
 }
 
 // decodeFindingEvent decodes a structured CloudEvent carrying a finding.

@@ -91,14 +91,30 @@ type WebhookOptions struct {
 // none is configured.
 func DefaultOptions() Options { return Options{InServe: true, Sinks: []SinkOptions{}} }
 
+// WithDefaults returns the options with every zero sink setting replaced
+// by its default, so `config check` prints what the sinks will use. The
+// block of the other kind is left as it is.
+func (o Options) WithDefaults() Options {
+	sinks := make([]SinkOptions, len(o.Sinks))
+	for i, s := range o.Sinks {
+		sinks[i] = s.withDefaults()
+	}
+	o.Sinks = sinks
+	return o
+}
+
 func (s SinkOptions) withDefaults() SinkOptions {
 	setNum(&s.MaxDeliver, DefaultMaxDeliver)
 	setNum(&s.Backoff, DefaultBackoff)
 	setNum(&s.MaxBackoff, DefaultMaxBackoff)
-	setNum(&s.Alertmanager.ResendInterval, DefaultResendInterval)
-	setNum(&s.Alertmanager.ForgetAfter, DefaultForgetAfter)
-	setNum(&s.Alertmanager.Timeout, DefaultTimeout)
-	setNum(&s.Webhook.Timeout, DefaultTimeout)
+	switch s.Kind {
+	case KindAlertmanager:
+		setNum(&s.Alertmanager.ResendInterval, DefaultResendInterval)
+		setNum(&s.Alertmanager.ForgetAfter, DefaultForgetAfter)
+		setNum(&s.Alertmanager.Timeout, DefaultTimeout)
+	case KindWebhook:
+		setNum(&s.Webhook.Timeout, DefaultTimeout)
+	}
 	return s
 }
 

@@ -87,7 +87,7 @@ func TestDecodeFindingEventNamesTheField(t *testing.T) {
 		raw  []byte
 		want string
 	}{
-		"type":     {envelope(t, "patrold.run.completed", "vm/101", f), `type: "patrold.run.completed" is not a finding event (patrold.finding.<[opened updated repeated resolved reopened suppressed dismissed]>)`},
+		"type":     {envelope(t, "patrold.run.completed", "vm/101", f), `type: "patrold.run.completed" is not a finding event (patrold.finding.<[opened updated repeated resolved reopened suppressed dismissed undismissed unsuppressed]>)`},
 		"id":       {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.ID = "0000000000000000" })), `data.finding.id: "0000000000000000" is not the identity of resource_id, category and key`},
 		"severity": {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.Severity = "loud" })), `data.finding.severity: "loud" is not one of [info watch warning critical]`},
 		"status":   {envelope(t, "patrold.finding.opened", "vm/101", bad(func(g *findings.Finding) { g.Status = "gone" })), `data.finding.status: "gone" is not active or resolved`},
