@@ -19,7 +19,7 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Defaults.
@@ -45,10 +45,8 @@ type Store interface {
 	SilencesPage(ctx context.Context, now time.Time, activeOnly bool, page findings.Page) ([]findings.Silence, string, error)
 	AddSilence(ctx context.Context, sil findings.Silence, now time.Time) (findings.Silence, error)
 	ExpireSilence(ctx context.Context, id string, now time.Time) error
-	InsertAudit(ctx context.Context, ev store.AuditEvent) error
+	InsertAudit(ctx context.Context, ev records.AuditEvent) error
 }
-
-var _ Store = (*store.Store)(nil)
 
 // Daemon is what the API needs of the running daemon.
 type Daemon interface {

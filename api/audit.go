@@ -7,14 +7,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // maxAuditField bounds caller-controlled text stored in an audit row.
 const maxAuditField = 512
 
 // AuditEvent is one audited mutating call (stored by the store).
-type AuditEvent = store.AuditEvent
+type AuditEvent = records.AuditEvent
 
 // auditor appends audit events to the audit_events table and the log.
 type auditor struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // ApprovalState is where an approval is in its lifecycle.
@@ -69,7 +69,7 @@ func (a *Assistant) park(ctx context.Context, s *session, now time.Time) (Approv
 	}
 	tj, _ := json.Marshal(s.state.Transcript)
 	msgs, _ := json.Marshal(s.state.Messages)
-	err = a.opts.Store.InsertApproval(ctx, store.ApprovalRecord{
+	err = a.opts.Store.InsertApproval(ctx, records.ApprovalRecord{
 		ID: ap.ID, FindingID: ap.FindingID, SessionID: ap.SessionID, Attempt: ap.Attempt, ResourceID: ap.ResourceID,
 		Action: ap.Action, Args: ap.Args, Risk: string(ap.Risk), State: string(ap.State), CreatedAt: ap.CreatedAt, ExpiresAt: ap.ExpiresAt,
 		Driver: string(s.state.Driver), Autonomy: string(s.state.Autonomy), StartedAt: s.state.StartedAt, Turns: s.state.Turns,
@@ -82,7 +82,7 @@ func (a *Assistant) park(ctx context.Context, s *session, now time.Time) (Approv
 }
 
 // parkedFrom decodes a stored approval and the session state it resumes.
-func parkedFrom(r store.ApprovalRecord) (*parked, error) {
+func parkedFrom(r records.ApprovalRecord) (*parked, error) {
 	var p parked
 	p.Approval = approvalFrom(r)
 	p.state.Turns = r.Turns
@@ -101,7 +101,7 @@ func parkedFrom(r store.ApprovalRecord) (*parked, error) {
 }
 
 // approvalFrom is the approval a stored record describes.
-func approvalFrom(r store.ApprovalRecord) Approval {
+func approvalFrom(r records.ApprovalRecord) Approval {
 	return Approval{
 		ID: r.ID, FindingID: r.FindingID, SessionID: r.SessionID, Attempt: r.Attempt, ResourceID: r.ResourceID,
 		Action: r.Action, Args: r.Args, Risk: Risk(r.Risk), Reason: r.Reason, State: ApprovalState(r.State),
@@ -154,7 +154,7 @@ func (a *Assistant) Approvals(ctx context.Context, findingID string) ([]Approval
 	return approvals(a.opts.Store.FindingApprovals(ctx, findingID))
 }
 
-func approvals(rs []store.ApprovalRecord, err error) ([]Approval, error) {
+func approvals(rs []records.ApprovalRecord, err error) ([]Approval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assistant: %w", err)
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Defaults.
@@ -58,20 +58,18 @@ type Store interface {
 	Get(ctx context.Context, id string) (findings.Finding, error)
 	ExchangeStore
 	StartSession(ctx context.Context, id, findingID string, attempt int, driver string, startedAt time.Time) error
-	FinishSession(ctx context.Context, id string, end store.SessionEnd) error
-	Session(ctx context.Context, id string) (store.SessionRecord, error)
-	LastSession(ctx context.Context, findingID string, attempt int) (store.SessionRecord, error)
+	FinishSession(ctx context.Context, id string, end records.SessionEnd) error
+	Session(ctx context.Context, id string) (records.SessionRecord, error)
+	LastSession(ctx context.Context, findingID string, attempt int) (records.SessionRecord, error)
 	SessionCost(ctx context.Context, id string) (float64, error)
 	SessionSpent(ctx context.Context, since time.Time, except string) (float64, error)
-	InsertApproval(ctx context.Context, ap store.ApprovalRecord) error
-	Approval(ctx context.Context, id string) (store.ApprovalRecord, error)
-	PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]store.ApprovalRecord, error)
-	FindingApprovals(ctx context.Context, findingID string) ([]store.ApprovalRecord, error)
-	DueApprovals(ctx context.Context, now time.Time) ([]store.ApprovalRecord, error)
+	InsertApproval(ctx context.Context, ap records.ApprovalRecord) error
+	Approval(ctx context.Context, id string) (records.ApprovalRecord, error)
+	PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]records.ApprovalRecord, error)
+	FindingApprovals(ctx context.Context, findingID string) ([]records.ApprovalRecord, error)
+	DueApprovals(ctx context.Context, now time.Time) ([]records.ApprovalRecord, error)
 	DecideApproval(ctx context.Context, id, state, actor string, now time.Time) (bool, error)
 }
-
-var _ Store = (*store.Store)(nil)
 
 // Publisher sends one event (approval lifecycle, remediation outcome). The
 // daemon backs it with the outbox or bus.Transport.Publish.

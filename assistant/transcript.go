@@ -11,7 +11,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Transcript is the record of one session (CONTRACTS.md §8), stored so a
@@ -90,7 +90,7 @@ func (a *Assistant) saveSession(ctx context.Context, r *Result) error {
 	if err != nil {
 		return fmt.Errorf("assistant: encode transcript: %w", err)
 	}
-	err = a.opts.Store.FinishSession(ctx, r.Transcript.SessionID, store.SessionEnd{
+	err = a.opts.Store.FinishSession(ctx, r.Transcript.SessionID, records.SessionEnd{
 		Outcome: string(r.Transcript.Outcome), Summary: r.Summary, FinishedAt: r.FinishedAt,
 		Transcript: tj, Exchange: r.exchange, CostUSD: r.CostUSD,
 	})
@@ -116,7 +116,7 @@ func (a *Assistant) LastSession(ctx context.Context, findingID string, attempt i
 
 // resultFrom is the stored session as a Result (the transcript only once
 // the session finished).
-func resultFrom(rec store.SessionRecord, err error) (*Result, error) {
+func resultFrom(rec records.SessionRecord, err error) (*Result, error) {
 	if errors.Is(err, findings.ErrNotFound) {
 		return nil, fmt.Errorf("assistant: %w", ErrSessionNotFound)
 	}

@@ -13,10 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 	"github.com/patrold/patrold/store/storetest"
 )
 
@@ -220,7 +221,7 @@ type flakyStore struct {
 	refused int
 }
 
-func (s *flakyStore) FinishSession(ctx context.Context, id string, end store.SessionEnd) error {
+func (s *flakyStore) FinishSession(ctx context.Context, id string, end records.SessionEnd) error {
 	s.mu.Lock()
 	if s.refused < s.refuse {
 		s.refused++

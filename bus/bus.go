@@ -1,6 +1,8 @@
-// Package bus is patrold's NATS transport: the embedded JetStream server
-// used when no URL is configured, the client connection, the PATROL stream,
-// the outbox relay, the durable consumers and the leader lease. It moves
+// Package bus is patrold's NATS transport: the client connection, the
+// PATROL stream, the outbox relay, the durable consumers and the leader
+// lease. The embedded server used when no URL is configured is package
+// bus/embedded's; the composition root hands it in (WithEmbedded), so bus
+// itself does not link nats-server. It moves
 // subjects, ids and bytes; what they mean (subjects, CloudEvents envelope,
 // payloads) is package contracts', and bus imports no domain package, so it
 // never decides what is published.
@@ -11,12 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,33 @@ const (
 	clientName             = "patrold"
 )
 
+// Server is the in-process server a Bus runs when no URL is configured
+// (a *server.Server of nats-server, started by package bus/embedded).
+type Server interface {
+	ClientURL() string
+	InProcessConn() (net.Conn, error)
+	Shutdown()
+	WaitForShutdown()
+}
+
+// An Option changes how New builds a Bus.
+type Option func(*Bus)
+
+// WithEmbedded gives the Bus the starter of its embedded server (for an
+// empty URL): start listens on listen and keeps its files under storeDir.
+// Without it, an empty URL is refused at Start.
+func WithEmbedded[S Server](start func(listen, storeDir string, logger *slog.Logger) (S, error)) Option {
+	return func(b *Bus) {
+		b.embed = func(listen, storeDir string, logger *slog.Logger) (Server, error) {
+			srv, err := start(listen, storeDir, logger)
+			if err != nil {
+				return nil, err
+			}
+			return srv, nil
+		}
+	}
+}
+
 // Bus owns the NATS connection and, when no URL is configured, the embedded
 // server. New validates; Start connects and ensures the stream; Close tears
 // down in reverse order.
@@ -45,7 +74,8 @@ type Bus struct {
 	// reconnectWait is DefaultReconnectWait; tests shorten it.
 	reconnectWait time.Duration
 
-	srv       *server.Server
+	embed     func(listen, storeDir string, logger *slog.Logger) (Server, error)
+	srv       Server
 	nc        *nats.Conn
 	js        jetstream.JetStream
 	closeOnce sync.Once
@@ -54,7 +84,7 @@ type Bus struct {
 
 // New validates opts (defaults fill zero values) and registers the
 // connection metrics on reg (nil: not exported).
-func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) (*Bus, error) {
+func New(opts Options, logger *slog.Logger, reg prometheus.Registerer, with ...Option) (*Bus, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +97,11 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) (*Bus, er
 	if err != nil {
 		return nil, err
 	}
-	return &Bus{opts: opts, log: logger.With("component", "bus"), m: m, reconnectWait: DefaultReconnectWait}, nil
+	b := &Bus{opts: opts, log: logger.With("component", "bus"), m: m, reconnectWait: DefaultReconnectWait}
+	for _, o := range with {
+		o(b)
+	}
+	return b, nil
 }
 
 // Start starts the embedded server (URL empty) or connects to the
@@ -76,13 +110,14 @@ func New(opts Options, logger *slog.Logger, reg prometheus.Registerer) (*Bus, er
 // forever.
 func (b *Bus) Start(ctx context.Context) error {
 	if b.opts.URL == "" {
-		sopts, err := EmbeddedServerOptions(b.opts.Embedded.Listen, b.opts.Embedded.StoreDir)
+		if b.embed == nil {
+			return errors.New("nats.url: empty, and this command runs no embedded server")
+		}
+		srv, err := b.embed(b.opts.Embedded.Listen, b.opts.Embedded.StoreDir, b.log)
 		if err != nil {
 			return err
 		}
-		if b.srv, err = StartEmbedded(sopts, b.log); err != nil {
-			return err
-		}
+		b.srv = srv
 		b.log.Info("embedded nats started", "url", b.srv.ClientURL(), "store_dir", b.opts.Embedded.StoreDir)
 	}
 	if err := b.connect(); err != nil {

@@ -12,13 +12,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/patrold/patrold/bus/embedded"
 )
 
 func TestBusEmbeddedServesTheStreamOnItsListener(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	store := t.TempDir()
 	b, err := New(Options{Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: store},
-		Stream: StreamOptions{MaxAge: 48 * time.Hour, MaxBytes: 64 << 20}}, nil, reg)
+		Stream: StreamOptions{MaxAge: 48 * time.Hour, MaxBytes: 64 << 20}}, nil, reg, WithEmbedded(embedded.Start))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestBusRestartKeepsStreamAndAppliesNewLimits(t *testing.T) {
 	store := t.TempDir()
 	start := func(maxAge time.Duration) *Bus {
 		b, err := New(Options{Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: store},
-			Stream: StreamOptions{MaxAge: maxAge}}, nil, nil)
+			Stream: StreamOptions{MaxAge: maxAge}}, nil, nil, WithEmbedded(embedded.Start))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,12 +96,12 @@ func TestBusRestartKeepsStreamAndAppliesNewLimits(t *testing.T) {
 }
 
 func TestBusConnectsToExternalServerWithTokenFile(t *testing.T) {
-	sopts, err := EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	sopts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sopts.Authorization = "s3cret-token"
-	srv, err := StartEmbedded(sopts, nil)
+	srv, err := embedded.StartServer(sopts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +140,22 @@ func TestBusConnectsToExternalServerWithTokenFile(t *testing.T) {
 	}
 }
 
+// A Bus built without an embedded server refuses an empty URL at Start,
+// naming the key, and leaves nothing running.
+func TestBusWithoutEmbeddedRefusesAnEmptyURL(t *testing.T) {
+	b, err := New(Options{Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Start(context.Background())
+	if want := "nats.url: empty, and this command runs no embedded server"; err == nil || err.Error() != want {
+		t.Fatalf("Start: %v, want %q", err, want)
+	}
+	if b.Conn() != nil || b.srv != nil {
+		t.Fatalf("after a refused Start: conn %v, server %v", b.Conn(), b.srv)
+	}
+}
+
 func TestBusStartErrorsNameTheKey(t *testing.T) {
 	cases := map[string]Options{
 		"nats.embedded.store_dir": {Embedded: EmbeddedOptions{Listen: "127.0.0.1:0"}},
@@ -146,7 +164,7 @@ func TestBusStartErrorsNameTheKey(t *testing.T) {
 		"nats.tls.ca_file":        {URL: "nats://127.0.0.1:1", TLS: TLSOptions{CAFile: filepath.Join(t.TempDir(), "missing")}},
 	}
 	for key, o := range cases {
-		b, err := New(o, nil, nil)
+		b, err := New(o, nil, nil, WithEmbedded(embedded.Start))
 		if err != nil {
 			t.Fatalf("%s: New: %v", key, err)
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/internal/natstest"
 )
 
 // TestStartTogetherOnFreshCluster: three buses started at once on a fresh

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
 )
 
@@ -40,11 +41,11 @@ func startServer(tb testing.TB) *testServer {
 
 func (s *testServer) start(listen string) {
 	s.tb.Helper()
-	opts, err := EmbeddedServerOptions(listen, s.dir)
+	opts, err := embedded.ServerOptions(listen, s.dir)
 	if err != nil {
 		s.tb.Fatal(err)
 	}
-	srv, err := StartEmbedded(opts, nil)
+	srv, err := embedded.StartServer(opts, nil)
 	if err != nil {
 		s.tb.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/internal/testkit"
 )
@@ -22,7 +23,7 @@ func startBus(t *testing.T, reg prometheus.Registerer) *Bus {
 	b, err := New(Options{
 		Source:   "patrold/test",
 		Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()},
-	}, nil, reg)
+	}, nil, reg, WithEmbedded(embedded.Start))
 	if err != nil {
 		t.Fatal(err)
 	}

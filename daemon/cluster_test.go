@@ -13,10 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/testkit"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
@@ -253,11 +253,11 @@ func ownRuns(t *testing.T, d, other *daemon.Daemon) []string {
 // server; only the lease holder runs scheduled ticks, and the other takes
 // over when the holder stops (it releases the lease).
 func TestLeaseOneSchedulerAtATime(t *testing.T) {
-	sopts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	sopts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartEmbedded(sopts, nil)
+	srv, err := embedded.StartServer(sopts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

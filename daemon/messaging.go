@@ -10,6 +10,7 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
@@ -50,7 +51,7 @@ func BusOptions(cfg *config.Config) bus.Options {
 }
 
 func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messaging, error) {
-	b, err := bus.New(BusOptions(cfg), d.log, d.opts.Registerer)
+	b, err := bus.New(BusOptions(cfg), d.log, d.opts.Registerer, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/notify"
 )
@@ -45,7 +46,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return err
 	}
-	b, err := bus.New(bo, r.log, r.o.Registerer)
+	b, err := bus.New(bo, r.log, r.o.Registerer, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/testkit"
@@ -102,11 +102,11 @@ func TestSingleInstanceShowsRoleAndLastSuccess(t *testing.T) {
 }
 
 func TestClusterStandbyShowsItsRole(t *testing.T) {
-	sopts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	sopts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartEmbedded(sopts, nil)
+	srv, err := embedded.StartServer(sopts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

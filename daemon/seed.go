@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
 )
@@ -39,7 +40,7 @@ func (r *Root) Seed(ctx context.Context, force bool) (SeedResult, error) {
 	if exists && !force {
 		return SeedResult{}, configErr(fmt.Errorf("--force: %s exists; --force replaces it (the old file is kept beside it)", db))
 	}
-	b, err := bus.New(cfg.NATS, r.log, nil)
+	b, err := bus.New(cfg.NATS, r.log, nil, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		return SeedResult{}, configErr(err)
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"

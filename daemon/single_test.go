@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store"
 )
@@ -31,7 +31,7 @@ type natsServer struct {
 
 func startNATS(t *testing.T) *natsServer {
 	t.Helper()
-	opts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	opts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func startNATS(t *testing.T) *natsServer {
 
 func (n *natsServer) start() {
 	n.t.Helper()
-	srv, err := bus.StartEmbedded(n.opts, nil)
+	srv, err := embedded.StartServer(n.opts, nil)
 	if err != nil {
 		n.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/signals"
@@ -55,7 +56,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return configErr(err)
 	}
-	b, err := bus.New(bo, log, r.o.Registerer)
+	b, err := bus.New(bo, log, r.o.Registerer, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		return configErr(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/notify"
 )
 
@@ -20,7 +21,7 @@ var notifyMetricRow = regexp.MustCompile("(?m)^\\| `(patrold_notify_[a-z_]+)` \\
 // each kind registers.
 func notifyCodeMetrics(t *testing.T) []string {
 	t.Helper()
-	b, err := bus.New(bus.Options{Embedded: bus.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, nil, nil)
+	b, err := bus.New(bus.Options{Embedded: bus.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, nil, nil, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 )
@@ -25,7 +26,7 @@ const testPrefix = "patrol"
 // temp dir and the PATROL stream, as the daemon runs it.
 func startBus(t *testing.T) *bus.Bus {
 	t.Helper()
-	b, err := bus.New(bus.Options{Embedded: bus.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, nil, nil)
+	b, err := bus.New(bus.Options{Embedded: bus.EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, nil, nil, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // DefaultResolvedRetention keeps resolved findings as history for 30 days.
@@ -69,7 +69,7 @@ func (r *Runner) handOver(ctx context.Context, set Settings, rep *Report) {
 	}
 }
 
-func total(p store.Pruned) int64 {
+func total(p records.Pruned) int64 {
 	var n int64
 	for _, v := range p {
 		n += v

@@ -7,7 +7,7 @@ import (
 
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Metrics are the patrol run metrics.
@@ -59,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.prunedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_store_pruned_rows_total",
 		Help: "History rows deleted by retention, by table."}, []string{"table"})
-	for _, t := range store.PruneTables() {
+	for _, t := range records.PruneTables {
 		m.prunedRows.WithLabelValues(t)
 	}
 	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed, m.prunedRows)
@@ -88,7 +88,7 @@ func (m *Metrics) skippedRun(t Trigger) {
 	}
 }
 
-func (m *Metrics) pruned(p store.Pruned) {
+func (m *Metrics) pruned(p records.Pruned) {
 	if m == nil {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/probe"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Store is what the runner needs of the findings store.
@@ -28,10 +28,8 @@ type Store interface {
 	RequestInvestigations(ctx context.Context, ids []string, gate findings.Gate, autonomy findings.Autonomy, now time.Time, draft findings.RequestDraft) ([]findings.Finding, error)
 	RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error)
 	Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error)
-	Prune(ctx context.Context, now time.Time, r findings.Retention) (store.Pruned, error)
+	Prune(ctx context.Context, now time.Time, r findings.Retention) (records.Pruned, error)
 }
-
-var _ Store = (*store.Store)(nil)
 
 // Settings are the config-scoped values a run reads; they are swapped
 // atomically on reload and read once at the start of every run.

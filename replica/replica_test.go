@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
@@ -35,7 +36,7 @@ func newNode(t *testing.T, o bus.Options, name string) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b, err := bus.New(o, nil, nil)
+	b, err := bus.New(o, nil, nil, bus.WithEmbedded(embedded.Start))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,17 @@ MUTATIONS = [
     ("subject-literal-published", "internal/archtest/subjects_test.go",
      "\t\treturn slices.Contains(roots, root)\n", "\t\treturn slices.Contains(roots, root) && false\n",
      [ARCH, "-run", "TestSubjectLiteralRuleFailsOnViolation"]),
+    ("link-rule-checks-packages", "internal/archtest/link_test.go",
+     "\t\t\tif under(p, allowed...) {\n", "\t\t\tif under(p, allowed...) || true {\n",
+     [ARCH, "-run", "RuleFailsOnViolation"]),
+    ("client-links-no-nats-server", "internal/archtest/link_test.go",
+     'var natsServerLinkers = append([]string{"bus/embedded"}, roots...)',
+     'var natsServerLinkers = append([]string{"bus/embedded", "bus"}, roots...)',
+     [ARCH, "-run", "TestNATSServerRuleFailsOnViolation"]),
+    ("only-store-links-sqlite", "internal/archtest/link_test.go",
+     'var sqliteLinkers = append([]string{"store", ',
+     'var sqliteLinkers = append([]string{"store", "api", "patrol", ',
+     [ARCH, "-run", "TestSQLiteRuleFailsOnViolation"]),
 ]
 
 if __name__ == "__main__":

@@ -9,34 +9,8 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store/records"
 )
-
-// ApprovalRecord is one stored write approval with the parked session it
-// resumes: the session's state machine snapshot, transcript and
-// conversation, kept as the JSON the assistant encoded.
-type ApprovalRecord struct {
-	ID         string
-	FindingID  string
-	SessionID  string
-	Attempt    int
-	ResourceID string
-	Action     string
-	Args       json.RawMessage
-	Risk       string
-	State      string
-	CreatedAt  time.Time
-	ExpiresAt  time.Time
-	DecidedAt  *time.Time
-	DecidedBy  string
-	Driver     string
-	Autonomy   string
-	StartedAt  time.Time
-	Turns      int
-	FSM        json.RawMessage
-	Transcript json.RawMessage
-	Messages   json.RawMessage
-	Reason     string
-}
 
 // Approval states the store filters on.
 const (
@@ -48,7 +22,7 @@ const approvalColumns = `id, finding_id, session_id, attempt, resource_id, actio
 	decided_at, decided_by, driver, autonomy, started_at, turns, fsm, transcript, messages, reason`
 
 // InsertApproval stores a new approval, undecided.
-func (s *Store) InsertApproval(ctx context.Context, ap ApprovalRecord) error {
+func (s *Store) InsertApproval(ctx context.Context, ap records.ApprovalRecord) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?,?)`,
 		ap.ID, ap.FindingID, ap.SessionID, ap.Attempt, ap.ResourceID, ap.Action, string(ap.Args), ap.Risk, ap.State,
 		fmtTime(ap.CreatedAt), fmtTime(ap.ExpiresAt), ap.Driver, ap.Autonomy, fmtTime(ap.StartedAt),
@@ -59,8 +33,8 @@ func (s *Store) InsertApproval(ctx context.Context, ap ApprovalRecord) error {
 	return nil
 }
 
-func scanApproval(sc scanner) (ApprovalRecord, error) {
-	var ap ApprovalRecord
+func scanApproval(sc scanner) (records.ApprovalRecord, error) {
+	var ap records.ApprovalRecord
 	var args, created, expires, started, fsm, tj, msgs string
 	var decided sql.NullString
 	err := sc.Scan(&ap.ID, &ap.FindingID, &ap.SessionID, &ap.Attempt, &ap.ResourceID, &ap.Action, &args, &ap.Risk, &ap.State, &created, &expires,
@@ -74,7 +48,7 @@ func scanApproval(sc scanner) (ApprovalRecord, error) {
 }
 
 // Approval returns one approval (findings.ErrNotFound when none has id).
-func (s *Store) Approval(ctx context.Context, id string) (ApprovalRecord, error) {
+func (s *Store) Approval(ctx context.Context, id string) (records.ApprovalRecord, error) {
 	ap, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ap, fmt.Errorf("approval %q: %w", id, findings.ErrNotFound)
@@ -88,7 +62,7 @@ func (s *Store) Approval(ctx context.Context, id string) (ApprovalRecord, error)
 // PendingApprovals returns the approvals still waiting at now, oldest
 // first: after the sort key (created_at, id) when given, at most limit
 // (0: every one).
-func (s *Store) PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]ApprovalRecord, error) {
+func (s *Store) PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]records.ApprovalRecord, error) {
 	where, args := `WHERE state = 'pending' AND expires_at > ?`, []any{fmtTime(now)}
 	if len(after) == 2 {
 		where += ` AND (created_at, id) > (?, ?)`
@@ -104,22 +78,22 @@ func (s *Store) PendingApprovals(ctx context.Context, now time.Time, after []str
 
 // DueApprovals lists the approvals still pending past their expiry at
 // now, oldest first.
-func (s *Store) DueApprovals(ctx context.Context, now time.Time) ([]ApprovalRecord, error) {
+func (s *Store) DueApprovals(ctx context.Context, now time.Time) ([]records.ApprovalRecord, error) {
 	return s.queryApprovals(ctx, `WHERE state = 'pending' AND expires_at <= ? ORDER BY created_at, id`, fmtTime(now))
 }
 
 // FindingApprovals lists every approval of a finding, oldest first.
-func (s *Store) FindingApprovals(ctx context.Context, findingID string) ([]ApprovalRecord, error) {
+func (s *Store) FindingApprovals(ctx context.Context, findingID string) ([]records.ApprovalRecord, error) {
 	return s.queryApprovals(ctx, `WHERE finding_id = ? ORDER BY created_at, id`, findingID)
 }
 
-func (s *Store) queryApprovals(ctx context.Context, where string, args ...any) ([]ApprovalRecord, error) {
+func (s *Store) queryApprovals(ctx context.Context, where string, args ...any) ([]records.ApprovalRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
 	defer rows.Close()
-	out := []ApprovalRecord{}
+	out := []records.ApprovalRecord{}
 	for rows.Next() {
 		ap, err := scanApproval(rows)
 		if err != nil {

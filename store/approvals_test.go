@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
-func approval(id, session string, created time.Time) store.ApprovalRecord {
-	return store.ApprovalRecord{
+func approval(id, session string, created time.Time) records.ApprovalRecord {
+	return records.ApprovalRecord{
 		ID: id, FindingID: "f1", SessionID: session, Attempt: 2, ResourceID: "vm/101", Action: "restart_service",
 		Args: json.RawMessage(`{"unit":"nginx"}`), Risk: "medium", State: "pending",
 		CreatedAt: created, ExpiresAt: created.Add(5 * time.Minute), Driver: "model", Autonomy: "approval",
@@ -26,7 +26,7 @@ func approval(id, session string, created time.Time) store.ApprovalRecord {
 func TestApprovalsRoundTripAndDecide(t *testing.T) {
 	st, ctx := openStore(t), context.Background()
 	a, b := approval("a1", "s1", now), approval("a2", "s2", now.Add(time.Second))
-	for _, ap := range []store.ApprovalRecord{a, b} {
+	for _, ap := range []records.ApprovalRecord{a, b} {
 		if err := st.InsertApproval(ctx, ap); err != nil {
 			t.Fatal(err)
 		}
@@ -34,12 +34,12 @@ func TestApprovalsRoundTripAndDecide(t *testing.T) {
 	if got, err := st.Approval(ctx, "a1"); err != nil || !reflect.DeepEqual(got, a) {
 		t.Fatalf("Approval = %+v, %v; want %+v", got, err, a)
 	}
-	if got, err := st.PendingApprovals(ctx, now, nil, 0); err != nil || !reflect.DeepEqual(got, []store.ApprovalRecord{a, b}) {
+	if got, err := st.PendingApprovals(ctx, now, nil, 0); err != nil || !reflect.DeepEqual(got, []records.ApprovalRecord{a, b}) {
 		t.Fatalf("PendingApprovals = %+v, %v", got, err)
 	}
 	// After a's sort key, one at a time.
 	after := []string{a.CreatedAt.UTC().Format(time.RFC3339Nano), a.ID}
-	if got, err := st.PendingApprovals(ctx, now, after, 1); err != nil || !reflect.DeepEqual(got, []store.ApprovalRecord{b}) {
+	if got, err := st.PendingApprovals(ctx, now, after, 1); err != nil || !reflect.DeepEqual(got, []records.ApprovalRecord{b}) {
 		t.Fatalf("PendingApprovals after a1 = %+v, %v", got, err)
 	}
 	if got, err := st.FindingApprovals(ctx, "f1"); err != nil || len(got) != 2 {
@@ -59,7 +59,7 @@ func TestApprovalsRoundTripAndDecide(t *testing.T) {
 	if got, err := st.Approval(ctx, "a1"); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("decided Approval = %+v, %v; want %+v", got, err, want)
 	}
-	if got, err := st.PendingApprovals(ctx, now, nil, 0); err != nil || !reflect.DeepEqual(got, []store.ApprovalRecord{b}) {
+	if got, err := st.PendingApprovals(ctx, now, nil, 0); err != nil || !reflect.DeepEqual(got, []records.ApprovalRecord{b}) {
 		t.Fatalf("PendingApprovals after decision = %+v, %v", got, err)
 	}
 
@@ -68,7 +68,7 @@ func TestApprovalsRoundTripAndDecide(t *testing.T) {
 	if ok, err := st.DecideApproval(ctx, "a2", "approved", "ops", late); err != nil || ok {
 		t.Fatalf("late approve = %v, %v; want false", ok, err)
 	}
-	if got, err := st.DueApprovals(ctx, late); err != nil || !reflect.DeepEqual(got, []store.ApprovalRecord{b}) {
+	if got, err := st.DueApprovals(ctx, late); err != nil || !reflect.DeepEqual(got, []records.ApprovalRecord{b}) {
 		t.Fatalf("DueApprovals = %+v, %v", got, err)
 	}
 	if ok, err := st.DecideApproval(ctx, "a2", "expired", "", late); err != nil || !ok {

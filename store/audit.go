@@ -4,30 +4,15 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/patrold/patrold/store/records"
 )
 
 // auditTimeLayout is fixed-width UTC, so stored audit times sort as text.
 const auditTimeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// AuditEvent is one audited mutating API call. It never holds the token,
-// only its name and TokenID.
-type AuditEvent struct {
-	At         time.Time `json:"at"`
-	TokenName  string    `json:"token_name"`
-	TokenID    string    `json:"token_id"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	Route      string    `json:"route"`
-	TargetKind string    `json:"target_kind,omitempty"`
-	TargetID   string    `json:"target_id,omitempty"`
-	Action     string    `json:"action,omitempty"`
-	Status     int       `json:"status"`
-	ErrorCode  string    `json:"error_code,omitempty"`
-	RemoteAddr string    `json:"remote_addr,omitempty"`
-}
-
 // InsertAudit appends one audit event.
-func (s *Store) InsertAudit(ctx context.Context, ev AuditEvent) error {
+func (s *Store) InsertAudit(ctx context.Context, ev records.AuditEvent) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_events
 		(at, token_name, token_id, method, path, route, target_kind, target_id, action, status, error_code, remote_addr)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
@@ -40,16 +25,16 @@ func (s *Store) InsertAudit(ctx context.Context, ev AuditEvent) error {
 }
 
 // AuditEvents returns the newest audit events first, at most limit.
-func (s *Store) AuditEvents(ctx context.Context, limit int) ([]AuditEvent, error) {
+func (s *Store) AuditEvents(ctx context.Context, limit int) ([]records.AuditEvent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT at, token_name, token_id, method, path, route, target_kind,
 		target_id, action, status, error_code, remote_addr FROM audit_events ORDER BY seq DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
 	defer rows.Close()
-	var out []AuditEvent
+	var out []records.AuditEvent
 	for rows.Next() {
-		var ev AuditEvent
+		var ev records.AuditEvent
 		var at string
 		if err := rows.Scan(&at, &ev.TokenName, &ev.TokenID, &ev.Method, &ev.Path, &ev.Route, &ev.TargetKind,
 			&ev.TargetID, &ev.Action, &ev.Status, &ev.ErrorCode, &ev.RemoteAddr); err != nil {

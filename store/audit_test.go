@@ -6,20 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 func TestAuditEventsNewestFirstAndPruned(t *testing.T) {
 	st, ctx := openStore(t), context.Background()
-	var want []store.AuditEvent
+	var want []records.AuditEvent
 	for i := range 3 {
-		ev := store.AuditEvent{At: now.Add(time.Duration(i) * time.Second), TokenName: "ops", TokenID: "t1", Method: "POST",
+		ev := records.AuditEvent{At: now.Add(time.Duration(i) * time.Second), TokenName: "ops", TokenID: "t1", Method: "POST",
 			Path: "/api/v1/findings/x/ack", Route: "finding_action", TargetKind: "finding", TargetID: "x", Action: "ack",
 			Status: 200 + i, ErrorCode: "", RemoteAddr: "127.0.0.1:1"}
 		if err := st.InsertAudit(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
-		want = append([]store.AuditEvent{ev}, want...)
+		want = append([]records.AuditEvent{ev}, want...)
 	}
 	if got, err := st.AuditEvents(ctx, 10); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("AuditEvents = %+v, %v; want %+v", got, err, want)

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store/records"
 )
-
-// Pruned counts the rows a prune deleted, by table.
-type Pruned map[string]int64
 
 // pruneTables are the tables Prune sweeps and what "old" means in each.
 // Each condition takes the cutoff as its one parameter.
@@ -38,8 +36,8 @@ func PruneTables() []string {
 
 // Prune deletes history older than its retention, PruneBatch rows per
 // statement, and returns what it deleted. A zero duration keeps the table.
-func (s *Store) Prune(ctx context.Context, now time.Time, r findings.Retention) (Pruned, error) {
-	out := Pruned{}
+func (s *Store) Prune(ctx context.Context, now time.Time, r findings.Retention) (records.Pruned, error) {
+	out := records.Pruned{}
 	for _, t := range pruneTables {
 		keep := t.keep(r)
 		if keep <= 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // TestPruneDeletesOnlyOldHistory: each table loses exactly its rows past
@@ -67,7 +68,7 @@ func TestPruneDeletesOnlyOldHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.Pruned{"runs": 2500, "audit_events": 1, "investigations": 1, "remediation_sessions": 1, "approvals": 1, "silences": 1}
+	want := records.Pruned{"runs": 2500, "audit_events": 1, "investigations": 1, "remediation_sessions": 1, "approvals": 1, "silences": 1}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("pruned %v, want %v", got, want)
 	}
@@ -88,7 +89,7 @@ func TestPruneDeletesOnlyOldHistory(t *testing.T) {
 	if !reflect.DeepEqual(left, wantLeft) {
 		t.Fatalf("left %v, want %v", left, wantLeft)
 	}
-	if again, _ := st.Prune(ctx, now, findings.DefaultRetention()); !reflect.DeepEqual(again, store.Pruned{"runs": 0, "audit_events": 0,
+	if again, _ := st.Prune(ctx, now, findings.DefaultRetention()); !reflect.DeepEqual(again, records.Pruned{"runs": 0, "audit_events": 0,
 		"investigations": 0, "remediation_sessions": 0, "approvals": 0, "silences": 0}) {
 		t.Fatalf("second prune: %v", again)
 	}

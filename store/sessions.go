@@ -8,21 +8,8 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store/records"
 )
-
-// SessionRecord is one stored remediation session. Transcript is the JSON
-// the assistant stored when the session finished ("" while it runs).
-type SessionRecord struct {
-	ID         string
-	FindingID  string
-	Attempt    int
-	Driver     string
-	Outcome    string
-	Summary    string
-	StartedAt  time.Time
-	FinishedAt *time.Time
-	Transcript string
-}
 
 // StartSession records a session as running (a resumed session again).
 func (s *Store) StartSession(ctx context.Context, id, findingID string, attempt int, driver string, startedAt time.Time) error {
@@ -35,20 +22,8 @@ func (s *Store) StartSession(ctx context.Context, id, findingID string, attempt 
 	return nil
 }
 
-// SessionEnd is how a session ended: its outcome and transcript, the model
-// exchange recorded so far ("" keeps the stored one) and what this stretch
-// of the session cost (added to what it cost before).
-type SessionEnd struct {
-	Outcome    string
-	Summary    string
-	FinishedAt time.Time
-	Transcript []byte
-	Exchange   []byte
-	CostUSD    float64
-}
-
 // FinishSession stores a session's end.
-func (s *Store) FinishSession(ctx context.Context, id string, end SessionEnd) error {
+func (s *Store) FinishSession(ctx context.Context, id string, end records.SessionEnd) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ?,
 		exchange = CASE WHEN ? = '' THEN exchange ELSE ? END, cost_usd = cost_usd + ? WHERE id = ?`,
 		end.Outcome, end.Summary, fmtTime(end.FinishedAt), string(end.Transcript), string(end.Exchange), string(end.Exchange), end.CostUSD, id)
@@ -59,17 +34,17 @@ func (s *Store) FinishSession(ctx context.Context, id string, end SessionEnd) er
 }
 
 // Session returns one stored session (findings.ErrNotFound when none).
-func (s *Store) Session(ctx context.Context, id string) (SessionRecord, error) {
+func (s *Store) Session(ctx context.Context, id string) (records.SessionRecord, error) {
 	return s.querySession(ctx, "WHERE id = ?", id)
 }
 
 // LastSession returns the most recent session of a finding's attempt.
-func (s *Store) LastSession(ctx context.Context, findingID string, attempt int) (SessionRecord, error) {
+func (s *Store) LastSession(ctx context.Context, findingID string, attempt int) (records.SessionRecord, error) {
 	return s.querySession(ctx, "WHERE finding_id = ? AND attempt = ? ORDER BY started_at DESC, id DESC LIMIT 1", findingID, attempt)
 }
 
-func (s *Store) querySession(ctx context.Context, where string, args ...any) (SessionRecord, error) {
-	var r SessionRecord
+func (s *Store) querySession(ctx context.Context, where string, args ...any) (records.SessionRecord, error) {
+	var r records.SessionRecord
 	var started string
 	var finished sql.NullString
 	err := s.db.QueryRowContext(ctx, `SELECT id, finding_id, attempt, driver, outcome, summary, started_at, finished_at, transcript

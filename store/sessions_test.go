@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 func TestSessionsRoundTrip(t *testing.T) {
@@ -18,7 +18,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 	if err := st.StartSession(ctx, "s1", "f1", 1, "model", started); err != nil {
 		t.Fatal(err)
 	}
-	running := store.SessionRecord{ID: "s1", FindingID: "f1", Attempt: 1, Driver: "model", StartedAt: started, Transcript: "{}"}
+	running := records.SessionRecord{ID: "s1", FindingID: "f1", Attempt: 1, Driver: "model", StartedAt: started, Transcript: "{}"}
 	if got, err := st.Session(ctx, "s1"); err != nil || !reflect.DeepEqual(got, running) {
 		t.Fatalf("Session(running) = %+v, %v; want %+v", got, err, running)
 	}
@@ -27,7 +27,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 	}
 
 	finished := now.Add(time.Minute)
-	end := store.SessionEnd{Outcome: "fix_queued", Summary: "waiting", FinishedAt: finished,
+	end := records.SessionEnd{Outcome: "fix_queued", Summary: "waiting", FinishedAt: finished,
 		Transcript: []byte(`{"session_id":"s1"}`), Exchange: []byte(`{"exchanges":[1]}`), CostUSD: 1.5}
 	if err := st.FinishSession(ctx, "s1", end); err != nil {
 		t.Fatal(err)
@@ -40,13 +40,13 @@ func TestSessionsRoundTrip(t *testing.T) {
 	if got, err := st.Session(ctx, "s1"); err != nil || got.Outcome != "" || got.FinishedAt != nil {
 		t.Fatalf("resumed Session = %+v, %v; want running", got, err)
 	}
-	end2 := store.SessionEnd{Outcome: "fix_verified", Summary: "restarted", FinishedAt: finished.Add(time.Minute),
+	end2 := records.SessionEnd{Outcome: "fix_verified", Summary: "restarted", FinishedAt: finished.Add(time.Minute),
 		Transcript: []byte(`{"session_id":"s1","steps":[]}`), CostUSD: 0.5}
 	if err := st.FinishSession(ctx, "s1", end2); err != nil {
 		t.Fatal(err)
 	}
 	fin := end2.FinishedAt
-	want := store.SessionRecord{ID: "s1", FindingID: "f1", Attempt: 1, Driver: "model", Outcome: "fix_verified", Summary: "restarted",
+	want := records.SessionRecord{ID: "s1", FindingID: "f1", Attempt: 1, Driver: "model", Outcome: "fix_verified", Summary: "restarted",
 		StartedAt: started, FinishedAt: &fin, Transcript: `{"session_id":"s1","steps":[]}`}
 	if got, err := st.Session(ctx, "s1"); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Session = %+v, %v; want %+v", got, err, want)

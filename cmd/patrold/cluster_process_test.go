@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )

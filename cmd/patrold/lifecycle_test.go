@@ -15,9 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/internal/dirlock"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
@@ -121,11 +121,11 @@ func TestRunBesideDaemonGoesThroughItsAPI(t *testing.T) {
 // for an external one the daemons share.
 func startExternalNATS(t *testing.T) (string, func()) {
 	t.Helper()
-	opts, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	opts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartEmbedded(opts, nil)
+	srv, err := embedded.StartServer(opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Client is assistant.Store (and assistant.RunLedger) over NATS: a worker's
@@ -118,18 +118,18 @@ func (c *Client) StartSession(ctx context.Context, id, findingID string, attempt
 }
 
 // FinishSession stores a session's end.
-func (c *Client) FinishSession(ctx context.Context, id string, end store.SessionEnd) error {
+func (c *Client) FinishSession(ctx context.Context, id string, end records.SessionEnd) error {
 	return done(call[empty](ctx, c, contracts.SessionMethodFinishSession, finishArg{ID: id, End: end}))
 }
 
 // Session returns one stored session.
-func (c *Client) Session(ctx context.Context, id string) (store.SessionRecord, error) {
-	return call[store.SessionRecord](ctx, c, contracts.SessionMethodSession, idArg{ID: id})
+func (c *Client) Session(ctx context.Context, id string) (records.SessionRecord, error) {
+	return call[records.SessionRecord](ctx, c, contracts.SessionMethodSession, idArg{ID: id})
 }
 
 // LastSession returns the latest session of a finding's attempt.
-func (c *Client) LastSession(ctx context.Context, findingID string, attempt int) (store.SessionRecord, error) {
-	return call[store.SessionRecord](ctx, c, contracts.SessionMethodLastSession, lastArg{FindingID: findingID, Attempt: attempt})
+func (c *Client) LastSession(ctx context.Context, findingID string, attempt int) (records.SessionRecord, error) {
+	return call[records.SessionRecord](ctx, c, contracts.SessionMethodLastSession, lastArg{FindingID: findingID, Attempt: attempt})
 }
 
 // SessionCost is what a session spent so far.
@@ -153,29 +153,29 @@ func (c *Client) SessionExchange(ctx context.Context, id string) (string, error)
 }
 
 // InsertApproval stores a pending approval.
-func (c *Client) InsertApproval(ctx context.Context, ap store.ApprovalRecord) error {
+func (c *Client) InsertApproval(ctx context.Context, ap records.ApprovalRecord) error {
 	return done(call[empty](ctx, c, contracts.SessionMethodInsertApproval, toWire(ap)))
 }
 
 // Approval returns one approval.
-func (c *Client) Approval(ctx context.Context, id string) (store.ApprovalRecord, error) {
+func (c *Client) Approval(ctx context.Context, id string) (records.ApprovalRecord, error) {
 	w, err := call[approvalWire](ctx, c, contracts.SessionMethodApproval, idArg{ID: id})
 	return fromWire(w), err
 }
 
 // PendingApprovals pages the pending approvals.
-func (c *Client) PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]store.ApprovalRecord, error) {
-	return records(call[[]approvalWire](ctx, c, contracts.SessionMethodPendingApprovals, pendingArg{Now: now, After: after, Limit: limit}))
+func (c *Client) PendingApprovals(ctx context.Context, now time.Time, after []string, limit int) ([]records.ApprovalRecord, error) {
+	return approvalRecords(call[[]approvalWire](ctx, c, contracts.SessionMethodPendingApprovals, pendingArg{Now: now, After: after, Limit: limit}))
 }
 
 // FindingApprovals lists a finding's approvals.
-func (c *Client) FindingApprovals(ctx context.Context, findingID string) ([]store.ApprovalRecord, error) {
-	return records(call[[]approvalWire](ctx, c, contracts.SessionMethodFindingApprovals, idArg{ID: findingID}))
+func (c *Client) FindingApprovals(ctx context.Context, findingID string) ([]records.ApprovalRecord, error) {
+	return approvalRecords(call[[]approvalWire](ctx, c, contracts.SessionMethodFindingApprovals, idArg{ID: findingID}))
 }
 
 // DueApprovals lists pending approvals past their expiry.
-func (c *Client) DueApprovals(ctx context.Context, now time.Time) ([]store.ApprovalRecord, error) {
-	return records(call[[]approvalWire](ctx, c, contracts.SessionMethodDueApprovals, nowArg{Now: now}))
+func (c *Client) DueApprovals(ctx context.Context, now time.Time) ([]records.ApprovalRecord, error) {
+	return approvalRecords(call[[]approvalWire](ctx, c, contracts.SessionMethodDueApprovals, nowArg{Now: now}))
 }
 
 // DecideApproval moves a pending approval to state.
@@ -183,11 +183,11 @@ func (c *Client) DecideApproval(ctx context.Context, id, state, actor string, no
 	return call[bool](ctx, c, contracts.SessionMethodDecideApproval, decideArg{ID: id, State: state, Actor: actor, Now: now})
 }
 
-func records(ws []approvalWire, err error) ([]store.ApprovalRecord, error) {
+func approvalRecords(ws []approvalWire, err error) ([]records.ApprovalRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.ApprovalRecord, len(ws))
+	out := make([]records.ApprovalRecord, len(ws))
 	for i, w := range ws {
 		out[i] = fromWire(w)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // Defaults.
@@ -78,8 +79,8 @@ type (
 		StartedAt time.Time `json:"started_at"`
 	}
 	finishArg struct {
-		ID  string           `json:"id"`
-		End store.SessionEnd `json:"end"`
+		ID  string             `json:"id"`
+		End records.SessionEnd `json:"end"`
 	}
 	lastArg struct {
 		FindingID string `json:"finding_id"`
@@ -142,8 +143,8 @@ func (h handlers) table() map[string]func(micro.Request) {
 		contracts.SessionMethodFinishSession: endpoint(h, func(ctx context.Context, a finishArg) (empty, error) {
 			return empty{}, b.FinishSession(ctx, a.ID, a.End)
 		}),
-		contracts.SessionMethodSession: endpoint(h, func(ctx context.Context, a idArg) (store.SessionRecord, error) { return b.Session(ctx, a.ID) }),
-		contracts.SessionMethodLastSession: endpoint(h, func(ctx context.Context, a lastArg) (store.SessionRecord, error) {
+		contracts.SessionMethodSession: endpoint(h, func(ctx context.Context, a idArg) (records.SessionRecord, error) { return b.Session(ctx, a.ID) }),
+		contracts.SessionMethodLastSession: endpoint(h, func(ctx context.Context, a lastArg) (records.SessionRecord, error) {
 			return b.LastSession(ctx, a.FindingID, a.Attempt)
 		}),
 		contracts.SessionMethodSessionCost: endpoint(h, func(ctx context.Context, a idArg) (float64, error) { return b.SessionCost(ctx, a.ID) }),
@@ -237,21 +238,21 @@ func headerSafe(s string) string {
 // empty column travels as "" (not as a JSON value it is not) and arrives
 // as the same bytes the store holds.
 type approvalWire struct {
-	store.ApprovalRecord
+	records.ApprovalRecord
 	Args, FSM, Transcript, Messages string
 }
 
-func toWire(a store.ApprovalRecord) approvalWire {
+func toWire(a records.ApprovalRecord) approvalWire {
 	return approvalWire{ApprovalRecord: a, Args: string(a.Args), FSM: string(a.FSM), Transcript: string(a.Transcript), Messages: string(a.Messages)}
 }
 
-func fromWire(w approvalWire) store.ApprovalRecord {
+func fromWire(w approvalWire) records.ApprovalRecord {
 	a := w.ApprovalRecord
 	a.Args, a.FSM, a.Transcript, a.Messages = json.RawMessage(w.Args), json.RawMessage(w.FSM), json.RawMessage(w.Transcript), json.RawMessage(w.Messages)
 	return a
 }
 
-func toWires(rs []store.ApprovalRecord, err error) ([]approvalWire, error) {
+func toWires(rs []records.ApprovalRecord, err error) ([]approvalWire, error) {
 	out := make([]approvalWire, len(rs))
 	for i, r := range rs {
 		out[i] = toWire(r)

@@ -16,14 +16,15 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/natstest"
 	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 const prefix = "patrol"
@@ -142,7 +143,7 @@ func TestClientAnswersAsTheStore(t *testing.T) {
 	if err := c.StartSession(ctx, "s1", r.f.ID, 1, "playbook", t0); err != nil {
 		t.Fatal(err)
 	}
-	end := store.SessionEnd{Outcome: "cannot_fix", Summary: "no action applies", FinishedAt: t0.Add(time.Minute),
+	end := records.SessionEnd{Outcome: "cannot_fix", Summary: "no action applies", FinishedAt: t0.Add(time.Minute),
 		Transcript: []byte(`{"steps":[]}`), Exchange: []byte(`{"calls":[]}`), CostUSD: 0.25}
 	if err := c.FinishSession(ctx, "s1", end); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestClientAnswersAsTheStore(t *testing.T) {
 		t.Fatalf("exchange = %q, %v", ex, err)
 	}
 
-	ap := store.ApprovalRecord{ID: "a1", FindingID: r.f.ID, SessionID: "s1", Attempt: 1, ResourceID: r.f.ResourceID,
+	ap := records.ApprovalRecord{ID: "a1", FindingID: r.f.ID, SessionID: "s1", Attempt: 1, ResourceID: r.f.ResourceID,
 		Action: "restart", Args: json.RawMessage(`{"target":"x"}`), Risk: "medium", State: "pending", CreatedAt: t0,
 		ExpiresAt: t0.Add(time.Hour), Driver: "playbook", Autonomy: "approval", StartedAt: t0, Turns: 2,
 		FSM: json.RawMessage(`{"state":"waiting"}`), Reason: "needs an operator"}
@@ -197,15 +198,15 @@ func TestClientAnswersAsTheStore(t *testing.T) {
 	equal(t, "approval", gotA, wantA)
 	for _, tc := range []struct {
 		name string
-		call func() ([]store.ApprovalRecord, error)
-		want func() ([]store.ApprovalRecord, error)
+		call func() ([]records.ApprovalRecord, error)
+		want func() ([]records.ApprovalRecord, error)
 	}{
-		{"pending", func() ([]store.ApprovalRecord, error) { return c.PendingApprovals(ctx, t0, nil, 10) },
-			func() ([]store.ApprovalRecord, error) { return st.PendingApprovals(ctx, t0, nil, 10) }},
-		{"finding", func() ([]store.ApprovalRecord, error) { return c.FindingApprovals(ctx, r.f.ID) },
-			func() ([]store.ApprovalRecord, error) { return st.FindingApprovals(ctx, r.f.ID) }},
-		{"due", func() ([]store.ApprovalRecord, error) { return c.DueApprovals(ctx, t0.Add(2*time.Hour)) },
-			func() ([]store.ApprovalRecord, error) { return st.DueApprovals(ctx, t0.Add(2*time.Hour)) }},
+		{"pending", func() ([]records.ApprovalRecord, error) { return c.PendingApprovals(ctx, t0, nil, 10) },
+			func() ([]records.ApprovalRecord, error) { return st.PendingApprovals(ctx, t0, nil, 10) }},
+		{"finding", func() ([]records.ApprovalRecord, error) { return c.FindingApprovals(ctx, r.f.ID) },
+			func() ([]records.ApprovalRecord, error) { return st.FindingApprovals(ctx, r.f.ID) }},
+		{"due", func() ([]records.ApprovalRecord, error) { return c.DueApprovals(ctx, t0.Add(2*time.Hour)) },
+			func() ([]records.ApprovalRecord, error) { return st.DueApprovals(ctx, t0.Add(2*time.Hour)) }},
 	} {
 		got, err := tc.call()
 		if err != nil {

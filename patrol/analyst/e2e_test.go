@@ -22,6 +22,7 @@ import (
 	"github.com/patrold/patrold/patrol/analyst"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // runPatrol runs one patrol over small-faults.json with a real SQLite
@@ -245,7 +246,7 @@ func TestSessionSpendCountsInTheRunsDayBudget(t *testing.T) {
 	if err := st.StartSession(ctx, "s1", "f1", 1, "model", testNow.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.FinishSession(ctx, "s1", store.SessionEnd{Outcome: "cannot_fix", FinishedAt: testNow.Add(-50 * time.Minute),
+	if err := st.FinishSession(ctx, "s1", records.SessionEnd{Outcome: "cannot_fix", FinishedAt: testNow.Add(-50 * time.Minute),
 		Transcript: []byte(`{}`), CostUSD: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/findings"
 )
 
 // FreePort is a TCP port on 127.0.0.1 that was free a moment ago.
@@ -38,11 +37,11 @@ func FreePort(t testing.TB) int {
 // ends.
 func Server(t testing.TB) *server.Server {
 	t.Helper()
-	o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+	o, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := bus.StartEmbedded(o, nil)
+	srv, err := embedded.StartServer(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +75,7 @@ func ClusterServers(t testing.TB, n int) []*server.Server {
 	srvs := make([]*server.Server, 0, n)
 	urls := make([]string, 0, n)
 	for i := range n {
-		o, err := bus.EmbeddedServerOptions("127.0.0.1:0", t.TempDir())
+		o, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,13 +187,13 @@ func ReadStream(t testing.TB, url string) Counts {
 			Attempt   int                 `json:"attempt"`
 		}
 		switch ev.Type {
-		case contracts.TypeFindingPrefix + findings.EventOpened, contracts.TypeRemediationRequest, contracts.TypeRemediationOutcome:
+		case contracts.TypeFindingPrefix + string(contracts.FindingOpened), contracts.TypeRemediationRequest, contracts.TypeRemediationOutcome:
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				t.Fatalf("stream seq %d (%s): data: %v", seq, ev.Type, err)
 			}
 		}
 		switch ev.Type {
-		case contracts.TypeFindingPrefix + findings.EventOpened:
+		case contracts.TypeFindingPrefix + string(contracts.FindingOpened):
 			c.Opened[d.Finding.ID]++
 		case contracts.TypeRemediationRequest:
 			c.Requests[fmt.Sprintf("%s/%d", d.FindingID, d.Attempt)]++

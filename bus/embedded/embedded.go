@@ -1,4 +1,8 @@
-package bus
+// Package embedded runs patrold's in-process NATS server: JetStream on,
+// files under a store directory, no signals and no monitoring port. Only
+// the composition root (an empty nats.url) and tests link it, so the
+// client transport (package bus) does not link nats-server.
+package embedded
 
 import (
 	"errors"
@@ -11,16 +15,16 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// EmbeddedReadyTimeout bounds the wait for the embedded server to accept
+// ReadyTimeout bounds the wait for the embedded server to accept
 // connections.
-const EmbeddedReadyTimeout = 10 * time.Second
+const ReadyTimeout = 10 * time.Second
 
 const embeddedServerName = "patrold"
 
-// EmbeddedServerOptions are the nats-server options of the embedded server:
+// ServerOptions are the nats-server options of the embedded server:
 // JetStream on, files under storeDir, listening on listen ("host:port"; port
 // 0 picks a free port). Tests use it to run the same server kind.
-func EmbeddedServerOptions(listen, storeDir string) (*server.Options, error) {
+func ServerOptions(listen, storeDir string) (*server.Options, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("nats.embedded.listen: %q is not host:port: %w", listen, err)
@@ -47,9 +51,9 @@ func EmbeddedServerOptions(listen, storeDir string) (*server.Options, error) {
 	}, nil
 }
 
-// StartEmbedded starts an in-process nats-server with the given options and
+// StartServer starts an in-process nats-server with the given options and
 // waits until it accepts connections. logger may be nil.
-func StartEmbedded(opts *server.Options, logger *slog.Logger) (*server.Server, error) {
+func StartServer(opts *server.Options, logger *slog.Logger) (*server.Server, error) {
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -58,11 +62,22 @@ func StartEmbedded(opts *server.Options, logger *slog.Logger) (*server.Server, e
 		srv.SetLoggerV2(serverLogger{logger.With("component", "nats_server")}, false, false, false)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(EmbeddedReadyTimeout) {
+	if !srv.ReadyForConnections(ReadyTimeout) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("embedded nats: not ready to accept connections on %s:%d within %s", opts.Host, opts.Port, EmbeddedReadyTimeout)
+		return nil, fmt.Errorf("embedded nats: not ready to accept connections on %s:%d within %s", opts.Host, opts.Port, ReadyTimeout)
 	}
 	return srv, nil
+}
+
+// Start starts the embedded server of the `nats.embedded` section:
+// listening on listen, its files under storeDir. It is what the
+// composition root passes to bus.WithEmbedded.
+func Start(listen, storeDir string, logger *slog.Logger) (*server.Server, error) {
+	opts, err := ServerOptions(listen, storeDir)
+	if err != nil {
+		return nil, err
+	}
+	return StartServer(opts, logger)
 }
 
 // serverLogger adapts slog to nats-server's Logger. Notices are logged at
