@@ -107,9 +107,40 @@ type disk struct {
 // smart is the answer of GET /nodes/{node}/disks/smart.
 type smart struct {
 	Health     string      `json:"health"`
-	Type       string      `json:"type"` // "ata" (attributes) or "text" (NVMe and others)
+	Type       string      `json:"type"` // "ata" (attributes) or "text" (NVMe, SAS and others)
 	Attributes []smartAttr `json:"attributes"`
 	Text       string      `json:"text"`
+	Wearout    number      `json:"wearout"` // percent of life left, when PVE computed it
+}
+
+// zpool is one entry of GET /nodes/{node}/disks/zfs.
+type zpool struct {
+	Name   string `json:"name"`
+	Size   number `json:"size"`
+	Alloc  number `json:"alloc"`
+	Free   number `json:"free"`
+	Health string `json:"health"` // ONLINE, DEGRADED, FAULTED, ...
+}
+
+// zpoolDetail is the answer of GET /nodes/{node}/disks/zfs/{name}: zpool
+// status as a tree of vdevs.
+type zpoolDetail struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Errors   string `json:"errors"`
+	Children []vdev `json:"children"`
+}
+
+// vdev is one line of the zpool status tree. Counters come as numbers
+// (PVE 8) or strings (PVE 7).
+type vdev struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Read     number `json:"read"`
+	Write    number `json:"write"`
+	Cksum    number `json:"cksum"`
+	Msg      string `json:"msg"`
+	Children []vdev `json:"children"`
 }
 
 type smartAttr struct {

@@ -34,6 +34,7 @@ func synthetic(nodes, guests int) map[string]string {
 		}
 		out["nodes/"+node+"/tasks"] = "[" + strings.Join(tasks, ",") + "]"
 		out["nodes/"+node+"/disks/list"] = `[{"devpath":"/dev/sda","type":"ssd","health":"PASSED","wearout":97},{"devpath":"/dev/sdb","type":"hdd","health":"PASSED","wearout":"N/A"}]`
+		out["nodes/"+node+"/disks/zfs"] = `[]`
 		out["nodes/"+node+"/disks/smart"] = `{"health":"PASSED","type":"ata","attributes":[{"id":"  5","raw":"0"},{"id":"197","raw":"0"},{"id":"194","raw":"35"}]}`
 	}
 	out["cluster/resources"] = "[" + strings.Join(res, ",") + "]"

@@ -154,9 +154,13 @@ func smartOf(d disk, s *smart) *snapshot.Smart {
 	if out.Health == "" {
 		out.Health = strings.ToUpper(strings.TrimSpace(d.Health))
 	}
-	if d.Wearout.set && d.Wearout.v >= 0 && d.Wearout.v <= 100 {
-		w := int64(d.Wearout.v)
-		out.WearoutPercent = &w
+	// Life left: the disk list's, else the SMART answer's own.
+	for _, w := range []number{d.Wearout, s.Wearout} {
+		if w.set && w.v >= 0 && w.v <= 100 {
+			left := int64(w.v)
+			out.WearoutPercent = &left
+			break
+		}
 	}
 	var airflow *int64
 	for _, a := range s.Attributes {
@@ -187,23 +191,45 @@ func smartOf(d disk, s *smart) *snapshot.Smart {
 		out.TemperatureC = airflow
 	}
 	if s.Type == "text" {
-		nvmeText(s.Text, out)
+		smartText(s.Text, out)
 	}
 	return out
 }
 
-// nvmeText reads smartctl's NVMe health log as PVE passes it through.
-func nvmeText(text string, out *snapshot.Smart) {
+// smartText reads smartctl's text report as PVE passes it through: the
+// NVMe health log and the SAS (SCSI) error counters.
+func smartText(text string, out *snapshot.Smart) {
 	for _, line := range strings.Split(text, "\n") {
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
-		n, ok := leadingInt(strings.ReplaceAll(strings.TrimSpace(val), ",", ""))
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		switch key {
+		case "Critical Warning":
+			// A hex byte, "0x04".
+			if w, err := strconv.ParseInt(strings.TrimPrefix(strings.ToLower(val), "0x"), 16, 64); err == nil && w >= 0 {
+				out.NVMeCriticalWarning = w
+			}
+			continue
+		case "SMART Health Status":
+			// SAS: "OK", or the failure's words.
+			if out.Health == "" {
+				out.Health = strings.ToUpper(val)
+			}
+			continue
+		}
+		n, ok := leadingInt(strings.ReplaceAll(val, ",", ""))
 		if !ok {
 			continue
 		}
-		switch strings.TrimSpace(key) {
+		switch key {
+		case "Elements in grown defect list":
+			out.GrownDefects = n
+		case "Current Drive Temperature":
+			if out.TemperatureC == nil {
+				out.TemperatureC = &n
+			}
 		case "Media and Data Integrity Errors":
 			out.MediaErrors = n
 		case "Temperature":
@@ -217,6 +243,72 @@ func nvmeText(text string, out *snapshot.Smart) {
 			}
 		}
 	}
+}
+
+// poolResource maps a ZFS pool: its capacity as usage_percent, its state
+// (the status tree's, else the list's) and its error counters.
+func poolResource(node string, p poolRead) snapshot.Resource {
+	out := snapshot.Resource{ID: "storage/" + node + "/zpool/" + p.pool.Name, Kind: snapshot.KindStorage, Name: p.pool.Name,
+		Parent: "node/" + node, Status: snapshot.StatusOnline, Labels: map[string]string{"type": "zpool"}}
+	state := strings.ToUpper(strings.TrimSpace(p.pool.Health))
+	z := &snapshot.ZFS{}
+	if d := p.detail; d != nil {
+		if st := strings.ToUpper(strings.TrimSpace(d.State)); st != "" {
+			state = st
+		}
+		z.ReadErrors, z.WriteErrors, z.ChecksumErrors = poolErrors(d)
+	}
+	z.State = state
+	out.ZFS = z
+	switch state {
+	case "FAULTED", "UNAVAIL", "SUSPENDED", "OFFLINE", "REMOVED":
+		out.Status = snapshot.StatusOffline
+	default:
+		if p.pool.Size.set && p.pool.Alloc.set {
+			out.Metrics = snapshot.Metrics{}
+			setPercent(&out.Metrics, snapshot.MetricUsage, p.pool.Alloc.v, p.pool.Size.v)
+		}
+	}
+	return out
+}
+
+// poolErrors are the pool's read, write and checksum errors: for each,
+// the larger of the pool's own line and the sum over its devices (zpool
+// counts an error on the device it happened on, and some on the pool
+// alone).
+func poolErrors(d *zpoolDetail) (r, w, c int64) {
+	var leaves [3]int64
+	var walk func(vs []vdev)
+	walk = func(vs []vdev) {
+		for _, v := range vs {
+			if len(v.Children) > 0 {
+				walk(v.Children)
+				continue
+			}
+			leaves[0] += count(v.Read)
+			leaves[1] += count(v.Write)
+			leaves[2] += count(v.Cksum)
+		}
+	}
+	var own [3]int64
+	for _, top := range d.Children {
+		if top.Name == d.Name {
+			own = [3]int64{count(top.Read), count(top.Write), count(top.Cksum)}
+			walk(top.Children)
+			continue
+		}
+		walk([]vdev{top})
+	}
+	return max(own[0], leaves[0]), max(own[1], leaves[1]), max(own[2], leaves[2])
+}
+
+// count is a non-negative whole counter (absent, negative or not a
+// number is 0; a huge one is capped).
+func count(n number) int64 {
+	if !n.set || n.v <= 0 || math.IsNaN(n.v) {
+		return 0
+	}
+	return int64(min(n.v, 1<<53))
 }
 
 // leadingInt parses the integer a raw SMART value starts with

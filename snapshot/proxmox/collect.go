@@ -123,7 +123,8 @@ func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []n
 	return work
 }
 
-// build maps everything read into resources: nodes, guests, storage, disks.
+// build maps everything read into resources: nodes, guests, storage, ZFS
+// pools, disks.
 func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
 	var out []snapshot.Resource
 	for _, name := range cl.names {
@@ -152,14 +153,19 @@ func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jo
 	for _, st := range cl.storages {
 		out = append(out, storageResource(st))
 	}
-	var disks []snapshot.Resource
+	var pools, disks []snapshot.Resource
 	for _, name := range cl.names {
 		if res := byNode[name]; res != nil {
+			for _, p := range res.pools {
+				pools = append(pools, poolResource(name, p))
+			}
 			for _, d := range res.disks {
 				disks = append(disks, diskResource(name, d))
 			}
 		}
 	}
+	sort.Slice(pools, func(i, j int) bool { return pools[i].ID < pools[j].ID })
+	out = append(out, pools...)
 	sort.Slice(disks, func(i, j int) bool { return disks[i].ID < disks[j].ID })
 	return append(out, disks...)
 }

@@ -37,7 +37,7 @@ func TestNodeTimesOut(t *testing.T) {
 	golden(t, "timeout.golden.json", collected{Snapshot: snap, Problems: problems})
 	unreachable := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
 		Problem: "node pve2: node unreachable: no answer within 300ms (source.proxmox.timeout); " +
-			"the rest of node pve2 (disks, SMART, vzdump tasks, backup volumes, guest addresses) was not read"}
+			"the rest of node pve2 (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest addresses) was not read"}
 	if !slices.Contains(problems, unreachable) {
 		t.Errorf("problems %+v lack %+v", problems, unreachable)
 	}
@@ -50,7 +50,7 @@ func TestNodeTimesOut(t *testing.T) {
 	// the one unanswered request of pve2.
 	counts := map[string][3]int{ // outcomes error, ok, unreachable
 		"cluster_resources": {0, 1, 0}, "cluster_backup": {0, 1, 0}, "disks_list": {0, 1, 1}, "disks_smart": {0, 2, 0},
-		"tasks": {0, 1, 0}, "task_log": {0, 1, 0}, "storage_content": {0, 1, 0}, "guest_agent": {1, 1, 0},
+		"disks_zfs": {0, 1, 0}, "disks_zfs_pool": {0, 1, 0}, "tasks": {0, 1, 0}, "task_log": {0, 1, 0}, "storage_content": {0, 1, 0}, "guest_agent": {1, 1, 0},
 	}
 	want := "# HELP patrold_source_proxmox_requests_total Proxmox VE API requests of the proxmox snapshot source by endpoint family and outcome.\n" +
 		"# TYPE patrold_source_proxmox_requests_total counter\n"
@@ -162,8 +162,8 @@ func TestTLSVerification(t *testing.T) {
 			switch {
 			case c.err == "" && err != nil:
 				t.Fatalf("Collect: %v", err)
-			case c.err == "" && len(snap.Resources) != 18:
-				t.Fatalf("%d resources, want 18", len(snap.Resources))
+			case c.err == "" && len(snap.Resources) != 22:
+				t.Fatalf("%d resources, want 22", len(snap.Resources))
 			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 				t.Fatalf("err = %v, want it to contain %q", err, c.err)
 			}
@@ -216,6 +216,37 @@ func TestMalformedAnswers(t *testing.T) {
 			t.Errorf("container/200 = %+v", r)
 		}
 	})
+}
+
+// TestPoolStatusFailureLeavesPoolOut: a pool whose status was not read is
+// not reported (it would read as healthy), the failure is a problem, and
+// the rest of the node is read.
+func TestPoolStatusFailureLeavesPoolOut(t *testing.T) {
+	fake, srv := newFake(t)
+	fake.fail["nodes/pve2/disks/zfs/tank"] = true
+	snap, problems, err := newSource(t, testOptions(t, srv)).Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []snapshot.Problem{
+		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
+		{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/zfs/tank", Problem: "node pve2: HTTP 500 storage 'nfs-backup' is not online"},
+	}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems:\n got %+v\nwant %+v", problems, want)
+	}
+	full := readGolden(t, "cluster.golden.json")
+	kept := full.Snapshot.Resources[:0]
+	for _, r := range full.Snapshot.Resources {
+		if r.ID != "storage/pve2/zpool/tank" {
+			kept = append(kept, r)
+		}
+	}
+	full.Snapshot.Resources = kept
+	if !reflect.DeepEqual(snap, full.Snapshot) {
+		got, _ := snapshot.Encode(snap)
+		t.Errorf("snapshot differs from the full one without the pool:\n%s", got)
+	}
 }
 
 func find(s *snapshot.Snapshot, id string) *snapshot.Resource {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/patrold/patrold/snapshot"
@@ -157,6 +158,23 @@ func FuzzAgent(f *testing.F) {
 			if _, _, err := net.SplitHostPort(a); err != nil {
 				t.Fatalf("address %q: %v", a, err)
 			}
+		}
+	})
+}
+
+func FuzzZFS(f *testing.F) {
+	seedData(f, "nodes/pve1/disks/zfs.json", "nodes/pve2/disks/zfs.json", "nodes/pve1/disks/zfs/rpool.json", "nodes/pve2/disks/zfs/tank.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if pools, err := decodeList[zpool](data); err == nil {
+			var rs []snapshot.Resource
+			for i, p := range pools {
+				p.Name = "p" + string(rune('a'+i%26)) + strconv.Itoa(i)
+				rs = append(rs, poolResource("pve1", poolRead{pool: p}))
+			}
+			valid(t, rs)
+		}
+		if det, err := decodeOne[zpoolDetail](data); err == nil {
+			valid(t, []snapshot.Resource{poolResource("pve1", poolRead{pool: zpool{Name: "rpool"}, detail: &det})})
 		}
 	})
 }

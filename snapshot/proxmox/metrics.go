@@ -10,7 +10,7 @@ import (
 
 // Endpoint families, the values of the endpoint label.
 var endpointFamilies = []string{"cluster_resources", "cluster_backup", "disks_list", "disks_smart",
-	"tasks", "task_log", "storage_content", "guest_agent"}
+	"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_agent"}
 
 // Request outcomes, the values of the outcome label.
 const (
@@ -89,6 +89,10 @@ func endpointFamily(s []string) string {
 		return "disks_list"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "smart":
 		return "disks_smart"
+	case len(s) == 4 && s[2] == "disks" && s[3] == "zfs":
+		return "disks_zfs"
+	case len(s) == 5 && s[2] == "disks" && s[3] == "zfs":
+		return "disks_zfs_pool"
 	case len(s) == 3 && s[2] == "tasks":
 		return "tasks"
 	case len(s) == 5 && s[2] == "tasks" && s[4] == "log":

@@ -32,6 +32,7 @@ type nodeWork struct {
 // absent and its failure is in problems.
 type nodeResult struct {
 	disks       []diskRead
+	pools       []poolRead
 	tasksRead   bool
 	runs        map[int64]backupRun // newest vzdump outcome per guest on this node
 	runsFailed  map[int64]bool      // a task log needed for the guest was not read
@@ -44,6 +45,11 @@ type nodeResult struct {
 type diskRead struct {
 	disk  disk
 	smart *smart // nil when the SMART request failed
+}
+
+type poolRead struct {
+	pool   zpool
+	detail *zpoolDetail // nil when the detail request failed
 }
 
 // nodes reads every work item, at most Concurrency nodes at once.
@@ -100,7 +106,7 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
-		p.Problem += fmt.Sprintf("; the rest of node %s (disks, SMART, vzdump tasks, backup volumes, guest addresses) was not read", w.work.name)
+		p.Problem += fmt.Sprintf("; the rest of node %s (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest addresses) was not read", w.work.name)
 	}
 	w.res.problems = append(w.res.problems, p)
 	return false
@@ -110,6 +116,7 @@ func (w *worker) run() nodeResult {
 	w.res.runs, w.res.runsFailed = map[int64]backupRun{}, map[int64]bool{}
 	w.res.volumes, w.res.addresses = map[string][]volume{}, map[int64][]string{}
 	w.readDisks()
+	w.readPools()
 	w.readTasks()
 	for _, st := range w.work.storages {
 		var vols []volume
@@ -152,6 +159,30 @@ func (w *worker) readDisks() {
 			dr.smart = &sm
 		}
 		w.res.disks = append(w.res.disks, dr)
+	}
+}
+
+// readPools reads the node's ZFS pools and the status of each. A pool
+// whose status was not read is left out: its state would read as healthy.
+func (w *worker) readPools() {
+	var pools []zpool
+	if !w.get([]string{"nodes", w.work.name, "disks", "zfs"}, nil, func(d []byte) (err error) {
+		pools, err = decodeList[zpool](d)
+		return err
+	}) {
+		return
+	}
+	for _, p := range pools {
+		if p.Name == "" {
+			continue
+		}
+		var det zpoolDetail
+		if w.get([]string{"nodes", w.work.name, "disks", "zfs", p.Name}, nil, func(b []byte) (err error) {
+			det, err = decodeOne[zpoolDetail](b)
+			return err
+		}) {
+			w.res.pools = append(w.res.pools, poolRead{pool: p, detail: &det})
+		}
 	}
 }
 
