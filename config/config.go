@@ -136,7 +136,15 @@ type ProbeConfig struct {
 
 // PatrolConfig configures patrol behaviour.
 type PatrolConfig struct {
-	Autonomy string `koanf:"autonomy" yaml:"autonomy"` // monitor | approval | assisted | full
+	Autonomy      string              `koanf:"autonomy" yaml:"autonomy"` // monitor | approval | assisted | full
+	ModelFindings ModelFindingsConfig `koanf:"model_findings" yaml:"model_findings"`
+}
+
+// ModelFindingsConfig bounds the model findings one run files; the rest
+// are refused, counted and reported.
+type ModelFindingsConfig struct {
+	MaxPerRun      int `koanf:"max_per_run" yaml:"max_per_run"`
+	MaxPerResource int `koanf:"max_per_resource" yaml:"max_per_resource"`
 }
 
 // FindingsConfig configures retention and the publish policy.
@@ -214,7 +222,7 @@ func Default() Config {
 			Probe:      ProbeConfig{Timeout: 2 * time.Second, Concurrency: 16},
 		},
 		Model:  model.DefaultOptions(),
-		Patrol: PatrolConfig{Autonomy: "monitor"},
+		Patrol: PatrolConfig{Autonomy: "monitor", ModelFindings: ModelFindingsConfig{MaxPerRun: 25, MaxPerResource: 3}},
 		Findings: FindingsConfig{ResolvedRetention: 720 * time.Hour, RepeatInterval: 4 * time.Hour,
 			Flap: FlapConfig{Window: 6 * time.Hour, MaxTransitions: 4}},
 		Investigation: InvestigationConfig{MaxAttempts: 3, Cooldown: time.Hour,

@@ -102,6 +102,12 @@ func (c *Config) Validate() error {
 	}
 	p.err(c.Model.Validate())
 	p.oneOf("patrol.autonomy", c.Patrol.Autonomy, "monitor", "approval", "assisted", "full")
+	if c.Patrol.ModelFindings.MaxPerRun < 1 {
+		p.add("patrol.model_findings.max_per_run", "must be at least 1")
+	}
+	if c.Patrol.ModelFindings.MaxPerResource < 1 {
+		p.add("patrol.model_findings.max_per_resource", "must be at least 1")
+	}
 	p.positive("findings.resolved_retention", c.Findings.ResolvedRetention)
 	c.Retention.validate(&p, "retention.")
 	p.positive("findings.repeat_interval", c.Findings.RepeatInterval)

@@ -447,7 +447,8 @@ func newAnalyst(cfg *config.Config, sh *shared, ledger model.SpendLedger, log *s
 		return nil, nil
 	}
 	o := analyst.Options{Provider: sh.provider, Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, Ledger: ledger,
-		Neutraliser: sh.neutraliser, AgentMetrics: sh.agentMetrics, Registerer: sh.registerer, Logger: log, Now: now}
+		Neutraliser: sh.neutraliser, AgentMetrics: sh.agentMetrics, Registerer: sh.registerer, Logger: log, Now: now,
+		ModelFindings: analyst.ModelFindingLimits{MaxPerRun: cfg.Patrol.ModelFindings.MaxPerRun, MaxPerResource: cfg.Patrol.ModelFindings.MaxPerResource}}
 	if ep, ok := cfg.Model.Endpoint(); ok {
 		o.Model, o.ContextWindow, o.MaxOutputTokens = ep.Model, ep.ContextWindow, ep.MaxOutputTokens
 	}

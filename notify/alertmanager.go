@@ -68,6 +68,11 @@ func (s *amSink) labels(ev *findingEvent) model.LabelSet {
 	if f.ResourceKind != "" {
 		ls["resource_kind"] = model.LabelValue(f.ResourceKind)
 	}
+	if f.Source != "" {
+		// model or deterministic: routing can tell the model's findings
+		// from the net's.
+		ls["source"] = model.LabelValue(f.Source)
+	}
 	return ls
 }
 

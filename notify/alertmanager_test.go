@@ -65,7 +65,7 @@ func TestAlertmanagerAlertLifecycle(t *testing.T) {
 	f := testFinding("storage/pve1/local-zfs", "storage", findings.CategoryCapacity, "high_disk", findings.SeverityWarning)
 	f.Recommendation = "free space"
 	labels := model.LabelSet{"alertname": "high_disk", "resource_id": "storage/pve1/local-zfs", "resource_kind": "storage",
-		"severity": "warning", "category": "capacity", "finding_id": model.LabelValue(f.ID), "team": "infra"}
+		"severity": "warning", "category": "capacity", "finding_id": model.LabelValue(f.ID), "team": "infra", "source": "deterministic"}
 	link := "https://patrold.example/findings/" + f.ID + "?r=storage%2Fpve1%2Flocal-zfs"
 	ann := model.LabelSet{"summary": "high_disk on storage/pve1/local-zfs", "description": "described",
 		"recommendation": "free space", "link": model.LabelValue(link)}

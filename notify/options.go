@@ -125,7 +125,7 @@ func setNum[T int | time.Duration](p *T, def T) {
 }
 
 // findingLabels are the labels every alert carries from its finding.
-var findingLabels = []string{"alertname", "resource_id", "resource_kind", "severity", "category", "finding_id"}
+var findingLabels = []string{"alertname", "resource_id", "resource_kind", "severity", "category", "finding_id", "source"}
 
 // Validate reports every problem, each naming its key under `notify.`;
 // prefix is nats.subject_prefix (webhook subjects must start with it).

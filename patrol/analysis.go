@@ -47,6 +47,8 @@ type Analysis struct {
 	// Uncertain counts "uncertain" verdicts; a run with any is never
 	// healthy.
 	Uncertain int
+	// Capped counts model reports refused by the model-finding caps.
+	Capped int
 	// Reasons are status reasons (budget_exhausted, model_failed).
 	Reasons []string
 	// Errors are human-readable problems of the model stages.

@@ -174,6 +174,7 @@ func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *s
 	rep.Analysis = AnalysisModel
 	rep.Usage = an.Usage
 	rep.Uncertain = an.Uncertain
+	rep.ModelFindingsCapped = an.Capped
 	rep.Errors = append(rep.Errors, an.Errors...)
 	for _, reason := range an.Reasons {
 		rep.addReason(reason)

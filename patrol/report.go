@@ -71,8 +71,11 @@ type Report struct {
 	Errors           []string           `json:"errors"`
 	// Uncertain counts "uncertain" model verdicts (never healthy with any).
 	Uncertain int `json:"uncertain,omitempty"`
-	exchange  []byte
-	streamed  string // how detection used the stream (streamWhole...), "" without one
+	// ModelFindingsCapped counts model reports refused by the
+	// patrol.model_findings caps.
+	ModelFindingsCapped int `json:"model_findings_capped,omitempty"`
+	exchange            []byte
+	streamed            string // how detection used the stream (streamWhole...), "" without one
 	// Probe summarises the reachability probes of this run.
 	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.

@@ -261,8 +261,10 @@ func (s *Store) List(ctx context.Context, filter findings.ListFilter) ([]finding
 	return queryFindings(ctx, s.db, where+" ORDER BY "+severityRank+", detected_at DESC, id", args...)
 }
 
-// severityRank orders findings most severe first.
-const severityRank = `CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END`
+// severityRank is the list order: the net's findings before the model's
+// (so model findings never hide deterministic ones), each most severe
+// first. The list indexes (migration 00013) are built on this expression.
+const severityRank = `(CASE WHEN source = 'model' THEN 4 ELSE 0 END + CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 WHEN 'watch' THEN 2 ELSE 3 END)`
 
 // ListPage returns one page of the findings matching filter in List's
 // order, and the cursor of the next page ("" after the last).
@@ -293,12 +295,21 @@ func (s *Store) ListPage(ctx context.Context, filter findings.ListFilter, page f
 	if len(list) > limit {
 		list = list[:limit]
 		last := &list[limit-1]
-		next = findings.NextCursor("findings", strconv.Itoa(rankOf(last.Severity)), fmtTime(last.DetectedAt), last.ID)
+		next = findings.NextCursor("findings", strconv.Itoa(rankOf(last.Source, last.Severity)), fmtTime(last.DetectedAt), last.ID)
 	}
 	return list, next, nil
 }
 
-func rankOf(s findings.Severity) int {
+// rankOf is severityRank of a finding.
+func rankOf(src findings.Source, s findings.Severity) int {
+	base := 0
+	if src == findings.SourceModel {
+		base = 4
+	}
+	return base + severityOnlyRank(s)
+}
+
+func severityOnlyRank(s findings.Severity) int {
 	switch s {
 	case findings.SeverityCritical:
 		return 0

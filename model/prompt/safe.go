@@ -19,7 +19,8 @@ func Name(s string) string { return SafeText(s, MaxNameRunes) }
 // instruction: every instruction-like span is replaced by its marker (on the
 // raw text, and again once it is cleaned), invisible and control characters
 // are dropped, look-alike
-// letters are folded to the ASCII letter they imitate, runs of white space
+// letters are folded to the ASCII letter they imitate, a digit of any script
+// becomes its ASCII digit, runs of white space
 // become one space, and the result is capped at maxRunes runes (an ellipsis
 // marks the cut). Invalid UTF-8 becomes U+FFFD. The result is stable:
 // SafeText(SafeText(s, n), n) == SafeText(s, n).
@@ -97,7 +98,34 @@ func lookAlike(r rune) string {
 	if r >= 0xFF01 && r <= 0xFF5E {
 		return string(r - 0xFEE0)
 	}
+	if d, ok := digitValue(r); ok {
+		return string(rune('0' + d))
+	}
 	return string(r)
+}
+
+// superDigits are the superscript and subscript digits, by value.
+var superDigits = map[rune]int{
+	'⁰': 0, '¹': 1, '²': 2, '³': 3, '⁴': 4, '⁵': 5, '⁶': 6, '⁷': 7, '⁸': 8, '⁹': 9,
+	'₀': 0, '₁': 1, '₂': 2, '₃': 3, '₄': 4, '₅': 5, '₆': 6, '₇': 7, '₈': 8, '₉': 9,
+}
+
+// digitValue is the value of a digit of any script ("٩", "९", "𝟗") or a
+// superscript or subscript digit, so a figure is stored, and grounded, in
+// ASCII. Unicode lays out every decimal digit in runs of ten that start
+// at zero.
+func digitValue(r rune) (int, bool) {
+	if d, ok := superDigits[r]; ok {
+		return d, true
+	}
+	if !unicode.IsDigit(r) {
+		return 0, false
+	}
+	start := r
+	for start > 0 && unicode.IsDigit(start-1) && r-start < 100 {
+		start--
+	}
+	return int(r-start) % 10, true
 }
 
 // Names applies Name to each of names (tags, labels) and returns a new

@@ -54,6 +54,34 @@ type Options struct {
 	Logger       *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ModelFindings bounds the model findings filed per run.
+	ModelFindings ModelFindingLimits
+}
+
+// Defaults of ModelFindingLimits.
+const (
+	DefaultMaxModelFindingsPerRun      = 25
+	DefaultMaxModelFindingsPerResource = 3
+)
+
+// ModelFindingLimits bound the model findings one run files
+// (patrol.model_findings): at most MaxPerRun in all and MaxPerResource on
+// one resource; 0 means the default. Reports over them are refused
+// model_findings_capped and counted.
+type ModelFindingLimits struct {
+	MaxPerRun      int
+	MaxPerResource int
+}
+
+func (l ModelFindingLimits) limits() (perRun, perResource int) {
+	perRun, perResource = l.MaxPerRun, l.MaxPerResource
+	if perRun == 0 {
+		perRun = DefaultMaxModelFindingsPerRun
+	}
+	if perResource == 0 {
+		perResource = DefaultMaxModelFindingsPerResource
+	}
+	return perRun, perResource
 }
 
 // Validate checks the options, naming the field.
@@ -75,6 +103,12 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("max_output_tokens: %d must not be negative", o.MaxOutputTokens))
 	} else if o.MaxOutputTokens >= window/2 {
 		errs = append(errs, fmt.Errorf("max_output_tokens: %d must be below half the context window (%d)", o.MaxOutputTokens, window))
+	}
+	if o.ModelFindings.MaxPerRun < 0 {
+		errs = append(errs, fmt.Errorf("patrol.model_findings.max_per_run: %d must not be negative", o.ModelFindings.MaxPerRun))
+	}
+	if o.ModelFindings.MaxPerResource < 0 {
+		errs = append(errs, fmt.Errorf("patrol.model_findings.max_per_resource: %d must not be negative", o.ModelFindings.MaxPerResource))
 	}
 	if _, err := model.NewBudget(o.Budget, o.Prices, o.Ledger); err != nil {
 		errs = append(errs, fmt.Errorf("budget: %w", err))

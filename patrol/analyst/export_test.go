@@ -7,7 +7,7 @@ func Unsupported(resourceID string, results []string, texts ...string) []string 
 	for _, r := range results {
 		c.add([]byte(r))
 	}
-	return c.unsupported(resourceID, texts...)
+	return c.unsupported(resourceID, "", nil, texts...)
 }
 
 // Read exposes whether the tool results showed resourceID.
@@ -33,5 +33,5 @@ func NewIndex(results []string) Index {
 
 // Unsupported checks texts about resourceID against the index.
 func (ix Index) Unsupported(resourceID string, texts ...string) []string {
-	return ix.c.unsupported(resourceID, texts...)
+	return ix.c.unsupported(resourceID, "", nil, texts...)
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/patrold/patrold/snapshot"
 )
@@ -25,115 +27,466 @@ const maxClaims = 64
 // slash and an id body that ends on a letter or digit.
 var resourceIDPattern = regexp.MustCompile(`(?i)\b(?:node|vm|container|storage|disk)/[A-Za-z0-9_.:/@-]*[A-Za-z0-9_]`)
 
-// numberPattern finds decimal figures.
-var numberPattern = regexp.MustCompile(`\d+(?:\.\d+)?`)
+// timePattern finds dates, timestamps and clock times in a claim. They are
+// checked against the timestamps a tool result showed, never as figures.
+var timePattern = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b`)
 
-// Claims are the checkable facts of a text: the figures and resource ids
-// it names.
-type Claims struct {
-	Figures []string
-	IDs     []string
+// nodeNamePattern finds a node named in words ("node pve9"); a name with
+// a digit in it is checked against the snapshot's nodes.
+var nodeNamePattern = regexp.MustCompile(`(?i)\bnode\s+([a-z0-9][a-z0-9._-]*[a-z0-9])`)
+
+// numberPattern finds decimal figures ("1,024" is one figure).
+var numberPattern = regexp.MustCompile(`\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`)
+
+// Unit is the dimension of a figure or a quantity.
+type Unit string
+
+// Units. UnitNone is a bare figure: it is compared with a quantity as the
+// quantity is shown, whatever its unit.
+const (
+	UnitNone    Unit = ""
+	UnitPercent Unit = "%"
+	UnitBytes   Unit = "bytes"
+	UnitSeconds Unit = "seconds"
+	UnitCelsius Unit = "celsius"
+)
+
+// Figure is one number a claim states, bound to the quantity the text
+// names for it.
+type Figure struct {
+	Text     string  // as written ("96.3", "ninety-nine")
+	Value    float64 // in the written unit
+	Decimals int     // the precision shown
+	Unit     Unit
+	// Scales convert Value to the unit's base (seconds, bytes): one, or
+	// two for a byte multiple that may be decimal or binary.
+	Scales []float64
+	// Family is the quantity the text names for the figure ("memory",
+	// "disk", "backup"); "" when it names none.
+	Family string
+	// Threshold: the text calls the figure a threshold.
+	Threshold bool
 }
 
-// ExtractClaims returns the figures and resource ids named in text. A
-// figure is a decimal number that stands on its own: digits glued to a
-// letter, an underscore, a slash or a dot ("pve1", "sdb3", "v1.2") are
-// part of a name, not a figure. Resource ids are canonicalised and their
-// digits are not counted as figures.
-func ExtractClaims(text string) Claims {
-	var c Claims
-	ids := resourceIDPattern.FindAllStringIndex(text, -1)
-	var rest strings.Builder
-	last := 0
-	for _, span := range ids {
-		c.IDs = append(c.IDs, snapshot.CanonicalID(text[span[0]:span[1]]))
-		rest.WriteString(text[last:span[0]])
-		rest.WriteByte(' ')
-		last = span[1]
+// Claims are the checkable facts of a text: the figures it states (each
+// bound to a quantity), the resource ids and node names it names and the
+// times it quotes.
+type Claims struct {
+	Figures []Figure
+	IDs     []string
+	Nodes   []string
+	Times   []string
+}
+
+// quantity families: the words a text may name a quantity by, and the
+// family each stands for.
+var familyWords = map[string]string{
+	"cpu": "cpu", "processor": "cpu",
+	"memory": "memory", "mem": "memory", "ram": "memory",
+	"disk": "disk", "filesystem": "disk", "fs": "disk", "rootfs": "disk",
+	"usage": "usage", "storage": "usage", "pool": "usage", "datastore": "usage",
+	"temperature": "temperature", "temp": "temperature",
+	"wearout": "wearout", "wear": "wearout",
+	"reallocated": "reallocated", "pending": "pending", "uncorrectable": "uncorrectable",
+	"crc": "crc", "udma": "crc", "media": "media",
+	"backup": "backup", "backups": "backup",
+	"window": "window", "sustained": "window",
+	"raised": "raised", "times": "raised",
+}
+
+// thresholdWords mark a figure as a threshold, before it ("the trigger
+// 80", "above 80") or, the nouns, right after it ("the 80 threshold").
+var (
+	thresholdWords = map[string]bool{
+		"threshold": true, "thresholds": true, "trigger": true, "clear": true, "limit": true, "max": true, "maximum": true,
+		"above": true, "below": true, "over": true, "under": true, "exceeds": true, "exceeding": true, "exceeded": true,
 	}
-	rest.WriteString(text[last:])
-	s := rest.String()
-	for _, span := range numberPattern.FindAllStringIndex(s, -1) {
-		if span[0] > 0 && gluedBefore(s[span[0]-1]) {
+	thresholdNouns = map[string]bool{"threshold": true, "trigger": true, "limit": true, "maximum": true}
+)
+
+// keyFamily is the family a finding key implies for a figure whose text
+// names none.
+var keyFamily = map[string]string{
+	"high_cpu": "cpu", "high_memory": "memory", "high_disk": "disk",
+	"backup_failed": "backup", "backup_stale": "backup",
+}
+
+// familiesOf lists the families a claim's family may bind to: storage
+// usage is a resource's disk too.
+func familiesMatch(claim string, q *quantity) bool {
+	for _, f := range q.families {
+		if f == claim {
+			return true
+		}
+	}
+	return false
+}
+
+// unitWords are the units a figure may be written in, with their scale to
+// the unit's base. Byte multiples carry both the decimal and the binary
+// scale.
+var unitWords = func() map[string]unitScale {
+	m := map[string]unitScale{
+		"%": {UnitPercent, []float64{1}}, "percent": {UnitPercent, []float64{1}}, "pct": {UnitPercent, []float64{1}},
+		"°c": {UnitCelsius, []float64{1}}, "°": {UnitCelsius, []float64{1}}, "c": {UnitCelsius, []float64{1}},
+		"degrees": {UnitCelsius, []float64{1}}, "degree": {UnitCelsius, []float64{1}}, "celsius": {UnitCelsius, []float64{1}},
+		"b": {UnitBytes, []float64{1}}, "byte": {UnitBytes, []float64{1}}, "bytes": {UnitBytes, []float64{1}},
+	}
+	for i, p := range []string{"k", "m", "g", "t", "p", "e"} {
+		dec, bin := math.Pow(1000, float64(i+1)), math.Pow(1024, float64(i+1))
+		m[p+"b"] = unitScale{UnitBytes, []float64{dec, bin}}
+		m[p+"ib"] = unitScale{UnitBytes, []float64{bin}}
+	}
+	for _, w := range []string{"kilobyte", "megabyte", "gigabyte", "terabyte", "petabyte", "exabyte"} {
+		s := m[w[:1]+"b"]
+		m[w], m[w+"s"] = s, s
+	}
+	for scale, words := range map[float64][]string{
+		1: {"s", "sec", "secs", "second", "seconds"}, 60: {"min", "mins", "minute", "minutes"},
+		3600: {"h", "hr", "hrs", "hour", "hours"}, 86400: {"d", "day", "days"}, 604800: {"w", "wk", "week", "weeks"},
+	} {
+		for _, w := range words {
+			m[w] = unitScale{UnitSeconds, []float64{scale}}
+		}
+	}
+	return m
+}()
+
+type unitScale struct {
+	unit   Unit
+	scales []float64
+}
+
+// Number words, so a figure spelled out is checked like one written in
+// digits.
+var (
+	smallNumbers = map[string]float64{
+		"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+		"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+		"seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+		"sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12,
+	}
+	scaleNumbers = map[string]float64{"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+)
+
+// token is one word, figure or boundary of a claim.
+type token struct {
+	word   string // lower-case word ("" for a figure or a boundary)
+	fig    *Figure
+	bound  bool // a sentence boundary
+	glued  bool // the word follows the previous token with no space
+	offset int
+}
+
+// ExtractClaims returns the claims of text, which must be the normalised
+// text that will be stored. keyFamily is the family the finding's key
+// implies ("" for none), used for a figure whose clause names none.
+//
+// A figure stands on its own: digits glued to a letter, an underscore, a
+// slash, a dot or a word's hyphen ("pve1", "sdb3", "db-1") are part of a
+// name, unless a unit or a decimal part follows ("memory99%"). Resource
+// ids, dates and clock times are taken out first; their digits are not
+// figures.
+func ExtractClaims(text, implied string) Claims {
+	var c Claims
+	text = resourceIDPattern.ReplaceAllStringFunc(text, func(id string) string {
+		c.IDs = append(c.IDs, snapshot.CanonicalID(id))
+		return " "
+	})
+	text = timePattern.ReplaceAllStringFunc(text, func(t string) string {
+		c.Times = append(c.Times, strings.ReplaceAll(t, " ", "T"))
+		return " "
+	})
+	for _, m := range nodeNamePattern.FindAllStringSubmatch(text, -1) {
+		if strings.ContainsAny(m[1], "0123456789") {
+			c.Nodes = append(c.Nodes, strings.ToLower(m[1]))
+		}
+	}
+	toks := tokenize(text)
+	for i := range toks {
+		f := toks[i].fig
+		if f == nil {
 			continue
 		}
-		c.Figures = append(c.Figures, s[span[0]:span[1]])
+		f.Family, f.Threshold = bind(toks, i)
+		if f.Family == "" && f.Unit != UnitNone {
+			f.Family = implied // "vm/101 at 91%" under high_memory; never a bare count
+		}
+		c.Figures = append(c.Figures, *f)
 	}
 	return c
 }
 
-func gluedBefore(b byte) bool {
-	return b == '_' || b == '/' || b == '.' || (b|0x20 >= 'a' && b|0x20 <= 'z') || b >= 0x80
+// bind names the quantity of the figure at i: a family word right after
+// it, else the nearest family word before it in its sentence, else the
+// nearest after it. The figure is a
+// threshold when a threshold word stands between the two, or right after
+// the figure.
+func bind(toks []token, i int) (family string, threshold bool) {
+	// "2 pending sectors": the family word right after the figure, when
+	// no figure of its own follows it ("91% disk 64%").
+	if i+1 < len(toks) && wordFamily(toks[i+1].word) != "" && (i+2 >= len(toks) || toks[i+2].fig == nil) {
+		return wordFamily(toks[i+1].word), false
+	}
+	if i+1 < len(toks) && thresholdNouns[toks[i+1].word] && (i+2 >= len(toks) || toks[i+2].fig == nil) {
+		threshold = true // "above the 80 threshold", not "91% threshold 80"
+	}
+	for j := i - 1; j >= 0 && !toks[j].bound; j-- {
+		if thresholdWords[toks[j].word] {
+			threshold = true
+		}
+		if f := wordFamily(toks[j].word); f != "" {
+			return f, threshold
+		}
+	}
+	for j := i + 1; j < len(toks) && !toks[j].bound; j++ {
+		if toks[j].fig != nil {
+			break
+		}
+		if f := wordFamily(toks[j].word); f != "" {
+			return f, threshold
+		}
+	}
+	return "", threshold
+}
+
+// wordFamily is the family a word names: the word itself or, for a name
+// like memory_percent, its first part that is one.
+func wordFamily(w string) string {
+	if w == "" {
+		return ""
+	}
+	if f, ok := familyWords[w]; ok {
+		return f
+	}
+	for part := range strings.SplitSeq(w, "_") {
+		if f, ok := familyWords[part]; ok {
+			return f
+		}
+	}
+	return ""
+}
+
+// tokenize splits a normalised claim into words, figures (with their
+// units) and sentence boundaries.
+func tokenize(s string) []token {
+	var out []token
+	i := 0
+	space := true
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r >= '0' && r <= '9':
+			loc := numberPattern.FindStringIndex(s[i:])
+			num := s[i : i+loc[1]]
+			prev, _ := utf8.DecodeLastRuneInString(s[:i])
+			end := i + loc[1]
+			u, uend, unitOK := unitAfter(s, end)
+			glued := i > 0 && gluedBefore(s[:i], prev)
+			gluedAfter := !unitOK && end < len(s) && isWordRune(rune(s[end]))
+			if (glued || gluedAfter) && !(unitOK || (glued && strings.Contains(num, "."))) {
+				// part of a name: skip the whole word
+				j := end
+				for j < len(s) && (isWordRune(rune(s[j])) || s[j] == '-' || s[j] == '.') {
+					j++
+				}
+				out = append(out, token{word: strings.ToLower(s[i:j]), offset: i})
+				i, space = j, false
+				continue
+			}
+			v, _ := strconv.ParseFloat(strings.ReplaceAll(num, ",", ""), 64)
+			f := &Figure{Text: num, Value: v, Decimals: decimalsOf(num)}
+			if unitOK {
+				f.Unit, f.Scales = u.unit, u.scales
+				end = uend
+			}
+			out = append(out, token{fig: f, offset: i})
+			i, space = end, false
+		case unicode.IsLetter(r) || r == '_':
+			j := i
+			for j < len(s) {
+				r2, n2 := utf8.DecodeRuneInString(s[j:])
+				if !unicode.IsLetter(r2) && r2 != '_' {
+					break
+				}
+				j += n2
+			}
+			w := strings.ToLower(s[i:j])
+			if num, end, ok := numberWords(s, i); ok {
+				f := &Figure{Text: s[i:end], Value: num}
+				if u, uend, uok := unitAfter(s, end); uok {
+					f.Unit, f.Scales = u.unit, u.scales
+					end = uend
+				}
+				if strings.ToLower(f.Text) != "one" || f.Unit != UnitNone { // "one" alone is a pronoun
+					out = append(out, token{fig: f, offset: i})
+					i, space = end, false
+					continue
+				}
+			}
+			out = append(out, token{word: w, glued: !space, offset: i})
+			i, space = j, false
+		case r == '.' || r == '!' || r == '?' || r == ';' || r == '\n':
+			out = append(out, token{bound: true, offset: i})
+			i += n
+			space = true
+		default:
+			space = unicode.IsSpace(r)
+			i += n
+		}
+	}
+	return out
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || r == '_' || (r >= '0' && r <= '9') }
+
+// gluedBefore reports digits that continue the word before them: a
+// letter, an underscore, a slash or a dot right before, or a hyphen that
+// follows a letter or digit ("db-1").
+func gluedBefore(before string, prev rune) bool {
+	switch {
+	case unicode.IsLetter(prev), prev == '_', prev == '/', prev == '.':
+		return true
+	case prev == '-':
+		p2, _ := utf8.DecodeLastRuneInString(before[:len(before)-1])
+		return len(before) > 1 && (unicode.IsLetter(p2) || (p2 >= '0' && p2 <= '9'))
+	}
+	return false
+}
+
+// unitAfter reads the unit written right after a figure (glued or after
+// one space).
+func unitAfter(s string, i int) (unitScale, int, bool) {
+	j := i
+	if j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if j < len(s) && s[j] == '%' {
+		return unitWords["%"], j + 1, true
+	}
+	if strings.HasPrefix(s[j:], "°") {
+		end := j + len("°")
+		if end < len(s) && (s[end] == 'C' || s[end] == 'c') {
+			end++
+		}
+		return unitWords["°"], end, true
+	}
+	k := j
+	for k < len(s) && ((s[k]|0x20 >= 'a' && s[k]|0x20 <= 'z') || s[k] == '_') {
+		k++
+	}
+	if k == j {
+		return unitScale{}, i, false
+	}
+	w := strings.ToLower(s[j:k])
+	if w == "per" && strings.HasPrefix(strings.ToLower(s[k:]), " cent") {
+		return unitWords["%"], k + len(" cent"), true
+	}
+	if u, ok := unitWords[w]; ok {
+		return u, k, true
+	}
+	return unitScale{}, i, false
+}
+
+// numberWords parses a number written in words at s[i:] ("ninety-nine",
+// "two hundred and five", "three point five").
+func numberWords(s string, i int) (float64, int, bool) {
+	total, cur := 0.0, 0.0
+	end, seen := i, false
+	j := i
+	for j < len(s) {
+		k := j
+		for k < len(s) && s[k]|0x20 >= 'a' && s[k]|0x20 <= 'z' {
+			k++
+		}
+		w := strings.ToLower(s[j:k])
+		if v, ok := smallNumbers[w]; ok {
+			cur += v
+		} else if v, ok := scaleNumbers[w]; ok && seen {
+			if cur == 0 {
+				cur = 1
+			}
+			cur *= v
+			if v >= 1000 {
+				total, cur = total+cur, 0
+			}
+		} else if w == "and" && seen {
+			// "two hundred and five"
+		} else {
+			break
+		}
+		if w != "and" {
+			seen, end = true, k
+		}
+		if k < len(s) && (s[k] == '-' || s[k] == ' ') {
+			j = k + 1
+			continue
+		}
+		break
+	}
+	if !seen {
+		return 0, i, false
+	}
+	return total + cur, end, true
+}
+
+func decimalsOf(fig string) int {
+	if i := strings.IndexByte(fig, '.'); i >= 0 {
+		return len(fig) - i - 1
+	}
+	return 0
 }
 
 // corpus is what the tool results of one run have shown the model, indexed
-// once as they arrive: per resource, the figures and resource ids that
-// appeared in a tool result about that resource. A claim about a resource
-// is checked against that resource's facts only, so a figure seen on
-// another resource (or anywhere else in the run) supports nothing, and a
-// resource no tool result showed cannot be reported at all. Safe for
-// concurrent use.
+// once as they arrive: per resource, its named quantities (metrics,
+// thresholds, ages and counts, each with its unit), the resource ids and
+// the timestamps that appeared in a tool result about that resource. A
+// claim about a resource is checked against that resource's quantities
+// only; strings (names, tags, notes, logs, errors, timestamps) support no
+// figure. Safe for concurrent use.
 type corpus struct {
 	mu  sync.Mutex
 	res map[string]*facts
 }
 
-// facts are what tool results showed about one resource. rounded holds
-// every figure at each precision 0..maxDecimals, so a claim is checked
-// with one lookup however many figures were seen.
+// facts are what tool results showed about one resource.
 type facts struct {
-	rounded map[roundedFigure]bool
-	ids     map[string]bool
+	quantities []quantity
+	seen       map[quantityKey]bool
+	ids        map[string]bool
+	times      []string
 }
 
-type roundedFigure struct {
-	decimals int
-	value    float64
+// quantity is one named number of a tool result.
+type quantity struct {
+	name      string // the JSON path, for messages
+	families  []string
+	threshold bool
+	unit      Unit
+	value     float64 // as shown, in the unit of the name
+	scale     float64 // to the unit's base
 }
 
-// maxDecimals is the finest precision a claimed figure is checked at;
-// finer claims must match a seen figure exactly.
-const maxDecimals = 6
+type quantityKey struct {
+	name  string
+	value float64
+}
 
 func newCorpus() *corpus { return &corpus{res: map[string]*facts{}} }
 
 func (c *corpus) facts(id string) *facts {
 	f := c.res[id]
 	if f == nil {
-		f = &facts{rounded: map[roundedFigure]bool{}, ids: map[string]bool{id: true}}
+		f = &facts{seen: map[quantityKey]bool{}, ids: map[string]bool{id: true}}
 		c.res[id] = f
 	}
 	return f
 }
 
-// addFigures records every run of digits in text (glued or not: the "02"
-// of "T02:10" is a figure the model may quote; a larger corpus only
-// supports more) and every resource id.
-func (f *facts) add(text string) {
-	for _, fig := range numberPattern.FindAllString(text, -1) {
-		v, err := strconv.ParseFloat(fig, 64)
-		if err != nil {
-			continue
-		}
-		for d := 0; d <= maxDecimals; d++ {
-			f.rounded[roundedFigure{d, roundTo(v, d)}] = true
-		}
-		f.rounded[roundedFigure{-1, v}] = true
-	}
-	for _, id := range resourceIDPattern.FindAllString(text, -1) {
-		f.ids[snapshot.CanonicalID(id)] = true
-	}
-}
-
-func roundTo(v float64, decimals int) float64 {
-	scale := math.Pow10(decimals)
-	return math.Round(v*scale) / scale
-}
-
 // add records one tool result, a JSON document. Each object that names a
 // resource ("resource_id", or an "id" that is a resource id) is the scope
-// of everything inside it; text outside any resource's object supports no
-// claim.
+// of everything inside it; nothing outside any resource's object supports
+// a claim.
 func (c *corpus) add(result []byte) {
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(result))
@@ -143,34 +496,119 @@ func (c *corpus) add(result []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.walk(doc, nil)
+	c.walk(doc, nil, nil)
 }
 
-func (c *corpus) walk(v any, scope *facts) {
+func (c *corpus) walk(v any, scope *facts, path []string) {
 	switch x := v.(type) {
 	case map[string]any:
 		if id := scopeID(x); id != "" {
-			scope = c.facts(id)
+			scope, path = c.facts(id), nil
 		}
 		for k, val := range x {
-			if scope != nil {
-				scope.add(k)
-			}
-			c.walk(val, scope)
+			c.walk(val, scope, append(path[:len(path):len(path)], strings.ToLower(k)))
 		}
 	case []any:
 		for _, val := range x {
-			c.walk(val, scope)
+			c.walk(val, scope, path)
 		}
 	case string:
-		if scope != nil {
-			scope.add(x)
+		if scope == nil {
+			return
+		}
+		for _, id := range resourceIDPattern.FindAllString(x, -1) {
+			scope.ids[snapshot.CanonicalID(id)] = true
+		}
+		if len(path) > 0 && strings.HasSuffix(path[len(path)-1], "_at") {
+			scope.times = append(scope.times, x)
 		}
 	case json.Number:
-		if scope != nil {
-			scope.add(x.String())
+		if scope == nil {
+			return
+		}
+		if v, err := x.Float64(); err == nil {
+			scope.addQuantity(path, v)
 		}
 	}
+}
+
+// addQuantity names the number at path: its families, its unit and
+// whether it is a threshold, all from the keys of its path.
+func (f *facts) addQuantity(path []string, v float64) {
+	name := strings.Join(path, ".")
+	if len(path) == 0 || f.seen[quantityKey{name, v}] {
+		return
+	}
+	q := quantity{name: name, value: v, scale: 1}
+	for i := len(path) - 1; i >= 0 && len(q.families) == 0; i-- {
+		if fam := wordFamily(path[i]); fam != "" {
+			q.families = []string{fam}
+		}
+	}
+	if len(q.families) == 0 {
+		return // a number no claim can name (paging, versions)
+	}
+	if q.families[0] == "usage" {
+		q.families = append(q.families, "disk")
+	}
+	last := path[len(path)-1]
+	for _, p := range path {
+		if p == "thresholds" || thresholdWords[p] || strings.Contains(p, "_max_") {
+			q.threshold = true
+		}
+	}
+	words := strings.Split(last, "_")
+	switch {
+	case slicesContains(words, "percent"), q.threshold && slicesContains([]string{"cpu", "memory", "usage"}, q.families[0]),
+		q.threshold && q.families[0] == "disk":
+		q.unit = UnitPercent
+	case slicesContains(words, "hours"):
+		q.unit, q.scale = UnitSeconds, 3600
+	case slicesContains(words, "seconds"):
+		q.unit = UnitSeconds
+	case slicesContains(words, "bytes"):
+		q.unit = UnitBytes
+	case q.families[0] == "temperature":
+		q.unit = UnitCelsius
+	}
+	f.seen[quantityKey{name, v}] = true
+	f.quantities = append(f.quantities, q)
+}
+
+func slicesContains(s []string, w string) bool {
+	for _, x := range s {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// supports reports whether q is the figure: the same family, a threshold
+// only when the text calls the figure one, a compatible unit, and the
+// value equal at the precision the figure shows ("96%" is 96.3, "97%" is
+// not).
+func (q *quantity) supports(f *Figure) bool {
+	if f.Family == "" || !familiesMatch(f.Family, q) || q.threshold != f.Threshold {
+		return false
+	}
+	if f.Unit == UnitNone {
+		return roundTo(q.value, f.Decimals) == f.Value
+	}
+	if f.Unit != q.unit {
+		return false
+	}
+	for _, s := range f.Scales {
+		if roundTo(q.value*q.scale/s, f.Decimals) == f.Value {
+			return true
+		}
+	}
+	return false
+}
+
+func roundTo(v float64, decimals int) float64 {
+	scale := math.Pow10(min(decimals, 9))
+	return math.Round(v*scale) / scale
 }
 
 // scopeID is the canonical resource an object of a tool result is about.
@@ -192,19 +630,22 @@ func (c *corpus) read(resourceID string) bool {
 	return c.res[snapshot.CanonicalID(resourceID)] != nil
 }
 
-// unsupported returns the claims of the texts (title, description,
-// evidence) about resourceID that no tool result about that resource
-// showed. A figure is supported when a figure seen on the resource rounds
-// to it at the figure's own precision ("96%" is supported by 96.3, "97%"
-// is not).
-func (c *corpus) unsupported(resourceID string, texts ...string) []string {
+// unsupported returns the claims of the texts about resourceID that no
+// tool result about that resource showed: a figure no named quantity of
+// the resource supports, a resource id or node name that no tool result
+// showed, a time the resource's timestamps do not hold. key is the
+// finding's key (it may imply the family of a bare figure); nodes maps
+// node names to their resource ids.
+func (c *corpus) unsupported(resourceID, key string, nodes map[string]string, texts ...string) []string {
 	var cl Claims
 	for _, t := range texts {
-		tc := ExtractClaims(t)
+		tc := ExtractClaims(t, keyFamily[key])
 		cl.Figures = append(cl.Figures, tc.Figures...)
 		cl.IDs = append(cl.IDs, tc.IDs...)
+		cl.Nodes = append(cl.Nodes, tc.Nodes...)
+		cl.Times = append(cl.Times, tc.Times...)
 	}
-	if len(cl.Figures)+len(cl.IDs) > maxClaims {
+	if len(cl.Figures)+len(cl.IDs)+len(cl.Nodes)+len(cl.Times) > maxClaims {
 		return []string{"more than " + strconv.Itoa(maxClaims) + " figures and ids"}
 	}
 	c.mu.Lock()
@@ -215,36 +656,65 @@ func (c *corpus) unsupported(resourceID string, texts ...string) []string {
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, id := range cl.IDs {
-		if !f.ids[id] && !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+	bad := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
 		}
 	}
-	for _, fig := range cl.Figures {
-		if !f.supportsFigure(fig) && !seen[fig] {
-			seen[fig] = true
-			out = append(out, fig)
+	for _, id := range cl.IDs {
+		if !f.ids[id] || c.res[id] == nil {
+			bad(id)
+		}
+	}
+	for _, n := range cl.Nodes {
+		if id, ok := nodes[n]; !ok || c.res[id] == nil {
+			bad("node " + n)
+		}
+	}
+	for _, t := range cl.Times {
+		if !f.hasTime(t) {
+			bad(t)
+		}
+	}
+	for i := range cl.Figures {
+		if !f.supportsFigure(&cl.Figures[i]) {
+			bad(describe(&cl.Figures[i]))
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-func (f *facts) supportsFigure(fig string) bool {
-	v, err := strconv.ParseFloat(fig, 64)
-	if err != nil {
-		return false
+// describe names an unsupported figure with the quantity it was bound to.
+func describe(f *Figure) string {
+	s := f.Text
+	if f.Unit != UnitNone {
+		s += " " + string(f.Unit)
 	}
-	if f.rounded[roundedFigure{-1, v}] {
-		return true
+	switch {
+	case f.Family == "":
+		return s + " (names no quantity)"
+	case f.Threshold:
+		return s + " (" + f.Family + " threshold)"
 	}
-	decimals := 0
-	if i := strings.IndexByte(fig, '.'); i >= 0 {
-		decimals = len(fig) - i - 1
+	return s + " (" + f.Family + ")"
+}
+
+func (f *facts) hasTime(t string) bool {
+	for _, s := range f.times {
+		if strings.HasPrefix(s, t) || (len(t) <= 8 && strings.Contains(s, "T"+t)) {
+			return true
+		}
 	}
-	if decimals > maxDecimals {
-		return false
+	return false
+}
+
+func (f *facts) supportsFigure(fig *Figure) bool {
+	for i := range f.quantities {
+		if f.quantities[i].supports(fig) {
+			return true
+		}
 	}
-	return f.rounded[roundedFigure{decimals, v}]
+	return false
 }

@@ -30,7 +30,7 @@ const (
 var (
 	stageNames     = []string{StageDetection, StageEvaluation, StageAssessment}
 	stageOutcomes  = []string{OutcomeFinalAnswer, OutcomeTurnLimit, OutcomeBudgetExhausted, OutcomeModelFailed, OutcomeContextFull, OutcomeSkipped}
-	reportOutcomes = []string{reportFiled, reportInvalid, reportNotFound, ReasonDisclosure, ReasonUnsupportedClaim, ReasonOutOfScope, ReasonAlreadyReported}
+	reportOutcomes = []string{reportFiled, reportInvalid, reportNotFound, ReasonDisclosure, ReasonUnsupportedClaim, ReasonOutOfScope, ReasonAlreadyReported, ReasonCapped}
 	verdictPairs   = [][2]string{{VerdictPresent, verdictAccepted}, {VerdictUncertain, verdictAccepted}, {VerdictResolved, verdictConfirmed}, {VerdictResolved, verdictNotConfirmed}}
 )
 

@@ -30,6 +30,7 @@ func TestMetrics(t *testing.T) {
 patrold_analyst_reports_total{outcome="already_reported"} 0
 patrold_analyst_reports_total{outcome="filed"} 1
 patrold_analyst_reports_total{outcome="invalid_input"} 0
+patrold_analyst_reports_total{outcome="model_findings_capped"} 0
 patrold_analyst_reports_total{outcome="not_found"} 0
 patrold_analyst_reports_total{outcome="out_of_scope"} 1
 patrold_analyst_reports_total{outcome="policy_disclosure"} 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/patrold/patrold/agent"
@@ -25,7 +26,8 @@ type reportResult struct {
 
 // reportFinding files a model finding after the checks, in order: schema
 // (done by the runtime), strict decoding and field limits, resource exists,
-// disclosure guard, grounding, evaluation scope.
+// the filing path (normalise, disclosure guard, grounding), severity
+// agreement, evaluation scope, the model-finding caps.
 func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error) {
 	args, err := DecodeReport(raw)
 	if err != nil {
@@ -37,49 +39,142 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 		r.a.metrics.report(reportNotFound)
 		return nil, notFound("resource_id", "no resource %q in this snapshot", args.ResourceID)
 	}
-	if field := r.discloses(args.Title, args.Description, args.Recommendation, args.Evidence); field != "" {
-		r.a.metrics.report(ReasonDisclosure)
-		return nil, refused(ReasonDisclosure, "the report repeats the system policy and was not filed")
+	key := findings.NormalizeKey(args.Key)
+	texts, terr := r.file(res.ID, key,
+		modelText{args.Title, MaxTitleChars}, modelText{args.Description, MaxTextChars},
+		modelText{args.Recommendation, MaxTextChars}, modelText{args.Evidence, MaxTextChars})
+	if terr != nil {
+		r.a.metrics.report(terr.Details["reason"].(string))
+		return nil, terr
 	}
-	if err := r.ground(res.ID, args.Title, args.Description, args.Evidence); err != nil {
-		r.a.metrics.report(ReasonUnsupportedClaim)
-		return nil, err
-	}
-	// What is stored and published is patrold's text now: neutralised and
-	// capped like every name it writes.
+	sev := findings.Severity(args.Severity)
+	// What is stored and published is exactly the text the checks saw.
 	o := findings.Observation{
-		Key: findings.NormalizeKey(args.Key), ResourceID: res.ID, ResourceKind: string(res.Kind), ResourceName: prompt.Name(res.Name),
-		ResourceTags: prompt.Names(res.Tags), Category: findings.NormalizeCategory(args.Category), Severity: findings.Severity(args.Severity),
-		Source: findings.SourceModel, Title: prompt.SafeText(args.Title, MaxTitleChars), Description: prompt.SafeText(args.Description, MaxTextChars),
-		Recommendation: prompt.SafeText(args.Recommendation, MaxTextChars), Evidence: prompt.SafeText(args.Evidence, MaxTextChars),
+		Key: key, ResourceID: res.ID, ResourceKind: string(res.Kind), ResourceName: prompt.Name(res.Name),
+		ResourceTags: prompt.Names(res.Tags), Category: findings.NormalizeCategory(args.Category), Severity: sev,
+		Source: findings.SourceModel, Title: texts[0], Description: texts[1], Recommendation: texts[2], Evidence: texts[3],
 	}
 	id := findings.ID(o.ResourceID, o.Category, o.Key)
-	key := scopeKey{snapshot.CanonicalID(res.ID), string(o.Category)}
+	sk := scopeKey{snapshot.CanonicalID(res.ID), string(o.Category)}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.scope != nil {
-		if !r.scope[key] {
+		if !r.scope[sk] {
 			r.a.metrics.report(ReasonOutOfScope)
 			return nil, refused(ReasonOutOfScope, "this pass only takes reports for the unmatched conditions listed: %s",
 				strings.Join(r.scopeList(), "; ")).With("resource_id", res.ID).With("category", string(o.Category))
 		}
-		if r.scopeUsed[key] {
+		if r.scopeUsed[sk] {
 			r.a.metrics.report(ReasonAlreadyReported)
 			return nil, refused(ReasonAlreadyReported, "a report for %s (%s) was already filed in this pass", res.ID, o.Category)
 		}
-		r.scopeUsed[key] = true
+	}
+	if err := r.agrees(res, key, sev); err != nil {
+		r.a.metrics.report(ReasonUnsupportedClaim)
+		return nil, err
+	}
+	_, again := r.obs[id]
+	if !again {
+		if err := r.capped(sk.id); err != nil {
+			r.a.metrics.report(ReasonCapped)
+			r.capRefused++
+			return nil, err
+		}
+	}
+	if r.scope != nil {
+		r.scopeUsed[sk] = true
 	}
 	status := "filed"
-	if _, ok := r.obs[id]; ok {
+	if again {
 		status = "updated"
 	} else if _, ok := r.active[id]; ok {
 		status = "re_reported"
+	}
+	if !again {
+		r.reported++
+		r.perResource[sk.id]++
 	}
 	r.obs[id] = o
 	r.filed = append(r.filed, signals.Filed{ResourceID: res.ID, Category: string(o.Category), Severity: string(o.Severity)})
 	r.a.metrics.report(reportFiled)
 	return reportResult{FindingID: id, Status: status}, nil
+}
+
+// ReasonCapped is the details.reason of a report refused because the run
+// or the resource already holds as many model findings as the caps allow.
+const ReasonCapped = "model_findings_capped"
+
+// capped refuses a new model finding over the caps (r.mu held).
+func (r *run) capped(resourceID string) *agent.ToolError {
+	perRun, perRes := r.a.opts.ModelFindings.limits()
+	if r.reported >= perRun {
+		return refused(ReasonCapped, "this run already holds %d model findings, the most patrol.model_findings.max_per_run allows; file only what matters most", perRun)
+	}
+	if r.perResource[resourceID] >= perRes {
+		return refused(ReasonCapped, "%s already has %d model findings in this run, the most patrol.model_findings.max_per_resource allows", resourceID, perRes)
+	}
+	return nil
+}
+
+// agrees refuses a model finding under a catalogue key (a signal type or
+// its alias) whose severity is above what detection gives for that
+// resource in this run: the signal's severity, or nothing when detection
+// evaluated the resource and found no signal.
+func (r *run) agrees(res *snapshot.Resource, key string, sev findings.Severity) *agent.ToolError {
+	typ, ok := signals.Lookup(key)
+	if !ok {
+		return nil
+	}
+	id := snapshot.CanonicalID(res.ID)
+	for i := range r.in.Signals {
+		s := &r.in.Signals[i]
+		if s.Type != typ || snapshot.CanonicalID(s.ResourceID) != id {
+			continue
+		}
+		if signals.SeverityRank(string(sev)) > signals.SeverityRank(s.Severity) {
+			return refused(ReasonUnsupportedClaim, "detection gives %s %s on %s in this run (measured %s, threshold %s); a finding under this key may not be %s",
+				typ, s.Severity, res.ID, figure(s.Value), figure(s.Threshold), sev).With("measured", s.Value).With("severity", s.Severity)
+		}
+		return nil
+	}
+	if !signals.Evaluated(res, typ) {
+		return nil // detection could not decide: the model's word stands, grounded
+	}
+	d := refused(ReasonUnsupportedClaim, "detection evaluated %s for %s in this run and found no signal%s; a finding under this key needs the condition",
+		res.ID, typ, measured(res, typ))
+	if v, ok := measuredValue(res, typ); ok {
+		d = d.With("measured", v)
+	}
+	return d
+}
+
+func figure(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// measuredValue is the metric value detection read for typ on res.
+func measuredValue(res *snapshot.Resource, typ signals.Type) (float64, bool) {
+	var metric string
+	switch {
+	case typ == signals.TypeHighCPU:
+		metric = snapshot.MetricCPU
+	case typ == signals.TypeHighMemory:
+		metric = snapshot.MetricMemory
+	case typ == signals.TypeHighDisk && res.Kind == snapshot.KindStorage:
+		metric = snapshot.MetricUsage
+	case typ == signals.TypeHighDisk:
+		metric = snapshot.MetricDisk
+	default:
+		return 0, false
+	}
+	v, _, ok := res.Metric(metric)
+	return v, ok
+}
+
+func measured(res *snapshot.Resource, typ signals.Type) string {
+	if v, ok := measuredValue(res, typ); ok {
+		return " (measured " + figure(v) + ")"
+	}
+	return ""
 }
 
 func (r *run) scopeList() []string {
@@ -94,18 +189,45 @@ func (r *run) scopeList() []string {
 	return out
 }
 
+// modelText is one field of model text on its way to the store, with
+// its cap in characters.
+type modelText struct {
+	raw string
+	max int
+}
+
+// file is the one way model text reaches the store. Every field is
+// normalised first (prompt.SafeText: the fold that makes it safe, so
+// compatibility digits, invisible and space-like characters are what they
+// look like), then the normalised texts pass the disclosure guard and
+// grounding, and exactly those texts are returned to be stored.
+func (r *run) file(resourceID, key string, fields ...modelText) ([]string, *agent.ToolError) {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = prompt.SafeText(f.raw, f.max)
+	}
+	if r.discloses(out...) != "" {
+		return nil, refused(ReasonDisclosure, "the text repeats the system policy and was not filed")
+	}
+	if err := r.ground(resourceID, key, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ground checks a claim about one resource field by field: the
-// resource must have been read in this run, and every figure and resource
-// id in the texts must appear in a tool result about that resource.
-func (r *run) ground(resourceID string, texts ...string) *agent.ToolError {
+// resource must have been read in this run, and every figure must be a
+// named quantity of that resource a tool result showed, every resource id
+// and node name one a tool result showed.
+func (r *run) ground(resourceID, key string, texts ...string) *agent.ToolError {
 	if !r.facts.read(resourceID) {
 		return refused(ReasonUnsupportedClaim,
 			"no tool result of this run showed %s; read it with %s before reporting on it", canonical(resourceID), ToolGetResource).
 			With("unsupported", []string{canonical(resourceID)})
 	}
-	if bad := r.facts.unsupported(resourceID, texts...); len(bad) > 0 {
+	if bad := r.facts.unsupported(resourceID, key, r.nodes, texts...); len(bad) > 0 {
 		return refused(ReasonUnsupportedClaim,
-			"the text names figures or resource ids that no tool result about %s showed in this run: %s; read them with a tool first",
+			"the text states figures, times or resources that no tool result about %s showed as what the text names in this run: %s; quote a quantity with its name and unit as a tool result showed it",
 			canonical(resourceID), strings.Join(bad, ", ")).With("unsupported", bad)
 	}
 	return nil
@@ -145,12 +267,11 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 	if args.Verdict == VerdictPresent && r.byID[canonical(f.ResourceID)] == nil {
 		return nil, notFound("finding_id", "the resource %s of finding %s is not in this snapshot, so it cannot be present", f.ResourceID, f.ID)
 	}
-	if r.discloses(args.Evidence) != "" {
-		return nil, refused(ReasonDisclosure, "the verdict repeats the system policy and was not recorded")
+	texts, terr := r.file(f.ResourceID, f.Key, modelText{args.Evidence, MaxTextChars})
+	if terr != nil {
+		return nil, terr
 	}
-	if err := r.ground(f.ResourceID, args.Evidence); err != nil {
-		return nil, err
-	}
+	evidence := texts[0]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.covered(f.ID) {
@@ -160,9 +281,16 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 	r.verdicts[f.ID] = args.Verdict
 	switch args.Verdict {
 	case VerdictPresent:
+		if r.cleared(f) {
+			// Detection decides a key it evaluates: the verdict is
+			// recorded, and the finding resolves as condition_cleared.
+			out.Resolution, out.Reason = "not_confirmed", "deterministic detection evaluated this condition in this run and found no signal; the finding resolves as "+findings.ResolveConditionCleared
+			r.a.metrics.verdict(VerdictPresent, verdictNotConfirmed)
+			break
+		}
 		r.filed = append(r.filed, signals.Filed{ResourceID: f.ResourceID, Category: string(f.Category), Severity: string(f.Severity)})
 		if _, ok := r.obs[f.ID]; !ok {
-			r.obs[f.ID] = reconfirm(f, args.Evidence)
+			r.obs[f.ID] = reconfirm(f, evidence)
 		}
 		r.a.metrics.verdict(VerdictPresent, verdictAccepted)
 	case VerdictUncertain:
@@ -179,6 +307,27 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 		}
 	}
 	return out, nil
+}
+
+// cleared reports a finding whose key detection evaluates and whose
+// condition this run's detection evaluated on the resource and did not
+// find.
+func (r *run) cleared(f *findings.Finding) bool {
+	typ, ok := signals.Covering(f.Key, string(f.Category))
+	if !ok {
+		return false
+	}
+	res := r.byID[canonical(f.ResourceID)]
+	if res == nil || !signals.Evaluated(res, typ) {
+		return false
+	}
+	id := canonical(f.ResourceID)
+	for i := range r.in.Signals {
+		if s := &r.in.Signals[i]; s.Type == typ && canonical(s.ResourceID) == id {
+			return false
+		}
+	}
+	return true
 }
 
 // reconfirm is the observation of a finding assessed present: its own

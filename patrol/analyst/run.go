@@ -2,6 +2,7 @@ package analyst
 
 import (
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/patrold/patrold/agent"
@@ -37,6 +38,13 @@ type run struct {
 	uncertain int
 	scope     map[scopeKey]bool // evaluation pass: the unmatched pairs
 	scopeUsed map[scopeKey]bool
+	// reported counts the model findings filed in this run, perResource
+	// those per canonical resource id, capRefused the reports the caps
+	// refused.
+	reported    int
+	perResource map[string]int
+	capRefused  int
+	nodes       map[string]string // node name -> canonical node id
 
 	reasons []string
 	errs    []string
@@ -49,10 +57,18 @@ func (a *Analyst) newRun(in patrol.AnalysisInput, budget *model.Budget, rec *mod
 		a: a, in: in, budget: budget, rec: rec, fsm: agent.NewFSM(), facts: newCorpus(),
 		byID: make(map[string]*snapshot.Resource, len(in.Snapshot.Resources)), active: make(map[string]*findings.Finding, len(in.Active)),
 		obs: map[string]findings.Observation{}, verdicts: map[string]string{}, resolve: map[string]string{},
+		perResource: map[string]int{}, nodes: map[string]string{},
 	}
 	for i := range in.Snapshot.Resources {
 		res := &in.Snapshot.Resources[i]
-		r.byID[snapshot.CanonicalID(res.ID)] = res
+		id := snapshot.CanonicalID(res.ID)
+		r.byID[id] = res
+		if res.Kind == snapshot.KindNode {
+			r.nodes[strings.ToLower(strings.TrimPrefix(id, "node/"))] = id
+			if res.Name != "" {
+				r.nodes[strings.ToLower(res.Name)] = id
+			}
+		}
 	}
 	for i := range in.Active {
 		f := &in.Active[i]
@@ -100,7 +116,7 @@ func (r *run) covered(id string) bool {
 func (r *run) analysis() *patrol.Analysis {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	an := &patrol.Analysis{Filed: append([]signals.Filed(nil), r.filed...), Uncertain: r.uncertain,
+	an := &patrol.Analysis{Filed: append([]signals.Filed(nil), r.filed...), Uncertain: r.uncertain, Capped: r.capRefused,
 		Reasons: append([]string(nil), r.reasons...), Errors: append([]string(nil), r.errs...)}
 	ids := make([]string, 0, len(r.obs))
 	for id := range r.obs {

@@ -77,7 +77,7 @@ func TestUnsupportedClaimsAreRejected(t *testing.T) {
 	in := input(t, loadSnap(t, "small-faults.json"))
 	an := analyze(t, a, in)
 
-	for id, claim := range map[string]string{"c2": `"97.5"`, "c3": `"storage/pve9/ghost"`} {
+	for id, claim := range map[string]string{"c2": `"97.5 (usage)"`, "c3": `"storage/pve9/ghost"`} {
 		res := c.result(t, id)
 		mustContain(t, id+" result", res, `"ok":false`, `"code":"POLICY_BLOCKED"`, `"reason":"unsupported_claim"`, claim)
 	}
