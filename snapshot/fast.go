@@ -158,8 +158,8 @@ func (p *fastParser) parse(raw []byte) bool {
 		return false
 	}
 	r.ID = p.canonicalID(id)
-	if r.ID == "" {
-		return false
+	if r.ID == "" || IDProblem(r.ID) != "" || IDProblem(r.Parent) != "" {
+		return false // the v1 decoder names the problem
 	}
 	if r.Status != "" {
 		r.Status = p.lower(r.Status)

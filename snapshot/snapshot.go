@@ -4,8 +4,12 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is the only snapshot document version this build understands.
@@ -236,6 +240,55 @@ func CanonicalID(id string) string {
 		return strings.ToLower(id[:i]) + id[i:]
 	}
 	return id
+}
+
+// MaxIDBytes caps a resource id (and a parent id).
+const MaxIDBytes = 256
+
+// IDProblem says what makes id unfit to be a resource id, or "" when it
+// is fit: an id is shown on terminals, stored and published, so it must
+// be valid UTF-8 of printable characters only (no control, format or
+// bidi characters, no line or paragraph separators) and at most
+// MaxIDBytes long.
+func IDProblem(id string) string {
+	if len(id) > MaxIDBytes {
+		return fmt.Sprintf("longer than %d bytes", MaxIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f {
+			return fmt.Sprintf("control character %q at byte %d", rune(c), i)
+		} else if c >= utf8.RuneSelf {
+			return idRunesProblem(id)
+		}
+	}
+	return ""
+}
+
+func idRunesProblem(id string) string {
+	if !utf8.ValidString(id) {
+		return "not valid UTF-8"
+	}
+	for i, r := range id {
+		if !unicode.IsPrint(r) {
+			return fmt.Sprintf("unprintable character %U at byte %d", r, i)
+		}
+	}
+	return ""
+}
+
+// ProblemID is id as a Problem names it: as it is when IDProblem finds
+// nothing, else quoted with every unprintable character escaped and cut
+// to MaxIDBytes, so a report of a bad id carries no live text.
+func ProblemID(id string) string {
+	if IDProblem(id) == "" {
+		return id
+	}
+	q := strconv.QuoteToGraphic(id)
+	q = q[1 : len(q)-1]
+	if len(q) > MaxIDBytes {
+		q = strings.ToValidUTF8(q[:MaxIDBytes], "") + "..."
+	}
+	return q
 }
 
 // Source collects a snapshot. Implementations validate the document they

@@ -120,7 +120,7 @@ func jsonType(goKind string) string {
 func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Problem) {
 	var w resourceWire
 	if err := json.Unmarshal(raw, &w); err != nil {
-		p := Problem{ID: peekID(raw), Index: i, Field: "", Problem: err.Error()}
+		p := Problem{ID: ProblemID(peekID(raw)), Index: i, Field: "", Problem: err.Error()}
 		var te *json.UnmarshalTypeError
 		var perr *time.ParseError
 		switch {
@@ -142,10 +142,16 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		warnings = unknownFields(raw, i, deref(w.ID), resourceWire{})
 	}
 	fail := func(field, problem string) (*Resource, []Problem) {
-		return nil, append(warnings, Problem{ID: deref(w.ID), Index: i, Field: field, Problem: problem})
+		return nil, append(warnings, Problem{ID: ProblemID(deref(w.ID)), Index: i, Field: field, Problem: problem})
 	}
 	if w.ID == nil || strings.TrimSpace(*w.ID) == "" {
 		return fail("id", "required")
+	}
+	if prob := IDProblem(CanonicalID(*w.ID)); prob != "" {
+		return fail("id", prob)
+	}
+	if prob := IDProblem(w.Parent); prob != "" {
+		return fail("parent", prob)
 	}
 	if w.Kind == "" {
 		return fail("kind", "required")
@@ -256,7 +262,7 @@ func unknownFields[T any](raw []byte, i int, id string, _ T) []Problem {
 		return nil
 	}
 	name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-	p := Problem{ID: id, Index: i, Field: name, Problem: "unknown field (ignored)", Warning: true}
+	p := Problem{ID: ProblemID(id), Index: i, Field: name, Problem: "unknown field (ignored)", Warning: true}
 	if i < 0 {
 		p.Index = 0
 		p.ID = "(document)"

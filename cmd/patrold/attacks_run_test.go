@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -29,8 +30,24 @@ type patrolAttack struct {
 	Snapshot string `yaml:"snapshot"`
 	Config   string `yaml:"config"`
 	SeedRun  bool   `yaml:"seed_run"`
-	Turns    any    `yaml:"turns"`
-	Expect   struct {
+	// SeedSnapshot, when set, is the snapshot of the seed run (the fleet
+	// as it was before the attack run).
+	SeedSnapshot string `yaml:"seed_snapshot"`
+	Turns        any    `yaml:"turns"`
+	Expect       struct {
+		// ModelFindings is the whole set of model findings stored after
+		// the run, each "resource category key severity status".
+		ModelFindings *[]string `yaml:"model_findings"`
+		// Stored holds whole rows of findings ("resource category key").
+		Stored map[string]storedRow `yaml:"stored"`
+		// Published is the whole list of finding events the attack run
+		// wrote, each "event resource key severity source", in order.
+		Published *[]string `yaml:"published"`
+		// Printed are texts the CLI's text output (runs show, findings
+		// list, findings show of every stored row) must hold.
+		Printed []string `yaml:"printed"`
+		// ListFirst are the first rows of `findings list`, "resource key".
+		ListFirst         []string          `yaml:"list_first"`
 		Status            string            `yaml:"status"`
 		Codes             map[string]string `yaml:"codes"`
 		Contains          map[string]string `yaml:"contains"`
@@ -98,7 +115,13 @@ func runPatrolAttack(t *testing.T, a *patrolAttack) {
 	}
 	if a.SeedRun { // the findings an attack wants to hide or resolve exist already
 		seed := newCLIIn(t, dir, a.Config)
-		if out, code := seed.run("run", "--snapshot", snap, "--output", "json"); code != 0 {
+		seedSnap := snap
+		if a.SeedSnapshot != "" {
+			if seedSnap, err = filepath.Abs(filepath.Join("../..", a.SeedSnapshot)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out, code := seed.run("run", "--snapshot", seedSnap, "--output", "json"); code != 0 {
 			t.Fatalf("seed run: exit %d: %s", code, out)
 		}
 	}
@@ -176,6 +199,153 @@ func runPatrolAttack(t *testing.T, a *patrolAttack) {
 		}
 	}
 	checkStoredTextIsSafe(t, db)
+	checkWhole(t, a, c, db, rep.RunID)
+}
+
+// storedRow is a finding row as an attack expects it, whole.
+type storedRow struct {
+	Severity       string `yaml:"severity"`
+	Source         string `yaml:"source"`
+	Status         string `yaml:"status"`
+	ResolveReason  string `yaml:"resolve_reason"`
+	Title          string `yaml:"title"`
+	Description    string `yaml:"description"`
+	Recommendation string `yaml:"recommendation"`
+	Evidence       string `yaml:"evidence"`
+}
+
+// checkWhole compares what was stored, published and printed with the
+// attack's whole expected values, and checks that no printed text holds
+// a character a terminal would act on.
+func checkWhole(t *testing.T, a *patrolAttack, c *cli, db *sql.DB, runID string) {
+	t.Helper()
+	if a.Expect.ModelFindings != nil {
+		rows, err := db.Query(`SELECT resource_id, category, key, severity, status FROM findings WHERE source = 'model' ORDER BY resource_id, category, key`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []string{}
+		for rows.Next() {
+			var f [5]string
+			if err := rows.Scan(&f[0], &f[1], &f[2], &f[3], &f[4]); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, strings.Join(f[:], " "))
+		}
+		rows.Close()
+		want := append([]string{}, *a.Expect.ModelFindings...)
+		sort.Strings(want)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("model findings stored\n got %q\nwant %q", got, want)
+		}
+	}
+	var shown []string
+	for ref, want := range a.Expect.Stored {
+		p := strings.Fields(ref)
+		id := findings.ID(p[0], findings.Category(p[1]), p[2])
+		var got storedRow
+		if err := db.QueryRow(`SELECT severity, source, status, resolve_reason, title, description, recommendation, evidence FROM findings WHERE id = ?`, id).
+			Scan(&got.Severity, &got.Source, &got.Status, &got.ResolveReason, &got.Title, &got.Description, &got.Recommendation, &got.Evidence); err != nil {
+			t.Errorf("finding %s: %v", ref, err)
+			continue
+		}
+		if got != want {
+			t.Errorf("finding %s stored\n got %+v\nwant %+v", ref, got, want)
+		}
+		shown = append(shown, id)
+	}
+	if a.Expect.Published != nil {
+		got := publishedBy(t, db, runID)
+		if strings.Join(got, "\n") != strings.Join(*a.Expect.Published, "\n") {
+			t.Errorf("published by the run\n got %q\nwant %q", got, *a.Expect.Published)
+		}
+	}
+	var printed strings.Builder
+	for _, argv := range append([][]string{{"runs", "show", runID}, {"findings", "list", "--state", "all"}}, showArgs(shown)...) {
+		out, code := c.run(argv...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", argv, code, out)
+		}
+		if argv[1] == "list" && len(a.Expect.ListFirst) > 0 {
+			checkListFirst(t, out, a.Expect.ListFirst)
+		}
+		printed.WriteString(out)
+	}
+	for _, r := range printed.String() {
+		if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Cf, r) {
+			t.Errorf("the CLI printed %U live:\n%s", r, printed.String())
+			break
+		}
+	}
+	for _, want := range a.Expect.Printed {
+		if !strings.Contains(printed.String(), want) {
+			t.Errorf("the CLI did not print %q:\n%s", want, printed.String())
+		}
+	}
+}
+
+func showArgs(ids []string) [][]string {
+	sort.Strings(ids)
+	var out [][]string
+	for _, id := range ids {
+		out = append(out, []string{"findings", "show", id})
+	}
+	return out
+}
+
+// checkListFirst: the first rows of the text list, "resource key".
+func checkListFirst(t *testing.T, out string, want []string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got []string
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) >= 5 {
+			got = append(got, f[4]+" "+f[3])
+		}
+		if len(got) == len(want) {
+			break
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings list starts\n got %q\nwant %q\n%s", got, want, out)
+	}
+}
+
+// publishedBy lists the finding events of run runID in the outbox,
+// "event resource key severity source", in order.
+func publishedBy(t *testing.T, db *sql.DB, runID string) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT type, data FROM outbox ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := []string{}
+	for rows.Next() {
+		var typ string
+		var data []byte
+		if err := rows.Scan(&typ, &data); err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Data findings.FindingEventData `json:"data"`
+			findings.FindingEventData
+		}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			t.Fatalf("outbox event: %v", err)
+		}
+		d := ev.FindingEventData
+		if d.Finding.ID == "" {
+			d = ev.Data
+		}
+		if d.Finding.ID == "" || d.RunID != runID {
+			continue
+		}
+		f := d.Finding
+		got = append(got, strings.Join([]string{typ[strings.LastIndexByte(typ, '.')+1:], f.ResourceID, f.Key, string(f.Severity), string(f.Source)}, " "))
+	}
+	return got
 }
 
 type attackReport struct {

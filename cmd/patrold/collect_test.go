@@ -70,6 +70,7 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 		"/api2/json/cluster/backup":        `{"data":[]}`,
 		"/api2/json/nodes/pve1/disks/list": `{"data":[]}`,
 		"/api2/json/nodes/pve1/tasks":      `{"data":[]}`,
+		"/api2/json/nodes/pve1/disks/zfs":  `{"data":[]}`,
 	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := answers[r.URL.Path]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/termsafe"
 )
 
 func newFindingsCmd(a *app) *cobra.Command {
@@ -102,12 +103,13 @@ func printFindings(w io.Writer, list []findings.Finding) {
 	now := time.Now()
 	for i := range list {
 		f := &list[i]
-		fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-17s  %-30s  %s\n", f.ID, f.Severity, findings.LoopStateAt(f, now), f.Key, f.ResourceID, f.Title)
+		fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-17s  %-30s  %s\n", termsafe.Field(f.ID), termsafe.Field(string(f.Severity)), findings.LoopStateAt(f, now),
+			termsafe.Field(f.Key), termsafe.Field(f.ResourceID), termsafe.Field(f.Title))
 	}
 }
 
 func printFinding(w io.Writer, f *findings.Finding, events []findings.Event) {
-	fmt.Fprintf(w, "%s  %s\n", f.ID, f.Title)
+	fmt.Fprintf(w, "%s  %s\n", termsafe.Field(f.ID), termsafe.Field(f.Title))
 	rows := [][2]string{
 		{"resource", f.ResourceID}, {"key", f.Key}, {"category", string(f.Category)}, {"severity", string(f.Severity)},
 		{"state", findings.LoopStateAt(f, time.Now())}, {"source", string(f.Source)},
@@ -123,14 +125,14 @@ func printFinding(w io.Writer, f *findings.Finding, events []findings.Event) {
 	}
 	for _, r := range rows {
 		if r[1] != "" {
-			fmt.Fprintf(w, "  %-15s %s\n", r[0]+":", r[1])
+			fmt.Fprintf(w, "  %-15s %s\n", r[0]+":", termsafe.Field(r[1]))
 		}
 	}
 	if len(events) > 0 {
 		fmt.Fprintln(w, "  history:")
 	}
 	for _, e := range events {
-		fmt.Fprintf(w, "    %s  %-16s %s\n", e.At.Format(time.RFC3339), e.Kind, strings.TrimSpace(e.Detail))
+		fmt.Fprintf(w, "    %s  %-16s %s\n", e.At.Format(time.RFC3339), termsafe.Field(e.Kind), termsafe.Field(strings.TrimSpace(e.Detail)))
 	}
 }
 

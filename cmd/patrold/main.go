@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/termsafe"
 )
 
 func main() { os.Exit(run()) }
@@ -36,7 +37,7 @@ func run() int {
 		err = perr
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "patrold:", err)
+		fmt.Fprintln(termsafe.NewWriter(os.Stderr), "patrold:", err)
 		return exitCode(err)
 	}
 	return 0

@@ -14,6 +14,7 @@ import (
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/termsafe"
 	"github.com/patrold/patrold/store"
 )
 
@@ -45,6 +46,11 @@ func newRoot(a *app) *cobra.Command {
 		Short:         "Infrastructure patrol daemon",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	// Every text the CLI prints passes termsafe: a value from a source
+	// or a model cannot drive the terminal.
+	if _, ok := a.stdout.(*termsafe.Writer); !ok && a.stdout != nil {
+		a.stdout = termsafe.NewWriter(a.stdout)
 	}
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)

@@ -16,6 +16,7 @@ import (
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/dirlock"
+	"github.com/patrold/patrold/internal/termsafe"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/patrol"
@@ -194,18 +195,19 @@ func printReport(w io.Writer, rep *patrol.Report) {
 	}
 	fmt.Fprintf(w, "resources: %s\n", strings.Join(kinds, ", "))
 	for _, p := range rep.InvalidResources {
-		fmt.Fprintf(w, "invalid: %s\n", p)
+		fmt.Fprintf(w, "invalid: %s\n", termsafe.Field(p.String()))
 	}
 	fmt.Fprintf(w, "signals: %d (unmatched by the model: %d)\n", len(rep.Signals), len(rep.UnmatchedSignals))
 	if len(rep.Findings) > 0 {
 		fmt.Fprintln(w, "findings:")
 	}
 	for _, f := range rep.Findings {
-		fmt.Fprintf(w, "  %-9s %-8s %-16s %-17s %-30s %s\n", strings.ToUpper(string(f.Change)), f.Severity, f.ID, f.Key, f.ResourceID, f.Title)
+		fmt.Fprintf(w, "  %-9s %-8s %-16s %-17s %-30s %s\n", strings.ToUpper(string(f.Change)), f.Severity, f.ID,
+			termsafe.Field(f.Key), termsafe.Field(f.ResourceID), termsafe.Field(f.Title))
 	}
 	fmt.Fprintf(w, "resolved: %d\n", len(rep.Resolved))
 	for _, e := range rep.Errors {
-		fmt.Fprintf(w, "error: %s\n", e)
+		fmt.Fprintf(w, "error: %s\n", termsafe.Field(e))
 	}
 }
 
