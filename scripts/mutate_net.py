@@ -115,6 +115,32 @@ MUTATIONS += [
      "if s, ok := zfsPool(r); ok {", "if s, ok := zfsPool(r); ok && false {", SIG + ["-run", "TestZFSPoolDegraded"]),
 ]
 
+PVE = ["./snapshot/proxmox"]
+
+# What the Proxmox source and the prober must not let through (docs/SOURCES.md).
+MUTATIONS += [
+    ("agent-skips-container-bridges", "snapshot/proxmox/build.go",
+     'if i.Name == "lo" || bridgeLike(i.Name) {', 'if i.Name == "lo" {', PVE + ["-run", "TestAgentAddressesSkipContainerBridges"]),
+    ("probe-local-stack-not-the-guests", "snapshot/probe/probe.go",
+     "\tcase localStackError(err):\n", "\tcase false:\n", ["./snapshot/probe", "-run", "TestLocalStackErrorIsNotTheGuests"]),
+    ("probe-unroutable-unknown", "snapshot/probe/probe.go",
+     "\t\tcase OutcomeCancelled, OutcomeUnroutable:\n\t\t\tcancelled = true\n",
+     "\t\tcase OutcomeCancelled:\n\t\t\tcancelled = true\n\t\tcase OutcomeUnroutable:\n\t\t\tfailed = true\n",
+     ["./snapshot/probe", "-run", "TestLocalStackErrorIsNotTheGuests"]),
+    ("backup-vmid-from-volid", "snapshot/proxmox/backup.go",
+     "\t\tif !ok {\n\t\t\tid, ok = volidVMID(v.VolID)", "\t\tif false {\n\t\t\tid, ok = volidVMID(v.VolID)",
+     PVE + ["-run", "TestNewestVolumes"]),
+    ("one-filesystem-one-resource", "snapshot/proxmox/collect.go",
+     "if i, ok := at[k]; ok {", "if i, ok := at[k]; ok && false {", PVE + ["-run", "TestOneFilesystem"]),
+    ("one-filesystem-named", "signals/detectors.go",
+     '\t\ts.Summary += "; one filesystem shared by "', '\t\t_ = "; one filesystem shared by "',
+     SIG + ["-run", "TestOneFilesystemNamesEveryStorage"]),
+    ("backup-names-its-storage", "snapshot/proxmox/build.go",
+     "\t\tb.Storage = newest.storage\n", "\n", PVE + ["-run", "TestTaskLogBudget"]),
+    ("backup-evidence-storage", "signals/detectors.go",
+     '\t\tev["last_success_storage"] = clip(b.Storage, MaxNameRunes)\n', "\n", PVE + ["-run", "TestPatrolRunOverCluster"]),
+]
+
 # ground-per-resource needs a stand-in that merges every resource's facts.
 ANY_FACTS = '''
 func (c *corpus) any() *facts {

@@ -57,6 +57,12 @@ func appendMetric(out []Signal, r *snapshot.Resource, typ Type, metric string, t
 		s.Evidence["held_by_hysteresis"] = true
 	}
 	s.Summary = metricSummary(kindWord(r), metricLabel[typ], display(r), v, how, held, threshold, t.Clear, t.Trigger)
+	if names := r.Labels[snapshot.LabelStorages]; names != "" && r.Kind == snapshot.KindStorage {
+		// Several storages on one filesystem, reported as this one.
+		names = clip(names, MaxErrorRunes)
+		s.Evidence["storages"] = names
+		s.Summary += "; one filesystem shared by " + strings.ReplaceAll(names, ",", ", ")
+	}
 	return append(out, s)
 }
 
@@ -206,6 +212,7 @@ func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, now 
 			s.Value, s.Threshold = round2(age.Hours()), window
 			lastError := clip(b.LastError, MaxErrorRunes)
 			s.Evidence = map[string]any{"last_status": b.LastStatus, "last_finished_at": finished.UTC().Format(time.RFC3339), "last_error": lastError, "max_age": maxAge.String()}
+			withStorage(s.Evidence, b)
 			s.Summary = fmt.Sprintf("last backup of %s failed %s ago", display(r), roundAge(age))
 			if lastError != "" {
 				s.Summary += ": " + lastError
@@ -224,10 +231,19 @@ func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, now 
 		s := newSignal(r, TypeBackupStale, SeverityWarning)
 		s.Value, s.Threshold = round2(age.Hours()), window
 		s.Evidence = map[string]any{"last_success_at": b.LastSuccessAt.UTC().Format(time.RFC3339), "age": roundAge(age), "max_age": maxAge.String()}
+		withStorage(s.Evidence, b)
 		s.Summary = fmt.Sprintf("last successful backup of %s was %s ago, older than %s", display(r), roundAge(age), maxAge)
 		out = append(out, s)
 	}
 	return out
+}
+
+// withStorage names, in a backup signal's evidence, the storage the
+// newest backup was found on, when the source said.
+func withStorage(ev map[string]any, b *snapshot.Backup) {
+	if b.Storage != "" {
+		ev["last_success_storage"] = clip(b.Storage, MaxNameRunes)
+	}
 }
 
 // unreachable: a running guest whose reachability verdict is false.

@@ -252,3 +252,26 @@ func TestZFSPoolDegraded(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestOneFilesystemNamesEveryStorage: storages a source reports as one
+// filesystem give one high_disk that names all of them.
+func TestOneFilesystemNamesEveryStorage(t *testing.T) {
+	p := policy(t, alerts.Settings{})
+	r := snapshot.Resource{ID: "storage/pve2/cloud-init", Kind: snapshot.KindStorage, Name: "cloud-init", Status: "online",
+		Labels:  map[string]string{snapshot.LabelStorages: "cloud-init,local,snippets", "type": "dir"},
+		Metrics: snapshot.MetricsOf(map[string]float64{"usage_percent": 92})}
+	got := *one(t, detect(t, p, nil, r))
+	want := signals.Signal{Type: signals.TypeHighDisk, ResourceID: r.ID, ResourceKind: snapshot.KindStorage, ResourceName: "cloud-init",
+		Severity: signals.SeverityWarning, Category: signals.CategoryCapacity, Value: 92, Threshold: 75,
+		Summary:  "storage disk usage on cloud-init (storage/pve2/cloud-init) at 92.0% (current), above 75; one filesystem shared by cloud-init, local, snippets",
+		Evidence: map[string]any{"metric": "usage_percent", "value": 92.0, "trigger": 75.0, "clear": 70.0, "critical": 95.0, "storages": "cloud-init,local,snippets"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("\n%+v\nwant\n%+v", got, want)
+	}
+	// A guest's label of that name means nothing.
+	g := snapshot.Resource{ID: "vm/1", Kind: snapshot.KindVM, Status: "running", Labels: map[string]string{snapshot.LabelStorages: "x"},
+		Metrics: snapshot.MetricsOf(map[string]float64{"disk_percent": 80})}
+	if s := one(t, detect(t, p, nil, g)); s.Evidence["storages"] != nil {
+		t.Errorf("guest: %+v", s)
+	}
+}

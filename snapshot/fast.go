@@ -82,7 +82,7 @@ var resourceKeys = map[string]int{
 	"backup": fBackup, "smart": fSmart, "notes": fNotes, "logs": fLogs, "zfs": fZFS,
 }
 
-var backupKeys = map[string]int{"last_status": 1, "last_finished_at": 2, "last_success_at": 4, "last_error": 8}
+var backupKeys = map[string]int{"last_status": 1, "last_finished_at": 2, "last_success_at": 4, "last_error": 8, "storage": 16}
 
 var smartKeys = map[string]int{
 	"health": 1, "reallocated_sectors": 2, "pending_sectors": 4, "offline_uncorrectable": 8,
@@ -525,6 +525,8 @@ func (p *fastParser) backup() (*Backup, bool) {
 			ok = p.setString(&b.LastStatus, true)
 		case 8:
 			ok = p.setString(&b.LastError, false)
+		case 16:
+			ok = p.setString(&b.Storage, true)
 		case 2:
 			b.LastFinishedAt, ok = p.timePtr()
 		case 4:

@@ -42,6 +42,10 @@ func (k Kind) Valid() bool {
 // Guest reports whether k is a VM or a container.
 func (k Kind) Guest() bool { return k == KindVM || k == KindContainer }
 
+// LabelStorages, on a storage resource, lists (comma-separated) the
+// storages that are one filesystem and are reported as this one resource.
+const LabelStorages = "storages"
+
 // Resource statuses.
 const (
 	StatusOnline  = "online"
@@ -104,6 +108,9 @@ type Backup struct {
 	LastFinishedAt *time.Time `json:"last_finished_at,omitempty"`
 	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
 	LastError      string     `json:"last_error,omitempty"`
+	// Storage is the resource id of the storage the newest backup was
+	// found on, when the source knows it.
+	Storage string `json:"storage,omitempty"`
 }
 
 // Backup statuses.

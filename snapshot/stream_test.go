@@ -42,6 +42,7 @@ var oddDocuments = []string{
 	`{"version":1,"resources":[{"id":"disk/1","kind":"disk","smart":{"nvme_critical_warning":-1}},{"id":"disk/2","kind":"disk","smart":{"grown_defects":-2}}]}`,
 	`{"version":1,"resources":[{"id":"storage/n/zpool/rpool","kind":"storage","zfs":{"state":"DEGRADED","read_errors":1,"write_errors":2,"checksum_errors":3}}]}`,
 	`{"version":1,"resources":[{"id":"storage/n/zpool/a","kind":"storage","zfs":{"state":5}},{"id":"storage/n/zpool/b","kind":"storage","zfs":{"checksum_errors":-1}},{"id":"storage/n/zpool/c","kind":"storage","zfs":null},{"id":"storage/n/zpool/d","kind":"storage","zfs":{"State":"ONLINE","colour":1}}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","backup":{"last_status":"ok","storage":"storage/pve2/local"}},{"id":"vm/2","kind":"vm","backup":{"storage":5}}]}`,
 	`{"version":1,"resources":[{"id":5,"kind":"vm"},{"id":null,"kind":"vm"},{"id":"  ","kind":"vm"},{"id":" X/Y ","kind":"Disk"}]}`,
 	`{"version":1,"resources":[null,5,"x",[],{},true]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","reachable":"yes"},{"id":"vm/2","kind":"vm","reachable":false}]}`,

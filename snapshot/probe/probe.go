@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	promclient "github.com/prometheus/client_golang/prometheus"
@@ -92,10 +94,14 @@ const (
 	OutcomeFailed    Outcome = "failed"    // refused, unreachable or no answer within the timeout
 	OutcomeInvalid   Outcome = "invalid"   // not host:port; not probed
 	OutcomeCancelled Outcome = "cancelled" // the caller's context ended first; says nothing about the guest
+	// OutcomeUnroutable: the patrol host's own network stack could not
+	// send (network unreachable, no route to host, no local address):
+	// not probed, and nothing about the guest.
+	OutcomeUnroutable Outcome = "unroutable"
 )
 
 // Outcomes lists every outcome (the metric label values).
-var Outcomes = []Outcome{OutcomeOpen, OutcomeFailed, OutcomeInvalid, OutcomeCancelled}
+var Outcomes = []Outcome{OutcomeOpen, OutcomeFailed, OutcomeInvalid, OutcomeCancelled, OutcomeUnroutable}
 
 // Address is the result for one address of one guest.
 type Address struct {
@@ -124,17 +130,76 @@ type Result struct {
 	Unreachable int       `json:"unreachable"` // set to false
 	Unknown     int       `json:"unknown"`     // left null: nothing could be probed
 	Addresses   []Address `json:"addresses"`   // per address, in resource then address order
+	// Unroutable lists, once per network, the addresses the patrol host
+	// could not send to: a probe problem, not the guests'.
+	Unroutable []Unroutable `json:"unroutable,omitempty"`
+}
+
+// Unroutable is one network (an IPv4 /24 or an IPv6 /64) the patrol
+// host had no route to.
+type Unroutable struct {
+	Network   string `json:"network"`
+	Error     string `json:"error"`     // the first address's error
+	Addresses int    `json:"addresses"` // addresses in it not probed
 }
 
 // Incomplete reports whether some address was not probed because the
-// caller's context ended: the run had a gap and should be degraded.
+// caller's context ended or the patrol host had no route to it: the run
+// had a gap and should be degraded.
 func (r Result) Incomplete() bool {
 	for _, a := range r.Addresses {
-		if a.Outcome == OutcomeCancelled {
+		if a.Outcome == OutcomeCancelled || a.Outcome == OutcomeUnroutable {
 			return true
 		}
 	}
 	return false
+}
+
+// unroutable groups the unroutable addresses by network, in address order.
+func unroutable(as []Address) []Unroutable {
+	var out []Unroutable
+	index := map[string]int{}
+	for _, a := range as {
+		if a.Outcome != OutcomeUnroutable {
+			continue
+		}
+		n := networkOf(a.Address)
+		if i, ok := index[n]; ok {
+			out[i].Addresses++
+			continue
+		}
+		index[n] = len(out)
+		out = append(out, Unroutable{Network: n, Error: a.Error, Addresses: 1})
+	}
+	return out
+}
+
+// networkOf is the /24 (IPv4) or /64 (IPv6) of a host:port address, or
+// its host when that is a name.
+func networkOf(hostport string) string {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	bits := 64
+	if ip.Is4() || ip.Is4In6() {
+		ip, bits = ip.Unmap(), 24
+	}
+	p, err := ip.Prefix(bits)
+	if err != nil {
+		return host
+	}
+	return p.String()
+}
+
+// localStackError reports whether a dial failed in the patrol host's own
+// network stack rather than at the guest.
+func localStackError(err error) bool {
+	return errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.EADDRNOTAVAIL)
 }
 
 // Candidate reports whether the prober decides r's reachability: a running
@@ -205,11 +270,12 @@ func (p *Prober) Probe(ctx context.Context, snap *snapshot.Snapshot, now time.Ti
 		}
 		p.metrics.guest(r.Reachable)
 	}
+	res.Unroutable = unroutable(res.Addresses)
 	return res
 }
 
-// verdict: any open address makes a guest reachable; a cancelled address
-// might have answered, so without an open one it leaves the verdict
+// verdict: any open address makes a guest reachable; a cancelled or
+// unroutable address might have answered, so without an open one it leaves the verdict
 // unknown; otherwise a failed address makes it unreachable. Invalid
 // addresses never count.
 func verdict(outcomes []Outcome) *bool {
@@ -221,7 +287,7 @@ func verdict(outcomes []Outcome) *bool {
 			return ptr(true)
 		case OutcomeFailed:
 			failed = true
-		case OutcomeCancelled:
+		case OutcomeCancelled, OutcomeUnroutable:
 			cancelled = true
 		}
 	}
@@ -250,6 +316,8 @@ func (p *Prober) connect(ctx context.Context, a *Address) {
 		a.Outcome, a.Error = OutcomeCancelled, "not probed: the run's context ended first"
 	case timedOut:
 		a.Outcome, a.Error = OutcomeFailed, fmt.Sprintf("no answer within %s", p.timeout)
+	case localStackError(err):
+		a.Outcome, a.Error = OutcomeUnroutable, "not probed: "+err.Error()
 	default:
 		a.Outcome, a.Error = OutcomeFailed, err.Error()
 	}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -176,6 +179,7 @@ patrold_probe_addresses_total{outcome="cancelled"} 0
 patrold_probe_addresses_total{outcome="failed"} 3
 patrold_probe_addresses_total{outcome="invalid"} 4
 patrold_probe_addresses_total{outcome="open"} 2
+patrold_probe_addresses_total{outcome="unroutable"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected)); err != nil {
 		t.Error(err)
@@ -291,5 +295,54 @@ func BenchmarkProbe(b *testing.B) {
 		if res := p.Probe(context.Background(), snap, now); res.Reachable != 100 {
 			b.Fatalf("reachable %d", res.Reachable)
 		}
+	}
+}
+
+// TestLocalStackErrorIsNotTheGuests: "network is unreachable" and "no
+// route to host" from the patrol host's own stack leave the verdict
+// unknown (no guest_unreachable for every guest of one unroutable VLAN),
+// are reported once per network, and make the probe incomplete.
+func TestLocalStackErrorIsNotTheGuests(t *testing.T) {
+	open, closed := openAddr(t), closedAddr(t)
+	p := newProber(t, Options{})
+	real := p.dial
+	p.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		switch {
+		case strings.HasPrefix(addr, "192.0.2."):
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}
+		case strings.HasPrefix(addr, "[2001:db8:"):
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
+		}
+		return real(ctx, network, addr)
+	}
+	snap := &snapshot.Snapshot{Resources: []snapshot.Resource{
+		guest("vm/1", "192.0.2.10:22"),
+		guest("vm/2", "192.0.2.11:22"),
+		guest("vm/3", "192.0.2.12:22", open),   // another address answers: reachable
+		guest("vm/4", "192.0.2.13:22", closed), // refused elsewhere, unroutable here: unknown
+		guest("vm/5", "[2001:db8:0:1::5]:22"),
+		guest("vm/6", closed), // a real refusal is still the guest's
+	}}
+	res := p.Probe(context.Background(), snap, now)
+	var verdicts []string
+	for _, r := range snap.Resources {
+		v := "unknown"
+		if r.Reachable != nil {
+			v = strconv.FormatBool(*r.Reachable)
+		}
+		verdicts = append(verdicts, r.ID+"="+v)
+	}
+	if got, want := strings.Join(verdicts, " "), "vm/1=unknown vm/2=unknown vm/3=true vm/4=unknown vm/5=unknown vm/6=false"; got != want {
+		t.Errorf("verdicts %s, want %s", got, want)
+	}
+	want := []Unroutable{
+		{Network: "192.0.2.0/24", Error: "not probed: dial tcp: connect: network is unreachable", Addresses: 4},
+		{Network: "2001:db8:0:1::/64", Error: "not probed: dial tcp: connect: no route to host", Addresses: 1},
+	}
+	if !reflect.DeepEqual(res.Unroutable, want) {
+		t.Errorf("unroutable\n%+v\nwant\n%+v", res.Unroutable, want)
+	}
+	if !res.Incomplete() || res.Reachable != 1 || res.Unreachable != 1 || res.Unknown != 4 {
+		t.Errorf("result %+v", res)
 	}
 }

@@ -1,6 +1,7 @@
 package proxmox
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,21 +41,54 @@ func covered(jobs []backupJob, g clusterResource) bool {
 	return false
 }
 
-// newestVolumes returns the newest backup ctime per vmid.
-func newestVolumes(vols []volume, into map[int64]int64) {
+// newestBackup is a guest's newest backup volume: its ctime and the
+// storage (resource id) it was found on.
+type newestBackup struct {
+	ctime   int64
+	storage string
+}
+
+// newestVolumes records the newest backup per vmid over the volumes of
+// one storage. A volume without vmid takes the one its volid names. Of
+// two equally new volumes the storage first by id wins, so the result
+// does not depend on the order storages are read in.
+func newestVolumes(vols []volume, storage string, into map[int64]newestBackup) {
 	for _, v := range vols {
 		if v.Content != "" && v.Content != "backup" {
 			continue
 		}
-		if !v.VMID.set || !v.CTime.set || v.CTime.v <= 0 || v.CTime.v > maxUnix {
+		if !v.CTime.set || v.CTime.v <= 0 || v.CTime.v > maxUnix {
 			continue
 		}
-		id, ct := int64(v.VMID.v), int64(v.CTime.v)
-		if ct > into[id] {
-			into[id] = ct
+		id, ok := int64(v.VMID.v), v.VMID.set
+		if !ok {
+			id, ok = volidVMID(v.VolID)
+		}
+		if !ok {
+			continue
+		}
+		ct := int64(v.CTime.v)
+		if cur := into[id]; ct > cur.ctime || (ct == cur.ctime && storage < cur.storage) {
+			into[id] = newestBackup{ctime: ct, storage: storage}
 		}
 	}
 }
+
+// volidVMID reads the vmid a backup volume's volid names: vzdump's file
+// name (local:backup/vzdump-qemu-100-2023_08_28-02_00_01.vma.zst, lxc and
+// openvz alike) or a Proxmox Backup Server snapshot
+// (pbs:backup/vm/100/2023-08-28T02:00:01Z, ct for containers).
+func volidVMID(volid string) (int64, bool) {
+	m := volidPattern.FindStringSubmatch(volid)
+	if m == nil {
+		return 0, false
+	}
+	digits := m[1] + m[2]
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && n > 0
+}
+
+var volidPattern = regexp.MustCompile(`(?:^|[:/])vzdump-(?:qemu|lxc|openvz)-(\d{1,9})-|^[^:]*:backup/(?:vm|ct)/(\d{1,9})/`)
 
 // backupRun is what the newest vzdump task says about one guest.
 type backupRun struct {

@@ -108,8 +108,70 @@ func TestTaskLogBudget(t *testing.T) {
 		t.Errorf("%d task logs read, want %d", logs, logBudget)
 	}
 	last := time.Date(2026, 11, 29, 2, 5, 0, 0, time.UTC)
-	want := &snapshot.Backup{LastStatus: snapshot.BackupUnknown, LastSuccessAt: &last}
+	want := &snapshot.Backup{LastStatus: snapshot.BackupUnknown, LastSuccessAt: &last, Storage: "storage/pve1/nfs-backup"}
 	if r := find(snap, "vm/101"); r == nil || !reflect.DeepEqual(r.Backup, want) {
 		t.Errorf("vm/101 backup = %+v, want %+v", r, want)
+	}
+}
+
+// TestNewestVolumes: a volume without vmid takes the one its volid names
+// (vzdump file names, PBS snapshots), and the newest volume's storage is
+// kept, ties going to the storage first by id.
+func TestNewestVolumes(t *testing.T) {
+	n := func(v float64) number { return number{v: v, set: true} }
+	local := []volume{
+		{VolID: "local:backup/vzdump-qemu-100-2023_08_28-02_00_01.vma.zst", CTime: n(1693188001)},
+		{VolID: "local:backup/vzdump-lxc-200-2023_08_28-02_00_01.tar.zst", Content: "backup", CTime: n(1693188002)},
+		{VolID: "local:backup/vzdump-openvz-300-2023_08_28-02_00_01.tar", CTime: n(1693188003)},
+		{VolID: "local:backup/not-a-backup-400.tar", CTime: n(1693188004)},
+		{VolID: "local:iso/vzdump-qemu-500-x.iso", Content: "iso", CTime: n(1693188005)},
+		{VolID: "local:backup/vzdump-qemu-0-2023_08_28.vma", CTime: n(1693188006)},
+	}
+	pbs := []volume{
+		{VolID: "pbs:backup/vm/100/2023-08-29T02:00:01Z", CTime: n(1693274401)},
+		{VolID: "pbs:backup/ct/200/2023-08-28T02:00:02Z", CTime: n(1693188002)},
+		{VolID: "pbs:backup/host/600/2023-08-28T02:00:02Z", CTime: n(1693188002)},
+		{VolID: "pbs:backup/vm/700/x", VMID: n(701), CTime: n(1693188007)},
+	}
+	got := map[int64]newestBackup{}
+	newestVolumes(pbs, "storage/pve1/pbs", got)
+	newestVolumes(local, "storage/pve2/local", got)
+	want := map[int64]newestBackup{
+		100: {1693274401, "storage/pve1/pbs"},
+		200: {1693188002, "storage/pve1/pbs"}, // equally new on both: first by id
+		300: {1693188003, "storage/pve2/local"},
+		701: {1693188007, "storage/pve1/pbs"}, // the vmid field wins over the volid
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("newest\n%+v\nwant\n%+v", got, want)
+	}
+	again := map[int64]newestBackup{}
+	newestVolumes(local, "storage/pve2/local", again)
+	newestVolumes(pbs, "storage/pve1/pbs", again)
+	if !reflect.DeepEqual(again, want) {
+		t.Errorf("in the other order\n%+v\nwant\n%+v", again, want)
+	}
+}
+
+// TestAgentAddressesSkipContainerBridges: only the guest's own interfaces
+// are probed, never docker0, br-*, veth*, weave, cni* or flannel*.
+func TestAgentAddressesSkipContainerBridges(t *testing.T) {
+	ifs, err := decodeOne[agentInterfaces]([]byte(`{"result":[
+	 {"name":"ens18","ip-addresses":[{"ip-address":"192.0.2.40"}]},
+	 {"name":"docker0","ip-addresses":[{"ip-address":"172.17.0.1"}]},
+	 {"name":"br-0c1d2e3f","ip-addresses":[{"ip-address":"172.18.0.1"}]},
+	 {"name":"veth9@if2","ip-addresses":[{"ip-address":"169.254.3.3"}]},
+	 {"name":"weave","ip-addresses":[{"ip-address":"10.42.0.1"}]},
+	 {"name":"cni0","ip-addresses":[{"ip-address":"10.244.0.1"}]},
+	 {"name":"flannel.1","ip-addresses":[{"ip-address":"10.244.0.0"}]},
+	 {"name":"vmbr0","ip-addresses":[{"ip-address":"198.51.100.7"}]}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := agentAddresses(ifs, 22)
+	want := []string{"192.0.2.40:22", "198.51.100.7:22"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("addresses %v, want %v", got, want)
 	}
 }

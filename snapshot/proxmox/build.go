@@ -327,12 +327,16 @@ func leadingInt(s string) (int64, bool) {
 }
 
 // agentAddresses turns the agent's interfaces into host:port pairs for the
-// prober: loopback, link-local and unspecified addresses are left out.
+// prober: loopback, link-local and unspecified addresses are left out, and
+// so are the interfaces of container networks inside the guest (bridgeLike):
+// their addresses (Docker's 172.17.0.1, weave's 10.42.0.1) are the same in
+// every guest that runs them, and on a patrol host running Docker itself
+// 172.17.0.1:22 is that host, so a dead guest would probe as reachable.
 func agentAddresses(ifs agentInterfaces, port int) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, i := range ifs.Result {
-		if i.Name == "lo" {
+		if i.Name == "lo" || bridgeLike(i.Name) {
 			continue
 		}
 		for _, a := range i.Addresses {
@@ -350,14 +354,33 @@ func agentAddresses(ifs agentInterfaces, port int) []string {
 	return out
 }
 
-func backupOf(run backupRun, ok bool, lastSuccess int64) *snapshot.Backup {
+// backupOf is a guest's backup state; the newest volume's storage is
+// named, so a backup found on another node's local storage (the guest
+// migrated since) says where it is.
+func backupOf(run backupRun, ok bool, newest newestBackup) *snapshot.Backup {
 	b := &snapshot.Backup{LastStatus: snapshot.BackupUnknown}
 	if ok {
 		b.LastStatus, b.LastFinishedAt, b.LastError = run.Status, run.Finished, run.Error
 	}
-	if lastSuccess > 0 {
-		t := time.Unix(lastSuccess, 0).UTC()
+	if newest.ctime > 0 {
+		t := time.Unix(newest.ctime, 0).UTC()
 		b.LastSuccessAt = &t
+		b.Storage = newest.storage
 	}
 	return b
+}
+
+// virtualPrefixes name the interfaces container runtimes and overlay
+// networks create inside a guest.
+var virtualPrefixes = []string{"docker", "br-", "veth", "cni", "flannel", "weave", "vxlan", "cali", "cilium",
+	"kube-", "virbr", "lxcbr", "lxdbr", "podman", "tunl", "vethwe", "datapath"}
+
+// bridgeLike reports whether an interface name is one of virtualPrefixes'.
+func bridgeLike(name string) bool {
+	for _, p := range virtualPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/snapshot"
@@ -130,12 +131,12 @@ func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jo
 	for _, name := range cl.names {
 		out = append(out, nodeResource(cl.nodes[name]))
 	}
-	newest := map[int64]int64{}
+	newest := map[int64]newestBackup{}
 	read := map[string]bool{}
 	for _, res := range byNode {
 		for id, vols := range res.volumes {
 			read[id] = true
-			newestVolumes(vols, newest)
+			newestVolumes(vols, id, newest)
 		}
 	}
 	for _, g := range cl.guests {
@@ -150,8 +151,19 @@ func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jo
 		}
 		out = append(out, r)
 	}
-	for _, st := range cl.storages {
-		out = append(out, storageResource(st))
+	for _, group := range oneFilesystem(cl.storages) {
+		r := storageResource(group[0])
+		if len(group) > 1 {
+			names := make([]string, len(group))
+			for i, st := range group {
+				names[i] = st.Storage
+			}
+			if r.Labels == nil {
+				r.Labels = map[string]string{}
+			}
+			r.Labels[snapshot.LabelStorages] = strings.Join(names, ",")
+		}
+		out = append(out, r)
 	}
 	var pools, disks []snapshot.Resource
 	for _, name := range cl.names {
@@ -168,6 +180,38 @@ func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jo
 	out = append(out, pools...)
 	sort.Slice(disks, func(i, j int) bool { return disks[i].ID < disks[j].ID })
 	return append(out, disks...)
+}
+
+// oneFilesystem groups the storages that are one filesystem: node-local
+// storages of one node, available, whose used and total bytes are both
+// the same (local, snippets and cloud-init directories on /). Each group
+// is reported once, through its first storage by name, so one full root
+// filesystem is one high_disk, not three. Every other storage is a group
+// of its own. Groups are in the order of their first storage.
+func oneFilesystem(sts []storageEntry) [][]storageEntry {
+	type fs struct {
+		node        string
+		used, total float64
+	}
+	var out [][]storageEntry
+	at := map[fs]int{} // filesystem -> its group in out
+	for _, st := range sts {
+		if st.shared || st.Status != "available" || !st.Disk.set || !st.MaxDisk.set || st.Disk.v <= 0 || st.MaxDisk.v <= 0 {
+			out = append(out, []storageEntry{st})
+			continue
+		}
+		k := fs{st.Node, st.Disk.v, st.MaxDisk.v}
+		if i, ok := at[k]; ok {
+			out[i] = append(out[i], st)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, []storageEntry{st})
+	}
+	for _, g := range out {
+		sort.SliceStable(g, func(i, j int) bool { return g[i].Storage < g[j].Storage })
+	}
+	return out
 }
 
 // backupsComplete reports whether everything a guest's backup state rests

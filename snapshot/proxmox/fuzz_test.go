@@ -130,15 +130,15 @@ func FuzzBackupsAndJobs(f *testing.F) {
 	seedData(f, "nodes/pve1/storage/nfs-backup/content.json", "cluster/backup.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if vols, err := decodeList[volume](data); err == nil {
-			newest := map[int64]int64{}
-			newestVolumes(vols, newest)
-			for _, ct := range newest {
-				valid(t, []snapshot.Resource{{ID: "vm/1", Kind: snapshot.KindVM, Backup: backupOf(backupRun{}, false, ct)}})
+			newest := map[int64]newestBackup{}
+			newestVolumes(vols, "storage/pve1/s", newest)
+			for _, nb := range newest {
+				valid(t, []snapshot.Resource{{ID: "vm/1", Kind: snapshot.KindVM, Backup: backupOf(backupRun{}, false, nb)}})
 			}
 		}
 		if ts, err := decodeList[task](data); err == nil {
 			for _, tk := range ts {
-				valid(t, []snapshot.Resource{{ID: "vm/1", Kind: snapshot.KindVM, Backup: backupOf(taskRun(tk), true, 0)}})
+				valid(t, []snapshot.Resource{{ID: "vm/1", Kind: snapshot.KindVM, Backup: backupOf(taskRun(tk), true, newestBackup{})}})
 			}
 		}
 		if jobs, err := decodeList[backupJob](data); err == nil {
