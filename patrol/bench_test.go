@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/jsonref"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -74,49 +74,20 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // BenchmarkUnmarshalV1 is the reference Decode is held to: a plain
-// encoding/json (v1) Unmarshal of the same document into equivalent Go
-// structs, with no validation at all. The structs are snapshot.Snapshot's
-// with the metrics a map, the type v1 decodes natively (snapshot.Metrics
-// decodes through one), so the reference is plain v1.
+// encoding/json (v1) Unmarshal of the same document into structs that
+// mirror snapshot.Snapshot's (jsonref), with no validation at all.
 func BenchmarkUnmarshalV1(b *testing.B) {
 	for _, fc := range fleets(b) {
 		b.Run(fc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(fc.data)))
 			for b.Loop() {
-				var s v1Snapshot
+				var s jsonref.Snapshot
 				if err := json.Unmarshal(fc.data, &s); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-}
-
-// v1Snapshot and v1Resource are snapshot.Snapshot and snapshot.Resource
-// as plain structs.
-type v1Snapshot struct {
-	Version   int          `json:"version"`
-	TakenAt   time.Time    `json:"taken_at"`
-	Source    string       `json:"source,omitempty"`
-	Resources []v1Resource `json:"resources"`
-}
-
-type v1Resource struct {
-	ID        string             `json:"id"`
-	Kind      snapshot.Kind      `json:"kind"`
-	Name      string             `json:"name,omitempty"`
-	Parent    string             `json:"parent,omitempty"`
-	Status    string             `json:"status,omitempty"`
-	Tags      []string           `json:"tags,omitempty"`
-	Labels    map[string]string  `json:"labels,omitempty"`
-	Metrics   map[string]float64 `json:"metrics,omitempty"`
-	Addresses []string           `json:"addresses,omitempty"`
-	Reachable *bool              `json:"reachable,omitempty"`
-	Backup    *snapshot.Backup   `json:"backup,omitempty"`
-	Smart     *snapshot.Smart    `json:"smart,omitempty"`
-	ZFS       *snapshot.ZFS      `json:"zfs,omitempty"`
-	Notes     string             `json:"notes,omitempty"`
-	Logs      []string           `json:"logs,omitempty"`
 }
 
 // BenchmarkDetect measures signal detection alone.
@@ -267,41 +238,5 @@ func BenchmarkFirstRun(b *testing.B) {
 				b.StartTimer()
 			}
 		})
-	}
-}
-
-// TestV1MirrorIsResource keeps the reference's structs those of the
-// snapshot: the same exported fields and tags, in order, the metrics a
-// map.
-func TestV1MirrorIsResource(t *testing.T) {
-	for _, pair := range [][2]reflect.Type{
-		{reflect.TypeFor[snapshot.Snapshot](), reflect.TypeFor[v1Snapshot]()},
-		{reflect.TypeFor[snapshot.Resource](), reflect.TypeFor[v1Resource]()},
-	} {
-		typ, mirror := pair[0], pair[1]
-		var fields []reflect.StructField // the exported ones: what JSON reads
-		for i := range typ.NumField() {
-			if f := typ.Field(i); f.IsExported() {
-				fields = append(fields, f)
-			}
-		}
-		if len(fields) != mirror.NumField() {
-			t.Fatalf("%v has %d exported fields, its mirror %d", typ, len(fields), mirror.NumField())
-		}
-		for i, rf := range fields {
-			mf := mirror.Field(i)
-			same := rf.Name == mf.Name && rf.Tag == mf.Tag
-			switch {
-			case rf.Type == reflect.TypeFor[snapshot.Metrics]():
-				same = same && mf.Type == reflect.TypeFor[map[string]float64]()
-			case rf.Type == reflect.TypeFor[[]snapshot.Resource]():
-				same = same && mf.Type == reflect.TypeFor[[]v1Resource]()
-			default:
-				same = same && rf.Type == mf.Type
-			}
-			if !same {
-				t.Errorf("%v field %d: %s %v %q, mirror %s %v %q", typ, i, rf.Name, rf.Type, rf.Tag, mf.Name, mf.Type, mf.Tag)
-			}
-		}
 	}
 }

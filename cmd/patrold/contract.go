@@ -37,8 +37,9 @@ func (a *app) nextPage(next string) {
 	}
 }
 
-// printStoredReport prints a stored run report as `patrold run` does; a
-// run still in progress (its record, not a report) is printed as such.
+// printStoredReport prints a stored run report as `patrold run --all`
+// does; a run still in progress (its record, not a report) is printed as
+// such.
 func printStoredReport(w io.Writer, raw json.RawMessage) error {
 	var rep patrol.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
@@ -52,7 +53,7 @@ func printStoredReport(w io.Writer, raw json.RawMessage) error {
 		_, err := fmt.Fprintf(w, "run %s  trigger=%s  status=%s  started %s (no report yet)\n", rec.ID, rec.Trigger, rec.Status, rec.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
 		return err
 	}
-	printReport(w, &rep)
+	printReport(w, &rep, true)
 	return nil
 }
 

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/internal/termsafe"
 	"github.com/patrold/patrold/model"
@@ -28,7 +33,7 @@ import (
 
 func newRunCmd(a *app) *cobra.Command {
 	var snapPath, output, replay string
-	var doProbe bool
+	var doProbe, all bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one patrol now and print the run report",
@@ -69,7 +74,7 @@ func newRunCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printRun(rep, output)
+				return a.printRun(rep, output, all)
 			} else if err != nil {
 				return err
 			}
@@ -80,7 +85,7 @@ func newRunCmd(a *app) *cobra.Command {
 			rep, runErr := root.RunOnce(cmd.Context(), ro, rp)
 			runErr = cliErr(runErr)
 			if rep != nil {
-				if err := a.printRun(rep, output); err != nil {
+				if err := a.printRun(rep, output, all); err != nil {
 					return err
 				}
 			}
@@ -90,16 +95,20 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&snapPath, "snapshot", "", "patrol this snapshot file instead of the configured source")
 	cmd.Flags().StringVar(&replay, "replay", "", "re-execute the model stages against the recorded exchange of run ID (use with the same --snapshot)")
 	cmd.Flags().BoolVar(&doProbe, "probe", false, "with --snapshot: also probe guest addresses (off: the run is reproducible)")
+	cmd.Flags().BoolVar(&all, "all", false, "text output: list every finding, the unchanged ones too (default: their counts)")
 	outputFlag(cmd, &output)
 	return cmd
 }
 
-func (a *app) printRun(rep *patrol.Report, output string) error {
+// printRun prints a run report; as text, the unchanged findings are
+// counted, not listed, unless all.
+func (a *app) printRun(rep *patrol.Report, output string, all bool) error {
 	if output == "json" {
 		return a.printJSON(rep)
 	}
-	printReport(a.stdout, rep)
-	return nil
+	w := bufio.NewWriter(a.stdout)
+	printReport(w, rep, all)
+	return w.Flush()
 }
 
 // runPoll is how often `run` through a daemon asks whether its run ended.
@@ -183,7 +192,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func printReport(w io.Writer, rep *patrol.Report) {
+// printReport prints a run report as text. Every finding the run changed
+// is listed; the unchanged ones (most of a steady run's) are listed too
+// when all, else counted by severity and by category.
+func printReport(w io.Writer, rep *patrol.Report, all bool) {
 	reasons := ""
 	if len(rep.StatusReasons) > 0 {
 		reasons = " (" + strings.Join(rep.StatusReasons, ", ") + ")"
@@ -198,17 +210,45 @@ func printReport(w io.Writer, rep *patrol.Report) {
 		fmt.Fprintf(w, "invalid: %s\n", termsafe.Field(p.String()))
 	}
 	fmt.Fprintf(w, "signals: %d (unmatched by the model: %d)\n", len(rep.Signals), len(rep.UnmatchedSignals))
-	if len(rep.Findings) > 0 {
-		fmt.Fprintln(w, "findings:")
-	}
+	header := false
+	var unchanged []patrol.FindingRef
 	for _, f := range rep.Findings {
+		if f.Change == findings.ChangeUnchanged && !all {
+			unchanged = append(unchanged, f)
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "findings:")
+			header = true
+		}
 		fmt.Fprintf(w, "  %-9s %-8s %-16s %-17s %-30s %s\n", strings.ToUpper(string(f.Change)), f.Severity, f.ID,
 			termsafe.Field(f.Key), termsafe.Field(f.ResourceID), termsafe.Field(f.Title))
+	}
+	if len(unchanged) > 0 {
+		fmt.Fprintf(w, "unchanged: %d (--all lists them)\n", len(unchanged))
+		fmt.Fprintf(w, "  by severity: %s\n", countBy(unchanged, func(f patrol.FindingRef) string { return string(f.Severity) }))
+		fmt.Fprintf(w, "  by category: %s\n", countBy(unchanged, func(f patrol.FindingRef) string { return string(f.Category) }))
 	}
 	fmt.Fprintf(w, "resolved: %d\n", len(rep.Resolved))
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", termsafe.Field(e))
 	}
+}
+
+// countBy counts refs by the value of key: "a 2, b 1", most first, then by
+// value.
+func countBy(refs []patrol.FindingRef, key func(patrol.FindingRef) string) string {
+	n := map[string]int{}
+	for _, f := range refs {
+		n[key(f)]++
+	}
+	vals := slices.Collect(maps.Keys(n))
+	slices.SortFunc(vals, func(a, b string) int { return cmp.Or(n[b]-n[a], strings.Compare(a, b)) })
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = fmt.Sprintf("%s %d", termsafe.Field(v), n[v])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newSnapshotCmd(a *app) *cobra.Command {

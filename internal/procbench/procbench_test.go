@@ -1,0 +1,488 @@
+// Package procbench measures patrold as processes: a built binary, a
+// generated fleet in a file, and the figures an operator sees (CPU time
+// of a process, its resident set). Every figure that can be a ratio is
+// measured side by side in one iteration, so load from other work on the
+// machine falls on both sides alike. docs/PATROL_ARCHITECTURE.md
+// (Performance) gives the goals and the last measured figures.
+package procbench_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/internal/dirlock"
+	"github.com/patrold/patrold/internal/jsonref"
+)
+
+// decodeEnv makes the test binary decode the file it names with plain
+// encoding/json (the reference) instead of running the tests.
+const decodeEnv = "PROCBENCH_PLAIN_DECODE"
+
+// settleEnv overrides settle (a Go duration): how long after its last run
+// the daemon's resident set is read.
+const settleEnv = "PROCBENCH_SETTLE"
+
+const token = "procbench-admin-token"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(decodeEnv); path != "" {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			var s jsonref.Snapshot
+			err = json.Unmarshal(data, &s)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	code := m.Run()
+	if work != "" {
+		os.RemoveAll(work)
+	}
+	os.Exit(code)
+}
+
+var (
+	work     string // the binary and the fleet files, removed after the run
+	buildErr error
+	built    sync.Once
+	fleets   = map[string]string{}
+	fleetsMu sync.Mutex
+)
+
+// binary builds ./cmd/patrold once per test binary (the real binary: its
+// pages are part of what the daemon keeps resident).
+func binary(b *testing.B) string {
+	b.Helper()
+	built.Do(func() {
+		if work, buildErr = os.MkdirTemp("", "procbench-"); buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(work, "patrold"), "github.com/patrold/patrold/cmd/patrold").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	return filepath.Join(work, "patrold")
+}
+
+// fleetFile writes the generated fleet of n resources at the fault rate
+// once per test binary (`patrold demo export --seed 1 --at
+// 2026-11-29T06:00:00Z`, in its own process so this one stays small: a
+// child's peak resident set, as the kernel reports it, is at least its
+// parent's) and returns its path and size.
+func fleetFile(b *testing.B, n int, faults float64) (string, int64) {
+	b.Helper()
+	exe := binary(b)
+	fleetsMu.Lock()
+	defer fleetsMu.Unlock()
+	key := fmt.Sprintf("fleet-%d-%g.json", n, faults)
+	path, ok := fleets[key]
+	if !ok {
+		path = filepath.Join(work, key)
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(exe, "--config", "/dev/null", "demo", "export", "--seed", "1", "--at", "2026-11-29T06:00:00Z",
+			"--resources", strconv.Itoa(n), "--fault-rate", strconv.FormatFloat(faults, 'g', -1, 64))
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = f, &stderr
+		err = cmd.Run()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			b.Fatalf("demo export: %v\n%s", err, stderr.String())
+		}
+		fleets[key] = path
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path, fi.Size()
+}
+
+// config writes a configuration on a fresh data_dir with extra YAML and
+// returns its path and data_dir: the API on a free port with an admin
+// token and profiles, embedded NATS on a free port, no schedule within
+// the benchmark, no assistant.
+func config(b *testing.B, extra string) (string, string) {
+	b.Helper()
+	dir := b.TempDir()
+	data := filepath.Join(dir, "var")
+	body := "data_dir: " + data + "\nlog: {level: warn}\n" +
+		"http: {listen: '127.0.0.1:0', pprof: true, tokens: [{name: admin, token: " + token + ", scope: admin}]}\n" +
+		"nats: {embedded: {listen: '127.0.0.1:0'}}\nassistant: {enabled: false}\n" + extra
+	if !strings.Contains(extra, "schedule:") {
+		body += "schedule: {cron: '@every 24h', startup_delay: 24h}\n"
+	}
+	path := filepath.Join(dir, "patrold.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path, data
+}
+
+func fileSource(path string) string {
+	return "source: {kind: file, file: {path: " + path + "}}\n"
+}
+
+// usage is what a finished process used: CPU time (user and system) and
+// its peak resident set.
+type usage struct {
+	cpu  time.Duration
+	peak int64 // bytes
+}
+
+// run runs the binary to its end with argv, its output discarded, and
+// returns what it used.
+func run(b *testing.B, exe string, env []string, argv ...string) usage {
+	b.Helper()
+	cmd := exec.Command(exe, argv...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %v: %v\n%s", filepath.Base(exe), argv, err, stderr.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	u := usage{
+		cpu:  time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		peak: ru.Maxrss << 10, // kB on Linux
+	}
+	// The kernel starts a child's peak at its parent's: only a peak above
+	// this process's own is the child's.
+	if own := status(b, os.Getpid(), "VmHWM:"); u.peak <= own {
+		b.Fatalf("%s %v: peak resident set %d kB, not above this process's own %d kB", filepath.Base(exe), argv, u.peak>>10, own>>10)
+	}
+	return u
+}
+
+// validate is `patrold snapshot validate FILE`: the decode a run cannot
+// go below.
+func validate(b *testing.B, exe, path string) usage {
+	b.Helper()
+	return run(b, exe, nil, "--config", "/dev/null", "snapshot", "validate", path)
+}
+
+// BenchmarkValidateVsJSON holds `patrold snapshot validate` to a process
+// that reads the same file and decodes it with plain encoding/json into
+// the same structs (jsonref), CPU against CPU (x-json; goal at most 0.5).
+func BenchmarkValidateVsJSON(b *testing.B) {
+	exe := binary(b)
+	path, _ := fleetFile(b, 100_000, 0.1)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ours, plain time.Duration
+	for b.Loop() {
+		ours += validate(b, exe, path).cpu
+		plain += run(b, self, []string{decodeEnv + "=" + path}).cpu
+	}
+	b.ReportMetric(float64(ours)/float64(plain), "x-json")
+}
+
+// BenchmarkOneShotRun holds a steady `patrold run` (the file source, every
+// finding re-detected: the data_dir has had one run of the same file) to
+// `patrold snapshot validate` of the file, CPU against CPU (x-validate;
+// goal at most 2.5), text output and JSON output, and reports the run's
+// peak resident set against the file (peak-x-file). At 1M resources and 1
+// % faults the goal is a peak of at most 2x the file.
+func BenchmarkOneShotRun(b *testing.B) {
+	for _, c := range []struct {
+		n      int
+		faults float64
+		output string
+	}{{100_000, 0.1, "text"}, {100_000, 0.1, "json"}, {1_000_000, 0.01, "text"}} {
+		b.Run(fmt.Sprintf("resources=%d/faults=%g/output=%s", c.n, c.faults, c.output), func(b *testing.B) {
+			exe := binary(b)
+			path, size := fleetFile(b, c.n, c.faults)
+			cfg, _ := config(b, fileSource(path))
+			argv := []string{"--config", cfg, "run", "--output", c.output}
+			run(b, exe, nil, argv...) // the first run files every finding
+			var ours, floor time.Duration
+			var peak int64
+			for b.Loop() {
+				floor += validate(b, exe, path).cpu
+				u := run(b, exe, nil, argv...)
+				ours += u.cpu
+				peak = max(peak, u.peak)
+			}
+			b.ReportMetric(float64(ours)/float64(floor), "x-validate")
+			b.ReportMetric(float64(peak)/float64(size), "peak-x-file")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
+		})
+	}
+}
+
+// BenchmarkServeRun holds a steady run inside `patrold serve` (the file
+// source, triggered through the API, every finding re-detected) to
+// `patrold snapshot validate` of the file, the daemon's CPU per run
+// against validate's (x-validate; goal at most 1.5). After the runs it
+// reports the daemon's peak resident set against the file (peak-x-file;
+// goal at most 3), and, settle (60 s; PROCBENCH_SETTLE) after the last
+// run, its resident set against twice its live heap plus 50 MB
+// (settled-x-goal; goal at most 1), the live heap being the heap in use
+// after a collection (the heap profile's HeapAlloc with gc=1).
+func BenchmarkServeRun(b *testing.B) {
+	exe := binary(b)
+	path, size := fleetFile(b, 100_000, 0.1)
+	cfg, data := config(b, fileSource(path))
+	d := serve(b, exe, cfg, data)
+	d.runOnce(b) // the first run files every finding
+	var ours, floor time.Duration
+	for b.Loop() {
+		floor += validate(b, exe, path).cpu
+		c0 := d.cpu(b)
+		d.runOnce(b)
+		ours += d.cpu(b) - c0
+	}
+	b.ReportMetric(float64(ours)/float64(floor), "x-validate")
+	b.ReportMetric(float64(d.status(b, "VmHWM:"))/float64(size), "peak-x-file")
+	settle := time.Minute
+	if s := os.Getenv(settleEnv); s != "" {
+		var err error
+		if settle, err = time.ParseDuration(s); err != nil {
+			b.Fatalf("%s: %v", settleEnv, err)
+		}
+	}
+	b.StopTimer()
+	time.Sleep(settle)
+	rss := d.status(b, "VmRSS:")
+	live := d.liveHeap(b)
+	b.ReportMetric(float64(rss)/(1<<20), "settled-MB")
+	b.ReportMetric(float64(live)/(1<<20), "live-MB")
+	b.ReportMetric(float64(rss)/float64(2*live+50<<20), "settled-x-goal")
+}
+
+// BenchmarkIdleServe reports the resident set of `patrold serve` on its
+// defaults (the demo fleet, embedded NATS, SQLite) after its startup run,
+// settled (idle-MB; goal at most 40).
+func BenchmarkIdleServe(b *testing.B) {
+	exe := binary(b)
+	var total int64
+	for b.Loop() {
+		cfg, data := config(b, "schedule: {cron: '@every 24h', startup_delay: 0s}\n")
+		d := serve(b, exe, cfg, data)
+		d.waitRuns(b, 1)
+		time.Sleep(2 * time.Second)
+		total += d.status(b, "VmRSS:")
+		d.stop(b)
+	}
+	b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "idle-MB")
+}
+
+// daemon is a running `patrold serve`.
+type daemon struct {
+	cmd    *exec.Cmd
+	client *api.Client
+	base   string
+	stderr *bytes.Buffer
+	done   chan struct{}
+}
+
+func serve(b *testing.B, exe, cfg, data string) *daemon {
+	b.Helper()
+	d := &daemon{cmd: exec.Command(exe, "--config", cfg, "serve"), stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	d.cmd.Stdout, d.cmd.Stderr = io.Discard, d.stderr
+	if err := d.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { d.cmd.Wait(); close(d.done) }()
+	b.Cleanup(func() { d.stop(b) })
+	deadline := time.Now().Add(time.Minute)
+	for {
+		h, err := dirlock.ReadHolder(data)
+		if err == nil && h != nil && h.PID == d.cmd.Process.Pid && h.API != "" && !strings.HasSuffix(h.API, ":0") {
+			d.base = "http://" + h.API
+			break
+		}
+		d.alive(b, deadline)
+		time.Sleep(50 * time.Millisecond)
+	}
+	var err error
+	if d.client, err = api.NewClient(d.base, token, &http.Client{Timeout: time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	for d.client.Ping(context.Background()) != nil {
+		d.alive(b, deadline)
+		time.Sleep(50 * time.Millisecond)
+	}
+	return d
+}
+
+// alive fails b when the daemon has ended or deadline has passed.
+func (d *daemon) alive(b *testing.B, deadline time.Time) {
+	b.Helper()
+	select {
+	case <-d.done:
+		b.Fatalf("patrold serve ended:\n%s", d.stderr.String())
+	default:
+	}
+	if time.Now().After(deadline) {
+		b.Fatalf("patrold serve not ready:\n%s", d.stderr.String())
+	}
+}
+
+func (d *daemon) stop(b *testing.B) {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-d.done:
+	case <-time.After(time.Minute):
+		d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+// runOnce triggers a run through the API and waits until it has ended.
+func (d *daemon) runOnce(b *testing.B) {
+	b.Helper()
+	ctx := context.Background()
+	id, err := d.client.TriggerRun(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		// The cheap list (no report) tells when the run ended.
+		runs, err := d.client.RunsLimit(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(runs) == 1 && runs[0].ID == id && runs[0].FinishedAt != nil {
+			if runs[0].Status == "error" {
+				b.Fatalf("run %s ended in error:\n%s", id, d.stderr.String())
+			}
+			return
+		}
+		d.alive(b, deadline)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitRuns waits until the daemon has finished n runs.
+func (d *daemon) waitRuns(b *testing.B, n int) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		runs, err := d.client.RunsLimit(context.Background(), n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := 0
+		for _, r := range runs {
+			if r.FinishedAt != nil {
+				done++
+			}
+		}
+		if done >= n {
+			return
+		}
+		d.alive(b, deadline)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cpu is the daemon's CPU time so far (user and system, every thread),
+// from /proc/PID/stat in clock ticks.
+func (d *daemon) cpu(b *testing.B) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces) in
+	// parentheses: state is the 3rd field, utime the 14th, stime the 15th.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc stat %q: %v %v", raw, err1, err2)
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks
+}
+
+// status reads a kB field of the daemon's /proc/PID/status, in bytes.
+func (d *daemon) status(b *testing.B, field string) int64 {
+	b.Helper()
+	return status(b, d.cmd.Process.Pid, field)
+}
+
+// status reads a kB field of /proc/PID/status, in bytes.
+func status(b *testing.B, pid int, field string) int64 {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
+			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s in /proc status", field)
+	return 0
+}
+
+// liveHeap is the daemon's heap in use after a collection: HeapAlloc of
+// the text heap profile with gc=1 (the collection runs first).
+func (d *daemon) liveHeap(b *testing.B) int64 {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodGet, d.base+"/debug/pprof/heap?gc=1&debug=1", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %d %v", resp.StatusCode, err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			v, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return v
+		}
+	}
+	b.Fatalf("no HeapAlloc in the heap profile")
+	return 0
+}
