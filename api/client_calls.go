@@ -190,3 +190,15 @@ func (c *Client) decide(ctx context.Context, id, action string) (json.RawMessage
 	var out json.RawMessage
 	return out, c.do(ctx, http.MethodPost, "/api/v1/approvals/"+p+"/"+action, nil, nil, &out)
 }
+
+// SilencesPage returns one page of silences, only those in force when
+// activeOnly, and the cursor of the next page.
+func (c *Client) SilencesPage(ctx context.Context, activeOnly bool, page findings.Page) (SilenceList, error) {
+	q := pageQuery(page)
+	if activeOnly {
+		q.Set("active", "true")
+	}
+	var out SilenceList
+	err := c.do(ctx, http.MethodGet, "/api/v1/silences", q, nil, &out)
+	return out, err
+}

@@ -79,3 +79,14 @@ func (a *API) expireSilence(w http.ResponseWriter, r *http.Request, _ *call) err
 	writeJSON(w, http.StatusOK, ExpireResponse{ID: id, ExpiredAt: now.UTC()})
 	return nil
 }
+
+// DecodeSilence decodes and validates a silence body at now as POST
+// /api/v1/silences does; actor is the default author. The CLI uses it
+// when no daemon answers, so both paths accept the same silences.
+func DecodeSilence(body []byte, now time.Time, actor string) (findings.Silence, error) {
+	s, e := decodeSilence(body, now, actor)
+	if e != nil {
+		return s, e
+	}
+	return s, nil
+}

@@ -163,7 +163,10 @@ func (b *Bus) clientOptions() ([]nats.Option, error) {
 		nats.ReconnectJitter(min(DefaultReconnectJitter, b.reconnectWait), min(DefaultReconnectJitter, b.reconnectWait)),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			b.m.connected.Set(0)
-			b.log.Warn("nats disconnected", "err", err)
+			// A nil error is the connection's own Close: a clean stop.
+			if err != nil {
+				b.log.Warn("nats disconnected", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.m.connected.Set(1)

@@ -2,9 +2,12 @@ package bus
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,3 +176,58 @@ func TestBusStartErrorsNameTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedTakenPortFailsAtOnce: a fixed embedded port another process
+// holds fails the start at once, naming the key, instead of after the
+// ready timeout.
+func TestEmbeddedTakenPortFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	b, err := New(Options{Embedded: EmbeddedOptions{Listen: ln.Addr().String(), StoreDir: t.TempDir()}}, nil, nil, WithEmbedded(embedded.Start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = b.Start(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the start took %s", took)
+	}
+	want := "nats.embedded.listen: " + ln.Addr().String() + " cannot be bound (is another patrold or NATS server running?): "
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Start error %v, want it to start %q", err, want)
+	}
+}
+
+// TestCleanCloseLogsNoWarning: stopping the bus logs no disconnect
+// warning (the connection's own close reports a nil error).
+func TestCleanCloseLogsNoWarning(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	b, err := New(Options{Embedded: EmbeddedOptions{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, logger, nil, WithEmbedded(embedded.Start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("a clean close warned:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -207,6 +207,10 @@ func outboxRow(id, subject, typ, resource string, payload any, now time.Time) (O
 	return OutboxEvent{ID: id, Subject: subject, Type: typ, ResourceID: resource, Time: now.UTC(), Data: data}, nil
 }
 
+// ValidFindingID reports whether s has the form of a finding id: 16
+// lower-case hex characters.
+func ValidFindingID(s string) bool { return validFindingID(s) }
+
 func validFindingID(s string) bool {
 	if len(s) != findingIDLen {
 		return false

@@ -56,7 +56,9 @@ type ActionRequest struct {
 
 // ApplyAction applies an operator action to f at now. It is pure: it
 // returns the new finding, the lifecycle event and the publication (if any)
-// or an error (*InputError, or ErrActionNotAllowed).
+// or an error (*InputError, or ErrActionNotAllowed). An action that
+// changes nothing (a second acknowledgement) returns an event without a
+// Kind.
 func ApplyAction(f Finding, req ActionRequest, now time.Time) (Finding, Event, *Decision, error) {
 	notAllowed := func(why string) (Finding, Event, *Decision, error) {
 		return f, Event{}, nil, fmt.Errorf("%s on finding %s: %s: %w", req.Action, f.ID, why, ErrActionNotAllowed)
@@ -71,6 +73,11 @@ func ApplyAction(f Finding, req ActionRequest, now time.Time) (Finding, Event, *
 	case ActionAcknowledge:
 		if !f.Active() {
 			return notAllowed("the finding is resolved")
+		}
+		if f.AcknowledgedAt != nil {
+			// Idempotent: the first acknowledgement stands, nothing is
+			// recorded again.
+			return f, Event{}, nil, nil
 		}
 		t := now
 		f.AcknowledgedAt = &t

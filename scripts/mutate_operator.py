@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Show that the rules of what operator actions publish, how the sinks
-follow, and how the shipped schemas hold to the Go types are tested:
+"""Show that the rules an operator meets first are tested: what operator
+actions publish, how the sinks follow, how the shipped schemas hold to
+the Go types, the CLI's and the daemon's start and stop:
 apply each mutation below in turn, run the tests that guard it, and
 report whether they fail. Restores every file.
 
@@ -10,6 +11,7 @@ from mutations import run
 STORE = ["./store", "-run", "TestUndoneActionsArePublished|TestOperatorActions"]
 DOCS = ["./docs", "-run", "Schema|Lifecycle|NATS"]
 FINDING_SCHEMA = "docs/schemas/patrold.finding.v1.json"
+CLI = ["./cmd/patrold"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -33,6 +35,26 @@ MUTATIONS = [
      '"reason": {"type": "string"', '"reason_": {"type": "string"', DOCS),
     ("config-fills-sink-defaults", "config/load.go",
      "\tcfg.Notify = cfg.Notify.WithDefaults()\n", "", ["./config", "-run", "TestNotifySection"]),
+    ("embedded-port-checked-first", "bus/embedded/embedded.go",
+     "\tif opts.Port > 0 {\n\t\taddr", "\tif false {\n\t\taddr", ["./bus", "-run", "TestEmbeddedTakenPortFailsAtOnce"]),
+    ("clean-close-is-quiet", "bus/bus.go",
+     "\t\t\tif err != nil {\n\t\t\t\tb.log.Warn(\"nats disconnected\"", "\t\t\tif true {\n\t\t\t\tb.log.Warn(\"nats disconnected\"",
+     ["./bus", "-run", "TestCleanCloseLogsNoWarning"]),
+    ("ack-is-idempotent", "findings/actions.go",
+     "\t\tif f.AcknowledgedAt != nil {\n", "\t\tif false {\n", CLI + ["-run", "TestAckIsShown"]),
+    ("reads-create-no-database", "cmd/patrold/root.go",
+     "if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {", "if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && false {", CLI + ["-run", "TestReadCommandsCreateNoDatabase"]),
+    ("malformed-ids-refused", "cmd/patrold/root.go",
+     "\tif !ok {\n\t\twant :=", "\tif !ok && false {\n\t\twant :=", CLI + ["-run", "TestMalformedIDsExit2"]),
+    ("list-shows-the-ack", "cmd/patrold/findings.go",
+     "\t\t\tacked = \"yes\"\n", "", CLI + ["-run", "TestAckIsShown"]),
+    ("envelope-carries-cursor", "cmd/patrold/contract.go",
+     '"next_cursor": next})', '"next_cursor": ""})', CLI + ["-run", "TestListEnvelopeCarriesTheCursor"]),
+    ("quickstart-scratch-data-dir", "README.md",
+     "PATROLD_DATA_DIR=$(mktemp -d) bin/patrold", "bin/patrold", CLI + ["-run", "TestReadmeQuickStartBesideMakeRun"]),
+    ("rules-alert-dead-letters", "deploy/prometheus-rules.yml",
+     "increase(patrold_notify_dead_letters_total[30m]) > 0", "increase(patrold_notify_dead_letters_total[30m]) > 5",
+     ["./docs", "-run", "TestPrometheusRules"]),
     ("schema-requires-recurrence", FINDING_SCHEMA,
      '"required": ["finding", "reason", "recurrence"]', '"required": ["finding", "reason"]', DOCS),
 ]

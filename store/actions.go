@@ -23,6 +23,10 @@ func (s *Store) Act(ctx context.Context, id string, req findings.ActionRequest, 
 		if err != nil {
 			return err
 		}
+		if ev.Kind == "" { // nothing changed
+			out = nf
+			return nil
+		}
 		if err := writeOne(ctx, tx, &nf, &ev); err != nil {
 			return err
 		}

@@ -333,13 +333,15 @@ func TestEnqueueIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestEventHistoryIsBounded: repeated snoozes (each one an event; a
+// second ack records none) keep only the newest MaxEventsPerFinding.
 func TestEventHistoryIsBounded(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
 	ch := commit(t, st, now, true, fobs("node/a", "high_cpu", "warning", "x"))
 	id := ch[0].Finding.ID
 	for i := 0; i < findings.MaxEventsPerFinding+10; i++ {
-		if _, err := st.Act(ctx, id, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: fmt.Sprint(i)}, now.Add(time.Duration(i)*time.Second)); err != nil {
+		if _, err := st.Act(ctx, id, findings.ActionRequest{Action: findings.ActionSnooze, For: time.Hour, Actor: fmt.Sprint(i)}, now.Add(time.Duration(i)*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

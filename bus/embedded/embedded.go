@@ -53,7 +53,20 @@ func ServerOptions(listen, storeDir string) (*server.Options, error) {
 
 // StartServer starts an in-process nats-server with the given options and
 // waits until it accepts connections. logger may be nil.
+//
+// A fixed port that is taken fails at once, naming the key: nats-server
+// itself would only time out after ReadyTimeout.
 func StartServer(opts *server.Options, logger *slog.Logger) (*server.Server, error) {
+	if opts.Port > 0 {
+		addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("nats.embedded.listen: %s cannot be bound (is another patrold or NATS server running?): %w", addr, err)
+		}
+		if err := ln.Close(); err != nil {
+			return nil, fmt.Errorf("nats.embedded.listen: %w", err)
+		}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)

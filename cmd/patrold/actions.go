@@ -51,6 +51,9 @@ func actionCmds(a *app) []*cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			if err := checkID("finding", argv[0]); err != nil {
+				return err
+			}
 			req.Action, req.Actor = action, "cli"
 			if action == findings.ActionSnooze {
 				d, err := time.ParseDuration(dur)

@@ -52,7 +52,7 @@ func newApprovalsCmd(a *app) *cobra.Command {
 			}
 			defer a.nextPage(next)
 			if output == "json" {
-				return a.printJSON(out)
+				return a.printPage(cmd, "approvals", out, len(out), next)
 			}
 			for _, ap := range out {
 				fmt.Fprintf(a.stdout, "%s  finding %s  %s on %s  risk=%s  expires %s\n", ap.ID, ap.FindingID, ap.Action, prompt.Name(ap.ResourceID), ap.Risk, ap.ExpiresAt.Format(time.RFC3339))
@@ -84,6 +84,9 @@ func decideCmd(a *app, action, short string) *cobra.Command {
 				return err
 			}
 			id := argv[0]
+			if err := checkID("approval", id); err != nil {
+				return err
+			}
 			var d assistant.DecisionResult
 			err := a.withApprovals(cmd.Context(), true, func(c *api.Client) error {
 				decide := c.Approve
@@ -139,7 +142,7 @@ func (a *app) withApprovals(ctx context.Context, mutating bool, viaAPI func(*api
 			return viaAPI(c)
 		}
 	}
-	root, st, err := a.openStore(ctx)
+	root, st, err := a.openExistingStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func (a *app) backend(ctx context.Context, mutating bool) (backend, error) {
 			return &apiBackend{c: c}, nil
 		}
 	}
-	root, st, err := a.openStore(ctx)
+	root, st, err := a.openExistingStore(ctx)
 	if err != nil {
 		return nil, err
 	}

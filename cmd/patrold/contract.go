@@ -15,6 +15,16 @@ import (
 func pageFlags(cmd *cobra.Command, p *findings.Page, def int) {
 	cmd.Flags().IntVar(&p.Limit, "limit", def, fmt.Sprintf("at most this many rows (1..%d)", findings.MaxPageLimit))
 	cmd.Flags().StringVar(&p.Cursor, "cursor", "", "continue after the page that printed this cursor")
+	cmd.Flags().Bool("envelope", false, "with --output json, print the API's list body (rows, count, next_cursor) instead of a bare array")
+}
+
+// printPage prints one page of a list as JSON: the bare array, or with
+// --envelope the API's list body {key: rows, count, next_cursor}.
+func (a *app) printPage(cmd *cobra.Command, key string, rows any, count int, next string) error {
+	if env, _ := cmd.Flags().GetBool("envelope"); env {
+		return a.printJSON(map[string]any{key: rows, "count": count, "next_cursor": next})
+	}
+	return a.printJSON(rows)
 }
 
 // checkPage validates --limit and --cursor with the store's own check

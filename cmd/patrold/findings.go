@@ -44,7 +44,7 @@ func newFindingsCmd(a *app) *cobra.Command {
 			}
 			defer a.nextPage(next)
 			if output == "json" {
-				return a.printJSON(withStates(list))
+				return a.printPage(cmd, "findings", withStates(list), len(list), next)
 			}
 			printFindings(a.stdout, list)
 			return nil
@@ -61,6 +61,9 @@ func newFindingsCmd(a *app) *cobra.Command {
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if err := checkOutput(showOutput); err != nil {
+				return err
+			}
+			if err := checkID("finding", argv[0]); err != nil {
 				return err
 			}
 			be, err := a.backend(cmd.Context(), false)
@@ -99,12 +102,16 @@ func printFindings(w io.Writer, list []findings.Finding) {
 		fmt.Fprintln(w, "no findings")
 		return
 	}
-	fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-17s  %-30s  %s\n", "ID", "SEVERITY", "STATE", "KEY", "RESOURCE", "TITLE")
+	fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-5s  %-17s  %-30s  %s\n", "ID", "SEVERITY", "STATE", "ACKED", "KEY", "RESOURCE", "TITLE")
 	now := time.Now()
 	for i := range list {
 		f := &list[i]
-		fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-17s  %-30s  %s\n", termsafe.Field(f.ID), termsafe.Field(string(f.Severity)), findings.LoopStateAt(f, now),
-			termsafe.Field(f.Key), termsafe.Field(f.ResourceID), termsafe.Field(f.Title))
+		acked := "-"
+		if f.AcknowledgedAt != nil {
+			acked = "yes"
+		}
+		fmt.Fprintf(w, "%-16s  %-8s  %-19s  %-5s  %-17s  %-30s  %s\n", termsafe.Field(f.ID), termsafe.Field(string(f.Severity)), findings.LoopStateAt(f, now),
+			acked, termsafe.Field(f.Key), termsafe.Field(f.ResourceID), termsafe.Field(f.Title))
 	}
 }
 
@@ -116,6 +123,9 @@ func printFinding(w io.Writer, f *findings.Finding, events []findings.Event) {
 		{"detected", f.DetectedAt.Format(time.RFC3339)}, {"last seen", f.LastSeenAt.Format(time.RFC3339)},
 		{"times raised", fmt.Sprint(f.TimesRaised)}, {"regressions", fmt.Sprint(f.RegressionCount)},
 		{"description", f.Description}, {"recommendation", f.Recommendation}, {"evidence", f.Evidence},
+	}
+	if f.AcknowledgedAt != nil {
+		rows = append(rows, [2]string{"acknowledged", f.AcknowledgedAt.Format(time.RFC3339)})
 	}
 	if f.ResolvedAt != nil {
 		rows = append(rows, [2]string{"resolved", f.ResolvedAt.Format(time.RFC3339) + " (" + f.ResolveReason + ")"})
@@ -165,7 +175,7 @@ func newRunsCmd(a *app) *cobra.Command {
 				if runs == nil {
 					runs = []findings.RunRecord{}
 				}
-				return a.printJSON(runs)
+				return a.printPage(cmd, "runs", runs, len(runs), next)
 			}
 			fmt.Fprintf(a.stdout, "%-26s  %-9s  %-12s  %-13s  %-20s  %8s  %s\n", "RUN", "TRIGGER", "STATUS", "ANALYSIS", "STARTED", "MS", "FINDINGS")
 			for _, r := range runs {
@@ -187,6 +197,9 @@ func newRunsCmd(a *app) *cobra.Command {
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if err := checkOutput(showOutput); err != nil {
+				return err
+			}
+			if err := checkID("run", argv[0]); err != nil {
 				return err
 			}
 			be, err := a.backend(cmd.Context(), false)

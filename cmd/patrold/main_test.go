@@ -84,8 +84,11 @@ func TestRunAndMalformedSnapshot(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "history:") {
 		t.Fatalf("show: %d %s", code, out)
 	}
-	if _, code = c.run("findings", "show", "nope"); code != 1 {
-		t.Fatalf("show unknown: %d", code)
+	if out, code = c.run("findings", "show", "0123456789abcdef"); code != 1 || !strings.Contains(out, "not found") {
+		t.Fatalf("show unknown: %d %s", code, out)
+	}
+	if out, code = c.run("findings", "show", "nope"); code != 2 || !strings.HasSuffix(out, `finding id "nope": must be 16 lower-case hex characters`) {
+		t.Fatalf("show malformed: %d %s", code, out)
 	}
 }
 

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/termsafe"
 	"github.com/patrold/patrold/store"
@@ -52,6 +57,9 @@ func newRoot(a *app) *cobra.Command {
 	if _, ok := a.stdout.(*termsafe.Writer); !ok && a.stdout != nil {
 		a.stdout = termsafe.NewWriter(a.stdout)
 	}
+	// --version prints what `patrold version` prints.
+	root.Version = version
+	root.SetVersionTemplate(versionLine())
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
@@ -63,6 +71,7 @@ func newRoot(a *app) *cobra.Command {
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
 		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newWorkerCmd(a), newDBCmd(a),
+		newSilencesCmd(a), newStatusCmd(a),
 	)
 	requireSubcommands(root)
 	return root
@@ -126,6 +135,49 @@ func (a *app) openStore(ctx context.Context) (*daemon.Root, *store.Store, error)
 	return root, st, nil
 }
 
+// openExistingStore opens the store of a command that only reads or
+// changes what is recorded: a missing database is an error, never
+// created (serve, run and migrate create it).
+func (a *app) openExistingStore(ctx context.Context) (*daemon.Root, *store.Store, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(cfg.DataDir, daemon.DBFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("no database at %s (data_dir %s): nothing is recorded there yet; `patrold serve`, `patrold run` or `patrold migrate` creates it", path, cfg.DataDir)
+	}
+	return a.openStore(ctx)
+}
+
+// checkID refuses an argument that cannot be an id of that kind, as bad
+// usage (exit 2), before any database or API is asked.
+func checkID(kind, id string) error {
+	var ok bool
+	switch kind {
+	case "finding":
+		ok = contracts.ValidFindingID(id)
+	default: // runs and approvals: ULIDs
+		_, err := ulid.ParseStrict(id)
+		ok = err == nil
+	}
+	if !ok {
+		want := "16 lower-case hex characters"
+		if kind != "finding" {
+			want = "a ULID (26 characters)"
+		}
+		return usage(fmt.Errorf("%s id %q: must be %s", kind, truncateArg(id), want))
+	}
+	return nil
+}
+
+func truncateArg(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
 // cliErr reports a part the configuration refused as a usage error.
 func cliErr(err error) error {
 	var ce *daemon.ConfigError
@@ -169,25 +221,36 @@ func newVersionCmd(a *app) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			c := commit
-			if c == "" {
-				if bi, ok := debug.ReadBuildInfo(); ok {
-					for _, s := range bi.Settings {
-						if s.Key == "vcs.revision" {
-							c = s.Value
-						}
-					}
-				}
-			}
 			if output == "json" {
-				return a.printJSON(VersionInfo{Version: version, Commit: orNone(c), Go: runtime.Version()})
+				return a.printJSON(VersionInfo{Version: version, Commit: orNone(buildCommit()), Go: runtime.Version()})
 			}
-			fmt.Fprintf(a.stdout, "patrold %s (commit %s, %s)\n", version, orNone(c), runtime.Version())
+			fmt.Fprint(a.stdout, versionLine())
 			return nil
 		},
 	}
 	outputFlag(cmd, &output)
 	return cmd
+}
+
+// buildCommit is the commit stamped by the linker, else the one the Go
+// toolchain recorded.
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
+
+// versionLine is what `patrold version` and `patrold --version` print.
+func versionLine() string {
+	return fmt.Sprintf("patrold %s (commit %s, %s)\n", version, orNone(buildCommit()), runtime.Version())
 }
 
 func orNone(s string) string {
