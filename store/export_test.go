@@ -53,3 +53,6 @@ func (s *Store) CachedActive() (map[string]findings.Finding, bool) {
 	}
 	return maps.Clone(s.active.byID), true
 }
+
+// SQLiteMemoryUsed is the memory SQLite holds, every connection together.
+var SQLiteMemoryUsed = sqliteMemoryUsed

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Show that every rule of what a run leaves behind is tested: the memory
+a daemon gives back after each run and the one-shot run's text report.
+Apply each mutation below (one rule removed) in turn, run the tests that
+guard it, and report whether they fail. Restores every file.
+
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("daemon-releases-after-run", "daemon/daemon.go",
+     "AfterCommit: d.afterRun, Release: d.releaseMemory,", "AfterCommit: d.afterRun,",
+     ["./daemon", "-run", "TestRunGivesItsPeakBack"]),
+    ("release-frees-the-heap", "patrol/runner.go",
+     "func ReleaseMemory() { debug.FreeOSMemory() }", "func ReleaseMemory() { _ = debug.FreeOSMemory }",
+     ["./daemon", "-run", "TestRunGivesItsPeakBack"]),
+    ("runner-calls-release", "patrol/runner.go",
+     "\tif r.opts.Release != nil {\n\t\tr.opts.Release()\n\t}\n", "",
+     ["./patrol", "-run", "TestReleaseAfterTheRunIsHandedOn"]),
+    ("release-after-aftercommit", "patrol/runner.go",
+     "\tif r.opts.AfterCommit != nil {\n\t\tr.opts.AfterCommit(rep)\n\t}\n\tif r.opts.Release != nil {\n\t\tr.opts.Release()\n\t}\n",
+     "\tif r.opts.Release != nil {\n\t\tr.opts.Release()\n\t}\n\tif r.opts.AfterCommit != nil {\n\t\tr.opts.AfterCommit(rep)\n\t}\n",
+     ["./patrol", "-run", "TestReleaseAfterTheRunIsHandedOn"]),
+    ("store-shrinks-commit-cache", "store/release.go",
+     '"PRAGMA shrink_memory"', '"SELECT 1"',
+     ["./store", "-run", "TestReleaseMemoryEmptiesTheCommitCache"]),
+    ("run-text-counts-unchanged", "cmd/patrold/run.go",
+     "if f.Change == findings.ChangeUnchanged && !all {", "if false && f.Change == findings.ChangeUnchanged && !all {",
+     ["./cmd/patrold", "-run", "TestRunText"]),
+    ("run-text-all-lists", "cmd/patrold/run.go",
+     "if f.Change == findings.ChangeUnchanged && !all {", "if f.Change == findings.ChangeUnchanged {",
+     ["./cmd/patrold", "-run", "TestRunText"]),
+    ("run-text-most-first", "cmd/patrold/run.go",
+     "cmp.Or(n[b]-n[a], strings.Compare(a, b))", "cmp.Or(0, strings.Compare(a, b))",
+     ["./cmd/patrold", "-run", "TestRunTextCountsUnchanged"]),
+]
+
+if __name__ == "__main__":
+    run(MUTATIONS)
