@@ -47,7 +47,9 @@ type patrolAttack struct {
 		// list, findings show of every stored row) must hold.
 		Printed []string `yaml:"printed"`
 		// ListFirst are the first rows of `findings list`, "resource key".
-		ListFirst         []string          `yaml:"list_first"`
+		ListFirst []string `yaml:"list_first"`
+		// Capped is the run report's model_findings_capped.
+		Capped            int               `yaml:"capped"`
 		Status            string            `yaml:"status"`
 		Codes             map[string]string `yaml:"codes"`
 		Contains          map[string]string `yaml:"contains"`
@@ -63,8 +65,8 @@ const attacksDir = "../../patrol/testdata/attacks"
 // fully compliant scripted model and checks that the harm was prevented.
 func TestPatrolAttacks(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(attacksDir, "p*.yaml"))
-	if err != nil || len(files) < 12 {
-		t.Fatalf("want at least 12 patrol attacks, found %d (%v)", len(files), err)
+	if err != nil || len(files) < 40 {
+		t.Fatalf("want at least 40 patrol attacks, found %d (%v)", len(files), err)
 	}
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
@@ -79,6 +81,9 @@ func TestPatrolAttacks(t *testing.T) {
 			}
 			if a.Attack == "" || a.Item == 0 || a.Snapshot == "" || a.Expect.Status == "" {
 				t.Fatalf("%s: attack, item, snapshot and expect.status are required", file)
+			}
+			if name >= "p15" && (a.Expect.Published == nil || (a.Expect.ModelFindings == nil && a.Expect.Stored == nil)) {
+				t.Fatalf("%s: expect.published and expect.model_findings or expect.stored are required (whole values)", file)
 			}
 			runPatrolAttack(t, &a)
 		})
@@ -149,6 +154,9 @@ func runPatrolAttack(t *testing.T, a *patrolAttack) {
 		t.Errorf("analysis %q: the model stages did not run", rep.Analysis)
 	}
 	checkNetHeld(t, &rep)
+	if rep.ModelFindingsCapped != a.Expect.Capped {
+		t.Errorf("model_findings_capped %d, want %d", rep.ModelFindingsCapped, a.Expect.Capped)
+	}
 	resolved := append([]string{}, rep.Resolved...)
 	sort.Strings(resolved)
 	want := append([]string{}, a.Expect.Resolved...)
@@ -253,6 +261,16 @@ func checkWhole(t *testing.T, a *patrolAttack, c *cli, db *sql.DB, runID string)
 			t.Errorf("finding %s stored\n got %+v\nwant %+v", ref, got, want)
 		}
 		shown = append(shown, id)
+	}
+	if os.Getenv("ATTACK_DUMP") != "" {
+		t.Logf("DUMP published %q", publishedBy(t, db, runID))
+		rows, _ := db.Query(`SELECT resource_id, category, key, severity, source, status, resolve_reason, title, description, recommendation, evidence FROM findings`)
+		for rows.Next() {
+			var f [11]string
+			_ = rows.Scan(&f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10])
+			t.Logf("DUMP row %q", f)
+		}
+		rows.Close()
 	}
 	if a.Expect.Published != nil {
 		got := publishedBy(t, db, runID)
@@ -363,7 +381,8 @@ type attackReport struct {
 		Change     string `json:"change"`
 		Title      string `json:"title"`
 	} `json:"findings"`
-	Resolved []string `json:"resolved"`
+	Resolved            []string `json:"resolved"`
+	ModelFindingsCapped int      `json:"model_findings_capped"`
 }
 
 // checkNetHeld: every signal has a finding of this run on its resource and
