@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -315,11 +316,15 @@ func showArgs(ids []string) [][]string {
 func checkListFirst(t *testing.T, out string, want []string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key, res := slices.Index(strings.Fields(lines[0]), "KEY"), slices.Index(strings.Fields(lines[0]), "RESOURCE")
+	if key < 0 || res < 0 {
+		t.Fatalf("findings list has no KEY and RESOURCE columns:\n%s", out)
+	}
 	var got []string
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
-		if len(f) >= 5 {
-			got = append(got, f[4]+" "+f[3])
+		if len(f) > max(key, res) {
+			got = append(got, f[res]+" "+f[key])
 		}
 		if len(got) == len(want) {
 			break
