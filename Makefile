@@ -41,7 +41,8 @@ fuzz:
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net,
 ## each registry pre-check, each cluster rule, then each rule of the store's active-findings
 ## cache, then each rule of what operator actions publish and of the
-## shipped schemas, in turn; every removal must fail a test.
+## shipped schemas, then each rule of `patrold eval`, in turn; every
+## removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
 	python3 scripts/mutate_net.py
@@ -51,6 +52,7 @@ mutate:
 	python3 scripts/mutate_memory.py
 	python3 scripts/mutate_arch.py
 	python3 scripts/mutate_operator.py
+	python3 scripts/mutate_eval.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -1,0 +1,463 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// ResultVersion is the version of the JSON result.
+const ResultVersion = 1
+
+// Default qualification bars.
+const (
+	DefaultMinRecall      = 0.8
+	DefaultMaxUnsupported = 0
+)
+
+// Bars are what a model must reach to qualify.
+type Bars struct {
+	// MinRecall is the least overall recall (every repetition's).
+	MinRecall float64 `json:"min_recall"`
+	// MaxUnsupported is the most model findings neither the net nor the
+	// ground truth supports, over the whole evaluation.
+	MaxUnsupported int `json:"max_unsupported_filed"`
+	// MaxTokensPerRun bounds input plus output tokens of one scenario
+	// run (0: no bound).
+	MaxTokensPerRun int `json:"max_tokens_per_run"`
+}
+
+// DefaultBars are the bars of docs/MODELS.md.
+func DefaultBars() Bars {
+	return Bars{MinRecall: DefaultMinRecall, MaxUnsupported: DefaultMaxUnsupported}
+}
+
+// Validate names the bar.
+func (b Bars) Validate() error {
+	var errs []error
+	if b.MinRecall < 0 || b.MinRecall > 1 || math.IsNaN(b.MinRecall) {
+		errs = append(errs, fmt.Errorf("min_recall: %g is outside 0..1", b.MinRecall))
+	}
+	if b.MaxUnsupported < 0 {
+		errs = append(errs, fmt.Errorf("max_unsupported_filed: %d must not be negative", b.MaxUnsupported))
+	}
+	if b.MaxTokensPerRun < 0 {
+		errs = append(errs, fmt.Errorf("max_tokens_per_run: %d must not be negative (0: no bound)", b.MaxTokensPerRun))
+	}
+	return errors.Join(errs...)
+}
+
+// Analyst builds the model stages of one run around p, registering its
+// metrics and the agent runtime's on reg (the daemon's composition, so the
+// run is a real one). Refused claims and calls are read from reg.
+type Analyst func(p model.Provider, reg prometheus.Registerer) (patrol.Analyst, error)
+
+// Store is a throwaway findings store.
+type Store interface {
+	patrol.Store
+	Close() error
+}
+
+// OpenStore opens (creating it) the store at path.
+type OpenStore func(ctx context.Context, path string) (Store, error)
+
+// Options configure an evaluation.
+type Options struct {
+	// OpenStore opens each run's throwaway store; required.
+	OpenStore OpenStore
+	Scenarios []*Scenario
+	// Repeat runs every scenario this many times (0: once).
+	Repeat int
+	// Provider returns a fresh model for one run of a scenario.
+	Provider func(sc *Scenario) (model.Provider, error)
+	Analyst  Analyst
+	// Provider and Model name the model in the result.
+	ProviderName string
+	ModelName    string
+	// ContextTokens is the model's context window: a request estimated
+	// above it fails the token-budget bar (0: not checked).
+	ContextTokens int
+	Bars          Bars
+	// TempDir holds the throwaway stores ("": the system's).
+	TempDir string
+	// Clock measures wall time (nil: time.Now).
+	Clock func() time.Time
+}
+
+// Result is the outcome of an evaluation (`patrold eval --output json`).
+type Result struct {
+	Version       int              `json:"version"`
+	Provider      string           `json:"provider"`
+	Model         string           `json:"model"`
+	ContextTokens int              `json:"context_tokens"`
+	Repeat        int              `json:"repeat"`
+	Bars          Bars             `json:"bars"`
+	Scenarios     []ScenarioResult `json:"scenarios"`
+	Overall       Overall          `json:"overall"`
+	Qualification Qualification    `json:"qualification"`
+}
+
+// ScenarioResult is one scenario's figures, per repetition.
+type ScenarioResult struct {
+	Name      string    `json:"name"`
+	File      string    `json:"file"`
+	Runs      []Figures `json:"runs"`
+	Recall    *Spread   `json:"recall"`    // nil: the scenario has no signals
+	Precision *Spread   `json:"precision"` // nil: the model filed nothing
+}
+
+// Figures are the measurements of one scenario run.
+type Figures struct {
+	Status        string      `json:"status"`
+	StatusReasons []string    `json:"status_reasons"`
+	Missed        []SignalRef `json:"missed"`
+	Recall        *float64    `json:"recall"`
+	Precision     *float64    `json:"precision"`
+	Counts
+}
+
+// Counts are the figures that add up over runs.
+type Counts struct {
+	Signals int `json:"signals"`
+	// FiledByModel are the signals a model finding matched (same resource
+	// and category, severity at least the signal's).
+	FiledByModel int `json:"filed_by_model"`
+	// ModelFindings are the findings of the run whose source is the model.
+	ModelFindings int `json:"model_findings"`
+	Supported     int `json:"supported"`
+	// UnsupportedFiled are model findings neither the net nor the ground
+	// truth supports.
+	UnsupportedFiled int `json:"unsupported_filed"`
+	// RefusedClaims are reports refused as unsupported_claim.
+	RefusedClaims int `json:"refused_claims"`
+	// RefusedCalls are tool calls answered with an error or a refusal.
+	RefusedCalls int     `json:"refused_calls"`
+	Turns        int     `json:"turns"`
+	Requests     int     `json:"requests"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	WallMS       int64   `json:"wall_ms"`
+	// LargestRequestTokens is a maximum, not a sum.
+	LargestRequestTokens int `json:"largest_request_tokens"`
+}
+
+// add sums o into c (the largest request is the larger of the two).
+func (c *Counts) add(o Counts) {
+	c.Signals += o.Signals
+	c.FiledByModel += o.FiledByModel
+	c.ModelFindings += o.ModelFindings
+	c.Supported += o.Supported
+	c.UnsupportedFiled += o.UnsupportedFiled
+	c.RefusedClaims += o.RefusedClaims
+	c.RefusedCalls += o.RefusedCalls
+	c.Turns += o.Turns
+	c.Requests += o.Requests
+	c.InputTokens += o.InputTokens
+	c.OutputTokens += o.OutputTokens
+	c.CostUSD += o.CostUSD
+	c.WallMS += o.WallMS
+	c.LargestRequestTokens = max(c.LargestRequestTokens, o.LargestRequestTokens)
+}
+
+// Spread is the mean, least and largest value over repetitions.
+type Spread struct {
+	Mean float64 `json:"mean"`
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
+}
+
+// Overall sums every run of every scenario.
+type Overall struct {
+	Scenarios    int      `json:"scenarios"`
+	Runs         int      `json:"runs"`
+	Recall       *float64 `json:"recall"`
+	RecallSpread *Spread  `json:"recall_spread"` // over repetitions
+	Precision    *float64 `json:"precision"`
+	Counts
+}
+
+// Qualification says whether the model reached the bars.
+type Qualification struct {
+	Passed   bool     `json:"passed"`
+	Failures []string `json:"failures"`
+}
+
+// Run evaluates the model over the scenarios. It fails only when a run
+// cannot be set up (a store, a provider); a model that fails is measured.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if len(o.Scenarios) == 0 {
+		return nil, errors.New("eval: scenarios: none")
+	}
+	if o.Provider == nil || o.Analyst == nil || o.OpenStore == nil {
+		return nil, errors.New("eval: provider, analyst and store: required")
+	}
+	if o.Repeat == 0 {
+		o.Repeat = 1
+	}
+	if o.Repeat < 0 || o.Repeat > 100 {
+		return nil, fmt.Errorf("eval: repeat: %d is outside 1..100", o.Repeat)
+	}
+	if err := o.Bars.Validate(); err != nil {
+		return nil, fmt.Errorf("eval: bars: %w", err)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	pol, err := alerts.New(alerts.Settings{})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Version: ResultVersion, Provider: o.ProviderName, Model: o.ModelName, ContextTokens: o.ContextTokens,
+		Repeat: o.Repeat, Bars: o.Bars}
+	for _, sc := range o.Scenarios {
+		sr := ScenarioResult{Name: sc.Name, File: sc.file}
+		for range o.Repeat {
+			f, err := runOnce(ctx, o, pol, sc)
+			if err != nil {
+				return nil, fmt.Errorf("eval: %s: %w", sc.Name, err)
+			}
+			sr.Runs = append(sr.Runs, f)
+		}
+		sr.Recall = spread(sr.Runs, func(f Figures) *float64 { return f.Recall })
+		sr.Precision = spread(sr.Runs, func(f Figures) *float64 { return f.Precision })
+		res.Scenarios = append(res.Scenarios, sr)
+	}
+	res.Overall = overall(res.Scenarios, o.Repeat)
+	res.Qualification = qualify(res, o)
+	return res, nil
+}
+
+func spread(runs []Figures, v func(Figures) *float64) *Spread {
+	var xs []float64
+	for _, f := range runs {
+		if p := v(f); p != nil {
+			xs = append(xs, *p)
+		}
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return &Spread{Mean: round(sum / float64(len(xs))), Min: slices.Min(xs), Max: slices.Max(xs)}
+}
+
+// ratio is n/d rounded to four decimals, nil when d is 0.
+func ratio(n, d int) *float64 {
+	if d == 0 {
+		return nil
+	}
+	r := round(float64(n) / float64(d))
+	return &r
+}
+
+func round(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+func overall(scs []ScenarioResult, repeat int) Overall {
+	o := Overall{Scenarios: len(scs)}
+	perRep := make([]Figures, repeat) // sums per repetition, for the spread
+	for _, sc := range scs {
+		for i, f := range sc.Runs {
+			o.Runs++
+			o.add(f.Counts)
+			perRep[i].add(f.Counts)
+		}
+	}
+	o.CostUSD = math.Round(o.CostUSD*1e6) / 1e6
+	o.Recall = ratio(o.FiledByModel, o.Signals)
+	o.Precision = ratio(o.Supported, o.ModelFindings)
+	for i := range perRep {
+		perRep[i].Recall = ratio(perRep[i].FiledByModel, perRep[i].Signals)
+	}
+	o.RecallSpread = spread(perRep, func(f Figures) *float64 { return f.Recall })
+	return o
+}
+
+func qualify(res *Result, o Options) Qualification {
+	q := Qualification{Failures: []string{}}
+	ov := res.Overall
+	if ov.RecallSpread != nil && ov.RecallSpread.Min < o.Bars.MinRecall {
+		q.Failures = append(q.Failures, fmt.Sprintf("recall %.4g is below the bar %.4g", ov.RecallSpread.Min, o.Bars.MinRecall))
+	}
+	if ov.UnsupportedFiled > o.Bars.MaxUnsupported {
+		q.Failures = append(q.Failures, fmt.Sprintf("%d unsupported findings filed, the bar is at most %d", ov.UnsupportedFiled, o.Bars.MaxUnsupported))
+	}
+	for _, sc := range res.Scenarios {
+		for i, f := range sc.Runs {
+			where := fmt.Sprintf("%s (run %d)", sc.Name, i+1)
+			if slices.Contains(f.StatusReasons, patrol.ReasonBudgetExhausted) {
+				q.Failures = append(q.Failures, where+": the budget ran out (budget_exhausted)")
+			}
+			if o.Bars.MaxTokensPerRun > 0 && f.InputTokens+f.OutputTokens > o.Bars.MaxTokensPerRun {
+				q.Failures = append(q.Failures, fmt.Sprintf("%s: %d tokens, the bar is at most %d per run", where, f.InputTokens+f.OutputTokens, o.Bars.MaxTokensPerRun))
+			}
+			if o.ContextTokens > 0 && f.LargestRequestTokens > o.ContextTokens {
+				q.Failures = append(q.Failures, fmt.Sprintf("%s: a request of %d tokens exceeds context_tokens %d", where, f.LargestRequestTokens, o.ContextTokens))
+			}
+		}
+	}
+	q.Passed = len(q.Failures) == 0
+	return q
+}
+
+// runOnce patrols one scenario on a throwaway store: Before without a
+// model, then the scenario's fleet with it.
+func runOnce(ctx context.Context, o Options, pol *alerts.Policy, sc *Scenario) (Figures, error) {
+	dir, err := os.MkdirTemp(o.TempDir, "patrold-eval-")
+	if err != nil {
+		return Figures{}, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := o.OpenStore(ctx, filepath.Join(dir, "eval.db"))
+	if err != nil {
+		return Figures{}, err
+	}
+	defer st.Close()
+	if prev := sc.BeforeSnapshot(); prev != nil {
+		if _, err := patrolOnce(ctx, st, pol, nil, prev); err != nil {
+			return Figures{}, fmt.Errorf("before: %w", err)
+		}
+	}
+	p, err := o.Provider(sc)
+	if err != nil {
+		return Figures{}, err
+	}
+	m := &meter{p: p}
+	reg := prometheus.NewRegistry()
+	an, err := o.Analyst(m, reg)
+	if err != nil {
+		return Figures{}, err
+	}
+	start := o.Clock()
+	rep, runErr := patrolOnce(ctx, st, pol, an, sc.Snapshot())
+	wall := o.Clock().Sub(start)
+	if rep == nil {
+		return Figures{}, runErr
+	}
+	f := measure(rep, sc)
+	f.WallMS = wall.Milliseconds()
+	f.Requests, f.LargestRequestTokens = m.figures()
+	mf, err := reg.Gather()
+	if err != nil {
+		return Figures{}, err
+	}
+	f.RefusedClaims = int(sum(mf, "patrold_analyst_reports_total", func(l map[string]string) bool { return l["outcome"] == "unsupported_claim" }))
+	f.RefusedCalls = int(sum(mf, "patrold_agent_tool_calls_total", func(l map[string]string) bool { return l["outcome"] != "ok" }))
+	return f, nil
+}
+
+func patrolOnce(ctx context.Context, st patrol.Store, pol *alerts.Policy, an patrol.Analyst, snap *snapshot.Snapshot) (*patrol.Report, error) {
+	set := patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Analyst: an}
+	now := snap.TakenAt
+	runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }, Now: func() time.Time { return now }})
+	if err != nil {
+		return nil, err
+	}
+	return runner.Run(ctx, patrol.TriggerManual, patrol.RunOptions{Snapshot: snap})
+}
+
+// measure reads the figures of a run report against the ground truth.
+func measure(rep *patrol.Report, sc *Scenario) Figures {
+	f := Figures{Status: rep.Status, StatusReasons: append([]string{}, rep.StatusReasons...), Missed: []SignalRef{},
+		Counts: Counts{Signals: len(rep.Signals), Turns: rep.Usage.Turns, InputTokens: rep.Usage.InputTokens,
+			OutputTokens: rep.Usage.OutputTokens, CostUSD: rep.Usage.CostUSD}}
+	f.FiledByModel = f.Signals - len(rep.UnmatchedSignals)
+	sev := map[signals.Key]string{}
+	for _, s := range rep.Signals {
+		sev[s.Key()] = s.Severity
+	}
+	for _, u := range rep.UnmatchedSignals {
+		f.Missed = append(f.Missed, SignalRef{Type: u.Type, ResourceID: u.ResourceID, Severity: sev[signals.Key{Type: u.Type, ResourceID: u.ResourceID}]})
+	}
+	f.Recall = ratio(f.FiledByModel, f.Signals)
+	truth := map[Pair]bool{}
+	for _, s := range rep.Signals {
+		truth[Pair{snapshot.CanonicalID(s.ResourceID), s.Category}] = true
+	}
+	for _, fd := range sc.Expect.Findings {
+		truth[Pair{snapshot.CanonicalID(fd.ResourceID), fd.Category}] = true
+	}
+	for _, p := range sc.Expect.Supported {
+		truth[Pair{snapshot.CanonicalID(p.ResourceID), p.Category}] = true
+	}
+	for _, fr := range rep.Findings {
+		// Before is patrolled without a model: a model finding is one
+		// of this run.
+		if fr.Source != findings.SourceModel {
+			continue
+		}
+		f.ModelFindings++
+		if truth[Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}] {
+			f.Supported++
+		}
+	}
+	f.UnsupportedFiled = f.ModelFindings - f.Supported
+	f.Precision = ratio(f.Supported, f.ModelFindings)
+	return f
+}
+
+// sum adds the counters of family name whose labels pass keep.
+func sum(mf []*dto.MetricFamily, name string, keep func(map[string]string) bool) float64 {
+	total := 0.0
+	for _, fam := range mf {
+		if fam.GetName() != name {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if keep(labels) {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// meter counts the requests of a run and the largest one, estimated as
+// the composer and the providers estimate it.
+type meter struct {
+	p model.Provider
+
+	mu       sync.Mutex
+	requests int
+	largest  int
+}
+
+func (m *meter) Name() string { return m.p.Name() }
+
+func (m *meter) Chat(ctx context.Context, req model.Request) (*model.Response, error) {
+	n := model.EstimateTokens(req)
+	m.mu.Lock()
+	m.requests++
+	m.largest = max(m.largest, n)
+	m.mu.Unlock()
+	return m.p.Chat(ctx, req)
+}
+
+func (m *meter) figures() (int, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.requests, m.largest
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Show that every rule of `patrold eval` is tested: apply each mutation
+below (one rule removed) in turn, run the tests that guard it, and report
+whether they fail. Restores every file.
+
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
+
+REFERENCE = ["./eval", "-run", "TestReferenceModels"]
+BARS = ["./eval", "-run", "TestQualifyBars"]
+PARSE = ["./eval", "-run", "TestParseNamesTheField"]
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("recall-counts-matched-only", "eval/eval.go",
+     "f.FiledByModel = f.Signals - len(rep.UnmatchedSignals)", "f.FiledByModel = f.Signals", REFERENCE),
+    ("precision-needs-support", "eval/eval.go",
+     "if truth[Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}] {", "if true {", REFERENCE),
+    ("refused-claims-counted", "eval/eval.go",
+     'return l["outcome"] == "unsupported_claim"', 'return false', REFERENCE),
+    ("refused-calls-counted", "eval/eval.go",
+     'return l["outcome"] != "ok"', 'return false', REFERENCE),
+    ("bar-recall", "eval/eval.go",
+     "ov.RecallSpread != nil && ov.RecallSpread.Min < o.Bars.MinRecall", "false", BARS),
+    ("bar-unsupported", "eval/eval.go",
+     "ov.UnsupportedFiled > o.Bars.MaxUnsupported", "false", BARS),
+    ("bar-budget", "eval/eval.go",
+     "slices.Contains(f.StatusReasons, patrol.ReasonBudgetExhausted)", "false", BARS),
+    ("bar-tokens", "eval/eval.go",
+     "o.Bars.MaxTokensPerRun > 0 && f.InputTokens+f.OutputTokens > o.Bars.MaxTokensPerRun", "false", BARS),
+    ("bar-context", "eval/eval.go",
+     "o.ContextTokens > 0 && f.LargestRequestTokens > o.ContextTokens", "false", BARS),
+    ("scenario-ids-exist", "eval/scenario.go",
+     "} else if s.snap != nil && !ids[snapshot.CanonicalID(id)] {", "} else if false {", PARSE),
+    ("exit-1-unqualified", "cmd/patrold/eval.go",
+     "if !res.Qualification.Passed {", "if false {", ["./cmd/patrold", "-run", "TestEvalCommand"]),
+]
+
+if __name__ == "__main__":
+    run(MUTATIONS)
