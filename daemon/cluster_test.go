@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
@@ -205,8 +206,8 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != 200 || res.Header.Get(daemon.HeaderForwardedBy) != fmt.Sprintf("node-%d", ni+1) {
-		t.Fatalf("ack on the standby: %d, forwarded by %q; want 200 from node-%d", res.StatusCode, res.Header.Get(daemon.HeaderForwardedBy), ni+1)
+	if res.StatusCode != 200 || res.Header.Get(cluster.HeaderForwardedBy) != fmt.Sprintf("node-%d", ni+1) {
+		t.Fatalf("ack on the standby: %d, forwarded by %q; want 200 from node-%d", res.StatusCode, res.Header.Get(cluster.HeaderForwardedBy), ni+1)
 	}
 	if f, err := next.Store().Get(ctx, target.ID); err != nil || f.AcknowledgedAt == nil {
 		t.Fatalf("forwarded ack not on the leader: %+v %v", f, err)
@@ -222,8 +223,8 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != 200 || res.Header.Get(daemon.HeaderReplicaRole) != "standby" || res.Header.Get(daemon.HeaderReplicaSeq) == "" ||
-		res.Header.Get(daemon.HeaderReplicaLast) == "" {
+	if res.StatusCode != 200 || res.Header.Get(cluster.HeaderReplicaRole) != "standby" || res.Header.Get(cluster.HeaderReplicaSeq) == "" ||
+		res.Header.Get(cluster.HeaderReplicaLast) == "" {
 		t.Fatalf("read on the standby: %d %v", res.StatusCode, res.Header)
 	}
 

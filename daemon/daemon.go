@@ -15,6 +15,7 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
@@ -47,6 +48,7 @@ type Daemon struct {
 	runner  *patrol.Runner
 	sched   *patrol.Scheduler
 	msg     *messaging
+	cluster *cluster.Member // cluster mode
 	met     *metrics
 	analyst patrol.Analyst
 	shared  *shared
@@ -207,6 +209,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("start nats: %w", err)
 	}
 	d.root.td.push("nats", func(context.Context) error { return d.msg.stop() })
+	if err := d.startCluster(ctx, cfg); err != nil {
+		return fmt.Errorf("start nats: %w", err)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.runCtx = runCtx
 	d.root.td.push("runs", func(ctx context.Context) error {
@@ -367,26 +372,20 @@ func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Re
 func (d *Daemon) schedHooks() patrol.SchedulerHooks {
 	lead := d.root.Leadership()
 	await := func(ctx context.Context) bool {
-		return lead.Await(ctx, d.Config().NATS.Lease.TTL) && d.awaitWriter(ctx, catchUpAttempts)
+		return lead.Await(ctx, d.Config().NATS.Lease.TTL) && d.awaitWriter(ctx, cluster.CatchUpAttempts)
 	}
 	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.IsWriter, AwaitLeading: await,
 		LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}
 }
 
 // IsWriter reports whether this instance may write (schedule runs, change
-// state) now: the leader (a single instance always is); in cluster mode
-// only once its database caught up with the state stream.
-func (d *Daemon) IsWriter() bool {
-	if d.msg != nil && d.msg.repl != nil {
-		return d.msg.repl.IsWriter()
-	}
-	return d.root.Leadership().IsLeader()
-}
+// state) now: Leadership.IsWriter.
+func (d *Daemon) IsWriter() bool { return d.root.Leadership().IsWriter() }
 
 // awaitWriter waits (bounded) until a lease holder has caught up and
 // writes, and reports whether it does.
 func (d *Daemon) awaitWriter(ctx context.Context, within time.Duration) bool {
-	t := time.NewTicker(leaderPoll / 2)
+	t := time.NewTicker(cluster.LeaderPoll / 2)
 	defer t.Stop()
 	deadline := time.After(within)
 	for !d.IsWriter() {
@@ -402,4 +401,4 @@ func (d *Daemon) awaitWriter(ctx context.Context, within time.Duration) bool {
 }
 
 // Leadership is the root's leadership (single, leader or standby).
-func (d *Daemon) Leadership() *Leadership { return d.root.Leadership() }
+func (d *Daemon) Leadership() *cluster.Leadership { return d.root.Leadership() }

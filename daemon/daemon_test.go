@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
@@ -266,18 +267,18 @@ func TestLeaseOneSchedulerAtATime(t *testing.T) {
 	useSnapshot(t, first, "healthy.json")
 	useSnapshot(t, second, "healthy.json")
 	a := start(t, clusterConfig(t, first, "@every 1s", srv.ClientURL(), "node-a"))
-	testkit.Eventually(t, 5*time.Second, "a leads", a.Leadership().IsLeader)
+	testkit.Eventually(t, 5*time.Second, "a leads", a.Leadership().HoldsLease)
 	b := start(t, clusterConfig(t, second, "@every 1s", srv.ClientURL(), "node-b"))
 	testkit.Eventually(t, 10*time.Second, "a runs three scheduled patrols", func() bool { return scheduledRuns(t, a) >= 3 })
 	// b's database holds a's runs (replicated), none of its own.
-	if got, role := ownRuns(t, b, a), b.Leadership().Role(); len(got) != 0 || role != daemon.RoleStandby {
+	if got, role := ownRuns(t, b, a), b.Leadership().Role(); len(got) != 0 || role != cluster.RoleStandby {
 		t.Fatalf("while a leads: b ran %v as %s, want none as standby", got, role)
 	}
 	if err := a.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 5*time.Second, "b takes over and runs", func() bool {
-		return b.Leadership().Role() == daemon.RoleLeader && scheduledRuns(t, b) >= 1
+		return b.Leadership().Role() == cluster.RoleLeader && scheduledRuns(t, b) >= 1
 	})
 }
 

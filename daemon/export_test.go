@@ -13,6 +13,9 @@ func (d *Daemon) Crash() {
 		d.msg.cancel()
 		d.msg.bus.Conn().Close()
 	}
+	if d.cluster != nil {
+		_ = d.cluster.Stop(context.Background())
+	}
 	_ = d.Stop(context.Background())
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
 )
@@ -48,11 +47,9 @@ func (d *Daemon) startHTTP() error {
 	d.httpAddr = ln.Addr().String()
 	d.log.Info("api listening", "addr", d.httpAddr)
 	h := a.Handler()
-	if d.msg != nil && d.msg.repl != nil {
+	if d.cluster != nil {
 		// Cluster mode: a standby forwards mutations to the writer.
-		ch := &clusterHTTP{d: d, repl: d.msg.repl, next: h, nc: d.msg.bus.Conn(), subj: contracts.ForwardSubject(d.msg.bus.Prefix())}
-		d.msg.repl.whileWriter(ch.serveForwarded)
-		h = ch
+		h = d.cluster.Forwarding(h)
 	}
 	d.root.td.push("api", serveHTTP(ln, h, d.log, "http server stopped"))
 	return nil
@@ -127,15 +124,15 @@ func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
 func (d *Daemon) Status(ctx context.Context) (any, error) {
 	cfg := d.Config()
 	lead := d.root.Leadership()
-	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: lead.IsLeader(),
+	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: lead.HoldsLease(),
 		Role: string(lead.Role()), NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
 	if lead.Clustered() {
 		since := lead.Since().UTC()
 		s.LeaderSince = &since
 		s.Instance, _ = d.root.Instance()
-		if d.msg != nil && d.msg.repl != nil {
-			s.Replica = &api.ReplicaStatus{Writer: d.msg.repl.IsWriter()}
-			if l := d.msg.repl.lag(ctx); l != nil {
+		if d.cluster != nil {
+			s.Replica = &api.ReplicaStatus{Writer: lead.IsWriter()}
+			if l := d.cluster.Lag(ctx); l != nil {
 				s.Replica.AppliedSeq, s.Replica.LastSeq, s.Replica.Behind, s.Replica.AppliedAt = l.AppliedSeq, l.LastSeq, l.Behind, l.AppliedAt
 				s.Replica.Epoch, s.Replica.Fenced, s.Replica.Gap = l.Epoch, l.Fenced, l.Gap
 			}
@@ -183,6 +180,6 @@ func (d *Daemon) lastSuccess(ctx context.Context) *time.Time {
 // the last successful run.
 func (d *Daemon) ReadyDetail(ctx context.Context) api.Readiness {
 	lead := d.root.Leadership()
-	leader := lead.IsLeader()
+	leader := lead.HoldsLease()
 	return api.Readiness{Role: string(lead.Role()), Leader: &leader, LastSuccessAt: d.lastSuccess(ctx)}
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
-	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/notify"
 )
 
@@ -33,7 +34,6 @@ type messaging struct {
 	transport *bus.Transport
 	relay     *bus.Relay
 	lease     *bus.Lease
-	repl      *replication // cluster mode: the shared state
 	outcomes  bus.ConsumerOptions
 	cancel    context.CancelFunc
 	runCtx    context.Context
@@ -82,14 +82,11 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 			return fail(err)
 		}
 		m.lease, err = bus.NewLease(b.JetStream(), bus.LeaseOptions{Bucket: cfg.NATS.Lease.Bucket, Key: LeaseKey,
-			Holder: name, TTL: cfg.NATS.Lease.TTL, Replicas: cfg.NATS.Stream.Replicas, Logger: d.log, Now: d.opts.Now, OnChange: lead.set})
+			Holder: name, TTL: cfg.NATS.Lease.TTL, Replicas: cfg.NATS.Stream.Replicas, Logger: d.log, Now: d.opts.Now, OnChange: lead.LeaseChanged})
 		if err != nil {
 			return fail(err)
 		}
-		lead.attach(m.lease)
-		if m.repl, err = newReplication(d, m, name, m.lease); err != nil {
-			return fail(err)
-		}
+		lead.Attach(m.lease)
 	}
 	// The outcome consumer exists before anything is published: consumers
 	// start with new messages.
@@ -115,21 +112,11 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	if m.lease != nil {
 		m.goRun(func() error { return m.lease.Run(runCtx) })
 	}
-	// Standalone workers keep their sessions in the writer's store.
-	serveSessions := func(ctx context.Context) {
-		if err := sessionrpc.Serve(ctx, b.Conn(), b.Prefix(), d.store, d.log); err != nil && ctx.Err() == nil {
-			d.log.Error("session service stopped", "err", err)
-		}
-	}
-	if m.repl == nil {
+	if m.lease == nil {
+		// A single instance is always the writer; in cluster mode the
+		// Member runs these while this instance is the writer.
 		m.goRun(func() error { m.consumeOutcomes(runCtx, d); return nil })
-		m.goRun(func() error { serveSessions(runCtx); return nil })
-	} else {
-		m.repl.whileWriter(serveSessions)
-		if err := m.repl.start(runCtx, m); err != nil {
-			cancel()
-			return fail(err)
-		}
+		m.goRun(func() error { m.serveSessions(runCtx, d); return nil })
 	}
 	if notifier != nil {
 		m.goRun(func() error { return notifier.Run(runCtx) })
@@ -137,8 +124,43 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	return m, nil
 }
 
+// startCluster builds and starts this instance's cluster member (cluster
+// mode only) and puts its stop on the root's teardown stack. The outcome
+// consumer and the session service run while it is the writer. It runs
+// before the relay starts (the member fences a deposed writer's unsent
+// changes first).
+func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
+	if d.msg.lease == nil {
+		return nil
+	}
+	name, err := d.root.Instance()
+	if err != nil {
+		return err
+	}
+	m, err := cluster.New(cluster.Options{Bus: d.msg.bus, Lease: d.msg.lease, Leadership: d.root.Leadership(),
+		Store: d.store, Instance: name, DataDir: cfg.DataDir, Replicas: cfg.NATS.Stream.Replicas, Kick: d.msg.kick,
+		Logger: d.log, Now: d.opts.Now, Registerer: d.opts.Registerer})
+	if err != nil {
+		return err
+	}
+	d.cluster = m
+	d.root.td.push("cluster", m.Stop)
+	m.WhileWriter(func(ctx context.Context) { d.msg.consumeOutcomes(ctx, d) })
+	m.WhileWriter(func(ctx context.Context) { d.msg.serveSessions(ctx, d) })
+	return m.Start(ctx)
+}
+
+// serveSessions answers standalone workers' session calls from this
+// instance's store until ctx ends (they keep their sessions in the
+// writer's store).
+func (m *messaging) serveSessions(ctx context.Context, d *Daemon) {
+	if err := sessions.Serve(ctx, m.bus.Conn(), m.bus.Prefix(), d.store, d.log); err != nil && ctx.Err() == nil {
+		d.log.Error("session service stopped", "err", err)
+	}
+}
+
 // consumeOutcomes applies remediation outcomes until ctx ends: always on a
-// single instance, on the writer only in cluster mode (replication).
+// single instance, on the writer only in cluster mode (cluster.Member).
 func (m *messaging) consumeOutcomes(ctx context.Context, d *Daemon) {
 	if err := m.transport.ConsumeOutcomes(ctx, m.outcomes, d.handleOutcome); err != nil && ctx.Err() == nil {
 		d.log.Error("outcome consumer stopped", "err", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/findings"
 )
 
@@ -36,10 +37,8 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "patrold_build_info",
 		Help: "Build information; always 1."}, []string{"version", "commit", "goversion"})
 	build.WithLabelValues(Version, Commit, runtime.Version()).Set(1)
-	changes := prometheus.NewCounter(prometheus.CounterOpts{Name: "patrold_leadership_changes_total",
-		Help: "Times this instance became or stopped being the leader (cluster mode)."})
-	d.root.Leadership().OnChange(func(bool) { changes.Inc() })
-	reg.MustRegister(m.reloadOK, m.reloadTime, build, changes, &findingsCollector{d: d}, &leadershipCollector{l: d.root.Leadership()})
+	reg.MustRegister(append([]prometheus.Collector{m.reloadOK, m.reloadTime, build, &findingsCollector{d: d}},
+		cluster.LeadershipCollectors(d.root.Leadership())...)...)
 	registerRuntime(reg, d.log)
 	m.reloadOK.Set(1)
 	m.reloadTime.Set(float64(d.opts.Now().Unix()))
@@ -86,40 +85,6 @@ func (c *findingsCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(findingsDesc, prometheus.GaugeValue, float64(counts[[2]string{s, string(sev)}]), s, string(sev))
 		}
 	}
-}
-
-var (
-	leaderDesc = prometheus.NewDesc("patrold_leader",
-		"Whether this instance is the writer now (1: a single instance, or the lease holder in cluster mode; 0: a standby).", nil, nil)
-	roleDesc = prometheus.NewDesc("patrold_role",
-		"This instance's role: 1 for the current one of single, leader, standby, 0 for the others.", []string{"role"}, nil)
-	leaderSinceDesc = prometheus.NewDesc("patrold_leadership_since_timestamp_seconds",
-		"Unix time leadership last changed (the start, when it never did).", nil, nil)
-)
-
-// leadershipCollector reads the role at scrape time.
-type leadershipCollector struct{ l *Leadership }
-
-func (c *leadershipCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- leaderDesc
-	ch <- roleDesc
-	ch <- leaderSinceDesc
-}
-
-func (c *leadershipCollector) Collect(ch chan<- prometheus.Metric) {
-	role := c.l.Role()
-	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, boolValue(role != RoleStandby))
-	for _, r := range []Role{RoleSingle, RoleLeader, RoleStandby} {
-		ch <- prometheus.MustNewConstMetric(roleDesc, prometheus.GaugeValue, boolValue(r == role), string(r))
-	}
-	ch <- prometheus.MustNewConstMetric(leaderSinceDesc, prometheus.GaugeValue, float64(c.l.Since().Unix()))
-}
-
-func boolValue(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // registerRuntime registers the Go runtime (go_*) and process (process_*:

@@ -118,7 +118,7 @@ func TestClusterStandbyShowsItsRole(t *testing.T) {
 		return start(t, cfg)
 	}
 	a := node("node-a")
-	testkit.Eventually(t, 5*time.Second, "node-a leads", a.Leadership().IsLeader)
+	testkit.Eventually(t, 5*time.Second, "node-a leads", a.Leadership().HoldsLease)
 	b := node("node-b")
 	var ready readyBody
 	if code := getJSON(t, "http://"+b.HTTPAddr()+"/readyz", &ready); code != http.StatusOK {

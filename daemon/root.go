@@ -25,6 +25,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/dirlock"
@@ -80,7 +81,7 @@ type Root struct {
 	log *slog.Logger
 	td  teardown
 
-	lead *Leadership
+	lead *cluster.Leadership
 
 	mu   sync.Mutex
 	st   *store.Store
@@ -103,7 +104,7 @@ func NewRoot(cfg *config.Config, o RootOptions) (*Root, error) {
 		reg := prometheus.NewRegistry()
 		o.Registerer, o.Gatherer = reg, reg
 	}
-	r := &Root{cfg: cfg, o: o, log: newLogger(cfg, o.Stderr), lead: newLeadership(cfg.Clustered(), o.Now)}
+	r := &Root{cfg: cfg, o: o, log: newLogger(cfg, o.Stderr), lead: cluster.NewLeadership(cfg.Clustered(), o.Now)}
 	r.td.log = r.log
 	return r, nil
 }
@@ -126,7 +127,7 @@ func (r *Root) Close() error { return r.td.stop(context.Background()) }
 // single instance; the leader lease's holder in cluster mode) and
 // announces each change (Changed, OnChange). The daemon attaches its lease
 // when NATS starts; until then a clustered instance is a standby.
-func (r *Root) Leadership() *Leadership { return r.lead }
+func (r *Root) Leadership() *cluster.Leadership { return r.lead }
 
 // Clustered reports cluster mode (the configuration has a cluster section).
 func (r *Root) Clustered() bool { return r.cfg.Clustered() }

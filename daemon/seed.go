@@ -8,7 +8,7 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
-	"github.com/patrold/patrold/replica"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/store"
 )
 
@@ -52,7 +52,7 @@ func (r *Root) Seed(ctx context.Context, force bool) (SeedResult, error) {
 	for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
 		_ = os.Remove(p)
 	}
-	seed, err := replica.FetchSeed(ctx, b.Conn(), b.JetStream(), b.Prefix(), tmp)
+	seed, err := cluster.FetchSeed(ctx, b.Conn(), b.JetStream(), b.Prefix(), tmp)
 	if err != nil {
 		return SeedResult{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/testkit"
@@ -136,7 +137,7 @@ func TestSingleInstanceSchedulesWhileNATSIsDown(t *testing.T) {
 	useSnapshot(t, dir, "faults.json")
 	cfg := testConfig(t, dir, "@every 1s", ns.url())
 	d := start(t, cfg)
-	if role := d.Leadership().Role(); role != daemon.RoleSingle {
+	if role := d.Leadership().Role(); role != cluster.RoleSingle {
 		t.Fatalf("role %s, want single", role)
 	}
 	pending := func() int64 {
@@ -158,7 +159,7 @@ func TestSingleInstanceSchedulesWhileNATSIsDown(t *testing.T) {
 	if pending() == 0 {
 		t.Fatal("nothing waits in the outbox during the outage")
 	}
-	if !d.Leadership().IsLeader() {
+	if !d.Leadership().HoldsLease() {
 		t.Fatal("a single instance stopped being the writer during the outage")
 	}
 

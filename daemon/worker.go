@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
@@ -44,10 +45,10 @@ func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config, consume bo
 	if !consume {
 		return nil
 	}
-	if d.msg.repl != nil {
+	if d.cluster != nil {
 		// Cluster mode: only the writer takes remediation requests (its
 		// database holds every finding they name).
-		d.msg.repl.whileWriter(func(ctx context.Context) {
+		d.cluster.WhileWriter(func(ctx context.Context) {
 			if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("assistant worker stopped", "err", err)
 			}
@@ -81,7 +82,9 @@ func (p outboxPublisher) Publish(ctx context.Context, row findings.OutboxEvent) 
 }
 
 // storeRetry is how long a session's end waits for the session store
-// (sessionrpc's writer): two lease TTLs for a failover and the catch-up
+// (the writer's cluster/sessions service): two lease TTLs for a failover and the catch-up
 // after it. Every worker and instance derives the request consumer's ack
 // wait from it, so they agree on the consumer.
-func storeRetry(cfg *config.Config) time.Duration { return 2*cfg.NATS.Lease.TTL + catchUpAttempts }
+func storeRetry(cfg *config.Config) time.Duration {
+	return 2*cfg.NATS.Lease.TTL + cluster.CatchUpAttempts
+}

@@ -14,8 +14,8 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -24,7 +24,7 @@ import (
 // with no database and no data_dir. It takes remediation requests from the
 // shared durable consumer (beside the in-serve workers, if any), runs each
 // session through the registry like an in-serve worker, keeps its sessions,
-// approvals and spend in the writer's store over NATS (sessionrpc) and
+// approvals and spend in the writer's store over NATS (cluster/sessions) and
 // publishes outcomes straight to JetStream (the message id makes a
 // republished outcome a duplicate). With no writer answering, a request is
 // redelivered later; nothing is lost. It serves /metrics, /healthz and
@@ -69,7 +69,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return err
 	}
-	sessions, err := sessionrpc.NewClient(b.Conn(), b.Prefix(), 0, log)
+	sessions, err := sessions.NewClient(b.Conn(), b.Prefix(), 0, log)
 	if err != nil {
 		return err
 	}

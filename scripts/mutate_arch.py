@@ -25,9 +25,20 @@ MUTATIONS = [
      'var natsServerLinkers = append([]string{"bus/embedded", "bus"}, roots...)',
      [ARCH, "-run", "TestNATSServerRuleFailsOnViolation"]),
     ("only-store-links-sqlite", "internal/archtest/link_test.go",
-     'var sqliteLinkers = append([]string{"store", ',
-     'var sqliteLinkers = append([]string{"store", "api", "patrol", ',
+     'var sqliteLinkers = append([]string{"store"}, roots...)',
+     'var sqliteLinkers = append([]string{"store", "api", "patrol"}, roots...)',
      [ARCH, "-run", "TestSQLiteRuleFailsOnViolation"]),
+    ("internal-holds-leaves", "internal/archtest/layers_test.go",
+     '\t\t\tif project(i) && !under(i, "internal", "contracts") {\n',
+     '\t\t\tif project(i) && !under(i, "internal", "contracts") && false {\n',
+     [ARCH, "-run", "TestInternalRuleFailsOnViolation"]),
+    ("daemon-speaks-no-nats", "internal/archtest/layers_test.go",
+     '\t\t\tif inTree(i, "github.com/nats-io/nats.go") {\n',
+     '\t\t\tif inTree(i, "github.com/nats-io/nats.go") && false {\n',
+     [ARCH, "-run", "TestDaemonNATSRuleFailsOnViolation"]),
+    ("daemon-holds-no-replication", "internal/archtest/layers_test.go",
+     "slices.Contains(methods, sel.Sel.Name)", 'slices.Contains(methods, "")',
+     [ARCH, "-run", "TestDaemonReplicationRuleFailsOnViolation"]),
 ]
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
@@ -14,9 +16,11 @@ import (
 // The store is what each consumer's interface asks for. The pins live
 // here, with the implementation, so the consumers do not link SQLite.
 var (
-	_ patrol.Store    = (*store.Store)(nil)
-	_ api.Store       = (*store.Store)(nil)
-	_ assistant.Store = (*store.Store)(nil)
+	_ patrol.Store     = (*store.Store)(nil)
+	_ api.Store        = (*store.Store)(nil)
+	_ assistant.Store  = (*store.Store)(nil)
+	_ cluster.Store    = (*store.Store)(nil)
+	_ sessions.Backend = (*store.Store)(nil)
 )
 
 // records.PruneTables is the list of the tables Prune sweeps.

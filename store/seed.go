@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/patrold/patrold/store/records"
 )
 
 // SeedCopy writes a consistent copy of this database to path (which must
@@ -15,17 +17,17 @@ import (
 // capture state reset to a standby's, with the applied sequence, epoch and
 // change number kept, so the copy resumes the state stream where this
 // database stands. It returns the copy's replica status.
-func (s *Store) SeedCopy(ctx context.Context, path string) (ReplicaStatus, error) {
+func (s *Store) SeedCopy(ctx context.Context, path string) (records.ReplicaStatus, error) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		return ReplicaStatus{}, fmt.Errorf("seed copy: %s already exists", path)
+		return records.ReplicaStatus{}, fmt.Errorf("seed copy: %s already exists", path)
 	}
 	if _, err := s.db.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
-		return ReplicaStatus{}, fmt.Errorf("seed copy: %w", err)
+		return records.ReplicaStatus{}, fmt.Errorf("seed copy: %w", err)
 	}
 	cp, err := Open(ctx, path)
 	if err != nil {
 		os.Remove(path)
-		return ReplicaStatus{}, fmt.Errorf("seed copy: %w", err)
+		return records.ReplicaStatus{}, fmt.Errorf("seed copy: %w", err)
 	}
 	defer cp.Close()
 	err = cp.withTx(ctx, func(tx *sql.Tx) error {
@@ -45,7 +47,7 @@ func (s *Store) SeedCopy(ctx context.Context, path string) (ReplicaStatus, error
 	}
 	if err != nil {
 		os.Remove(path)
-		return ReplicaStatus{}, fmt.Errorf("seed copy: reset: %w", err)
+		return records.ReplicaStatus{}, fmt.Errorf("seed copy: reset: %w", err)
 	}
 	return cp.ReplicaStatus(ctx)
 }

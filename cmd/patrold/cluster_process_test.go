@@ -19,7 +19,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/bus/embedded/natstest"
-	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
@@ -108,7 +108,7 @@ func (in *instance) start(t *testing.T) {
 func (in *instance) connect(t *testing.T) {
 	t.Helper()
 	_, h := apiOf(t, in.p, in.data)
-	in.fwd = &headerTap{name: daemon.HeaderForwardedBy}
+	in.fwd = &headerTap{name: cluster.HeaderForwardedBy}
 	var err error
 	in.c, err = api.NewClient("http://"+h.API, testAdminToken, &http.Client{Timeout: 10 * time.Second, Transport: in.fwd})
 	if err != nil {
@@ -132,7 +132,7 @@ func (in *instance) status() *api.Status {
 // writer reports whether the instance leads and has caught up.
 func (in *instance) writer() bool {
 	s := in.status()
-	return s != nil && s.Role == string(daemon.RoleLeader) && s.Replica != nil && s.Replica.Writer
+	return s != nil && s.Role == string(cluster.RoleLeader) && s.Replica != nil && s.Replica.Writer
 }
 
 // TestClusterProcessFailover: three `patrold serve` processes in cluster
@@ -339,7 +339,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	leader.connect(t)
 	testkit.Eventually(t, 20*time.Second, "the restarted instance is a caught-up standby with the new leader's findings", func() bool {
 		s, ns := leader.status(), next.status()
-		if s == nil || ns == nil || s.Role != string(daemon.RoleStandby) || s.Replica == nil || s.Replica.Writer ||
+		if s == nil || ns == nil || s.Role != string(cluster.RoleStandby) || s.Replica == nil || s.Replica.Writer ||
 			s.Replica.Behind || ns.Replica == nil || s.Replica.AppliedSeq != ns.Replica.LastSeq {
 			return false
 		}

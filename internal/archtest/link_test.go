@@ -22,9 +22,8 @@ var roots = []string{"daemon", "cmd/patrold"}
 var natsServerLinkers = append([]string{"bus/embedded"}, roots...)
 
 // sqliteLinkers may link the SQLite driver: the store (with storetest)
-// and the roots. replica and internal/sessionrpc are listed until they
-// reach the store through interfaces (the cluster package).
-var sqliteLinkers = append([]string{"store", "replica", "internal/sessionrpc"}, roots...)
+// and the roots.
+var sqliteLinkers = append([]string{"store"}, roots...)
 
 // onlyLink reports every module package outside allowed (relative paths,
 // with the packages below them) that links a package of the tree target.

@@ -1,11 +1,13 @@
 // Package records holds the values the store's methods take and return
-// for sessions, approvals, the audit log and retention: plain types with
+// for sessions, approvals, the audit log, retention and replication: plain types with
 // no SQL, so the packages that consume a store (patrol, api, assistant)
-// declare their interfaces without linking the SQLite driver.
+// declare their interfaces without linking the SQLite driver, and so
+// does the cluster package.
 package records
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -85,3 +87,40 @@ type Pruned map[string]int64
 // PruneTables lists the tables a prune sweeps, in order (metrics
 // pre-create them); the store's prune holds one condition per table.
 var PruneTables = []string{"runs", "audit_events", "investigations", "remediation_sessions", "approvals", "silences"}
+
+// ReplicaStatus is what a replica has applied.
+type ReplicaStatus struct {
+	AppliedSeq    uint64
+	AppliedAt     *time.Time
+	AppliedOrigin string // who wrote the last change applied
+	AppliedEpoch  uint64 // the highest writer epoch applied
+	Fenced        uint64 // changes ignored as a deposed writer's
+}
+
+// Apply is what ApplyState did with a change.
+type Apply int
+
+// ApplyState results.
+const (
+	// ApplySkipped: the sequence was applied before (a redelivery).
+	ApplySkipped Apply = iota
+	// Applied: the change is in (or, written by self, already was).
+	Applied
+	// ApplyFenced: the change came from a writer of a lower epoch than one
+	// already applied (deposed): only the sequence advanced.
+	ApplyFenced
+)
+
+// GapError: the change at stream sequence Seq is number Got, but the
+// database applied up to Want-1: the changes between are no longer on the
+// stream (aged out by nats.stream.max_age or max_bytes before this replica
+// read them). Nothing is applied; the replica must be re-seeded.
+type GapError struct {
+	Seq       uint64
+	Want, Got uint64
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("state changes %d..%d are missing from the stream (next on it: %d at seq %d): this database cannot catch up; re-seed it (patrold db seed)",
+		e.Want, e.Got-1, e.Got, e.Seq)
+}

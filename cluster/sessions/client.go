@@ -1,4 +1,4 @@
-package sessionrpc
+package sessions
 
 import (
 	"context"
@@ -35,10 +35,10 @@ var (
 // DefaultTimeout.
 func NewClient(nc *nats.Conn, prefix string, timeout time.Duration, log *slog.Logger) (*Client, error) {
 	if nc == nil {
-		return nil, errors.New("sessionrpc: connection required")
+		return nil, errors.New("sessions: connection required")
 	}
 	if prefix == "" {
-		return nil, errors.New("sessionrpc: prefix required")
+		return nil, errors.New("sessions: prefix required")
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -1,11 +1,11 @@
-package replica_test
+package cluster_test
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/replica"
 )
 
 func TestDecodeNamesTheField(t *testing.T) {
@@ -29,16 +29,16 @@ func TestDecodeNamesTheField(t *testing.T) {
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"row":{"id":"a"}}`), "state change: row must be empty for delete"},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"extra":1}`), `state change: json: unknown field "extra"`},
 	} {
-		_, err := replica.Decode([]byte(tc.raw))
+		_, err := cluster.Decode([]byte(tc.raw))
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Decode(%s) error = %v, want %q", tc.raw, err, tc.want)
 		}
 	}
-	got, err := replica.Decode([]byte(env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":7}`)))
+	got, err := cluster.Decode([]byte(env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":7}`)))
 	if err != nil || got.Origin != "a" || got.Table != "findings" || got.Op != "delete" || got.RowID != 7 || got.Row != nil {
 		t.Fatalf("Decode = %+v, %v", got, err)
 	}
-	got, err = replica.Decode([]byte(env("patrold.state.change", `{"origin":"b","epoch":9,"table":"-","op":"epoch","rowid":0}`)))
+	got, err = cluster.Decode([]byte(env("patrold.state.change", `{"origin":"b","epoch":9,"table":"-","op":"epoch","rowid":0}`)))
 	if want := (contracts.StateChange{Origin: "b", Epoch: 9, Table: "-", Op: contracts.OpEpoch}); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Decode(marker) = %+v, %v; want %+v", got, err, want)
 	}
@@ -49,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := replica.Decode(raw)
+		c, err := cluster.Decode(raw)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-// Package sessionrpc lets an assistant worker with no database of its own
+// Package sessions lets an assistant worker with no database of its own
 // keep its sessions in the writer's: every call of assistant.Store (and
 // the runs' spend) is a NATS request on `patrold_sessions.<prefix>.<method>`,
 // served by a micro service on the writer alone (queue group
@@ -14,7 +14,7 @@
 // The wire is JSON per method, decoded strictly (unknown fields refused,
 // the field named). Errors travel in the micro error headers: code 404 is
 // findings.ErrNotFound, 400 a refused request, 500 a store failure.
-package sessionrpc
+package sessions
 
 import (
 	"bytes"
@@ -32,7 +32,6 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
 )
 
@@ -63,8 +62,6 @@ type Backend interface {
 	assistant.Store
 	assistant.RunLedger
 }
-
-var _ Backend = (*store.Store)(nil)
 
 // Argument shapes, one per method that takes more than an id.
 type (

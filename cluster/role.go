@@ -1,4 +1,4 @@
-package daemon
+package cluster
 
 import (
 	"context"
@@ -22,33 +22,42 @@ const (
 // leaseState is the part of bus.Lease leadership reads.
 type leaseState interface{ IsLeader() bool }
 
-// Leadership says whether this instance may write now (schedule runs,
-// change findings, consume outcomes) and announces each change. A single
-// instance is always the writer; in cluster mode the leader lease decides.
-// Its zero value is not usable: get one from Root.Leadership.
+// Leadership is this instance's role, from the lease to the writer:
+//   - HoldsLease: a single instance always; in cluster mode while it holds
+//     an unexpired leader lease (the role is leader, else standby);
+//   - IsWriter: the one predicate for "may write now" (schedule runs,
+//     change findings, consume outcomes): a single instance always; in
+//     cluster mode the lease holder once its Member caught up and captures.
+//
+// It announces each change of the lease. Its zero value is not usable:
+// get one from NewLeadership.
 type Leadership struct {
 	clustered bool
 	now       func() time.Time
 	annMu     sync.Mutex // keeps announcements in order
 
 	mu      sync.Mutex
-	lease   leaseState // nil until messaging starts (cluster mode)
-	leader  bool       // last announced state
-	since   time.Time  // when leader last changed (or the start)
+	lease   leaseState  // nil until messaging starts (cluster mode)
+	writer  func() bool // the Member's writer state (cluster mode)
+	leader  bool        // last announced state
+	since   time.Time   // when leader last changed (or the start)
 	changed chan struct{}
 	subs    []func(leader bool)
 }
 
-func newLeadership(clustered bool, now func() time.Time) *Leadership {
+// NewLeadership is the role of a single instance (clustered false) or of
+// a cluster member, which starts as a standby.
+func NewLeadership(clustered bool, now func() time.Time) *Leadership {
 	return &Leadership{clustered: clustered, now: now, leader: !clustered, since: now(), changed: make(chan struct{})}
 }
 
 // Clustered reports cluster mode (a cluster section).
 func (l *Leadership) Clustered() bool { return l.clustered }
 
-// IsLeader reports whether this instance is the writer now: always for a
-// single instance; in cluster mode while it holds an unexpired lease.
-func (l *Leadership) IsLeader() bool {
+// HoldsLease reports whether this instance leads: always for a single
+// instance; in cluster mode while it holds an unexpired lease. Holding the
+// lease is not yet writing: see IsWriter.
+func (l *Leadership) HoldsLease() bool {
 	if !l.clustered {
 		return true
 	}
@@ -58,12 +67,25 @@ func (l *Leadership) IsLeader() bool {
 	return lease != nil && lease.IsLeader()
 }
 
+// IsWriter reports whether this instance may write now: always for a
+// single instance; in cluster mode only the lease holder whose database
+// caught up with the state stream and captures its changes.
+func (l *Leadership) IsWriter() bool {
+	if !l.clustered {
+		return true
+	}
+	l.mu.Lock()
+	writer := l.writer
+	l.mu.Unlock()
+	return writer != nil && writer()
+}
+
 // Role is single, leader or standby, as of now.
 func (l *Leadership) Role() Role {
 	switch {
 	case !l.clustered:
 		return RoleSingle
-	case l.IsLeader():
+	case l.HoldsLease():
 		return RoleLeader
 	}
 	return RoleStandby
@@ -78,21 +100,21 @@ func (l *Leadership) Since() time.Time {
 }
 
 // Changed returns a channel closed at the next change of leadership; read
-// IsLeader after it closes and ask again for the one after.
+// HoldsLease after it closes and ask again for the one after.
 func (l *Leadership) Changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.changed
 }
 
-// Await waits until this instance is the writer, ctx ends or within has
-// passed, and reports whether it is the writer.
+// Await waits until this instance holds the lease, ctx ends or within
+// has passed, and reports whether it holds it.
 func (l *Leadership) Await(ctx context.Context, within time.Duration) bool {
 	timer := time.NewTimer(within)
 	defer timer.Stop()
 	for {
 		ch := l.Changed()
-		if l.IsLeader() {
+		if l.HoldsLease() {
 			return true
 		}
 		select {
@@ -100,7 +122,7 @@ func (l *Leadership) Await(ctx context.Context, within time.Duration) bool {
 		case <-ctx.Done():
 			return false
 		case <-timer.C:
-			return l.IsLeader()
+			return l.HoldsLease()
 		}
 	}
 }
@@ -115,15 +137,23 @@ func (l *Leadership) OnChange(fn func(leader bool)) {
 	l.subs = append(l.subs, fn)
 }
 
-// attach hands the started lease to leadership (cluster mode).
-func (l *Leadership) attach(lease leaseState) {
+// Attach hands the started lease to leadership (cluster mode).
+func (l *Leadership) Attach(lease leaseState) {
 	l.mu.Lock()
 	l.lease = lease
 	l.mu.Unlock()
 }
 
-// set records a change reported by the lease and announces it.
-func (l *Leadership) set(leader bool) {
+// attachWriter hands the Member's writer state to leadership.
+func (l *Leadership) attachWriter(writer func() bool) {
+	l.mu.Lock()
+	l.writer = writer
+	l.mu.Unlock()
+}
+
+// LeaseChanged records a change reported by the lease (its OnChange) and
+// announces it.
+func (l *Leadership) LeaseChanged(leader bool) {
 	if !l.clustered {
 		return
 	}

@@ -1,4 +1,4 @@
-package sessionrpc_test
+package sessions_test
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/sessionrpc"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
@@ -36,7 +36,7 @@ var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 type rig struct {
 	nc     *nats.Conn
 	st     *store.Store
-	client *sessionrpc.Client
+	client *sessions.Client
 	f      findings.Finding
 	dir    string
 }
@@ -60,7 +60,7 @@ func newRig(t *testing.T, serve bool) *rig {
 	if serve {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- sessionrpc.Serve(ctx, nc, prefix, st, slog.New(slog.DiscardHandler)) }()
+		go func() { done <- sessions.Serve(ctx, nc, prefix, st, slog.New(slog.DiscardHandler)) }()
 		t.Cleanup(func() {
 			cancel()
 			if err := <-done; err != nil {
@@ -69,7 +69,7 @@ func newRig(t *testing.T, serve bool) *rig {
 		})
 		// The service is up once a call is answered.
 		deadline := time.Now().Add(10 * time.Second)
-		probe, _ := sessionrpc.NewClient(nc, prefix, time.Second, nil)
+		probe, _ := sessions.NewClient(nc, prefix, time.Second, nil)
 		for {
 			_, err := probe.Get(context.Background(), r.f.ID)
 			if err == nil {
@@ -81,7 +81,7 @@ func newRig(t *testing.T, serve bool) *rig {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	c, err := sessionrpc.NewClient(nc, prefix, 2*time.Second, nil)
+	c, err := sessions.NewClient(nc, prefix, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestClientErrors(t *testing.T) {
 	}
 
 	lone := newRig(t, false) // nobody serves
-	if _, err := lone.client.Get(ctx, lone.f.ID); !errors.Is(err, sessionrpc.ErrNoWriter) {
+	if _, err := lone.client.Get(ctx, lone.f.ID); !errors.Is(err, sessions.ErrNoWriter) {
 		t.Fatalf("no writer: %v, want ErrNoWriter", err)
 	}
 }

@@ -1,4 +1,9 @@
-// Package replica keeps a standby's SQLite in step with the leader's over
+// Package cluster is patrold's high availability: who writes (the
+// leader lease, leader or standby, and the one writer), how standbys
+// follow (the follower, catch-up, gaps and seeding) and how writes reach
+// the writer (forwarding). See docs/CLUSTER.md.
+//
+// The follower keeps a standby's SQLite in step with the leader's over
 // NATS (cluster mode). The leader's store captures every committed row
 // change into its outbox (store.EnableCapture); the relay publishes those
 // rows, like every other event, on `<prefix>.state.changes` in the patrol
@@ -8,7 +13,7 @@
 // database has applied the stream's last state change: a standby that
 // wins the lease calls it before its first run, so nothing it already
 // applied is filed or published again.
-package replica
+package cluster
 
 import (
 	"context"
@@ -21,7 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 const (
@@ -30,12 +35,12 @@ const (
 	pollEvery = 50 * time.Millisecond
 )
 
-// Options configure a Follower.
-type Options struct {
+// FollowerOptions configure a Follower.
+type FollowerOptions struct {
 	JetStream jetstream.JetStream
 	Stream    string // the patrol stream
 	Prefix    string // subject prefix
-	Store     *store.Store
+	Store     Store
 	Instance  string // this instance's stable name (state changes it wrote are not re-applied)
 	Logger    *slog.Logger
 	Now       func() time.Time
@@ -43,26 +48,26 @@ type Options struct {
 
 // Follower applies the state-change stream to the local store.
 type Follower struct {
-	o   Options
+	o   FollowerOptions
 	log *slog.Logger
 
 	mu      sync.Mutex
 	lastErr error
-	dropped uint64          // changes refused as malformed
-	gap     *store.GapError // changes missing from the stream: cannot catch up
+	dropped uint64            // changes refused as malformed
+	gap     *records.GapError // changes missing from the stream: cannot catch up
 }
 
-// New validates the options.
-func New(o Options) (*Follower, error) {
+// NewFollower validates the options.
+func NewFollower(o FollowerOptions) (*Follower, error) {
 	switch {
 	case o.JetStream == nil:
-		return nil, errors.New("replica: JetStream is required")
+		return nil, errors.New("cluster: follower: JetStream is required")
 	case o.Store == nil:
-		return nil, errors.New("replica: Store is required")
+		return nil, errors.New("cluster: follower: Store is required")
 	case o.Stream == "" || o.Prefix == "":
-		return nil, errors.New("replica: Stream and Prefix are required")
+		return nil, errors.New("cluster: follower: Stream and Prefix are required")
 	case o.Instance == "":
-		return nil, errors.New("replica: Instance is required")
+		return nil, errors.New("cluster: follower: Instance is required")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -91,7 +96,7 @@ func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
 // precedes it in the stream is applied before its first write and every
 // one after it is fenced, on every replica alike.
 func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
-	return f.await(ctx, func(st store.ReplicaStatus) error {
+	return f.await(ctx, func(st records.ReplicaStatus) error {
 		if st.AppliedEpoch >= epoch {
 			return nil
 		}
@@ -101,7 +106,7 @@ func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
 
 // await polls the replica status until done answers nil, or returns its
 // last answer wrapped with ctx's error.
-func (f *Follower) await(ctx context.Context, done func(store.ReplicaStatus) error) error {
+func (f *Follower) await(ctx context.Context, done func(records.ReplicaStatus) error) error {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
@@ -195,7 +200,7 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		c = contracts.SkipChange(f.o.Instance) // advances the sequence only
 	}
 	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())
-	var gap *store.GapError
+	var gap *records.GapError
 	if errors.As(err, &gap) {
 		f.mu.Lock()
 		first := f.gap == nil
@@ -212,10 +217,10 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 	f.mu.Lock()
 	f.gap = nil
 	f.mu.Unlock()
-	if res == store.ApplyFenced && c.Origin == f.o.Instance {
+	if res == records.ApplyFenced && c.Origin == f.o.Instance {
 		f.log.Error("state change fenced: this instance wrote as a deposed writer; its database holds changes no other replica has: re-seed it from a standby's database (docs/CLUSTER.md)",
 			"seq", seq, "epoch", c.Epoch, "table", c.Table, "op", c.Op)
-	} else if res == store.ApplyFenced {
+	} else if res == records.ApplyFenced {
 		f.log.Warn("state change fenced: written by a deposed writer", "seq", seq, "origin", c.Origin, "epoch", c.Epoch,
 			"table", c.Table, "op", c.Op)
 	}
@@ -306,7 +311,7 @@ func (f *Follower) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return f.await(ctx, func(st store.ReplicaStatus) error {
+	return f.await(ctx, func(st records.ReplicaStatus) error {
 		if st.AppliedSeq >= target {
 			return nil
 		}

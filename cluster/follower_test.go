@@ -1,4 +1,4 @@
-package replica_test
+package cluster_test
 
 import (
 	"context"
@@ -14,17 +14,18 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
-	"github.com/patrold/patrold/replica"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 type node struct {
 	st  *store.Store
 	b   *bus.Bus
-	f   *replica.Follower
+	f   *cluster.Follower
 	rel *bus.Relay
 }
 
@@ -44,7 +45,7 @@ func newNode(t *testing.T, o bus.Options, name string) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	f, err := replica.New(replica.Options{JetStream: b.JetStream(), Stream: b.StreamName(), Prefix: b.Prefix(), Store: st, Instance: name})
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.JetStream(), Stream: b.StreamName(), Prefix: b.Prefix(), Store: st, Instance: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func replicate(t *testing.T, epoch uint64, writer *node, followers ...*node) {
 // caughtUp waits until the writer published every state change it
 // captured (the epoch marker published first is not enough) and each
 // follower then applied the stream's last one.
-func caughtUp(t *testing.T, writer *node, fs ...*replica.Follower) {
+func caughtUp(t *testing.T, writer *node, fs ...*cluster.Follower) {
 	t.Helper()
 	ctx := context.Background()
 	testkit.Eventually(t, 10*time.Second, "the writer published every change", func() bool {
@@ -189,7 +190,7 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 	// Applying a sequence again is a no-op.
 	st, _ := standby.st.ReplicaStatus(ctx)
 	applied, err := standby.st.ApplyState(ctx, st.AppliedSeq, "a", contracts.StateChange{Origin: "a", Epoch: 1, Table: "findings", Op: "delete", RowID: 1}, now)
-	if err != nil || applied != store.ApplySkipped {
+	if err != nil || applied != records.ApplySkipped {
 		t.Fatalf("re-apply of seq %d: applied=%v err=%v; want skipped", st.AppliedSeq, applied, err)
 	}
 	if got2, _ := standby.st.List(ctx, findings.ListFilter{}); !reflect.DeepEqual(got2, want) {
@@ -309,7 +310,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 	d := newNode(t, clientOf(a), "d")
 	run(t, d.f.Run)
 	testkit.Eventually(t, 10*time.Second, "d reports the gap", func() bool { return d.f.Gap() != nil })
-	var gap *store.GapError
+	var gap *records.GapError
 	if err := d.f.Gap(); !errors.As(err, &gap) || gap.Want != 1 || gap.Got <= 1 || !strings.Contains(err.Error(), "re-seed it (patrold db seed)") {
 		t.Fatalf("gap = %v", err)
 	}
@@ -353,7 +354,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "patrold.db")
-	seed, err := replica.FetchSeed(ctx, b.b.Conn(), b.b.JetStream(), b.b.Prefix(), dst)
+	seed, err := cluster.FetchSeed(ctx, b.b.Conn(), b.b.JetStream(), b.b.Prefix(), dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	if n, err := st.PendingCount(ctx); err != nil || n != 0 {
 		t.Fatalf("the copy carries %d outbox events (%v)", n, err)
 	}
-	f, err := replica.New(replica.Options{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: st, Instance: "d"})
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: st, Instance: "d"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 		t.Fatalf("seeded replica findings %+v, want %+v", got, want)
 	}
 	// A replica that is not caught up refuses to serve a copy.
-	if _, err := replica.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), "nobody", filepath.Join(t.TempDir(), "x.db")); err == nil ||
+	if _, err := cluster.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), "nobody", filepath.Join(t.TempDir(), "x.db")); err == nil ||
 		!strings.Contains(err.Error(), "no patrold instance of the cluster answers on patrold_seed.nobody") {
 		t.Fatalf("seed with nobody serving: %v", err)
 	}

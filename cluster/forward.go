@@ -1,4 +1,4 @@
-package daemon
+package cluster
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/contracts"
-	"github.com/patrold/patrold/replica"
 )
 
 // Mutation forwarding (cluster mode). A standby serves reads from its own
@@ -86,16 +86,26 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
+// Forwarding wraps next, the API of this clustered instance: a standby
+// serves reads itself (with its replica position in headers) and forwards
+// every other request to the writer; the writer answers forwarded
+// requests through next while it is the writer.
+func (r *Member) Forwarding(next http.Handler) http.Handler {
+	c := &clusterHTTP{m: r, log: r.log, next: next, nc: r.o.Bus.Conn(), subj: contracts.ForwardSubject(r.o.Bus.Prefix())}
+	r.WhileWriter(c.serveForwarded)
+	return c
+}
+
 // clusterHTTP wraps the API of a clustered instance.
 type clusterHTTP struct {
-	d    *Daemon
-	repl *replication
+	m    *Member
+	log  *slog.Logger
 	next http.Handler
 	nc   *nats.Conn
 	subj string
 
 	lagMu sync.Mutex
-	lag   *replica.Lag
+	lag   *Lag
 	lagAt time.Time
 }
 
@@ -104,7 +114,7 @@ func readOnly(method string) bool {
 }
 
 func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	writer := c.repl.IsWriter()
+	writer := c.m.o.Leadership.IsWriter()
 	role := "standby"
 	if writer {
 		role = "leader"
@@ -125,7 +135,7 @@ func (c *clusterHTTP) setLag(ctx context.Context, h http.Header) {
 	defer c.lagMu.Unlock()
 	if c.lag == nil || time.Since(c.lagAt) > lagCacheFor {
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
-		c.lag = c.repl.lag(lctx)
+		c.lag = c.m.Lag(lctx)
 		cancel()
 		c.lagAt = time.Now()
 	}
@@ -154,7 +164,7 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	msg, err := c.nc.RequestWithContext(ctx, c.subj, data)
 	if err != nil {
-		c.d.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		c.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeAPIError(w, http.StatusServiceUnavailable, api.CodeNotReady, "this instance is a standby and no leader answered: "+err.Error(),
 			map[string]any{"role": "standby"})
 		return
@@ -189,16 +199,16 @@ func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 			if rec.status == 0 {
 				rec.status = http.StatusOK
 			}
-			rec.header.Set(HeaderForwardedBy, c.repl.instance)
+			rec.header.Set(HeaderForwardedBy, c.m.instance)
 			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 		}
 		data, _ := json.Marshal(resp)
 		if err := m.Respond(data); err != nil {
-			c.d.log.Warn("answer a forwarded request", "err", err)
+			c.log.Warn("answer a forwarded request", "err", err)
 		}
 	})
 	if err != nil {
-		c.d.log.Error("serve forwarded requests", "err", err)
+		c.log.Error("serve forwarded requests", "err", err)
 		return
 	}
 	<-ctx.Done()

@@ -1,0 +1,353 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/contracts"
+)
+
+// Cluster-mode replication defaults.
+const (
+	// LeaderPoll is how often a Member looks at the lease.
+	LeaderPoll = 100 * time.Millisecond
+	// CatchUpAttempts bounds one catch-up; it is retried while leading.
+	CatchUpAttempts = 5 * time.Second
+)
+
+// Lease is the leader lease a Member follows (bus.Lease).
+type Lease interface {
+	IsLeader() bool // holds the lease
+	Term() uint64   // the lease term (0: not leading)
+	Close() error   // releases the lease for good
+}
+
+// Bus is the NATS a Member replicates over (bus.Bus).
+type Bus interface {
+	JetStream() jetstream.JetStream
+	Conn() *nats.Conn
+	StreamName() string
+	Prefix() string
+}
+
+// Options configure a Member.
+type Options struct {
+	Bus        Bus
+	Lease      Lease
+	Leadership *Leadership // told the writer state (IsWriter)
+	Store      Store
+	Instance   string // this instance's stable name
+	DataDir    string // seed copies are written here
+	Replicas   int    // the seed bucket's replicas (nats.stream.replicas)
+	Kick       func() // the relay: publish what is pending now
+	Logger     *slog.Logger
+	Now        func() time.Time
+	Registerer prometheus.Registerer // nil: no metrics
+}
+
+// Member runs a clustered instance's side of the shared state: the
+// follower applying the leader's state changes (always, so a standby stays
+// warm and a leader's own sequence advances), and on every change of
+// leadership the switch between the two roles. An instance that wins the
+// lease is not the writer until its database has applied the stream's last
+// state change; then it captures its own changes and runs what only the
+// writer runs (WhileWriter). One that loses the lease stops both at once.
+type Member struct {
+	o        Options
+	log      *slog.Logger
+	f        *Follower
+	leading  func() bool   // holds the lease
+	term     func() uint64 // the lease term (0: not leading)
+	yield    func() error  // releases the lease for good
+	instance string
+
+	writer atomic.Bool // leading, caught up, capturing
+
+	runMu  sync.Mutex
+	cancel context.CancelFunc // Start's goroutines
+	run    sync.WaitGroup
+
+	mu          sync.Mutex
+	stopWriting context.CancelFunc // the leader-only consumers
+	writeCtx    context.Context    // theirs, while writer
+	leaderOnly  []func(context.Context)
+	// epochTerm and epoch: the lease term capture was last switched on in,
+	// and the epoch it used, so a retry in the same tenure keeps it.
+	epochTerm, epoch uint64
+	wg               sync.WaitGroup
+}
+
+// WhileWriter runs fn (until its context ends) every time this instance
+// becomes the writer, and at once when it is one now: the consumers of
+// outcomes and remediation requests, the session service, forwarding.
+func (r *Member) WhileWriter(fn func(context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leaderOnly = append(r.leaderOnly, fn)
+	if r.writeCtx != nil {
+		r.goWrite(r.writeCtx, fn)
+	}
+}
+
+// goWrite runs fn on ctx; callers hold mu.
+func (r *Member) goWrite(ctx context.Context, fn func(context.Context)) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		fn(ctx)
+	}()
+}
+
+// New validates o, builds the follower, registers the metrics and hands
+// the writer state to o.Leadership; nothing runs until Start.
+func New(o Options) (*Member, error) {
+	switch {
+	case o.Bus == nil || o.Lease == nil || o.Leadership == nil:
+		return nil, errors.New("cluster: Bus, Lease and Leadership are required")
+	case o.Kick == nil:
+		return nil, errors.New("cluster: Kick is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	f, err := NewFollower(FollowerOptions{JetStream: o.Bus.JetStream(), Stream: o.Bus.StreamName(), Prefix: o.Bus.Prefix(),
+		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now})
+	if err != nil {
+		return nil, err
+	}
+	r := &Member{o: o, log: o.Logger, f: f, leading: o.Lease.IsLeader, term: o.Lease.Term, yield: o.Lease.Close, instance: o.Instance}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(replicaCollector{r}); err != nil {
+			return nil, fmt.Errorf("replica metrics: %w", err)
+		}
+	}
+	o.Leadership.attachWriter(r.isWriter)
+	return r, nil
+}
+
+// Start runs the follower, the seed service and the leadership watch
+// until Stop. A clustered instance starts as a standby: its store
+// captures nothing. Call it before the relay starts: it drops a deposed
+// writer's unsent changes first (fence).
+func (r *Member) Start(ctx context.Context) error {
+	if err := r.o.Store.DisableCapture(ctx); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.runMu.Lock()
+	r.cancel = cancel
+	r.runMu.Unlock()
+	r.goRun(func() { _ = r.f.Run(runCtx) })
+	// Any caught-up instance hands a copy of its database to one that
+	// cannot catch up (`patrold db seed`).
+	r.goRun(func() {
+		_ = r.f.ServeSeeds(runCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady)
+	})
+	r.fence(runCtx)
+	r.goRun(func() { r.watch(runCtx) })
+	return nil
+}
+
+// Stop ends what Start runs and waits for it: a writer steps down first
+// (its writer-only work stops, capture goes off). It is idempotent.
+func (r *Member) Stop(context.Context) error {
+	r.runMu.Lock()
+	cancel := r.cancel
+	r.runMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	r.run.Wait()
+	return nil
+}
+
+func (r *Member) goRun(fn func()) {
+	r.run.Add(1)
+	go func() {
+		defer r.run.Done()
+		fn()
+	}()
+}
+
+// fence runs before the relay starts. Events left unsent in the outbox
+// with state changes among them (a writer killed between its commit and
+// the publish) are dropped, remediation outcomes excepted, when, once
+// caught up, the stream's last change came from another instance: a newer
+// writer wrote since, and replaying older row images over its rows would
+// undo them (and their finding events repeat its own). When this instance
+// wrote last they are still the newest and are published. Unable to tell
+// (no stream), they are kept.
+func (r *Member) fence(ctx context.Context) {
+	n, err := r.o.Store.UnsentState(ctx)
+	if err != nil || n == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, CatchUpAttempts)
+	err = r.f.CatchUp(cctx)
+	cancel()
+	if err != nil {
+		r.log.Warn("unsent state changes kept: cannot read the state stream to tell whether they are stale", "rows", n, "err", err)
+		return
+	}
+	st, err := r.o.Store.ReplicaStatus(ctx)
+	if err != nil || st.AppliedOrigin == "" || st.AppliedOrigin == r.instance {
+		return
+	}
+	// Remediation outcomes stay: they answer requests the writer of
+	// the stream knows.
+	dropped, err := r.o.Store.DropUnsent(ctx, contracts.TypeRemediationOutcome)
+	if err != nil {
+		r.log.Error("drop stale outbox events", "err", err)
+		return
+	}
+	r.log.Warn("unsent state changes dropped: another instance wrote since this one stopped", "rows", dropped, "state_changes", n, "last_writer", st.AppliedOrigin)
+}
+
+// isWriter is the writer state Leadership.IsWriter reads: holding the
+// lease, caught up and capturing.
+func (r *Member) isWriter() bool { return r.writer.Load() && r.leading() }
+
+// Instance is this instance's stable name.
+func (r *Member) Instance() string { return r.instance }
+
+func (r *Member) watch(ctx context.Context) {
+	t := time.NewTicker(LeaderPoll)
+	defer t.Stop()
+	defer r.demote(context.Background())
+	for {
+		lead := r.leading()
+		switch {
+		case lead && !r.writer.Load():
+			r.promote(ctx)
+		case !lead && r.writer.Load():
+			r.demote(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// promote catches up, switches capture on and starts the leader-only
+// consumers; a catch-up that does not finish is retried at the next tick.
+func (r *Member) promote(ctx context.Context) {
+	if err := r.f.Gap(); err != nil {
+		// It can never write: leave the lease to an instance that can.
+		r.log.Error("leader lease held, but this database cannot catch up: releasing the lease, not writing until re-seeded", "err", err)
+		if err := r.yield(); err != nil {
+			r.log.Warn("release the leader lease", "err", err)
+		}
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, CatchUpAttempts)
+	err := r.f.CatchUp(cctx)
+	cancel()
+	if err != nil {
+		r.log.Warn("leader lease held, catching up before the first write", "err", err)
+		return
+	}
+	term := r.term()
+	if !r.leading() || term == 0 {
+		return
+	}
+	// The epoch is the lease term, or one above every epoch applied if
+	// that is higher (a lease bucket that was deleted starts its
+	// revisions again): always above the writer this one replaces.
+	st, err := r.o.Store.ReplicaStatus(ctx)
+	if err != nil {
+		r.log.Error("read replica status", "err", err)
+		return
+	}
+	r.mu.Lock()
+	epoch := uint64(0)
+	if r.epochTerm == term {
+		epoch = r.epoch // a retry keeps this tenure's epoch
+	}
+	r.mu.Unlock()
+	if epoch == 0 {
+		epoch = term
+		if st.AppliedEpoch >= term {
+			epoch = st.AppliedEpoch + 1
+		}
+	}
+	if err := r.f.EnableCapture(ctx, epoch); err != nil {
+		r.log.Error("enable state capture", "err", err)
+		return
+	}
+	r.mu.Lock()
+	r.epochTerm, r.epoch = term, epoch
+	r.mu.Unlock()
+	r.o.Kick()
+	// The marker is this writer's first change: once the database applied
+	// it from the stream, every older writer's change before it is in and
+	// every one after it is fenced, on every replica alike.
+	actx, cancel := context.WithTimeout(ctx, CatchUpAttempts)
+	err = r.f.AwaitEpoch(actx, epoch)
+	cancel()
+	if err != nil {
+		r.log.Warn("leader lease held, waiting for the epoch marker before the first write", "epoch", epoch, "err", err)
+		return
+	}
+	if !r.leading() || r.term() != term {
+		return
+	}
+	if err := r.o.Store.ResumeNumbering(ctx); err != nil {
+		r.log.Error("resume state change numbering", "err", err)
+		return
+	}
+	wctx, stop := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.stopWriting, r.writeCtx = stop, wctx
+	for _, fn := range r.leaderOnly {
+		r.goWrite(wctx, fn)
+	}
+	r.mu.Unlock()
+	r.writer.Store(true)
+	lag, _ := r.f.Lag(ctx)
+	r.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq, "epoch", epoch)
+}
+
+func (r *Member) demote(ctx context.Context) {
+	if !r.writer.Swap(false) {
+		return
+	}
+	r.mu.Lock()
+	stop := r.stopWriting
+	r.stopWriting, r.writeCtx = nil, nil
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	r.wg.Wait()
+	if err := r.o.Store.DisableCapture(ctx); err != nil {
+		r.log.Error("disable state capture", "err", err)
+	}
+	r.log.Warn("standby: leader lease lost", "instance", r.instance)
+}
+
+// Lag is the replica's lag for reads (nil outside cluster mode or when
+// it cannot be read).
+func (r *Member) Lag(ctx context.Context) *Lag {
+	if r == nil {
+		return nil
+	}
+	l, err := r.f.Lag(ctx)
+	if err != nil {
+		return nil
+	}
+	return &l
+}

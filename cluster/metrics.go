@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LeadershipCollectors are the role's metrics: the leader and role
+// gauges, when leadership last changed, and a counter of the changes.
+func LeadershipCollectors(l *Leadership) []prometheus.Collector {
+	changes := prometheus.NewCounter(prometheus.CounterOpts{Name: "patrold_leadership_changes_total",
+		Help: "Times this instance became or stopped being the leader (cluster mode)."})
+	l.OnChange(func(bool) { changes.Inc() })
+	return []prometheus.Collector{changes, &leadershipCollector{l: l}}
+}
+
+var (
+	leaderDesc = prometheus.NewDesc("patrold_leader",
+		"Whether this instance is the writer now (1: a single instance, or the lease holder in cluster mode; 0: a standby).", nil, nil)
+	roleDesc = prometheus.NewDesc("patrold_role",
+		"This instance's role: 1 for the current one of single, leader, standby, 0 for the others.", []string{"role"}, nil)
+	leaderSinceDesc = prometheus.NewDesc("patrold_leadership_since_timestamp_seconds",
+		"Unix time leadership last changed (the start, when it never did).", nil, nil)
+)
+
+// leadershipCollector reads the role at scrape time.
+type leadershipCollector struct{ l *Leadership }
+
+func (c *leadershipCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- leaderDesc
+	ch <- roleDesc
+	ch <- leaderSinceDesc
+}
+
+func (c *leadershipCollector) Collect(ch chan<- prometheus.Metric) {
+	role := c.l.Role()
+	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, boolValue(role != RoleStandby))
+	for _, r := range []Role{RoleSingle, RoleLeader, RoleStandby} {
+		ch <- prometheus.MustNewConstMetric(roleDesc, prometheus.GaugeValue, boolValue(r == role), string(r))
+	}
+	ch <- prometheus.MustNewConstMetric(leaderSinceDesc, prometheus.GaugeValue, float64(c.l.Since().Unix()))
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var (
+	replicaWriterDesc = prometheus.NewDesc("patrold_replica_writer",
+		"Cluster mode: 1 while this instance holds the lease and has caught up with the state stream (it schedules and writes).", nil, nil)
+	replicaAppliedDesc = prometheus.NewDesc("patrold_replica_applied_sequence",
+		"Cluster mode: stream sequence of the last state change this database applied.", nil, nil)
+	replicaLastDesc = prometheus.NewDesc("patrold_replica_last_sequence",
+		"Cluster mode: stream sequence of the last state change on the stream.", nil, nil)
+	replicaRefusedDesc = prometheus.NewDesc("patrold_replica_refused_total",
+		"Cluster mode: malformed state changes skipped since the start.", nil, nil)
+	replicaFencedDesc = prometheus.NewDesc("patrold_replica_fenced_total",
+		"Cluster mode: state changes ignored as written by a deposed writer (an epoch below one applied).", nil, nil)
+	replicaEpochDesc = prometheus.NewDesc("patrold_replica_epoch",
+		"Cluster mode: the highest writer epoch the database applied.", nil, nil)
+)
+
+// replicaCollector reads the replica's position at scrape time.
+type replicaCollector struct{ r *Member }
+
+func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaWriterDesc
+	ch <- replicaAppliedDesc
+	ch <- replicaLastDesc
+	ch <- replicaRefusedDesc
+	ch <- replicaFencedDesc
+	ch <- replicaEpochDesc
+}
+
+func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(replicaWriterDesc, prometheus.GaugeValue, boolValue(c.r.isWriter()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if l := c.r.Lag(ctx); l != nil {
+		ch <- prometheus.MustNewConstMetric(replicaAppliedDesc, prometheus.GaugeValue, float64(l.AppliedSeq))
+		ch <- prometheus.MustNewConstMetric(replicaLastDesc, prometheus.GaugeValue, float64(l.LastSeq))
+		ch <- prometheus.MustNewConstMetric(replicaRefusedDesc, prometheus.CounterValue, float64(l.Dropped))
+		ch <- prometheus.MustNewConstMetric(replicaFencedDesc, prometheus.CounterValue, float64(l.Fenced))
+		ch <- prometheus.MustNewConstMetric(replicaEpochDesc, prometheus.GaugeValue, float64(l.Epoch))
+	}
+}

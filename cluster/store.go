@@ -1,0 +1,26 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/store/records"
+)
+
+// Store is the database one instance replicates: package store's Store
+// (pinned in the store's tests). Through it the cluster package never
+// reaches SQL, nor links the SQLite driver.
+type Store interface {
+	// Capture (the writer).
+	EnableCapture(ctx context.Context, subject, origin string, epoch uint64) error
+	DisableCapture(ctx context.Context) error
+	ResumeNumbering(ctx context.Context) error
+	UnsentState(ctx context.Context) (int64, error)
+	DropUnsent(ctx context.Context, keep ...string) (int64, error)
+	// Apply (every instance).
+	ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error)
+	ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error)
+	// Seeding: a consistent copy of the database at path.
+	SeedCopy(ctx context.Context, path string) (records.ReplicaStatus, error)
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/store/records"
+)
+
+// Apply: a replica's side of replication. Each state change from the
+// stream is applied once, in stream order, in one transaction with the
+// sequence it came at; see docs/CLUSTER.md.
+
+// applyTouch applies a touch change (the writer's update on its ids).
+func applyTouch(ctx context.Context, tx *sql.Tx, c contracts.StateChange) error {
+	var lastSeen, runID string
+	if err := json.Unmarshal(c.Row["last_seen_at"], &lastSeen); err != nil {
+		return fmt.Errorf("row.last_seen_at: %w", err)
+	}
+	if err := json.Unmarshal(c.Row["last_run_id"], &runID); err != nil {
+		return fmt.Errorf("row.last_run_id: %w", err)
+	}
+	return touchRows(ctx, tx, c.Row["raised"], lastSeen, runID)
+}
+
+// ReplicaStatus returns the stream sequence applied last and when.
+func (s *Store) ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error) {
+	var seq, epoch, fenced int64
+	var at sql.NullString
+	var origin string
+	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at, applied_origin, applied_epoch, fenced FROM replica_state WHERE id = 1").Scan(&seq, &at, &origin, &epoch, &fenced); err != nil {
+		return records.ReplicaStatus{}, fmt.Errorf("replica status: %w", err)
+	}
+	st := records.ReplicaStatus{AppliedSeq: uint64(seq), AppliedOrigin: origin, AppliedEpoch: uint64(epoch), Fenced: uint64(fenced)}
+	if at.Valid {
+		t := parseTime(at.String)
+		st.AppliedAt = &t
+	}
+	return st, nil
+}
+
+// ApplyState applies the state change at stream sequence seq, once: a
+// sequence at or below the one applied last is skipped. A change written
+// by self (this instance, as leader) only advances the sequence, and so
+// does one of an epoch below the highest applied (fenced). An epoch
+// marker raises the applied epoch. The change and the sequence commit
+// together, and the capture triggers do not fire for it.
+func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error) {
+	result := records.ApplySkipped
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		var last, epoch, appliedN int64
+		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch, applied_n FROM replica_state WHERE id = 1").Scan(&last, &epoch, &appliedN); err != nil {
+			return err
+		}
+		if seq <= uint64(last) {
+			return nil
+		}
+		fenced := c.Epoch < uint64(epoch) && !(c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch)
+		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
+			return &records.GapError{Seq: seq, Want: uint64(appliedN) + 1, Got: c.N}
+		}
+		if c.N > 0 && !fenced {
+			appliedN = int64(c.N)
+		}
+		origin := c.Origin
+		switch {
+		case c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch:
+			result, origin = records.Applied, "" // a refused change names nobody
+		case c.Epoch < uint64(epoch):
+			result, origin = records.ApplyFenced, ""
+		case c.Op == contracts.OpEpoch:
+			result = records.Applied
+		case c.Origin != self:
+			result = records.Applied
+			if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 1 WHERE id = 1"); err != nil {
+				return err
+			}
+			apply := applyChange
+			if c.Op == contracts.OpTouch {
+				apply = applyTouch
+			}
+			if err := apply(ctx, tx, c); err != nil {
+				return err
+			}
+		default:
+			result = records.Applied
+		}
+		newEpoch := max(uint64(epoch), c.Epoch)
+		if result == records.ApplyFenced {
+			newEpoch = uint64(epoch)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ?,
+			applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END, applied_epoch = ?, fenced = fenced + ?, applied_n = ? WHERE id = 1`,
+			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(result == records.ApplyFenced), appliedN)
+		return err
+	})
+	if err != nil {
+		return records.ApplySkipped, fmt.Errorf("apply state seq %d (%s %s rowid %d): %w", seq, c.Op, c.Table, c.RowID, err)
+	}
+	return result, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func applyChange(ctx context.Context, tx *sql.Tx, c contracts.StateChange) error {
+	if replicaSkipTables[c.Table] || strings.HasPrefix(c.Table, "sqlite_") {
+		return fmt.Errorf("table: %q is not a replicated table", c.Table)
+	}
+	ti, err := replicaTable(ctx, tx, c.Table)
+	if err != nil {
+		return err
+	}
+	if len(ti.cols) == 0 {
+		return fmt.Errorf("table: %q is not a replicated table", c.Table)
+	}
+	t := quoteIdent(c.Table)
+	if c.Op == "delete" {
+		_, err := tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE rowid = ?", c.RowID)
+		return err
+	}
+	cols := make([]string, 0, len(c.Row))
+	for k := range c.Row {
+		if !slices.Contains(ti.cols, k) {
+			return fmt.Errorf("row.%s: not a replicated column of %s", k, c.Table)
+		}
+		cols = append(cols, k)
+	}
+	slices.Sort(cols)
+	args := make([]any, 0, len(cols)+1)
+	sets := make([]string, 0, len(cols))
+	for _, k := range cols {
+		v, err := sqlValue(c.Row[k])
+		if err != nil {
+			return fmt.Errorf("row.%s: %w", k, err)
+		}
+		args = append(args, v)
+		sets = append(sets, quoteIdent(k)+" = ?")
+	}
+	// Rows that moved to another rowid (a REPLACE on the leader) are
+	// removed by primary key first, so the rowid stays the leader's.
+	if len(ti.pk) > 0 {
+		var where []string
+		var pkArgs []any
+		for _, k := range ti.pk {
+			raw, ok := c.Row[k]
+			if !ok {
+				return fmt.Errorf("row.%s: primary key column missing", k)
+			}
+			v, _ := sqlValue(raw)
+			where = append(where, quoteIdent(k)+" = ?")
+			pkArgs = append(pkArgs, v)
+		}
+		pkArgs = append(pkArgs, c.RowID)
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE "+strings.Join(where, " AND ")+" AND rowid <> ?", pkArgs...); err != nil {
+			return err
+		}
+	}
+	res, err := tx.ExecContext(ctx, "UPDATE "+t+" SET "+strings.Join(sets, ", ")+" WHERE rowid = ?", append(args, c.RowID)...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	qcols := make([]string, 0, len(cols)+1)
+	for _, k := range cols {
+		qcols = append(qcols, quoteIdent(k))
+	}
+	qcols = append(qcols, "rowid")
+	_, err = tx.ExecContext(ctx, "INSERT INTO "+t+" ("+strings.Join(qcols, ", ")+") VALUES ("+
+		strings.TrimSuffix(strings.Repeat("?, ", len(qcols)), ", ")+")", append(args, c.RowID)...)
+	return err
+}
+
+// sqlValue turns a JSON value made by json_object back into what SQLite
+// stored: text, an integer, a real or NULL.
+func sqlValue(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	switch x := v.(type) {
+	case nil, string:
+		return x, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil && !strings.ContainsAny(x.String(), ".eE") {
+			return i, nil
+		}
+		return x.Float64()
+	}
+	return nil, fmt.Errorf("a %T is not a column value", v)
+}
