@@ -12,12 +12,12 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/jsonref"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/jsonref"
 	"github.com/patrold/patrold/store"
 )
 

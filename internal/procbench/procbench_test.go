@@ -26,7 +26,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/internal/dirlock"
-	"github.com/patrold/patrold/internal/jsonref"
+	"github.com/patrold/patrold/snapshot/jsonref"
 )
 
 // decodeEnv makes the test binary decode the file it names with plain

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/patrold/patrold/internal/jsonref"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/jsonref"
 )
 
 // TestMirrorIsResource keeps the reference's structs those of the
