@@ -116,6 +116,7 @@ type API struct {
 	audit   *auditor
 	prom    http.Handler // nil without a Gatherer
 	handler http.Handler
+	web     *webUI
 }
 
 // New validates opts and builds the API.
@@ -163,6 +164,9 @@ func New(opts Options) (*API, error) {
 	}
 	a.metrics = m
 	a.audit = &auditor{store: opts.Store, log: a.log, failures: m.auditFailures}
+	if a.web, err = newWebUI(a); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	a.handler = a.mount(routes)
 	return a, nil
 }

@@ -157,7 +157,18 @@ func (t *authTable) lookup(r *http.Request) (who identity, present, ok bool) {
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return identity{}, true, false
 	}
-	d := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	who, ok = t.lookupSecret(secret)
+	return who, true, ok
+}
+
+// lookupSecret finds the token whose secret this is (the web login's
+// form), with the same constant-time comparison.
+func (t *authTable) lookupSecret(secret string) (identity, bool) {
+	secret = strings.TrimSpace(secret)
+	if secret == "" {
+		return identity{}, false
+	}
+	d := sha256.Sum256([]byte(secret))
 	match := -1
 	for i := range t.entries {
 		if subtle.ConstantTimeCompare(d[:], t.entries[i].digest[:]) == 1 {
@@ -165,9 +176,9 @@ func (t *authTable) lookup(r *http.Request) (who identity, present, ok bool) {
 		}
 	}
 	if match < 0 {
-		return identity{}, true, false
+		return identity{}, false
 	}
-	return t.entries[match].who, true, true
+	return t.entries[match].who, true
 }
 
 // authorize decides a request against the scope a route needs. It returns

@@ -59,7 +59,7 @@ func TestHealthReadyReloadStatus(t *testing.T) {
 func TestUnmatchedRoutesAnswerJSON(t *testing.T) {
 	e := newEnv(t, testTokens, nil)
 	e.expectError("GET", "/api/v1/nothing", readSecret, "", http.StatusNotFound, api.CodeNotFound, "")
-	e.expectError("GET", "/", "", "", http.StatusNotFound, api.CodeNotFound, "")
+	e.expectError("GET", "/nothing", "", "", http.StatusNotFound, api.CodeNotFound, "")
 	out := e.expectError("PUT", "/api/v1/findings", adminSecret, "{}", http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "")
 	_, _, h := e.do("PATCH", "/api/v1/silences", adminSecret, "")
 	if allow := h.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {

@@ -61,6 +61,9 @@ func (a *API) mount(routes []route) http.Handler {
 	for _, rt := range routes {
 		mux.Handle(rt.pattern, a.wrap(rt))
 	}
+	for pattern, h := range a.web.routes() {
+		mux.Handle(pattern, h)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := mux.Handler(r); pattern == "" {
 			a.unmatched(w, r, h)

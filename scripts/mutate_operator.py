@@ -12,6 +12,7 @@ STORE = ["./store", "-run", "TestUndoneActionsArePublished|TestOperatorActions"]
 DOCS = ["./docs", "-run", "Schema|Lifecycle|NATS"]
 FINDING_SCHEMA = "docs/schemas/patrold.finding.v1.json"
 CLI = ["./cmd/patrold"]
+WEB = ["./api", "-run", "TestWeb"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -55,6 +56,17 @@ MUTATIONS = [
     ("rules-alert-dead-letters", "deploy/prometheus-rules.yml",
      "increase(patrold_notify_dead_letters_total[30m]) > 0", "increase(patrold_notify_dead_letters_total[30m]) > 5",
      ["./docs", "-run", "TestPrometheusRules"]),
+    ("web-form-needs-csrf", "api/web.go",
+     '|| r.ParseForm() != nil || !equalSecret(s.csrf, r.PostFormValue("csrf")) {', '|| r.ParseForm() != nil {', WEB),
+    ("web-refuses-other-sites", "api/web.go",
+     'site != "" && site != "same-origin" && site != "none"', 'site == "never"', WEB),
+    ("web-refuses-other-origins", "api/web.go", "u.Host != r.Host", "u.Host == \"never\"", WEB),
+    ("web-decide-needs-admin", "api/web.go", "if s.who.scope != ScopeAdmin {", "if false {", WEB),
+    ("web-cookie-httponly", "api/web.go", "HttpOnly: true", "HttpOnly: false", WEB),
+    ("web-cookie-strict", "api/web.go", "SameSite: http.SameSiteStrictMode", "SameSite: http.SameSiteLaxMode", WEB),
+    ("web-pages-need-login", "api/web.go", "return &webSession{}, !w.tokensConfigured()", "return &webSession{}, true", WEB),
+    ("web-escapes-html", "api/web.go", '\t"html/template"\n', '\t"text/template"\n', WEB),
+    ("web-logout-ends-session", "api/web.go", "delete(w.sessions, sessionKey(c.Value))", "delete(w.sessions, sessionKey(c.Value+\"x\"))", WEB),
     ("schema-requires-recurrence", FINDING_SCHEMA,
      '"required": ["finding", "reason", "recurrence"]', '"required": ["finding", "reason"]', DOCS),
 ]
