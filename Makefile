@@ -51,6 +51,7 @@ mutate:
 	python3 scripts/mutate_store.py
 	python3 scripts/mutate_memory.py
 	python3 scripts/mutate_arch.py
+	python3 scripts/mutate_lifecycle.py
 	python3 scripts/mutate_operator.py
 	python3 scripts/mutate_eval.py
 

@@ -57,7 +57,7 @@ type Daemon interface {
 	// Reload re-reads and applies the configuration.
 	Reload() error
 	// Status is served as JSON at GET /api/v1/status.
-	Status(ctx context.Context) (any, error)
+	Status(ctx context.Context) (Status, error)
 	// Ready returns nil when the daemon can serve (GET /readyz).
 	Ready(ctx context.Context) error
 }

@@ -61,8 +61,8 @@ func (d *fakeDaemon) Reload() error {
 	return d.reloadErr
 }
 
-func (d *fakeDaemon) Status(context.Context) (any, error) {
-	return map[string]any{"version": "test", "current_run_id": d.busy}, nil
+func (d *fakeDaemon) Status(context.Context) (api.Status, error) {
+	return api.Status{Version: "test", CurrentRunID: d.busy}, nil
 }
 
 func (d *fakeDaemon) Ready(context.Context) error {

@@ -62,6 +62,7 @@ type Daemon struct {
 	stopped bool
 	runCtx  context.Context
 	wg      sync.WaitGroup // runs in progress
+	bg      sync.WaitGroup // goroutines on runCtx that are not runs (the watchdog)
 }
 
 // New builds every component from opts.Config; nothing runs until Start.
@@ -217,6 +218,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.root.td.push("runs", func(ctx context.Context) error {
 		d.drain(ctx)
 		cancel()
+		d.bg.Wait() // what else runs on runCtx: the watchdog
 		return nil
 	})
 	if err := d.startWorker(runCtx, cfg, cfg.Assistant.Enabled); err != nil {
@@ -237,7 +239,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	sched.Start(runCtx, cfg.Schedule.StartupDelay, cfg.Schedule.SkipStartupIfRecent)
 	d.root.td.push("scheduler", func(context.Context) error { sched.Stop(); return nil })
 	d.startedAt = d.opts.Now()
-	go d.watchdog(runCtx)
+	d.bg.Add(1)
+	go func() { defer d.bg.Done(); d.watchdog(runCtx) }()
 	d.notify("READY=1")
 	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil

@@ -121,7 +121,7 @@ func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
 }
 
 // Status reports what the daemon is doing.
-func (d *Daemon) Status(ctx context.Context) (any, error) {
+func (d *Daemon) Status(ctx context.Context) (api.Status, error) {
 	cfg := d.Config()
 	lead := d.root.Leadership()
 	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: lead.HoldsLease(),

@@ -207,7 +207,7 @@ func TestGappedInstanceReleasesTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st = v.(api.Status)
+		st = v
 		mu.Lock()
 		defer mu.Unlock()
 		took := -1

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
@@ -112,8 +113,15 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	r.notifySystemd(sddaemon.SdNotifyReady)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go r.watchdog(wctx, func(context.Context) error { return connected() })
+	var watchdog sync.WaitGroup
+	watchdog.Add(1)
+	go func() {
+		defer watchdog.Done()
+		r.watchdog(wctx, func(context.Context) error { return connected() })
+	}()
 	err = w.Run(wctx)
+	cancel()
+	watchdog.Wait()
 	r.notifySystemd(sddaemon.SdNotifyStopping)
 	log.Info("worker stopped")
 	if ctx.Err() != nil {

@@ -21,14 +21,9 @@ func run() int {
 	reload := make(chan struct{}, 1)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			select {
-			case reload <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	relayed := make(chan struct{})
+	go func() { relayReloads(ctx, hup, reload); close(relayed) }()
+	defer func() { signal.Stop(hup); stop(); <-relayed }()
 	a := &app{reload: reload, stdout: os.Stdout, stderr: os.Stderr}
 	root := newRoot(a)
 	root.SetArgs(os.Args[1:])
@@ -41,6 +36,23 @@ func run() int {
 		return exitCode(err)
 	}
 	return 0
+}
+
+// relayReloads turns each SIGHUP on hup into a reload request until ctx
+// ends. A request already waiting absorbs the next signals: one reload
+// reads the newest file anyway.
+func relayReloads(ctx context.Context, hup <-chan os.Signal, reload chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // usageError marks bad usage or invalid configuration/input: exit 2.
