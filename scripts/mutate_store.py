@@ -33,6 +33,8 @@ MUTATIONS = [
      "\t\t\tm[f.ID] = asStored(*f)\n", "", CACHE_TESTS),
     ("cache-drops-the-resolved", "store/active_cache.go",
      "\t\t\tdelete(m, f.ID)\n", "", CACHE_TESTS),
+    ("cold-keys-keep-the-rows", "store/rows.go",
+     "\t\ts.active.put(st)\n", "", ["./store", "-run", "TestColdActiveKeysKeepTheRowsForTheCommit"]),
     ("touch-sets-times-raised", "store/commit.go",
      "times_raised = j.value", "times_raised = times_raised + 1",
      ["./store", "-run", "TestTouchBringsADriftedReplicaBack"]),

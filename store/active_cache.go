@@ -80,12 +80,18 @@ func (c *activeCache) keys(ctx context.Context, q querier) ([]findings.Finding, 
 		return nil, false
 	}
 	if c.keyList == nil {
-		c.keyList = make([]findings.Finding, 0, len(c.byID))
-		for _, f := range c.byID {
-			c.keyList = append(c.keyList, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
-		}
+		c.keyList = identities(c.byID)
 	}
 	return c.keyList, true
+}
+
+// identities are the identity facts of the findings of byID (ActiveKeys).
+func identities(byID map[string]findings.Finding) []findings.Finding {
+	out := make([]findings.Finding, 0, len(byID))
+	for _, f := range byID {
+		out = append(out, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
+	}
+	return out
 }
 
 func findingsVersion(ctx context.Context, q querier) (int64, error) {

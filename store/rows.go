@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -409,38 +411,64 @@ func parseTransitions(s string) []time.Time {
 }
 
 // ActiveKeys returns the identity facts of every active finding: what
-// hysteresis needs before detection, without reading whole rows. The
-// slice is read-only: from the active findings the last run commit kept
-// (while the findings version confirms them), it is shared by the calls
-// until a finding joins or leaves them.
+// hysteresis needs before detection. The slice is read-only: from the
+// active findings the last run commit kept (while the findings version
+// confirms them), it is shared by the calls until a finding joins or
+// leaves them.
 //
-// The slice is sized by a count first (an index-only scan): a Finding is
-// large, and growing the slice row by row copies every one read so far.
-// The count is only a capacity; rows added in between are still read.
+// Without kept findings (a fresh process: `patrold run`, a daemon's first
+// run; or another writer moved the version) it reads the active findings
+// whole, once, and keeps them as a commit would have left them: the run
+// that asked commits next and needs them whole, and reads them back from
+// memory then (while the version confirms them) instead of a second time.
 func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
 	if keys, ok := s.active.keys(ctx, s.db); ok {
 		return keys, nil
 	}
-	var n int
-	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings WHERE status = 'active'").Scan(&n); err != nil {
-		return nil, fmt.Errorf("active keys: %w", err)
-	}
-	rows, err := s.db.QueryContext(ctx, "SELECT id, key, resource_id, category FROM findings WHERE status = 'active'")
+	st, err := s.readActive(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("active keys: %w", err)
 	}
-	defer rows.Close()
-	var out []findings.Finding // nil when none, as before
-	if n > 0 {
-		out = make([]findings.Finding, 0, n)
+	if st.byID == nil {
+		return nil, nil
 	}
-	for rows.Next() {
-		var f findings.Finding
-		if err := rows.Scan(&f.ID, &f.Key, &f.ResourceID, &f.Category); err != nil {
-			return nil, err
-		}
-		f.Status = findings.StatusActive
-		out = append(out, f)
+	return st.keyList, nil
+}
+
+// readActive reads the active findings whole with the findings version
+// they are at, and keeps them (up to MaxCachedActive) when the version is
+// the same after the read as before it: no finding was written between.
+// The slice is sized by a count first (an index-only scan): a Finding is
+// large, and growing the slice row by row copies every one read so far.
+// The count is only a capacity; rows added in between are still read.
+func (s *Store) readActive(ctx context.Context) (activeState, error) {
+	before, err := findingsVersion(ctx, s.db)
+	if err != nil {
+		return activeState{}, err
 	}
-	return out, rows.Err()
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM findings WHERE status = 'active'").Scan(&n); err != nil {
+		return activeState{}, err
+	}
+	read, err := queryFindingsSized(ctx, s.db, n, "WHERE status = 'active'")
+	if err != nil {
+		return activeState{}, err
+	}
+	after, err := findingsVersion(ctx, s.db)
+	if err != nil {
+		return activeState{}, err
+	}
+	if len(read) == 0 {
+		return activeState{}, nil
+	}
+	st := activeState{byID: make(map[string]findings.Finding, len(read)), version: before}
+	for i := range read {
+		st.byID[read[i].ID] = read[i]
+	}
+	st.order = slices.Sorted(maps.Keys(st.byID))
+	st.keyList = identities(st.byID)
+	if before == after && len(st.byID) <= MaxCachedActive {
+		s.active.put(st)
+	}
+	return st, nil
 }
