@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzNeutraliseDocument -fuzztime $(FUZZTIME) ./model/prompt
 	$(GO) test -run '^$$' -fuzz FuzzGroundNote -fuzztime $(FUZZTIME) ./assistant
 	$(GO) test -run '^$$' -fuzz FuzzDecodeTags -fuzztime $(FUZZTIME) ./store
+	$(GO) test -run '^$$' -fuzz FuzzIndented -fuzztime $(FUZZTIME) ./cmd/patrold
 	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
 
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net,

@@ -204,3 +204,8 @@ func appendEvidenceValue(b []byte, v any) ([]byte, bool) {
 }
 
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
+
+// MarshalReport is json.Marshal(rep), byte for byte, written by hand
+// where the report is long (encodeReport): what `patrold run --output
+// json` prints, indented.
+func MarshalReport(rep *Report) ([]byte, error) { return encodeReport(rep) }
