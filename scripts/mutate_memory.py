@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Show that every rule of what a run leaves behind is tested: the memory
-a daemon gives back after each run and the one-shot run's text report.
+a daemon gives back after each run and the one-shot run's report (text
+counts, JSON printed as the indenting encoder would).
 Apply each mutation below (one rule removed) in turn, run the tests that
 guard it, and report whether they fail. Restores every file.
 
@@ -34,6 +35,12 @@ MUTATIONS = [
     ("run-text-most-first", "cmd/patrold/run.go",
      "cmp.Or(n[b]-n[a], strings.Compare(a, b))", "cmp.Or(0, strings.Compare(a, b))",
      ["./cmd/patrold", "-run", "TestRunTextCountsUnchanged"]),
+    ("indent-keeps-empty", "cmd/patrold/indent.go",
+     "if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {", "if false {",
+     ["./cmd/patrold", "-run", "TestIndentedIsJSONIndent"]),
+    ("indent-steps-over-escapes", "cmd/patrold/indent.go",
+     "\t\t\t\tif src[j] == '\\\\' {\n\t\t\t\t\tj++\n\t\t\t\t}\n", "",
+     ["./cmd/patrold", "-run", "TestIndentedIsJSONIndent"]),
 ]
 
 if __name__ == "__main__":
