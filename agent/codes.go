@@ -18,6 +18,7 @@ const (
 	CodeLoopDetected      Code = "LOOP_DETECTED"
 	CodeToolNotAdvertised Code = "TOOL_NOT_ADVERTISED"
 	CodeUnknownTool       Code = "UNKNOWN_TOOL"
+	CodeMalformedToolCall Code = "MALFORMED_TOOL_CALL"
 	CodeInvalidInput      Code = "INVALID_INPUT"
 	CodeNotFound          Code = "NOT_FOUND"
 	CodeApprovalRequired  Code = "APPROVAL_REQUIRED"
@@ -37,6 +38,7 @@ var codeCatalogue = []CodeInfo{
 	{CodeLoopDetected, "the same call with the same arguments was repeated too often since the last write", false},
 	{CodeToolNotAdvertised, "the tool is not offered in this session's profile or this turn", false},
 	{CodeUnknownTool, "no tool of that name is registered", false},
+	{CodeMalformedToolCall, "the call's arguments are not one complete JSON object (cut off or malformed JSON): send it again whole", false},
 	{CodeInvalidInput, "the arguments do not match the tool's JSON schema or were rejected by the tool", true},
 	{CodeNotFound, "the tool could not find the object it was asked about", true},
 	{CodeApprovalRequired, "the write waits for an operator approval", false},

@@ -150,7 +150,7 @@ func TestCodesContract(t *testing.T) {
 		}
 		seen[c.Code] = true
 	}
-	if len(seen) != 14 {
+	if len(seen) != 15 {
 		t.Errorf("catalogue has %d codes", len(seen))
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ type Check string
 const (
 	CheckRegistered       Check = "registered"
 	CheckAdvertised       Check = "advertised"
+	CheckWellFormed       Check = "well_formed"
 	CheckArguments        Check = "arguments"
 	CheckLookFirst        Check = "look_first"
 	CheckStateMachine     Check = "state_machine"
@@ -88,6 +90,7 @@ type precheck struct {
 var prechecks = []precheck{
 	{CheckRegistered, CodeUnknownTool, scopeAll, "the tool is registered", checkRegistered},
 	{CheckAdvertised, CodeToolNotAdvertised, scopeAll, "the tool is advertised in this profile and this turn", checkAdvertised},
+	{CheckWellFormed, CodeMalformedToolCall, scopeAll, "the arguments are one complete JSON object (not cut off or malformed)", checkWellFormed},
 	{CheckArguments, CodeInvalidInput, scopeAll, "the arguments match the schema and are bounded (strings 2 KiB unless declared, arrays 64 items)", checkArguments},
 	{CheckLookFirst, CodeLookFirst, scopeAll, "an operator question comes after a real tool was tried", checkLookFirst},
 	{CheckStateMachine, CodeFSMBlocked, scopeWrite, "the session state machine admits a write now", checkStateMachine},
@@ -233,6 +236,27 @@ func checkAdvertised(_ context.Context, s *Session, c *call, in *judgeInput) *To
 		return NewToolError(CodeToolNotAdvertised, "tool %q is not available in this turn", c.tc.Name).With("tool", c.tc.Name)
 	}
 	return nil
+}
+
+// MaxMalformedEcho bounds how much of malformed arguments a refusal
+// quotes back.
+const MaxMalformedEcho = 120
+
+func checkWellFormed(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {
+	trimmed := bytes.TrimSpace(c.tc.Arguments)
+	if len(trimmed) == 0 || string(trimmed) == "null" || (trimmed[0] == '{' && json.Valid(trimmed)) {
+		return nil
+	}
+	got := string(trimmed)
+	var s string
+	if json.Unmarshal(trimmed, &s) == nil {
+		got = s // the providers carry what was not JSON as a string
+	}
+	if r := []rune(got); len(r) > MaxMalformedEcho {
+		got = string(r[:MaxMalformedEcho]) + "..."
+	}
+	return NewToolError(CodeMalformedToolCall, "arguments: not one complete JSON object (cut off or malformed); send the call again with its arguments as a JSON object").
+		With("tool", c.tc.Name).With("received", got)
 }
 
 func checkArguments(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {

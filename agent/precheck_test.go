@@ -190,7 +190,7 @@ func TestManifestListsTheChecks(t *testing.T) {
 	for _, p := range m.Prechecks {
 		checks = append(checks, p.Check)
 	}
-	want := []Check{CheckRegistered, CheckAdvertised, CheckArguments, CheckLookFirst, CheckStateMachine, CheckTargetResolved, CheckTargetKind,
+	want := []Check{CheckRegistered, CheckAdvertised, CheckWellFormed, CheckArguments, CheckLookFirst, CheckStateMachine, CheckTargetResolved, CheckTargetKind,
 		CheckSignal, CheckAutonomyRisk, CheckApproval, CheckConditionPresent, CheckBudget, CheckOncePerEpisode, CheckLoop}
 	if !slices.Equal(checks, want) {
 		t.Fatalf("manifest checks %v", checks)

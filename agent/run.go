@@ -73,6 +73,16 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 		}
 		res.Turns = turn
 		res.Usage = res.Usage.Add(resp.Usage)
+		// Calls written into the text leave it; with no proper call they
+		// are made, through the same pre-checks.
+		if leaked, text := LeakedToolCalls(turn, resp.Text, s.profile.Advertises); len(leaked) > 0 {
+			r := *resp
+			r.Text = text
+			if len(r.ToolCalls) == 0 {
+				r.ToolCalls = leaked
+			}
+			resp = &r
+		}
 		res.Messages = append(res.Messages, storedReply(turn, resp))
 		if len(resp.ToolCalls) == 0 {
 			s.finalAnswer(res, resp.Text)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Show that every rule of `patrold eval` is tested: apply each mutation
+"""Show that every rule of `patrold eval` and of the weak-model hardening
+(tool calls written as text) is tested: apply each mutation
 below (one rule removed) in turn, run the tests that guard it, and report
 whether they fail. Restores every file.
 
@@ -9,6 +10,7 @@ from mutations import run
 REFERENCE = ["./eval", "-run", "TestReferenceModels"]
 BARS = ["./eval", "-run", "TestQualifyBars"]
 PARSE = ["./eval", "-run", "TestParseNamesTheField"]
+LEAK = ["./agent", "-run", "TestLeaked"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -32,6 +34,11 @@ MUTATIONS = [
      "o.ContextTokens > 0 && f.LargestRequestTokens > o.ContextTokens", "false", BARS),
     ("scenario-ids-exist", "eval/scenario.go",
      "} else if s.snap != nil && !ids[snapshot.CanonicalID(id)] {", "} else if false {", PARSE),
+    ("leaked-calls-made", "agent/run.go",
+     "if len(r.ToolCalls) == 0 {\n\t\t\t\tr.ToolCalls = leaked", "if false {\n\t\t\t\tr.ToolCalls = leaked", LEAK),
+    ("leaked-text-stripped", "agent/run.go", "\t\t\tr.Text = text\n", "\t\t\tr.Text = resp.Text + text[:0]\n", LEAK),
+    ("leak-allow-list", "agent/leak.go", "if name == \"\" || !allowed(name) {", "if name == \"\" {", LEAK),
+    ("leak-cut-off-is-a-call", "agent/leak.go", "if m == nil || !allowed(m[1]) {", "if true {", LEAK),
     ("exit-1-unqualified", "cmd/patrold/eval.go",
      "if !res.Qualification.Passed {", "if false {", ["./cmd/patrold", "-run", "TestEvalCommand"]),
 ]

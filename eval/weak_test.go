@@ -1,0 +1,164 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/internal/modelfake"
+	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/anthropic"
+	"github.com/patrold/patrold/model/openai"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/patrol/analyst"
+)
+
+const weakWindow, weakOutput = 16384, 1024
+
+func weakEndpoint(url string) model.EndpointOptions {
+	return model.EndpointOptions{BaseURL: url, Model: "fake-7b", Timeout: 2 * time.Second, ContextWindow: weakWindow, MaxOutputTokens: weakOutput}
+}
+
+// weakRun evaluates one corpus scenario against a fake server.
+func weakRun(t *testing.T, scenario string, newProvider func() (model.Provider, error)) Figures {
+	t.Helper()
+	scs, err := Corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc *Scenario
+	for _, s := range scs {
+		if s.Name == scenario {
+			sc = s
+		}
+	}
+	fixed := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	res, err := Run(context.Background(), Options{
+		Scenarios: []*Scenario{sc}, OpenStore: openStore, TempDir: t.TempDir(), Clock: func() time.Time { return fixed },
+		Provider: func(*Scenario) (model.Provider, error) { return newProvider() }, Bars: DefaultBars(), ContextTokens: weakWindow,
+		Analyst: func(p model.Provider, reg prometheus.Registerer) (patrol.Analyst, error) {
+			am, err := agent.NewMetrics(reg)
+			if err != nil {
+				return nil, err
+			}
+			return analyst.New(analyst.Options{Provider: p, Registerer: reg, AgentMetrics: am, Model: "fake-7b",
+				ContextWindow: weakWindow, MaxOutputTokens: weakOutput})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Scenarios[0].Runs[0]
+}
+
+func oneRecall(x float64) *float64 { return &x }
+
+// expectFigures compares whole figures; the largest request follows the
+// prompt's wording and is only checked to have been measured.
+func expectFigures(t *testing.T, got, want Figures) {
+	t.Helper()
+	if got.LargestRequestTokens <= 0 || got.LargestRequestTokens > weakWindow {
+		t.Errorf("largest request %d tokens", got.LargestRequestTokens)
+	}
+	want.LargestRequestTokens = got.LargestRequestTokens
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("figures\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestWeakOpenAIModelLeaksCalls: an OpenAI-compatible model that writes
+// its calls into the text (in a fence, then bare) still reads and files:
+// the calls are made through the pre-checks, and the storage signal is
+// the model's.
+func TestWeakOpenAIModelLeaksCalls(t *testing.T) {
+	srv := modelfake.OpenAI(t,
+		modelfake.Turn{Text: "I will read the pool.\n```json\n{\"name\": \"get_resource\", \"arguments\": {\"id\": \"storage/pve1/local-zfs\"}}\n```"},
+		modelfake.Turn{Text: `{"name": "report_finding", "arguments": {"resource_id": "storage/pve1/local-zfs", "category": "capacity", "key": "high_disk", "severity": "critical", "title": "ZFS pool almost full", "evidence": "usage_percent 96.3"}}`},
+		modelfake.Turn{Text: "Done."},
+	)
+	f := weakRun(t, "storage-critical", func() (model.Provider, error) {
+		return openai.New(openai.Options{Endpoint: weakEndpoint(srv.URL + "/v1")})
+	})
+	expectFigures(t, f, Figures{Status: patrol.StatusCritical, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
+		Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, Turns: 3, Requests: 3,
+			InputTokens: 3 * modelfake.UsageInput, OutputTokens: 3 * modelfake.UsageOutput}})
+	// The second request carries the leaked call as a proper one, and no
+	// request shows it as text.
+	reqs := srv.Requests()
+	if !bytes.Contains(reqs[1], []byte(`"tool_calls":[{"id":"leak_1_1"`)) || bytes.Contains(reqs[1], []byte("```json")) {
+		t.Fatalf("second request:\n%s", reqs[1])
+	}
+}
+
+// TestWeakOpenAIModelCutsJSON: cut-off arguments get MALFORMED_TOOL_CALL
+// back (the next turn offers the read tools only, as after any refused
+// turn); the model reads again, sends the call whole and it is filed.
+func TestWeakOpenAIModelCutsJSON(t *testing.T) {
+	report := `{"resource_id": "storage/pve1/local-zfs", "category": "capacity", "key": "high_disk", "severity": "critical", "title": "ZFS pool almost full", "evidence": "usage_percent 96.3"}`
+	srv := modelfake.OpenAI(t,
+		modelfake.Turn{Calls: []modelfake.Call{{Name: "get_resource", Args: `{"id": "storage/pve1/local-zfs"}`}}},
+		modelfake.Turn{Calls: []modelfake.Call{{Name: "report_finding", Args: report[:60]}}},
+		modelfake.Turn{Calls: []modelfake.Call{{Name: "get_resource", Args: `{"id": "storage/pve1/local-zfs"}`}}},
+		modelfake.Turn{Calls: []modelfake.Call{{Name: "report_finding", Args: report}}},
+		modelfake.Turn{Text: "Done."},
+	)
+	f := weakRun(t, "storage-critical", func() (model.Provider, error) {
+		return openai.New(openai.Options{Endpoint: weakEndpoint(srv.URL + "/v1")})
+	})
+	expectFigures(t, f, Figures{Status: patrol.StatusCritical, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
+		Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, RefusedCalls: 1, Turns: 5, Requests: 5,
+			InputTokens: 5 * modelfake.UsageInput, OutputTokens: 5 * modelfake.UsageOutput}})
+	if reqs := srv.Requests(); !bytes.Contains(reqs[2], []byte("MALFORMED_TOOL_CALL")) {
+		t.Fatalf("third request has no MALFORMED_TOOL_CALL:\n%s", reqs[2])
+	}
+}
+
+// TestWeakAnthropicModelIgnoresTools: a model that only talks files
+// nothing; the daemon files the signal and eval counts it missed. The read
+// it leaks in the evaluation pass is made, not shown.
+func TestWeakAnthropicModelIgnoresTools(t *testing.T) {
+	srv := modelfake.Anthropic(t,
+		modelfake.Turn{Text: "The storage looks full, you should look at it."},
+		modelfake.Turn{Text: "<tool_call>{\"name\": \"get_resource\", \"arguments\": {\"id\": \"storage/pve1/local-zfs\"}}</tool_call>"},
+		modelfake.Turn{Text: "It is full."},
+	)
+	f := weakRun(t, "storage-critical", func() (model.Provider, error) {
+		return anthropic.New(anthropic.Options{Endpoint: weakEndpoint(srv.URL)})
+	})
+	expectFigures(t, f, Figures{Status: patrol.StatusCritical, StatusReasons: []string{}, Recall: oneRecall(0),
+		Missed: []SignalRef{{Type: "high_disk", ResourceID: "storage/pve1/local-zfs", Severity: "critical"}},
+		Counts: Counts{Signals: 1, Turns: 3, Requests: 3, InputTokens: 3 * modelfake.UsageInput, OutputTokens: 3 * modelfake.UsageOutput}})
+	// The evaluation pass's leaked read went out as a tool_use block.
+	if reqs := srv.Requests(); !bytes.Contains(reqs[2], []byte(`"id":"leak_1_1"`)) || bytes.Contains(reqs[2], []byte("<tool_call>")) {
+		t.Fatalf("third request:\n%s", reqs[2])
+	}
+}
+
+// TestWeakModelTooSmallOrSlow: a server whose context is smaller than the
+// request, and one that answers after the client's timeout, fail the
+// model stages (model_failed); every signal is still filed.
+func TestWeakModelTooSmallOrSlow(t *testing.T) {
+	small := modelfake.OpenAI(t)
+	small.ContextTokens = 100
+	slow := modelfake.OpenAI(t, modelfake.Turn{Delay: 2 * time.Second, Text: "late"})
+	for name, build := range map[string]func() (model.Provider, error){
+		"context": func() (model.Provider, error) {
+			return openai.New(openai.Options{Endpoint: weakEndpoint(small.URL + "/v1")})
+		},
+		"slow": func() (model.Provider, error) {
+			e := weakEndpoint(slow.URL + "/v1")
+			e.Timeout = 200 * time.Millisecond
+			return openai.New(openai.Options{Endpoint: e})
+		},
+	} {
+		f := weakRun(t, "storage-critical", build)
+		if f.Status != patrol.StatusDegraded || !reflect.DeepEqual(f.StatusReasons, []string{patrol.ReasonModelFailed}) || f.FiledByModel != 0 || len(f.Missed) != 1 {
+			t.Errorf("%s: %+v", name, f)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+// Package modelfake holds fakes of an OpenAI-compatible chat completions
+// server and of the Anthropic messages API, for tests. They speak the real
+// wire formats on loopback (httptest) and misbehave the way weak models
+// do: tool calls written into the text, cut-off JSON arguments, tools
+// ignored, requests beyond the context window, slow answers.
+package modelfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Turn is one scripted answer.
+type Turn struct {
+	// Text is the answer's text content (where a weak model leaks calls).
+	Text string
+	// Calls are proper tool calls; Args is sent as is, so it may be cut
+	// off or not JSON at all (OpenAI carries arguments as a string).
+	Calls []Call
+	// Delay is waited before answering (the client may time out first).
+	Delay time.Duration
+	// Status, when not 0 or 200, answers with that HTTP status and Error.
+	Status int
+	Error  string
+}
+
+// Call is one proper tool call.
+type Call struct{ ID, Name, Args string }
+
+// FinalText answers every request after the last turn.
+const FinalText = "Nothing more to do."
+
+// Usage is what every answer reports.
+const (
+	UsageInput  = 100
+	UsageOutput = 10
+)
+
+// Server is a fake model server. Requests holds every request body.
+type Server struct {
+	*httptest.Server
+	// ContextTokens, when > 0, refuses a request whose body is larger
+	// than four bytes per token with the server's context error.
+	ContextTokens int
+
+	mu       sync.Mutex
+	turns    []Turn
+	next     int
+	requests [][]byte
+	wire     func(w http.ResponseWriter, t Turn, n int)
+	tooLong  func(w http.ResponseWriter, limit int)
+}
+
+// Requests returns the request bodies received so far.
+func (s *Server) Requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.requests...)
+}
+
+func (s *Server) serve(path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != path {
+			http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.requests = append(s.requests, body)
+		t := Turn{Text: FinalText}
+		if s.next < len(s.turns) {
+			t = s.turns[s.next]
+		}
+		s.next++
+		n := s.next
+		s.mu.Unlock()
+		if t.Delay > 0 {
+			select {
+			case <-time.After(t.Delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if s.ContextTokens > 0 && len(body)/4 > s.ContextTokens {
+			s.tooLong(w, s.ContextTokens)
+			return
+		}
+		if t.Status != 0 && t.Status != http.StatusOK {
+			w.WriteHeader(t.Status)
+			_, _ = io.WriteString(w, t.Error)
+			return
+		}
+		s.wire(w, t, n)
+	}
+}
+
+func newServer(t testing.TB, path string, turns []Turn) *Server {
+	s := &Server{turns: turns}
+	s.Server = httptest.NewServer(s.serve(path))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func write(w http.ResponseWriter, v any) {
+	data, _ := json.Marshal(v)
+	_, _ = w.Write(data)
+}
+
+// OpenAI returns a chat completions server; the client's base_url is
+// URL + "/v1".
+func OpenAI(t testing.TB, turns ...Turn) *Server {
+	s := newServer(t, "/v1/chat/completions", turns)
+	s.wire = func(w http.ResponseWriter, t Turn, n int) {
+		msg := map[string]any{"role": "assistant", "content": nil}
+		if t.Text != "" {
+			msg["content"] = t.Text
+		}
+		finish := "stop"
+		if len(t.Calls) > 0 {
+			var calls []any
+			for i, c := range t.Calls {
+				id := c.ID
+				if id == "" {
+					id = fmt.Sprintf("call_%d_%d", n, i+1)
+				}
+				calls = append(calls, map[string]any{"id": id, "type": "function",
+					"function": map[string]any{"name": c.Name, "arguments": c.Args}})
+			}
+			msg["tool_calls"], finish = calls, "tool_calls"
+		}
+		write(w, map[string]any{
+			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1764547200, "model": "fake",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+			"usage":   map[string]any{"prompt_tokens": UsageInput, "completion_tokens": UsageOutput, "total_tokens": UsageInput + UsageOutput},
+		})
+	}
+	s.tooLong = func(w http.ResponseWriter, limit int) {
+		w.WriteHeader(http.StatusBadRequest)
+		write(w, map[string]any{"error": map[string]any{"message": fmt.Sprintf("This model's maximum context length is %d tokens. Please reduce the length of the messages.", limit),
+			"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+	}
+	return s
+}
+
+// Anthropic returns a messages API server; the client's base_url is URL.
+// A call's Args must be a JSON object here (tool_use input is one on the
+// wire); cut-off JSON can only be leaked into Text.
+func Anthropic(t testing.TB, turns ...Turn) *Server {
+	s := newServer(t, "/v1/messages", turns)
+	s.wire = func(w http.ResponseWriter, t Turn, n int) {
+		var content []any
+		if t.Text != "" {
+			content = append(content, map[string]any{"type": "text", "text": t.Text})
+		}
+		stop := "end_turn"
+		for i, c := range t.Calls {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("toolu_%d_%d", n, i+1)
+			}
+			content = append(content, map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": json.RawMessage(c.Args)})
+			stop = "tool_use"
+		}
+		if content == nil {
+			content = []any{}
+		}
+		write(w, map[string]any{
+			"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "fake", "content": content,
+			"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": UsageInput, "output_tokens": UsageOutput},
+		})
+	}
+	s.tooLong = func(w http.ResponseWriter, limit int) {
+		w.WriteHeader(http.StatusBadRequest)
+		write(w, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error",
+			"message": fmt.Sprintf("prompt is too long: more than %d tokens", limit)}})
+	}
+	return s
+}
