@@ -31,10 +31,15 @@ const (
 	// below it.
 	DefaultDiskWear     = 20.0
 	DefaultDiskWearCrit = 10.0
-	DefaultClearMargin  = 5.0
-	DefaultBackupMaxAge = 48 * time.Hour
-	maxPercent          = 100.0
-	noCritical          = 0.0
+	// Days until a storage pool or guest disk is full, by its usage
+	// trend: watch at or below the trigger, warning at or below critical.
+	// The threshold falls, like wear.
+	DefaultForecastDays     = 30.0
+	DefaultForecastDaysCrit = 7.0
+	DefaultClearMargin      = 5.0
+	DefaultBackupMaxAge     = 48 * time.Hour
+	maxPercent              = 100.0
+	noCritical              = 0.0
 )
 
 // ThresholdSetting is one configured threshold; nil fields are unset and fall
@@ -56,11 +61,15 @@ type GuestSettings struct {
 	CPU    ThresholdSetting `koanf:"cpu" json:"cpu" yaml:"cpu"`
 	Memory ThresholdSetting `koanf:"memory" json:"memory" yaml:"memory"`
 	Disk   ThresholdSetting `koanf:"disk" json:"disk" yaml:"disk"`
+	// Forecast is days to a full disk (falls; see DiskSettings.Wear).
+	Forecast ThresholdSetting `koanf:"forecast" json:"forecast" yaml:"forecast"`
 }
 
 // StorageSettings are thresholds for storage pools.
 type StorageSettings struct {
 	Usage ThresholdSetting `koanf:"usage" json:"usage" yaml:"usage"`
+	// Forecast is days to a full pool (falls).
+	Forecast ThresholdSetting `koanf:"forecast" json:"forecast" yaml:"forecast"`
 }
 
 // DiskSettings are thresholds for disks. Temperature is in °C and rises
@@ -118,6 +127,7 @@ type Thresholds struct {
 	Disk         Threshold // guest disk_percent or storage usage_percent
 	Temperature  Threshold // disk temperature_c, rising
 	Wear         Threshold // disk wearout_percent (life left), falling
+	Forecast     Threshold // days to full of storage or a guest disk, falling
 	BackupMaxAge time.Duration
 }
 
@@ -188,10 +198,12 @@ func builtinSet() thresholdSets {
 			CPU:          Threshold{Trigger: DefaultGuestCPU, Clear: DefaultGuestCPU - DefaultClearMargin},
 			Memory:       Threshold{Trigger: DefaultGuestMemory, Clear: DefaultGuestMemory - DefaultClearMargin},
 			Disk:         Threshold{Trigger: DefaultGuestDisk, Clear: DefaultGuestDisk - DefaultClearMargin, Critical: DefaultGuestDiskCrit},
+			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		storage: Thresholds{
 			Disk:         Threshold{Trigger: DefaultStorageUsage, Clear: DefaultStorageUsage - DefaultClearMargin, Critical: DefaultStorageCrit},
+			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		disk: Thresholds{
@@ -238,8 +250,10 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.CPU = apply(out.CPU, s.Guest.CPU)
 		out.Memory = apply(out.Memory, s.Guest.Memory)
 		out.Disk = apply(out.Disk, s.Guest.Disk)
+		out.Forecast = applyFalling(out.Forecast, s.Guest.Forecast)
 	case kind == snapshot.KindStorage:
 		out.Disk = apply(out.Disk, s.Storage.Usage)
+		out.Forecast = applyFalling(out.Forecast, s.Storage.Forecast)
 	case kind == snapshot.KindDisk:
 		out.Temperature = apply(out.Temperature, s.Disk.Temperature)
 		out.Wear = applyFalling(out.Wear, s.Disk.Wear)
@@ -299,6 +313,8 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	check("guest.memory", s.Guest.Memory, eff.guest.Memory)
 	check("guest.disk", s.Guest.Disk, eff.guest.Disk)
 	check("storage.usage", s.Storage.Usage, eff.storage.Disk)
+	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
+	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)
 	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)
 	checkFalling("disk.wear", s.Disk.Wear, eff.disk.Wear)
 	if s.Backup.MaxAge != nil && *s.Backup.MaxAge <= 0 {

@@ -278,7 +278,7 @@ func (r *Root) RunOnce(ctx context.Context, ro patrol.RunOptions, replay Replay)
 	if set.Analyst, err = newAnalyst(r.cfg, sh, st, nil, r.o.Now); err != nil {
 		return nil, configErr(err)
 	}
-	runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }})
+	runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }, History: st})
 	if err != nil {
 		return nil, err
 	}

@@ -244,6 +244,8 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("guest.memory", guest.Memory)
 	put("guest.disk", guest.Disk)
 	put("storage.usage", storage.Disk)
+	put("guest.forecast", guest.Forecast)
+	put("storage.forecast", storage.Forecast)
 	put("disk.temperature", disk.Temperature)
 	put("disk.wear", disk.Wear)
 	out["alerts.defaults.backup.max_age"] = cfgShortDuration(node.BackupMaxAge)

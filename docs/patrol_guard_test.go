@@ -343,11 +343,13 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"storage.usage":    {"DefaultStorageUsage", "DefaultStorageCrit"},
 	"disk.temperature": {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
 	"disk.wear":        {"DefaultDiskWear", "DefaultDiskWearCrit"},
+	"guest.forecast":   {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"storage.forecast": {"DefaultForecastDays", "DefaultForecastDaysCrit"},
 }
 
 // patrolDocFalling are the settings whose threshold falls: their clear is
 // trigger + DefaultClearMargin.
-var patrolDocFalling = map[string]bool{"disk.wear": true}
+var patrolDocFalling = map[string]bool{"disk.wear": true, "guest.forecast": true, "storage.forecast": true}
 
 // patrolDocCheckThresholds checks the default thresholds table against the
 // alerts constants (clear is trigger - DefaultClearMargin), and that every

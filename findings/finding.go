@@ -85,6 +85,7 @@ var keyAliases = map[string]string{
 	"disk-temperature": "disk_temperature", "disk-temp": "disk_temperature",
 	"disk-wear": "disk_wear", "ssd-wear": "disk_wear", "disk-wearout": "disk_wear",
 	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
+	"capacity-forecast": "capacity_forecast", "storage-full-soon": "capacity_forecast", "disk-full-soon": "capacity_forecast",
 	// patrold's own finding about its source keeps its documented spelling.
 	"source-failing": "source_failing",
 }

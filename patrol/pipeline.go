@@ -105,6 +105,25 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	case byID == nil:
 		byID = newResourceIndex(snap, askedIDs(active, sigs))
 	}
+	var forecastSeen map[string]bool
+	if r.opts.History != nil {
+		var fc []signals.Signal
+		var err error
+		fc, forecastSeen, err = r.forecast(ctx, set, snap, ro.Snapshot == nil, hysteresis)
+		if err != nil {
+			// No forecast this run, and nothing resolved by absence.
+			r.log.Warn("usage history failed", "run_id", rep.RunID, "err", err)
+			rep.Errors = append(rep.Errors, "usage history: "+err.Error())
+			rep.addReason(ReasonHistoryFailed)
+			complete = false
+		}
+		if len(fc) > 0 {
+			safeSignals(fc, safeMemo{})
+			sigs = append(sigs, fc...)
+			byID = newResourceIndex(snap, askedIDs(active, sigs))
+			st.obs = nil // filed below, with the forecast signals
+		}
+	}
 	memo := safeMemo{}
 	rep.Signals = sigs
 	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "stream", cmp.Or(rep.streamed, "none"),
@@ -148,7 +167,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	}
 	in := findings.RunInput{
 		Observations: obs, Complete: complete, Reconcile: true,
-		Check: checker(byID, detectedKeys(sigs)), Policy: set.Publish,
+		Check: checker(byID, detectedKeys(sigs), forecastSeen), Policy: set.Publish,
 	}
 	if an != nil {
 		in.Resolve = an.Resolve
@@ -388,8 +407,9 @@ func askedIDs(active []findings.Finding, sigs []signals.Signal) map[string]bool 
 // checker tells reconciliation what this run knows about a finding it did
 // not observe. Resolution is decided by this run's detection alone: a
 // finding whose signal was detected stays open (CheckDetected), and one
-// clears only where the detector evaluated the resource and found nothing.
-func checker(byID *resourceIndex, detected map[signals.Key]bool) func(f *findings.Finding) findings.Check {
+// clears only where the detector evaluated the resource and found nothing
+// (for capacity_forecast: where the forecast had the history, forecastSeen).
+func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen map[string]bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
 		if f.ResourceID == SourceResourceID {
 			return findings.CheckCleared // this run collected a snapshot
@@ -406,7 +426,7 @@ func checker(byID *resourceIndex, detected map[signals.Key]bool) func(f *finding
 		if detected[signals.Key{Type: typ, ResourceID: id}] {
 			return findings.CheckDetected
 		}
-		if signals.Evaluated(res, typ) {
+		if signals.Evaluated(res, typ) || (typ == signals.TypeCapacityForecast && forecastSeen[id]) {
 			return findings.CheckCleared
 		}
 		return findings.CheckUnknown

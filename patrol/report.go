@@ -39,6 +39,7 @@ const (
 	ReasonModelFailed      = "model_failed"
 	ReasonPartialSource    = "partial_source"
 	ReasonProbeFailed      = "probe_failed"
+	ReasonHistoryFailed    = "history_failed"
 	ReasonInterrupted      = "interrupted"
 	ReasonCommitFailed     = "commit_failed"
 	ReasonTimeout          = "run_timeout"

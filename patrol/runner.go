@@ -72,6 +72,9 @@ type Options struct {
 	// AfterCommit is called after a run record is durable (hand-over,
 	// relay kick). It must not block for long.
 	AfterCommit func(rep *Report)
+	// History is the stored usage history capacity_forecast reads and
+	// collected runs append to; nil: no forecast.
+	History UsageHistory
 	// ProgressEvery is how often a collection still running is logged
 	// (0: DefaultProgressEvery).
 	ProgressEvery time.Duration

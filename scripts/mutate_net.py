@@ -115,6 +115,33 @@ MUTATIONS += [
      "if s, ok := zfsPool(r); ok {", "if s, ok := zfsPool(r); ok && false {", SIG + ["-run", "TestZFSPoolDegraded"]),
 ]
 
+# capacity_forecast and its stored history.
+MUTATIONS += [
+    ("forecast-min-points", "signals/forecast.go",
+     "if len(ps) < MinForecastPoints {", "if len(ps) < 2 {", SIG + ["-run", "TestForecastRobust"]),
+    ("forecast-min-span", "signals/forecast.go",
+     "if span < MinForecastSpan {", "if false {", SIG + ["-run", "TestForecastRobust"]),
+    ("forecast-shrinking", "signals/forecast.go",
+     "if t.Trigger <= 0 || fit.perDay <= 0 {", "if t.Trigger <= 0 || fit.perDay == 0 {", SIG + ["-run", "TestForecastRobust"]),
+    ("forecast-robust-median", "signals/forecast.go",
+     "\tslope := median(slopes)\n", "\tslope := (slopes[0] + slopes[len(slopes)-1]) / 2\n", SIG + ["-run", "TestForecastRobust"]),
+    ("forecast-hysteresis", "signals/forecast.go",
+     "case days <= t.Clear && active[", "case false && active[", SIG + ["-run", "TestForecastEdges"]),
+    ("forecast-warning", "signals/forecast.go",
+     "if t.Critical > 0 && days <= t.Critical {", "if false {", SIG + ["-run", "TestForecastEdges"]),
+    ("forecast-only-future-excluded", "signals/forecast.go",
+     "if !p.At.After(now) && ", "if ", SIG + ["-run", "TestForecastRobust"]),
+    ("forecast-cleared-only-where-judged", "patrol/pipeline.go",
+     "(typ == signals.TypeCapacityForecast && forecastSeen[id])", "(typ == signals.TypeCapacityForecast)",
+     ["./patrol", "-run", "TestForecastThroughTheRun"]),
+    ("usage-retention", "store/usage.go",
+     "DELETE FROM usage_points WHERE at < ?", "DELETE FROM usage_points WHERE 0 AND at < ?",
+     ["./store", "-run", "TestUsageSeries"]),
+    ("usage-interval", "store/usage.go",
+     "WHERE resource_id = ?1 AND at > ?4)", "WHERE resource_id = ?1 AND 0 AND at > ?4)",
+     ["./store", "-run", "TestUsageSeries"]),
+]
+
 PVE = ["./snapshot/proxmox"]
 
 # What the Proxmox source and the prober must not let through (docs/SOURCES.md).

@@ -27,16 +27,18 @@ const (
 	TypeDiskTemperature  Type = "disk_temperature"
 	TypeDiskWear         Type = "disk_wear"
 	TypeZFSPoolDegraded  Type = "zfs_pool_degraded"
+	TypeCapacityForecast Type = "capacity_forecast"
 )
 
 // Types lists the catalogue in detection order.
 var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
-	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded,
+	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast,
 }
 
 // Severities a signal can carry.
 const (
+	SeverityWatch    = "watch" // capacity_forecast only: a trend to watch
 	SeverityWarning  = "warning"
 	SeverityCritical = "critical"
 )
@@ -54,7 +56,7 @@ func (t Type) Category() string {
 	switch t {
 	case TypeHighCPU, TypeHighMemory:
 		return CategoryPerformance
-	case TypeHighDisk:
+	case TypeHighDisk, TypeCapacityForecast:
 		return CategoryCapacity
 	case TypeBackupFailed, TypeBackupStale:
 		return CategoryBackup
@@ -201,6 +203,10 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 	case TypeGuestUnreachable:
 		// A guest that stopped is no longer "running but unreachable".
 		return r.Kind.Guest() && (r.Status != snapshot.StatusRunning || r.Reachable != nil)
+	case TypeCapacityForecast:
+		// The resource alone never tells: only Forecast knows which
+		// resources had the history to be judged (its evaluated set).
+		return false
 	case TypeNodeOffline:
 		// A node whose source gives no status says nothing either way.
 		return r.Kind == snapshot.KindNode && r.Status != ""

@@ -325,6 +325,20 @@ type KeptSource interface {
 // v1 decoder decoded it again, or it was built otherwise.
 func (s *Snapshot) HeldFrom() uint64 { return s.heldFrom }
 
+// UsagePoint is one stored usage sample of a resource: percent used at a
+// time (the history capacity_forecast reads).
+type UsagePoint struct {
+	At    time.Time
+	Value float64
+}
+
+// A UsageBackfiller is a Source that can tell its resources' past usage,
+// by resource id, so a new database has history to forecast from at once
+// (the demo fleet). The run records it only into an empty history.
+type UsageBackfiller interface {
+	BackfillUsage(now time.Time) map[string][]UsagePoint
+}
+
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context) (*Snapshot, []Problem, error)
 

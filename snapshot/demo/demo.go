@@ -64,9 +64,14 @@ func New(o Options, now func() time.Time) (*Source, error) {
 	return &Source{opts: o, now: now}, nil
 }
 
-// Collect generates the fleet as it is now.
+// Collect generates the fleet as it is now, with the showcase faults
+// (Showcase) when it has faults at all.
 func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	return Generate(s.opts, s.now()), nil, nil
+	snap := Generate(s.opts, s.now())
+	if s.opts.FaultRate > 0 {
+		Showcase(s.opts, snap)
+	}
+	return snap, nil, nil
 }
 
 // Generate builds a fleet of about o.Resources resources at time at. The
@@ -104,6 +109,78 @@ func Generate(o Options, at time.Time) *snapshot.Snapshot {
 	}
 	return snap
 }
+
+// Showcase sets, on a generated fleet, the faults a Proxmox operator asks
+// about first on its first two nodes, so the demo source (not Generate,
+// whose fleets benchmarks and the evaluation corpus use) shows every kind
+// of signal within its first runs:
+//   - node/pve1: disk sda runs hot (58 °C), disk sdb is worn (15 % left),
+//     pool local-zfs is DEGRADED with checksum errors in odd epochs, and
+//     storage backup fills steadily (capacity_forecast, with the history
+//     BackfillUsage gives);
+//   - node/pve2: disk sda has NVMe critical warning 0x04, disk sdb a SAS
+//     grown defect list; the node itself is offline in even epochs.
+func Showcase(o Options, snap *snapshot.Snapshot) {
+	epoch := uint64(0)
+	if o.ChangeEvery > 0 {
+		epoch = uint64(snap.TakenAt.UnixNano() / int64(o.ChangeEvery))
+	}
+	for i := range snap.Resources {
+		r := &snap.Resources[i]
+		switch r.ID {
+		case "disk/pve1/sda":
+			r.Smart.TemperatureC = ptr(int64(58))
+		case "disk/pve1/sdb":
+			r.Smart.WearoutPercent = ptr(int64(15))
+		case "disk/pve2/sda":
+			r.Smart.NVMeCriticalWarning = 0x04
+		case "disk/pve2/sdb":
+			r.Smart.GrownDefects = 12
+		case "storage/pve1/local-zfs":
+			r.ZFS = &snapshot.ZFS{State: "ONLINE"}
+			if epoch%2 == 1 {
+				r.ZFS = &snapshot.ZFS{State: "DEGRADED", ChecksumErrors: 3}
+			}
+		case ShowcaseFilling:
+			r.Metrics = snapshot.Metrics{{Name: snapshot.MetricUsage, Value: fillingUsage(snap.TakenAt)}}
+		case "node/pve2":
+			if epoch%2 == 0 {
+				r.Status, r.Metrics = snapshot.StatusOffline, nil
+			}
+		}
+	}
+}
+
+// ShowcaseFilling is the demo storage that fills steadily.
+const ShowcaseFilling = "storage/pve1/backup"
+
+// fillingUsage is ShowcaseFilling's usage at t: rising 1.5 points a day
+// from 55 % to 85 % over a 20-day cycle (then pruned back), so it is
+// always 10 to 30 days from full.
+func fillingUsage(t time.Time) float64 {
+	const cycle = 20.0
+	days := float64(t.Unix()) / 86400
+	phase := days - cycle*float64(int64(days/cycle))
+	return float64(int((55+1.5*phase)*100)) / 100
+}
+
+// BackfillUsage is the showcase storage's usage over the two days before
+// now, every four hours, so a new database forecasts at once.
+func (s *Source) BackfillUsage(now time.Time) map[string][]snapshot.UsagePoint {
+	if s.opts.FaultRate <= 0 || s.opts.Resources < 2 {
+		return nil
+	}
+	var pts []snapshot.UsagePoint
+	for ago := 48 * time.Hour; ago > 0; ago -= 4 * time.Hour {
+		at := now.Add(-ago).UTC().Truncate(time.Second)
+		pts = append(pts, snapshot.UsagePoint{At: at, Value: fillingUsage(at)})
+	}
+	return map[string][]snapshot.UsagePoint{ShowcaseFilling: pts}
+}
+
+var _ snapshot.UsageBackfiller = (*Source)(nil)
+
+func ptr[T any](v T) *T { return &v }
 
 type gen struct {
 	o     Options

@@ -1,6 +1,7 @@
 package demo_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -79,4 +80,60 @@ func TestFaultsComeAndGo(t *testing.T) {
 
 func keys2(pol *alerts.Policy, o demo.Options, at time.Time) int {
 	return len(signals.Detect(demo.Generate(o, at), pol, nil))
+}
+
+// TestShowcase: the default demo source shows every kind the Proxmox
+// operator asks about within two consecutive epochs, the forecast over
+// the history BackfillUsage gives.
+func TestShowcase(t *testing.T) {
+	pol, _ := alerts.New(alerts.Settings{})
+	o := demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: demo.DefaultFaultRate, ChangeEvery: 2 * time.Minute}
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	src, err := demo.New(o, func() time.Time { return at })
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[signals.Type]bool{}
+	for _, when := range []time.Time{at, at.Add(2 * time.Minute)} {
+		now := when
+		src, _ := demo.New(o, func() time.Time { return now })
+		snap, _, _ := src.Collect(context.Background())
+		for _, s := range signals.Detect(snap, pol, nil) {
+			seen[s.Type] = true
+		}
+		hist := src.BackfillUsage(when)
+		series := map[string][]signals.Point{}
+		for id, pts := range hist {
+			series[id] = pts
+		}
+		fc, _ := signals.Forecast(snap.Resources, series, snap.TakenAt, pol, nil)
+		for _, s := range fc {
+			seen[s.Type] = true
+			if s.ResourceID != demo.ShowcaseFilling {
+				t.Errorf("forecast on %s", s.ResourceID)
+			}
+		}
+	}
+	for _, typ := range []signals.Type{signals.TypeNodeOffline, signals.TypeDiskTemperature, signals.TypeDiskWear,
+		signals.TypeSmartFailure, signals.TypeZFSPoolDegraded, signals.TypeCapacityForecast} {
+		if !seen[typ] {
+			t.Errorf("no %s in two epochs: %v", typ, seen)
+		}
+	}
+	if got := src.BackfillUsage(at)[demo.ShowcaseFilling]; len(got) != 12 || !got[len(got)-1].At.Before(at) {
+		t.Errorf("backfill %+v", got)
+	}
+}
+
+// TestGenerateHasNoShowcase: Generate (benchmarks, demo export, the
+// evaluation corpus) is the rolled fleet alone.
+func TestGenerateHasNoShowcase(t *testing.T) {
+	pol, _ := alerts.New(alerts.Settings{})
+	o := demo.Options{Seed: demo.DefaultSeed, Resources: demo.DefaultResources, FaultRate: 0.0001, ChangeEvery: 2 * time.Minute}
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for _, when := range []time.Time{at, at.Add(2 * time.Minute)} {
+		if sigs := signals.Detect(demo.Generate(o, when), pol, nil); len(sigs) != 0 {
+			t.Errorf("%s: %+v", when, sigs)
+		}
+	}
 }

@@ -1,0 +1,84 @@
+package patrol
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
+
+// UsageHistory is the per-resource usage history (store.Store).
+type UsageHistory interface {
+	RecordUsage(ctx context.Context, at time.Time, samples []signals.UsageSample, interval, retention time.Duration) error
+	UsageSeries(ctx context.Context, ids []string) (map[string][]signals.Point, error)
+	HasUsage(ctx context.Context) (bool, error)
+}
+
+// Usage history sampling (docs/PATROL_ARCHITECTURE.md#capacity-forecast).
+const (
+	UsageInterval  = 4 * time.Hour
+	UsageRetention = 30 * 24 * time.Hour
+)
+
+// forecast records this run's usage (for a snapshot the source collected;
+// a replayed or given one is not history) and returns capacity_forecast
+// over the stored series, with the resources it evaluated (only their
+// forecast findings may clear by absence).
+func (r *Runner) forecast(ctx context.Context, set Settings, snap *snapshot.Snapshot, collected bool, active signals.Active) ([]signals.Signal, map[string]bool, error) {
+	h := r.opts.History
+	samples := signals.UsageSamples(snap.Resources)
+	if len(samples) == 0 {
+		return nil, nil, nil
+	}
+	if collected {
+		if err := backfill(ctx, h, set.Source, snap.TakenAt); err != nil {
+			return nil, nil, err
+		}
+		if err := h.RecordUsage(ctx, snap.TakenAt, samples, UsageInterval, UsageRetention); err != nil {
+			return nil, nil, err
+		}
+	}
+	ids := make([]string, len(samples))
+	for i, s := range samples {
+		ids[i] = s.ResourceID
+	}
+	series, err := h.UsageSeries(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	sigs, evaluated := signals.Forecast(snap.Resources, series, snap.TakenAt, set.Policy, active)
+	return sigs, evaluated, nil
+}
+
+// backfill records a backfilling source's past usage into an empty
+// history, oldest first.
+func backfill(ctx context.Context, h UsageHistory, src snapshot.Source, now time.Time) error {
+	bf, ok := src.(snapshot.UsageBackfiller)
+	if !ok {
+		return nil
+	}
+	if has, err := h.HasUsage(ctx); err != nil || has {
+		return err
+	}
+	byTime := map[time.Time][]signals.UsageSample{}
+	for id, pts := range bf.BackfillUsage(now) {
+		for _, p := range pts {
+			if p.At.Before(now) {
+				byTime[p.At] = append(byTime[p.At], signals.UsageSample{ResourceID: id, Value: p.Value})
+			}
+		}
+	}
+	times := make([]time.Time, 0, len(byTime))
+	for t := range byTime {
+		times = append(times, t)
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	for _, t := range times {
+		if err := h.RecordUsage(ctx, t, byTime[t], 0, UsageRetention); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package patrol_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot/demo"
+	"github.com/patrold/patrold/store"
+)
+
+// brokenHistory is a store whose history fails after it was written.
+type brokenHistory struct {
+	*store.Store
+	fail bool
+}
+
+func (b *brokenHistory) UsageSeries(ctx context.Context, ids []string) (map[string][]signals.Point, error) {
+	if b.fail {
+		return nil, errors.New("disk I/O error")
+	}
+	return b.Store.UsageSeries(ctx, ids)
+}
+
+// TestForecastThroughTheRun: on a new database the demo fleet's history
+// is backfilled, the run records its own usage, and capacity_forecast is
+// filed for the storage that fills; when the history fails the run is
+// degraded and the forecast finding is not resolved by its absence.
+func TestForecastThroughTheRun(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pol, _ := alerts.New(alerts.Settings{})
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	src, err := demo.New(demo.Options{Seed: 1, Resources: 40, FaultRate: 0.1, ChangeEvery: 2 * time.Minute}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := &brokenHistory{Store: st}
+	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return now }, History: hist,
+		Settings: func() patrol.Settings {
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rep.Signals, func(s signals.Signal) bool { return s.Type == signals.TypeCapacityForecast })
+	if i < 0 {
+		t.Fatalf("no capacity_forecast in %d signals", len(rep.Signals))
+	}
+	s := rep.Signals[i]
+	if s.ResourceID != demo.ShowcaseFilling || s.Severity != signals.SeverityWatch || s.Evidence["points"] != 13 {
+		t.Errorf("forecast %+v", s)
+	}
+	series, _ := st.UsageSeries(context.Background(), []string{demo.ShowcaseFilling, "vm/104"})
+	if len(series[demo.ShowcaseFilling]) != 13 || len(series["vm/104"]) != 1 {
+		t.Errorf("stored: %d and %d points", len(series[demo.ShowcaseFilling]), len(series["vm/104"]))
+	}
+	active, _ := st.Active(context.Background())
+	if !slices.ContainsFunc(active, func(f findings.Finding) bool {
+		return f.Key == "capacity_forecast" && f.ResourceID == demo.ShowcaseFilling
+	}) {
+		t.Fatalf("no capacity_forecast finding among %d", len(active))
+	}
+	hist.fail = true
+	now = now.Add(time.Minute)
+	rep, err = runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != patrol.StatusDegraded || !slices.Contains(rep.StatusReasons, patrol.ReasonHistoryFailed) ||
+		!slices.Contains(rep.Errors, "usage history: disk I/O error") {
+		t.Errorf("failing history: status %s reasons %v errors %v", rep.Status, rep.StatusReasons, rep.Errors)
+	}
+	active, _ = st.Active(context.Background())
+	if !slices.ContainsFunc(active, func(f findings.Finding) bool {
+		return f.Key == "capacity_forecast" && f.ResourceID == demo.ShowcaseFilling
+	}) {
+		t.Errorf("the forecast finding resolved while the history failed")
+	}
+}
