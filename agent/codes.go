@@ -6,7 +6,7 @@ import (
 )
 
 // Code is a structured error code the agent runtime returns to the model
-// inside a JSON tool result (BEHAVIOUR.md §10). Every code is declared in
+// inside a JSON tool result (docs/ASSISTANT_SAFETY.md#error-codes). Every code is declared in
 // this file and nowhere else; a contract test parses the package and fails
 // when code elsewhere emits a code string that is not declared here, or when
 // a code declared here is never used.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// State is a session state (BEHAVIOUR.md §7).
+// State is a session state (docs/ASSISTANT_SAFETY.md#states).
 type State string
 
 // Session states.

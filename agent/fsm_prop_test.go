@@ -50,7 +50,7 @@ func genOp() *rapid.Generator[fsmOp] {
 }
 
 // TestFSMProperties drives the FSM with random sequences of tool calls of
-// random kinds, successes and failures, checking the BEHAVIOUR §7 invariants
+// random kinds, successes and failures, checking the invariants of docs/ASSISTANT_SAFETY.md
 // after every step.
 func TestFSMProperties(t *testing.T) {
 	var sequences, steps atomic.Int64

@@ -3,7 +3,7 @@ package agent
 import "fmt"
 
 // ToolKind is what a tool call does, as far as the session state machine is
-// concerned (BEHAVIOUR.md §7).
+// concerned (docs/ASSISTANT_SAFETY.md#tool-kinds).
 type ToolKind int
 
 // Tool kinds. The zero value is KindResolve; classification never relies on
@@ -85,7 +85,7 @@ const (
 // writeTargets lists the valid write targets.
 var writeTargets = []WriteTarget{TargetInfrastructure, TargetPatrolState}
 
-// Status is the outcome of one tool call in a step record (CONTRACTS.md §8).
+// Status is the outcome of one tool call in a step record (docs/ASSISTANT.md#transcript).
 type Status string
 
 // Step statuses.

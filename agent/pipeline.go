@@ -8,7 +8,7 @@ import (
 	"github.com/patrold/patrold/model"
 )
 
-// Step records one tool call (CONTRACTS.md §8 steps).
+// Step records one tool call (the steps of docs/ASSISTANT.md#transcript).
 type Step struct {
 	Turn        int      `json:"turn"`
 	CallID      string   `json:"call_id,omitempty"`

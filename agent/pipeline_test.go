@@ -44,7 +44,7 @@ func TestParallelCapAndOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// BEHAVIOUR §8 fixes the cap at 4; the literal keeps a changed constant from passing.
+	// docs/ASSISTANT_SAFETY.md fixes the cap at 4; the literal keeps a changed constant from passing.
 	if got := peak.Load(); got != 4 {
 		t.Fatalf("peak concurrency %d, want exactly 4 (MaxParallelTools = %d)", got, MaxParallelTools)
 	}

@@ -27,7 +27,7 @@ type schema struct {
 	MaxItems   int  // arrays: items; 0 = MaxArrayItems
 }
 
-// Argument bounds (BEHAVIOUR.md §9): a string argument is at most
+// Argument bounds (docs/ASSISTANT_SAFETY.md): a string argument is at most
 // MaxStringBytes unless its schema declares maxLength, an array at most
 // MaxArrayItems unless it declares maxItems; larger is INVALID_INPUT.
 const (

@@ -8,7 +8,7 @@ import (
 	"github.com/patrold/patrold/model"
 )
 
-// DefaultMaxTurns is the assistant's turn limit (BEHAVIOUR.md §8).
+// DefaultMaxTurns is the assistant's turn limit (docs/ASSISTANT.md).
 const DefaultMaxTurns = 20
 
 // DefaultVerificationPrompt is injected as a user message when the model

@@ -12,7 +12,7 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// Default thresholds (BEHAVIOUR.md §1). One set of numbers: these are both
+// Default thresholds (docs/PATROL_ARCHITECTURE.md#default-thresholds). One set of numbers: these are both
 // the documented and the effective defaults.
 const (
 	DefaultNodeCPU       = 70.0

@@ -11,7 +11,7 @@ import (
 // or on a declared code that no handler emits.
 type Code string
 
-// Declared codes (BEHAVIOUR.md §10 plus the generic HTTP ones).
+// Declared codes (docs/API.md#error-codes, the generic HTTP ones included).
 const (
 	CodeFindingNotFound         Code = "finding_not_found"
 	CodeFindingActionNotAllowed Code = "finding_action_not_allowed"

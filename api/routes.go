@@ -26,7 +26,7 @@ type route struct {
 	h       handlerFunc
 }
 
-// routes is the route table of CONTRACTS.md §5. Every POST and DELETE
+// routes is the route table of docs/API.md#routes. Every POST and DELETE
 // needs the admin scope and is audited.
 func (a *API) routes() []route {
 	rs := []route{

@@ -110,7 +110,7 @@ func (e *env) Signal(args json.RawMessage) error {
 	return nil
 }
 
-// AutonomyRisk: BEHAVIOUR.md §6 (risk never, monitor: never runs).
+// AutonomyRisk: docs/ASSISTANT.md#autonomy (risk never, monitor: never runs).
 func (e *env) AutonomyRisk(args json.RawMessage) error {
 	act, err := e.declared(args)
 	if err != nil {

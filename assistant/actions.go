@@ -135,7 +135,7 @@ const (
 	DecisionBlocked  Decision = "blocked"
 )
 
-// Decide applies BEHAVIOUR.md §6: monitor never writes; approval waits for
+// Decide applies docs/ASSISTANT.md#autonomy: monitor never writes; approval waits for
 // an operator on every write; assisted runs low-risk actions and waits on
 // the rest; full runs everything not declared never. risk never, an
 // unknown risk or an unknown autonomy is blocked (fail closed).

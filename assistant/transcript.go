@@ -14,7 +14,7 @@ import (
 	"github.com/patrold/patrold/store/records"
 )
 
-// Transcript is the record of one session (CONTRACTS.md §8), stored so a
+// Transcript is the record of one session (docs/ASSISTANT.md#transcript), stored so a
 // session can be shown and replayed.
 type Transcript struct {
 	SessionID  string            `json:"session_id"`

@@ -12,7 +12,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 )
 
-// Defaults for the `nats:` section (CONTRACTS.md §4 and §9). A zero value in
+// Defaults for the `nats:` section (docs/NATS.md, docs/CONFIGURATION.md). A zero value in
 // Options means "use the default".
 const (
 	DefaultEmbeddedListen  = "127.0.0.1:4222"

@@ -10,7 +10,7 @@ import (
 	"github.com/patrold/patrold/snapshot/proxmox"
 )
 
-// The section exactly as the issue and CONTRACTS.md §9 write it.
+// The section exactly as docs/CONFIGURATION.md writes it.
 const proxmoxYAML = `
 source:
   kind: proxmox

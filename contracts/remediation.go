@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Outcome is how a remediation session ended (BEHAVIOUR.md §4 loop states).
+// Outcome is how a remediation session ended (docs/FINDINGS.md#loop-states).
 type Outcome string
 
 // Session outcomes: the one place they are spelled. The findings package
@@ -44,7 +44,7 @@ const (
 	DriverPlaybook Driver = "playbook"
 )
 
-// Categories a finding may have (BEHAVIOUR.md §4).
+// Categories a finding may have (docs/FINDINGS.md).
 var Categories = []string{"performance", "capacity", "reliability", "backup", "security", "general"}
 
 // Autonomy levels that may request remediation (`monitor` never does).

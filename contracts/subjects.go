@@ -10,7 +10,7 @@ package contracts
 
 import "fmt"
 
-// Subjects and CloudEvents types (CONTRACTS.md §4). Subjects here are
+// Subjects and CloudEvents types (docs/NATS.md). Subjects here are
 // relative to the configured prefix: the outbox stores "findings.opened.warning"
 // and the relay publishes "<prefix>.findings.opened.warning". The helpers are
 // pure so the findings and patrol packages can call them while writing outbox
@@ -52,7 +52,7 @@ const (
 // ApprovalEvents lists every approval event.
 var ApprovalEvents = []ApprovalEvent{ApprovalRequested, ApprovalApproved, ApprovalDenied, ApprovalExpired}
 
-// Severities a finding subject may carry (BEHAVIOUR.md §4).
+// Severities a finding subject may carry (docs/FINDINGS.md).
 var Severities = []string{"info", "watch", "warning", "critical"}
 
 // Fixed relative subjects and their CloudEvents types.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The subject and type table of CONTRACTS.md §4, written out.
+// The subject and type table of docs/NATS.md, written out.
 func TestSubjectsMatchTheContract(t *testing.T) {
 	for _, ev := range []string{"opened", "updated", "repeated", "resolved", "reopened", "suppressed", "dismissed"} {
 		for _, sev := range []string{"info", "watch", "warning", "critical"} {

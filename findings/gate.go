@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Autonomy is how far patrold may act on its own (BEHAVIOUR.md §6).
+// Autonomy is how far patrold may act on its own (docs/ASSISTANT.md#autonomy).
 type Autonomy string
 
 // Autonomy levels.
@@ -16,7 +16,7 @@ const (
 	AutonomyFull     Autonomy = "full"
 )
 
-// Gate defaults (BEHAVIOUR.md §5), read from this one place.
+// Gate defaults (docs/PATROL_ARCHITECTURE.md#investigation-gate), read from this one place.
 const (
 	DefaultMaxAttempts      = 3
 	DefaultCooldown         = time.Hour

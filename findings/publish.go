@@ -6,7 +6,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 )
 
-// Publish reasons (CONTRACTS.md §4).
+// Publish reasons (docs/FINDINGS.md#publish-policy).
 const (
 	ReasonFirst           = "first"
 	ReasonSeverityChanged = "severity_changed"

@@ -6,7 +6,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 )
 
-// Loop states (derived, BEHAVIOUR.md §4), first match wins.
+// Loop states (derived, docs/FINDINGS.md#loop-states), first match wins.
 const (
 	StateSuppressed         = "suppressed"
 	StateResolved           = "resolved"

@@ -1,6 +1,6 @@
 -- +goose Up
 -- Remediation sessions (one row per assistant session, its transcript as
--- CONTRACTS.md §8 JSON) and the write approvals they wait for. An approval
+-- the JSON of docs/ASSISTANT.md#transcript) and the write approvals they wait for. An approval
 -- row carries everything needed to resume its session exactly where it
 -- stopped: the state machine snapshot, the transcript so far and, for a
 -- model-driven session, the conversation.

@@ -9,7 +9,7 @@ import (
 )
 
 // ReasonBudgetExhausted is the run status reason used when a budget stops
-// the model stages (CONTRACTS.md §3 status_reasons).
+// the model stages (status_reasons, docs/API.md).
 const ReasonBudgetExhausted = "budget_exhausted"
 
 // Budget windows.

@@ -52,7 +52,7 @@ const (
 	AnalysisDeterministic = "deterministic"
 )
 
-// Report is the run report of CONTRACTS.md §3.
+// Report is the run report (docs/PATROL_ARCHITECTURE.md).
 type Report struct {
 	RunID            string             `json:"run_id"`
 	Trigger          Trigger            `json:"trigger"`

@@ -11,7 +11,7 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// Type names a detector (BEHAVIOUR.md §2).
+// Type names a detector (docs/PATROL_ARCHITECTURE.md#signal-catalogue).
 type Type string
 
 // The signal catalogue.

@@ -20,7 +20,7 @@ type Metric struct {
 }
 
 // Metrics are the metric values of a resource: a JSON object of numbers in
-// the snapshot document (CONTRACTS.md §1), held as a slice sorted by name
+// the snapshot document (docs/SOURCES.md), held as a slice sorted by name
 // with one entry per name. A fleet's resources carry a handful of metrics
 // each, so a slice costs a fraction of a map (one small array, often
 // shared with its neighbours' in one allocation) and a lookup scans a few

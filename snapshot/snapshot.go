@@ -18,7 +18,7 @@ const Version = 1
 // Kind is the kind of a resource.
 type Kind string
 
-// Resource kinds (CONTRACTS.md §1).
+// Resource kinds (docs/SOURCES.md).
 const (
 	KindNode      Kind = "node"
 	KindVM        Kind = "vm"

@@ -76,7 +76,7 @@ func TestLifecycleProperties(t *testing.T) {
 					switch c.Kind {
 					case findings.ChangeReopened:
 						// A regression starts a new episode: investigation
-						// fields reset (BEHAVIOUR §4).
+						// fields reset (docs/FINDINGS.md).
 						episodeAttempts[c.Finding.ID] = 0
 						delete(lastEnd, c.Finding.ID)
 						delete(resolvedAt, c.Finding.ID)

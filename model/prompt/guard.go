@@ -6,7 +6,7 @@ import (
 )
 
 // DisclosureWords is how many consecutive policy words a reply may not
-// repeat (BEHAVIOUR.md §9).
+// repeat (docs/MODEL_STAGES.md).
 const DisclosureWords = 6
 
 // WithheldText replaces a reply the guard refused.

@@ -1,5 +1,5 @@
 // Package script holds the providers that need no model: the scripted
-// provider of CONTRACTS.md §7, which returns a fixed list of turns in order
+// provider of docs/MODELS.md, which returns a fixed list of turns in order
 // whatever it is asked, and the replay provider, which re-plays a recorded
 // exchange (model.Recording) so a past run can be re-executed.
 package script

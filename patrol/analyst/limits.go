@@ -1,6 +1,6 @@
 package analyst
 
-// Turn limits of the model stages (BEHAVIOUR.md §8). They are exported so
+// Turn limits of the model stages (docs/MODEL_STAGES.md). They are exported so
 // docs/MODEL_STAGES.md can name them and its guard can read them.
 const (
 	// DetectionTurnsBase, DetectionTurnsPerFlag, DetectionTurnsMin and

@@ -132,7 +132,7 @@ func TestEvaluationPassTurnLimit(t *testing.T) {
 	}
 	a, c := scripted(t, turns, nil)
 	analyze(t, a, input(t, loadSnap(t, "small-faults.json")))
-	// BEHAVIOUR.md §8: the evaluation pass has 5 turns.
+	// docs/MODEL_STAGES.md: the evaluation pass has 5 turns.
 	if got := c.calls(); got != 1+5 || analyst.EvaluationTurns != 5 {
 		t.Errorf("calls %d, want 1 detection + 5 evaluation", got)
 	}
