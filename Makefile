@@ -42,8 +42,9 @@ fuzz:
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net,
 ## each registry pre-check, each cluster rule, then each rule of the store's active-findings
 ## cache, then each rule of what operator actions publish and of the
-## shipped schemas, then each rule of `patrold eval`, in turn; every
-## removal must fail a test.
+## shipped schemas, then each rule of `patrold eval`, then each guard on
+## what the API answers (slow clients, input, the database file), in
+## turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
 	python3 scripts/mutate_net.py
@@ -55,6 +56,7 @@ mutate:
 	python3 scripts/mutate_lifecycle.py
 	python3 scripts/mutate_operator.py
 	python3 scripts/mutate_eval.py
+	python3 scripts/mutate_answers.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -167,7 +167,7 @@ func New(opts Options) (*API, error) {
 	if a.web, err = newWebUI(a); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	a.handler = a.mount(routes)
+	a.handler = LimitBodies(a.mount(routes), opts.MaxBodyBytes)
 	return a, nil
 }
 

@@ -35,6 +35,28 @@ type FindingDetail struct {
 	Investigations []findings.InvestigationRecord `json:"investigations"`
 }
 
+// queryOf parses r's query strictly: a pair url.ParseQuery refuses (bad
+// percent encoding, a ';') is invalid_request naming its parameter, where
+// r.URL.Query() would drop it and turn ?cursor=%%% into the first page.
+func queryOf(r *http.Request) (url.Values, *Error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		return q, nil
+	}
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		name, kerr := url.QueryUnescape(key)
+		if _, perr := url.ParseQuery(pair); perr == nil {
+			continue
+		}
+		if kerr != nil || strings.Contains(key, ";") {
+			return nil, invalid("query", "parameter name %q is not valid (percent encoding, no ';')", key)
+		}
+		return nil, invalid(name, "%q is not valid (percent encoding, no ';')", value)
+	}
+	return nil, invalid("query", "%v", err)
+}
+
 // checkQuery rejects query parameters outside allowed, naming the first.
 func checkQuery(q url.Values, allowed ...string) *Error {
 	for k, vs := range q {
@@ -121,7 +143,11 @@ func NewFindingView(f findings.Finding, now time.Time) FindingView {
 func (a *API) view(f findings.Finding) FindingView { return NewFindingView(f, a.opts.Now()) }
 
 func (a *API) listFindings(w http.ResponseWriter, r *http.Request, _ *call) error {
-	filter, page, e := parseFindingFilter(r.URL.Query())
+	q, e := queryOf(r)
+	if e != nil {
+		return e
+	}
+	filter, page, e := parseFindingFilter(q)
 	if e != nil {
 		return e
 	}

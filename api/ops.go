@@ -19,7 +19,10 @@ type ApprovalList struct {
 }
 
 func (a *API) listApprovals(w http.ResponseWriter, r *http.Request, _ *call) error {
-	q := r.URL.Query()
+	q, e := queryOf(r)
+	if e != nil {
+		return e
+	}
 	if e := checkQuery(q, "limit", "cursor"); e != nil {
 		return e
 	}

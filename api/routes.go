@@ -73,7 +73,8 @@ func (a *API) mount(routes []route) http.Handler {
 	})
 }
 
-// wrap applies metrics, auth, the body limit, error mapping and audit.
+// wrap applies metrics, auth, error mapping and audit (the body limit
+// is Handler's, outside auth).
 func (a *API) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -92,9 +93,6 @@ func (a *API) wrap(rt route) http.Handler {
 			return
 		}
 		c := &call{who: who, target: r.PathValue("id")}
-		if rt.scope == ScopeAdmin {
-			r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes)
-		}
 		if err := rt.h(sw, r, c); err != nil {
 			a.writeError(sw, a.asError(rt, err))
 		}

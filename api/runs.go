@@ -23,7 +23,10 @@ type TriggerResponse struct {
 }
 
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request, _ *call) error {
-	q := r.URL.Query()
+	q, e := queryOf(r)
+	if e != nil {
+		return e
+	}
 	if e := checkQuery(q, "limit", "cursor"); e != nil {
 		return e
 	}

@@ -21,7 +21,10 @@ type ExpireResponse struct {
 }
 
 func (a *API) listSilences(w http.ResponseWriter, r *http.Request, _ *call) error {
-	q := r.URL.Query()
+	q, e := queryOf(r)
+	if e != nil {
+		return e
+	}
 	if e := checkQuery(q, "active", "limit", "cursor"); e != nil {
 		return e
 	}

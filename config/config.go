@@ -81,6 +81,11 @@ type HTTPConfig struct {
 	Listen       string        `koanf:"listen" yaml:"listen"`
 	Tokens       []TokenConfig `koanf:"tokens" yaml:"tokens"`
 	MaxBodyBytes int64         `koanf:"max_body_bytes" yaml:"max_body_bytes"`
+	// ReadHeaderTimeout bounds reading a request's header; ReadTimeout
+	// bounds reading the whole request, body included. A client slower
+	// than either has its connection closed, whatever its token.
+	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout" yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `koanf:"read_timeout" yaml:"read_timeout"`
 	// Pprof serves /debug/pprof/ to admin tokens (off by default).
 	Pprof bool `koanf:"pprof" yaml:"pprof"`
 }
@@ -209,7 +214,8 @@ func Default() Config {
 	return Config{
 		DataDir: "./var",
 		Log:     LogConfig{Level: "info", Format: "text"},
-		HTTP:    HTTPConfig{Listen: "127.0.0.1:9477", MaxBodyBytes: 1 << 20},
+		HTTP: HTTPConfig{Listen: "127.0.0.1:9477", MaxBodyBytes: 1 << 20,
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second},
 		Schedule: ScheduleConfig{Cron: "@every 6h", StartupDelay: 30 * time.Second, SkipStartupIfRecent: time.Hour,
 			RunTimeout: 20 * time.Minute, DrainTimeout: 30 * time.Second},
 		Source: SourceConfig{

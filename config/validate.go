@@ -37,6 +37,12 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes <= 0 {
 		p.add("http.max_body_bytes", "must be positive")
 	}
+	if c.HTTP.ReadHeaderTimeout <= 0 {
+		p.add("http.read_header_timeout", "must be positive")
+	}
+	if c.HTTP.ReadTimeout < c.HTTP.ReadHeaderTimeout {
+		p.add("http.read_timeout", fmt.Sprintf("must be at least http.read_header_timeout (%s), got %s", c.HTTP.ReadHeaderTimeout, c.HTTP.ReadTimeout))
+	}
 	if c.HTTP.Pprof {
 		admin := false
 		for _, t := range c.HTTP.Tokens {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
 )
@@ -51,14 +52,19 @@ func (d *Daemon) startHTTP() error {
 		// Cluster mode: a standby forwards mutations to the writer.
 		h = d.cluster.Forwarding(h)
 	}
-	d.root.td.push("api", serveHTTP(ln, h, d.log, "http server stopped"))
+	// The body limit is outermost: it holds before auth and before a
+	// standby reads a body to forward it.
+	h = api.LimitBodies(h, cfg.HTTP.MaxBodyBytes)
+	d.root.td.push("api", serveHTTP(ln, h, d.log, "http server stopped", cfg.HTTP))
 	return nil
 }
 
 // serveHTTP serves h on ln until the returned stop shuts it down (each
-// request finishing within 5s).
-func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string) func(context.Context) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+// request finishing within 5s). Reading a request's header is bounded by
+// hc.ReadHeaderTimeout and reading all of it by hc.ReadTimeout: a slower
+// client has its connection closed.
+func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string, hc config.HTTPConfig) func(context.Context) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: hc.ReadHeaderTimeout, ReadTimeout: hc.ReadTimeout, IdleTimeout: 2 * time.Minute}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

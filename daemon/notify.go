@@ -69,7 +69,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 			return fmt.Errorf("--listen: %w", err)
 		}
 		addr = ln.Addr().String()
-		r.td.push("metrics http", serveHTTP(ln, r.healthMux(nil), r.log, "metrics server stopped"))
+		r.td.push("metrics http", serveHTTP(ln, r.healthMux(nil), r.log, "metrics server stopped", config.Default().HTTP))
 	}
 	r.log.Info("patrold notify started", "sinks", nr.Sinks(), "nats", b.ClientURL(), "metrics", addr)
 	if ready != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/cluster/sessions"
+	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -103,7 +104,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 			return configErr(fmt.Errorf("--listen: %w", err))
 		}
 		addr = ln.Addr().String()
-		r.td.push("metrics http", serveHTTP(ln, r.healthMux(connected), log, "metrics server stopped"))
+		r.td.push("metrics http", serveHTTP(ln, r.healthMux(connected), log, "metrics server stopped", config.Default().HTTP))
 	}
 	log.Info("worker ready", "nats", b.ClientURL(), "listen", addr, "max_concurrent", cfg.Investigation.MaxConcurrent,
 		"driver", w.Assistant().Driver())

@@ -31,6 +31,27 @@ type Silence struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// MaxSilenceTags bounds a silence's tag matchers (a finding's resource
+// must carry every one of them).
+const MaxSilenceTags = 32
+
+// checkTags names the first unfit tag matcher: too many, empty, or not
+// something a resource tag can be.
+func checkTags(tags []string) []error {
+	if len(tags) > MaxSilenceTags {
+		return []error{fmt.Errorf("matchers.tags: %d tags, at most %d", len(tags), MaxSilenceTags)}
+	}
+	for i, t := range tags {
+		switch {
+		case strings.TrimSpace(t) == "":
+			return []error{fmt.Errorf("matchers.tags[%d]: empty", i)}
+		case snapshot.IDProblem(t) != "":
+			return []error{fmt.Errorf("matchers.tags[%d]: %s", i, snapshot.IDProblem(t))}
+		}
+	}
+	return nil
+}
+
 // MaxSilence bounds how long one silence may last.
 const MaxSilence = 90 * 24 * time.Hour
 
@@ -82,10 +103,11 @@ func (s *Silence) Validate() error {
 		errs = append(errs, errors.New("matchers: at least one of resource, kind, category, signal_type, tags is required"))
 	}
 	if m.Resource != "" {
-		if err := snapshot.ValidGlob(m.Resource); err != nil {
+		if err := snapshot.CheckGlob(m.Resource); err != nil {
 			errs = append(errs, fmt.Errorf("matchers.resource: %w", err))
 		}
 	}
+	errs = append(errs, checkTags(m.Tags)...)
 	if m.Kind != "" && !snapshot.Kind(m.Kind).Valid() {
 		errs = append(errs, fmt.Errorf("matchers.kind: unknown kind %q", m.Kind))
 	}

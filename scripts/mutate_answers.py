@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Show that the rules guarding what the API answers are tested: slow
+and oversized requests, the input a silence or a list query may carry,
+and the watch on the database file: apply each mutation below in turn,
+run the tests that guard it, and report whether they fail. Restores
+every file.
+
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
+
+SLOW = ["./daemon", "-run", "TestSlowClientsAreCutOff"]
+INPUT = ["./api", "-run", "TestSilenceGlobsAndTagsChecked|TestMalformedQueriesName"]
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("body-read-timeout", "daemon/http.go",
+     "ReadTimeout: hc.ReadTimeout, ", "", SLOW),
+    ("body-limit-before-auth", "api/decode.go",
+     "\t\tif r.ContentLength > max {", "\t\tif false {",
+     ["./daemon", "-run", "TestOversizedBodyRefusedBeforeAuth"]),
+    ("glob-reserved-refused", "snapshot/glob.go",
+     "if i := strings.IndexAny(pattern, globReserved); i >= 0 {", "if i := -1; i >= 0 {", INPUT),
+    ("glob-length-capped", "snapshot/glob.go",
+     "\tif len(pattern) > MaxIDBytes {", "\tif false {", INPUT),
+    ("silence-tags-capped", "findings/silences.go",
+     "\tif len(tags) > MaxSilenceTags {", "\tif false {", INPUT),
+    ("silence-tags-not-empty", "findings/silences.go",
+     "\t\tcase strings.TrimSpace(t) == \"\":", "\t\tcase false:", INPUT),
+    ("query-parsed-strictly", "api/findings.go",
+     "\tq, err := url.ParseQuery(r.URL.RawQuery)\n", "\tq, err := r.URL.Query(), error(nil)\n", INPUT),
+]
+
+if __name__ == "__main__":
+    run(MUTATIONS)
