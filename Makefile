@@ -1,7 +1,11 @@
 # patrold: two commands to start (`make run`, `make test`), a few more to work.
 GO       ?= go
 BIN      := bin/patrold
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Releases are tags v0.x.y; between tags git describe gives v0.x.y-N-gHASH,
+# and before the first tag v0.0.0-N-gHASH (never a bare commit hash).
+VERSION  ?= $(shell git describe --tags --match 'v[0-9]*.[0-9]*.[0-9]*' --dirty 2>/dev/null || \
+              echo v0.0.0-$$(git rev-list --count HEAD 2>/dev/null || echo 0)-g$$(git rev-parse --short HEAD 2>/dev/null || echo 0))
+DIST     ?= ./dist
 COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 RUN_ENV  := PATROLD_SCHEDULE_CRON="@every 1m" PATROLD_SCHEDULE_STARTUP_DELAY=1s \
@@ -10,10 +14,19 @@ BENCH    ?= .
 FUZZTIME ?= 20s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test test-race bench fuzz lint vet clean mutate
+.PHONY: build run test test-race bench fuzz lint vet clean mutate dist
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/patrold
+
+## dist: a stripped, version-stamped binary, man pages and completions from
+## the command tree, and the .deb (internal/dist, nfpm as a library).
+dist:
+	rm -rf $(DIST) && mkdir -p $(DIST)/completions
+	CGO_ENABLED=1 $(GO) build -ldflags "-s -w $(LDFLAGS)" -o $(DIST)/patrold ./cmd/patrold
+	$(DIST)/patrold man --dir $(DIST)/man
+	for sh in bash zsh fish; do $(DIST)/patrold completion $$sh > $(DIST)/completions/patrold.$$sh || exit 1; done
+	$(GO) run ./internal/dist/mkdeb -version $(VERSION) -dir $(DIST) -repo .
 
 ## run: the daemon on embedded defaults (demo fleet, embedded NATS, SQLite
 ## under ./var, no model), with a short schedule so findings appear at once.
@@ -66,4 +79,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin var
+	rm -rf bin var $(DIST)

@@ -13,6 +13,7 @@ DOCS = ["./docs", "-run", "Schema|Lifecycle|NATS"]
 FINDING_SCHEMA = "docs/schemas/patrold.finding.v1.json"
 CLI = ["./cmd/patrold"]
 WEB = ["./api", "-run", "TestWeb"]
+DIST = ["./internal/dist", "-run", "TestMakeDistInstalls"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -67,6 +68,9 @@ MUTATIONS = [
     ("web-pages-need-login", "api/web.go", "return &webSession{}, !w.tokensConfigured()", "return &webSession{}, true", WEB),
     ("web-escapes-html", "api/web.go", '\t"html/template"\n', '\t"text/template"\n', WEB),
     ("web-logout-ends-session", "api/web.go", "delete(w.sessions, sessionKey(c.Value))", "delete(w.sessions, sessionKey(c.Value+\"x\"))", WEB),
+    ("dist-strips-the-binary", "Makefile", '-ldflags "-s -w $(LDFLAGS)"', '-ldflags "$(LDFLAGS)"', DIST),
+    ("deb-creates-the-user", "internal/dist/files/postinst",
+     '\tsystemd-sysusers ${DPKG_ROOT:+--root="$DPKG_ROOT"} patrold.conf\n', "", DIST),
     ("schema-requires-recurrence", FINDING_SCHEMA,
      '"required": ["finding", "reason", "recurrence"]', '"required": ["finding", "reason"]', DOCS),
 ]
