@@ -1,8 +1,3 @@
-// Package cluster is patrold's high availability: who writes (the
-// leader lease, leader or standby, and the one writer), how standbys
-// follow (the follower, catch-up, gaps and seeding) and how writes reach
-// the writer (forwarding). See docs/CLUSTER.md.
-//
 // The follower keeps a standby's SQLite in step with the leader's over
 // NATS (cluster mode). The leader's store captures every committed row
 // change into its outbox (store.EnableCapture); the relay publishes those
@@ -13,6 +8,7 @@
 // database has applied the stream's last state change: a standby that
 // wins the lease calls it before its first run, so nothing it already
 // applied is filed or published again.
+
 package cluster
 
 import (
