@@ -41,6 +41,12 @@ MUTATIONS = [
     ("indent-steps-over-escapes", "cmd/patrold/indent.go",
      "\t\t\t\tif src[j] == '\\\\' {\n\t\t\t\t\tj++\n\t\t\t\t}\n", "",
      ["./cmd/patrold", "-run", "TestIndentedIsJSONIndent"]),
+    ("oneshot-leaves-gogc", "cmd/patrold/oneshot_gc.go",
+     'getenv("GOGC") != "" || ', "",
+     ["./cmd/patrold", "-run", "TestOneShotGCLeavesTheOperatorsSettings"]),
+    ("oneshot-least-limit", "cmd/patrold/oneshot_gc.go",
+     "max(int64(float64(size)*oneShotLimitPerFile), oneShotMinLimit)", "int64(float64(size)*oneShotLimitPerFile)",
+     ["./cmd/patrold", "-run", "TestOneShotLimit"]),
 ]
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ func run() int {
 	relayed := make(chan struct{})
 	go func() { relayReloads(ctx, hup, reload); close(relayed) }()
 	defer func() { signal.Stop(hup); stop(); <-relayed }()
-	a := &app{reload: reload, stdout: os.Stdout, stderr: os.Stderr}
+	a := &app{reload: reload, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	root := newRoot(a)
 	root.SetArgs(os.Args[1:])
 	err := root.ExecuteContext(ctx)

@@ -43,6 +43,10 @@ type app struct {
 	// written when it returns (profile.go).
 	cpuProfile  string
 	stopProfile func() error
+	// getenv, when set, is the process's environment, and `run` sets its
+	// collector for a one-shot run (oneShotGC); nil in tests that run
+	// commands in their own process.
+	getenv func(string) string
 }
 
 func newRoot(a *app) *cobra.Command {

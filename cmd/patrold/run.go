@@ -46,6 +46,13 @@ func newRunCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if a.getenv != nil {
+				snapFile := snapPath
+				if snapFile == "" && cfg.Source.Kind == "file" {
+					snapFile = cfg.Source.File.Path
+				}
+				oneShotGC(snapFile, a.getenv)
+			}
 			var ro patrol.RunOptions
 			if snapPath != "" {
 				// Decode before the store is opened: a rejected document

@@ -280,19 +280,26 @@ func BenchmarkServeRun(b *testing.B) {
 
 // BenchmarkIdleServe reports the resident set of `patrold serve` on its
 // defaults (the demo fleet, embedded NATS, SQLite) after its startup run,
-// settled (idle-MB; goal at most 40).
+// settled (idle-MB; goal at most 40), and its two parts: anonymous memory
+// (idle-anon-MB) and file pages mapped, nearly all the binary's
+// (idle-file-MB).
 func BenchmarkIdleServe(b *testing.B) {
 	exe := binary(b)
-	var total int64
+	var total, anon, file int64
 	for b.Loop() {
 		cfg, data := config(b, "schedule: {cron: '@every 24h', startup_delay: 0s}\n")
 		d := serve(b, exe, cfg, data)
 		d.waitRuns(b, 1)
 		time.Sleep(2 * time.Second)
 		total += d.status(b, "VmRSS:")
+		anon += d.status(b, "RssAnon:")
+		file += d.status(b, "RssFile:")
 		d.stop(b)
 	}
-	b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "idle-MB")
+	n := float64(b.N) * (1 << 20)
+	b.ReportMetric(float64(total)/n, "idle-MB")
+	b.ReportMetric(float64(anon)/n, "idle-anon-MB")
+	b.ReportMetric(float64(file)/n, "idle-file-MB")
 }
 
 // daemon is a running `patrold serve`.
