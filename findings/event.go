@@ -18,11 +18,14 @@ type FindingEventData struct {
 // EventFinding is the finding as a finding event carries it: the run
 // report's fields plus its text, evidence and lifecycle times.
 type EventFinding struct {
-	ID              string     `json:"id"`
-	Key             string     `json:"key"`
-	ResourceID      string     `json:"resource_id"`
-	ResourceKind    string     `json:"resource_kind,omitempty"`
-	ResourceName    string     `json:"resource_name,omitempty"`
+	ID           string `json:"id"`
+	Key          string `json:"key"`
+	ResourceID   string `json:"resource_id"`
+	ResourceKind string `json:"resource_kind,omitempty"`
+	ResourceName string `json:"resource_name,omitempty"`
+	// Node is the node of the resource (its own name for a node), when
+	// it has one.
+	Node            string     `json:"node,omitempty"`
 	Category        Category   `json:"category"`
 	Severity        Severity   `json:"severity"`
 	State           string     `json:"state"`
@@ -45,7 +48,7 @@ type EventFinding struct {
 func NewFindingEventData(f *Finding, reason, runID string, now time.Time) FindingEventData {
 	return FindingEventData{
 		Finding: EventFinding{
-			ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, ResourceKind: f.ResourceKind, ResourceName: f.ResourceName,
+			ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, ResourceKind: f.ResourceKind, ResourceName: f.ResourceName, Node: f.ResourceNode,
 			Category: f.Category, Severity: f.Severity, State: LoopStateAt(f, now), Status: f.Status, Source: f.Source,
 			Title: f.Title, Description: f.Description, Recommendation: f.Recommendation, Evidence: f.Evidence,
 			DetectedAt: f.DetectedAt.UTC(), LastSeenAt: f.LastSeenAt.UTC(), ResolvedAt: utcPtr(f.ResolvedAt), ResolveReason: f.ResolveReason,

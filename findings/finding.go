@@ -144,11 +144,14 @@ func ID(resourceID string, category Category, key string) string {
 
 // Finding is one problem on one resource, carried through its lifecycle.
 type Finding struct {
-	ID             string   `json:"id"`
-	Key            string   `json:"key"`
-	ResourceID     string   `json:"resource_id"`
-	ResourceKind   string   `json:"resource_kind,omitempty"`
-	ResourceName   string   `json:"resource_name,omitempty"`
+	ID           string `json:"id"`
+	Key          string `json:"key"`
+	ResourceID   string `json:"resource_id"`
+	ResourceKind string `json:"resource_kind,omitempty"`
+	ResourceName string `json:"resource_name,omitempty"`
+	// ResourceNode is the node the resource is on (a node's own name),
+	// when the snapshot says.
+	ResourceNode   string   `json:"resource_node,omitempty"`
 	ResourceTags   []string `json:"resource_tags,omitempty"`
 	Category       Category `json:"category"`
 	Severity       Severity `json:"severity"`

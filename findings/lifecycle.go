@@ -13,6 +13,7 @@ type Observation struct {
 	ResourceID     string
 	ResourceKind   string
 	ResourceName   string
+	ResourceNode   string
 	ResourceTags   []string
 	Category       Category
 	Severity       Severity
@@ -72,7 +73,7 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	id := o.Normalize()
 	if existing == nil {
 		f := Finding{
-			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind, ResourceName: o.ResourceName, ResourceTags: o.ResourceTags,
+			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind, ResourceName: o.ResourceName, ResourceNode: o.ResourceNode, ResourceTags: o.ResourceTags,
 			Category: o.Category, Severity: o.Severity, Source: o.Source, Status: StatusActive,
 			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,
 		}
@@ -84,6 +85,9 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	f := *existing
 	f.LastSeenAt, f.LastRunID = now, runID
 	f.TimesRaised++
+	if o.ResourceNode != "" {
+		f.ResourceNode = o.ResourceNode
+	}
 	if o.ResourceName != "" {
 		f.ResourceName = o.ResourceName
 	}

@@ -68,6 +68,10 @@ func (s *amSink) labels(ev *findingEvent) model.LabelSet {
 	if f.ResourceKind != "" {
 		ls["resource_kind"] = model.LabelValue(f.ResourceKind)
 	}
+	if f.Node != "" {
+		// Operators group by host.
+		ls["node"] = model.LabelValue(f.Node)
+	}
 	if f.Source != "" {
 		// model or deterministic: routing can tell the model's findings
 		// from the net's.

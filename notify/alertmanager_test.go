@@ -308,3 +308,22 @@ patrold_notify_active_alerts{sink="am"} 2
 		return slices.Equal(am.ids(), want), fmt.Sprint(am.ids())
 	})
 }
+
+// TestAlertmanagerNodeLabel: an alert carries the node of its finding's
+// resource, so operators group by host; a finding without one has none.
+func TestAlertmanagerNodeLabel(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)}
+	s := testAMSink(t, c)
+	f := testFinding("vm/101", "vm", findings.CategoryBackup, "backup_failed", findings.SeverityWarning)
+	f.ResourceNode = "pve2"
+	got := s.apply(decoded(t, findingRow(t, "e1", "opened", f, c.now())), 10)
+	want := model.LabelSet{"alertname": "backup_failed", "resource_id": "vm/101", "resource_kind": "vm", "node": "pve2",
+		"severity": "warning", "category": "backup", "finding_id": model.LabelValue(f.ID), "team": "infra", "source": "deterministic"}
+	if len(got) != 1 || !reflect.DeepEqual(got[0].Labels, want) {
+		t.Fatalf("labels %+v, want %+v", got, want)
+	}
+	g := testFinding("vm/102", "vm", findings.CategoryBackup, "backup_failed", findings.SeverityWarning)
+	if got := s.apply(decoded(t, findingRow(t, "e2", "opened", g, c.now())), 11); len(got) != 1 || got[0].Labels["node"] != "" {
+		t.Fatalf("no node: %+v", got)
+	}
+}

@@ -139,7 +139,20 @@ func (m safeMemo) name(s string) string { return m.text(s, prompt.MaxNameRunes) 
 func (m safeMemo) observation(s *signals.Signal, r *snapshot.Resource) findings.Observation {
 	o := observationFor(s)
 	o.ResourceTags = m.names(r.Tags)
+	o.ResourceNode = m.name(nodeOf(r))
 	return o
+}
+
+// nodeOf is the node a resource is on: a node's own name (its id after
+// "node/"), else its parent's when the parent is a node; "" otherwise.
+func nodeOf(r *snapshot.Resource) string {
+	switch {
+	case r.Kind == snapshot.KindNode:
+		return strings.TrimPrefix(r.ID, "node/")
+	case strings.HasPrefix(r.Parent, "node/"):
+		return strings.TrimPrefix(r.Parent, "node/")
+	}
+	return ""
 }
 
 // names is prompt.Names, remembered: a new slice, nil stays nil.

@@ -71,9 +71,15 @@ func TestForecastThroughTheRun(t *testing.T) {
 	}
 	active, _ := st.Active(context.Background())
 	if !slices.ContainsFunc(active, func(f findings.Finding) bool {
-		return f.Key == "capacity_forecast" && f.ResourceID == demo.ShowcaseFilling
+		return f.Key == "capacity_forecast" && f.ResourceID == demo.ShowcaseFilling && f.ResourceNode == "pve1"
 	}) {
-		t.Fatalf("no capacity_forecast finding among %d", len(active))
+		t.Fatalf("no capacity_forecast finding on node pve1 among %d", len(active))
+	}
+	// Every finding names its resource's node.
+	for _, f := range active {
+		if f.ResourceNode != "pve1" && f.ResourceNode != "pve2" {
+			t.Errorf("%s on %s has node %q", f.Key, f.ResourceID, f.ResourceNode)
+		}
 	}
 	hist.fail = true
 	now = now.Add(time.Minute)

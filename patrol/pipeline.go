@@ -156,6 +156,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		for i := range unmatched {
 			if res := byID.get(unmatched[i].ResourceID); res != nil {
 				obs[i].ResourceTags = memo.names(res.Tags)
+				obs[i].ResourceNode = memo.name(nodeOf(res))
 			}
 		}
 	}

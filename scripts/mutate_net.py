@@ -142,6 +142,17 @@ MUTATIONS += [
      ["./store", "-run", "TestUsageSeries"]),
 ]
 
+# Alerts and events carry the resource's node.
+MUTATIONS += [
+    ("alertmanager-node-label", "notify/alertmanager.go",
+     '\t\tls["node"] = model.LabelValue(f.Node)\n', "\n", ["./notify", "-run", "TestAlertmanagerNodeLabel"]),
+    ("finding-node-of-parent", "patrol/filing.go",
+     '\tcase strings.HasPrefix(r.Parent, "node/"):\n', "\tcase false:\n", ["./patrol", "-run", "TestForecastThroughTheRun"]),
+    ("finding-node-stored", "store/rows.go",
+     "string(tags), f.Silenced, f.Attempt, f.ResourceNode}", 'string(tags), f.Silenced, f.Attempt, ""}',
+     ["./patrol", "-run", "TestForecastThroughTheRun"]),
+]
+
 PVE = ["./snapshot/proxmox"]
 
 # What the Proxmox source and the prober must not let through (docs/SOURCES.md).

@@ -310,7 +310,7 @@ func onlyTouched(c *findings.Change) bool {
 	}
 	a, b := c.Previous, &c.Finding
 	return a.Severity == b.Severity && a.Title == b.Title && a.Description == b.Description && a.Recommendation == b.Recommendation &&
-		a.Evidence == b.Evidence && a.ResourceName == b.ResourceName && a.ResourceKind == b.ResourceKind &&
+		a.Evidence == b.Evidence && a.ResourceName == b.ResourceName && a.ResourceKind == b.ResourceKind && a.ResourceNode == b.ResourceNode &&
 		a.Silenced == b.Silenced && a.SeenWhileSuppressed == b.SeenWhileSuppressed && a.Flapping == b.Flapping &&
 		len(a.Transitions) == len(b.Transitions) && slices.Equal(a.ResourceTags, b.ResourceTags) &&
 		a.TimesRaised+1 == b.TimesRaised

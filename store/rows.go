@@ -20,7 +20,7 @@ const findingColumns = `id, key, resource_id, resource_kind, resource_name, cate
 	snoozed_until, dismissed_reason, dismissed_at, suppressed, seen_while_suppressed,
 	investigation_attempts, investigation_status, investigation_started_at, last_investigation_at,
 	last_outcome, investigation_session_id, fix_summary, previous_fix_summary, last_published_at,
-	last_published_severity, last_published_event, transitions, flapping, resource_tags, silenced, investigation_attempt`
+	last_published_severity, last_published_event, transitions, flapping, resource_tags, silenced, investigation_attempt, resource_node`
 
 // findingsFrom is what findings are read from: a finding's row and its
 // re-detection values (finding_seen, migration 00012), joined by id.
@@ -64,7 +64,7 @@ func scanFinding(sc scanner) (findings.Finding, error) {
 		&snoozed, &f.DismissedReason, &dismissed, &f.Suppressed, &f.SeenWhileSuppressed,
 		&f.Attempts, &f.InvestigationStatus, &invStarted, &lastInv,
 		&f.LastOutcome, &f.InvestigationSession, &f.FixSummary, &f.PreviousFixSummary, &lastPub,
-		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced, &f.Attempt)
+		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced, &f.Attempt, &f.ResourceNode)
 	if err != nil {
 		return f, err
 	}
@@ -142,7 +142,7 @@ func findingArgs(f *findings.Finding) (row, seen []any) {
 		fmtTimePtr(f.SnoozedUntil), f.DismissedReason, fmtTimePtr(f.DismissedAt), f.Suppressed, f.SeenWhileSuppressed,
 		f.Attempts, f.InvestigationStatus, fmtTimePtr(f.InvestigationStarted), fmtTimePtr(f.LastInvestigationAt),
 		f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary, fmtTimePtr(f.LastPublishedAt),
-		f.LastPublishedSeverity, f.LastPublishedEvent, tr, f.Flapping, string(tags), f.Silenced, f.Attempt}
+		f.LastPublishedSeverity, f.LastPublishedEvent, tr, f.Flapping, string(tags), f.Silenced, f.Attempt, f.ResourceNode}
 	return row, []any{f.ID, fmtTime(f.LastSeenAt), f.LastRunID, f.TimesRaised}
 }
 
