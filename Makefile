@@ -56,7 +56,8 @@ fuzz:
 ## each registry pre-check, each cluster rule, then each rule of the store's active-findings
 ## cache, then each rule of what operator actions publish and of the
 ## shipped schemas, then each rule of `patrold eval`, then each guard on
-## what the API answers (slow clients, input, the database file), in
+## what the API answers (slow clients, input, the database file), then
+## each rule that checks model claims and makes outside text safe, in
 ## turn; every removal must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
@@ -70,6 +71,7 @@ mutate:
 	python3 scripts/mutate_operator.py
 	python3 scripts/mutate_eval.py
 	python3 scripts/mutate_answers.py
+	python3 scripts/mutate_claims.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -3,6 +3,7 @@ package assistant
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,16 @@ func queue(t *testing.T, fx *fixture, a *Assistant, risk Risk) (*Result, Approva
 	if err != nil || next != "" {
 		t.Fatal(err)
 	}
-	pending := list.([]Approval)
+	views := list.([]ApprovalView)
+	pending := make([]Approval, len(views))
+	for i, v := range views {
+		pending[i] = v.Approval
+		act, _ := a.action(v.Action)
+		if v.ReasonBy != ReasonByModel || v.Declared.Description != act.Description || !slices.Equal(v.Declared.Command, act.Command) ||
+			v.Declared.Risk != act.Risk || v.Condition == nil || v.Condition.Key != fx.finding.Key || v.Target.ID != v.ResourceID {
+			t.Fatalf("approval view %s, declared action %s", mustJSON(t, v), mustJSON(t, act))
+		}
+	}
 	if len(pending) != 1 || pending[0].ID != res.ApprovalID || pending[0].State != ApprovalPending ||
 		pending[0].Action != "prune_snapshots" || pending[0].Risk != risk || !pending[0].ExpiresAt.Equal(t0.Add(DefaultApprovalTTL)) {
 		t.Fatalf("pending approvals %s", mustJSON(t, pending))
@@ -129,7 +139,7 @@ func TestApprovalExpires(t *testing.T) {
 	if _, err := a.Approve(context.Background(), ap.ID, "ops"); !errors.Is(err, ErrApprovalExpired) {
 		t.Fatalf("approve after expiry: %v", err)
 	}
-	if list, _, _ := a.List(context.Background(), findings.Page{}); len(list.([]Approval)) != 0 {
+	if list, _, _ := a.List(context.Background(), findings.Page{}); len(list.([]ApprovalView)) != 0 {
 		t.Fatalf("still listed: %v", list)
 	}
 	outs := fx.pub.outcomes(t)

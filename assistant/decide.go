@@ -22,9 +22,10 @@ type DecisionResult struct {
 	Transcript *Transcript `json:"transcript,omitempty"`
 }
 
-// List returns the pending approvals (api.Approvals).
+// List returns the pending approvals as an approver is shown them
+// (api.Approvals).
 func (a *Assistant) List(ctx context.Context, page findings.Page) (any, string, error) {
-	return a.PendingPage(ctx, a.nowUTC(), page)
+	return a.PendingViews(ctx, page)
 }
 
 // Approve approves a pending write and resumes its session from the

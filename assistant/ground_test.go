@@ -28,6 +28,24 @@ func TestGroundNote(t *testing.T) {
 	}
 }
 
+// TestFileNoteGroundsWhatItStores: a figure the fold makes plain
+// (fullwidth, another script, behind a zero-width or no-break space) is
+// grounded as the figure it is stored as.
+func TestFileNoteGroundsWhatItStores(t *testing.T) {
+	evidence := []string{`{"ok":true,"result":{"resource_id":"storage/pve1/local-zfs","value":96.3}}`}
+	for in, want := range map[string]string{
+		"Usage fell to \uff11\uff12%.":   "Usage fell to [ungrounded]%.",
+		"Usage fell to \u0661\u0662%.":   "Usage fell to [ungrounded]%.",
+		"Usage fell to\u200b12%.":        "Usage fell to[ungrounded]%.",
+		"Usage at\u00a096.3%, fine.":     "Usage at 96.3%, fine.",
+		"Usage is \uff19\uff16.\uff13%.": "Usage is 96.3%.",
+	} {
+		if got, _ := fileNote(in, evidence); got != want {
+			t.Errorf("fileNote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // FuzzGroundNote: grounding never panics, is stable (grounding its own
 // output strips nothing more), and leaves no figure the evidence lacks.
 func FuzzGroundNote(f *testing.F) {

@@ -267,8 +267,15 @@ func (s *session) note(res *agent.Result) {
 			evidence = append(evidence, m.Content)
 		}
 	}
-	text, stripped := groundNote(res.FinalAnswer, evidence)
-	t.FinalAnswer, t.NoteStripped = safeText(text, maxNoteRunes), stripped
+	t.FinalAnswer, t.NoteStripped = fileNote(res.FinalAnswer, evidence)
+}
+
+// fileNote is the filing path of a note: normalised first (the fold that
+// makes it safe, so "１２" is the 12 it will be stored as), then grounded,
+// and stored as checked (capped once more after the markers).
+func fileNote(text string, evidence []string) (string, []string) {
+	grounded, stripped := groundNote(safeText(text, maxNoteRunes), evidence)
+	return safeText(grounded, maxNoteRunes), stripped
 }
 
 // finalise lets a playbook finish the way a model's final answer does:

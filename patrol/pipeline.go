@@ -259,10 +259,20 @@ func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions, strea
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: %w", err)
 	}
+	if stream == nil || !isKept(set.Source) {
+		// A source that builds its resources itself: ids are checked here,
+		// as Decode checks a document's.
+		problems = snapshot.DropUnfitIDs(snap, problems)
+	}
 	if snap.TakenAt.IsZero() {
 		snap.TakenAt = r.opts.Now()
 	}
 	return snap, problems, nil
+}
+
+func isKept(src snapshot.Source) bool {
+	_, ok := src.(snapshot.KeptSource)
+	return ok
 }
 
 func runCtxErr(err error) error {

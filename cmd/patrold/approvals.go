@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +15,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/model/prompt"
+	"github.com/patrold/patrold/internal/termsafe"
 )
 
 // approvalsClientSlack is added to investigation.timeout for the HTTP
@@ -35,7 +37,7 @@ func newApprovalsCmd(a *app) *cobra.Command {
 			if err := checkPage("approvals", page); err != nil {
 				return err
 			}
-			var out []assistant.Approval
+			var out []assistant.ApprovalView
 			next := ""
 			err := a.withApprovals(cmd.Context(), false, func(c *api.Client) error {
 				raw, n, err := c.ApprovalsPage(cmd.Context(), page)
@@ -44,7 +46,7 @@ func newApprovalsCmd(a *app) *cobra.Command {
 				}
 				return apiErr(err)
 			}, func(asst *assistant.Assistant) (err error) {
-				out, next, err = asst.PendingPage(cmd.Context(), time.Now(), page)
+				out, next, err = asst.PendingViews(cmd.Context(), page)
 				return err
 			})
 			if err != nil {
@@ -54,11 +56,8 @@ func newApprovalsCmd(a *app) *cobra.Command {
 			if output == "json" {
 				return a.printPage(cmd, "approvals", out, len(out), next)
 			}
-			for _, ap := range out {
-				fmt.Fprintf(a.stdout, "%s  finding %s  %s on %s  risk=%s  expires %s\n", ap.ID, ap.FindingID, ap.Action, prompt.Name(ap.ResourceID), ap.Risk, ap.ExpiresAt.Format(time.RFC3339))
-				if ap.Reason != "" {
-					fmt.Fprintf(a.stdout, "  reason: %s\n", ap.Reason)
-				}
+			for i := range out {
+				printApproval(a.stdout, &out[i])
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(a.stdout, "no pending approvals")
@@ -170,4 +169,35 @@ func approvalErr(err error) error {
 		return fmt.Errorf("%s: %w", ae.Message, api.ErrApprovalDecided)
 	}
 	return err
+}
+
+// printApproval shows an approver what will run: the declared action,
+// its command template and risk, the target, the live condition, and the
+// model's reason labelled as the model's words. Every field is escaped.
+func printApproval(w io.Writer, ap *assistant.ApprovalView) {
+	f := termsafe.Field
+	fmt.Fprintf(w, "%s  finding %s  expires %s\n", f(ap.ID), f(ap.FindingID), ap.ExpiresAt.Format(time.RFC3339))
+	desc := ap.Declared.Description
+	if ap.Declared.Missing {
+		desc = "(no longer declared: the approval cannot run)"
+	}
+	fmt.Fprintf(w, "  action:       %s: %s\n", f(ap.Action), f(desc))
+	fmt.Fprintf(w, "  command:      %s\n", f(strings.Join(ap.Declared.Command, " ")))
+	fmt.Fprintf(w, "  risk:         %s\n", f(string(ap.Declared.Risk)))
+	target := f(ap.Target.Kind) + " " + f(ap.Target.ID)
+	if ap.Target.Name != "" {
+		target += " (" + f(ap.Target.Name) + ")"
+	}
+	fmt.Fprintf(w, "  target:       %s\n", target)
+	if c := ap.Condition; c != nil {
+		fmt.Fprintf(w, "  condition:    %s %s %s (%s): %s\n", f(string(c.Status)), f(string(c.Severity)), f(c.Key), f(string(c.Source)), f(c.Title))
+		if c.Evidence != "" {
+			fmt.Fprintf(w, "  evidence:     %s\n", f(c.Evidence))
+		}
+	} else {
+		fmt.Fprintln(w, "  condition:    (the finding is gone)")
+	}
+	if ap.Reason != "" {
+		fmt.Fprintf(w, "  model's words (not checked): %s\n", f(ap.Reason))
+	}
 }

@@ -47,11 +47,12 @@ type attack struct {
 	// Actions are declared with their command replaced by one that appends
 	// the action's name (and prints Output) to the marker file.
 	Actions []struct {
-		Name    string   `yaml:"name"`
-		Risk    string   `yaml:"risk"`
-		Kinds   []string `yaml:"kinds"`
-		Signals []string `yaml:"signals"`
-		Output  string   `yaml:"output"`
+		Name        string   `yaml:"name"`
+		Description string   `yaml:"description"`
+		Risk        string   `yaml:"risk"`
+		Kinds       []string `yaml:"kinds"`
+		Signals     []string `yaml:"signals"`
+		Output      string   `yaml:"output"`
 	} `yaml:"actions"`
 	// Config is appended to the configuration; ModelConfig is added inside
 	// the model section (flow style, e.g. "budget: {per_run_usd: 1}").
@@ -84,6 +85,9 @@ type attack struct {
 		Approvals           int      `yaml:"approvals"`
 		ApprovalReasonLacks []string `yaml:"approval_reason_lacks"`
 		ApprovalReasonHas   []string `yaml:"approval_reason_has"`
+		// ApprovalsPrinted: the detail lines `approvals list` prints, whole
+		// ("$ACT" stands for the marker script's path).
+		ApprovalsPrinted []string `yaml:"approvals_printed"`
 		// NoLiveInjection: no request the provider received carries a
 		// live injection (see liveInjections).
 		NoLiveInjection bool `yaml:"no_live_injection"`
@@ -383,7 +387,7 @@ func runAttack(t *testing.T, a *attack) {
 	for _, ac := range a.Actions {
 		kinds, _ := json.Marshal(ac.Kinds)
 		sigs, _ := json.Marshal(ac.Signals)
-		fmt.Fprintf(&cfg, "  - {name: %s, risk: %s, kinds: %s, signals: %s, command: [%q, %s, %q]}\n", ac.Name, ac.Risk,
+		fmt.Fprintf(&cfg, "  - {name: %s, description: %q, risk: %s, kinds: %s, signals: %s, command: [%q, %s, %q]}\n", ac.Name, ac.Description, ac.Risk,
 			nullToEmpty(kinds, ac.Kinds == nil), nullToEmpty(sigs, ac.Signals == nil), act, ac.Name, ac.Output)
 	}
 	cfg.WriteString(a.Config)
@@ -520,6 +524,21 @@ func runAttack(t *testing.T, a *attack) {
 	for _, s := range a.Expect.ApprovalReasonLacks {
 		if strings.Contains(reasons, s) {
 			t.Errorf("approval reason holds %q: %q", s, reasons)
+		}
+	}
+	if a.Expect.ApprovalsPrinted != nil {
+		out, code := c.run("approvals", "list")
+		if code != 0 {
+			t.Fatalf("approvals list: exit %d: %s", code, out)
+		}
+		var got []string
+		for _, l := range strings.Split(strings.ReplaceAll(out, act, "$ACT"), "\n") {
+			if strings.HasPrefix(l, "  ") {
+				got = append(got, l)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(a.Expect.ApprovalsPrinted, "\n") {
+			t.Errorf("approvals list prints\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(a.Expect.ApprovalsPrinted, "\n"))
 		}
 	}
 	if a.Expect.Replay {

@@ -26,6 +26,7 @@ var docConstants = map[string]float64{
 	"DefaultMaxOutputTokens": analyst.DefaultMaxOutputTokens, "DefaultListLimit": analyst.DefaultListLimit,
 	"MaxListLimit": analyst.MaxListLimit, "MaxTitleChars": analyst.MaxTitleChars, "MaxTextChars": analyst.MaxTextChars,
 	"MaxNameRunes": prompt.MaxNameRunes, "MaxErrorRunes": signals.MaxErrorRunes,
+	"DefaultMaxModelFindingsPerRun": analyst.DefaultMaxModelFindingsPerRun, "DefaultMaxModelFindingsPerResource": analyst.DefaultMaxModelFindingsPerResource,
 }
 
 // The name cap is one figure: detection clips names at the length the
@@ -158,5 +159,81 @@ func TestDocTools(t *testing.T) {
 		analyst.ToolListResources, analyst.ToolGetResource, analyst.ToolListFindings, analyst.ToolReportFinding, analyst.ToolAssessFinding,
 	}) {
 		t.Errorf("detection profile %v", analyst.Profiles()[analyst.StageDetection].Tools)
+	}
+}
+
+var familyRow = regexp.MustCompile("^\\| `([a-z_]+)` \\| (.+) \\|$")
+
+// docFamilies is what docs/MODEL_STAGES.md states of the quantity
+// families (the table after guard:families) and the threshold words.
+func docFamilies(lines []string) (map[string][]string, []string) {
+	fams := map[string][]string{}
+	var thresholds []string
+	in := false
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "<!-- guard:families -->"):
+			in = true
+		case in && familyRow.MatchString(l):
+			m := familyRow.FindStringSubmatch(l)
+			fams[m[1]] = backticked(m[2])
+		case strings.HasPrefix(l, "Threshold words: "):
+			thresholds = backticked(l)
+			in = false
+		}
+	}
+	return fams, thresholds
+}
+
+func backticked(s string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkFamilies compares the doc with the code, both ways.
+func checkFamilies(lines []string, fams map[string][]string, thresholds []string) []string {
+	docFams, docTh := docFamilies(lines)
+	var problems []string
+	for f, words := range fams {
+		words = slices.Sorted(slices.Values(words))
+		if got, ok := docFams[f]; !ok {
+			problems = append(problems, "family "+f+" is missing")
+		} else if !slices.Equal(got, words) {
+			problems = append(problems, "family "+f+": the doc says "+strings.Join(got, ",")+", the code "+strings.Join(words, ","))
+		}
+	}
+	for f := range docFams {
+		if _, ok := fams[f]; !ok {
+			problems = append(problems, "family "+f+" is documented but not in the code")
+		}
+	}
+	if th := slices.Sorted(slices.Values(thresholds)); !slices.Equal(docTh, th) {
+		problems = append(problems, "threshold words: the doc says "+strings.Join(docTh, ",")+", the code "+strings.Join(th, ","))
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// TestDocFamilies: the families and threshold words of grounding are
+// documented exactly as the code has them.
+func TestDocFamilies(t *testing.T) {
+	for _, p := range checkFamilies(readDoc(t), analyst.FamilyWords(), analyst.ThresholdWords()) {
+		t.Error("docs/MODEL_STAGES.md: " + p)
+	}
+}
+
+// The families guard fails when the code changes under it.
+func TestDocFamiliesGuardBites(t *testing.T) {
+	fams := analyst.FamilyWords()
+	fams["memory"] = append(fams["memory"], "heap")
+	fams["gpu"] = []string{"gpu"}
+	delete(fams, "window")
+	got := checkFamilies(readDoc(t), fams, append(analyst.ThresholdWords(), "ceiling"))
+	if len(got) != 4 {
+		t.Errorf("guard found %v, want four problems", got)
 	}
 }

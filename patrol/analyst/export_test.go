@@ -35,3 +35,21 @@ func NewIndex(results []string) Index {
 func (ix Index) Unsupported(resourceID string, texts ...string) []string {
 	return ix.c.unsupported(resourceID, "", nil, texts...)
 }
+
+// FamilyWords exposes the words a claim names each quantity family by.
+func FamilyWords() map[string][]string {
+	out := map[string][]string{}
+	for w, f := range familyWords {
+		out[f] = append(out[f], w)
+	}
+	return out
+}
+
+// ThresholdWords exposes the words that mark a figure as a threshold.
+func ThresholdWords() []string {
+	out := make([]string, 0, len(thresholdWords))
+	for w := range thresholdWords {
+		out = append(out, w)
+	}
+	return out
+}

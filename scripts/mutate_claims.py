@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Show that the rules that check model claims and make outside text safe
+are tested: normalise before grounding, binding a figure to the quantity
+its text names, free text supporting nothing, number words, severity
+agreement, present not overruling detection, the model-finding caps, the
+list order and the alert's source label, resource-id validation at
+decode and the CLI's escaping. Apply each mutation below in turn, run the
+tests that guard it, and report whether they fail. Restores every file.
+
+The loop is scripts/mutations.py (a stale mutation fails the script)."""
+from mutations import run
+
+GROUND = "patrol/analyst/ground.go"
+REPORT = "patrol/analyst/report.go"
+ATTACKS = ["./cmd/patrold", "-run", "TestPatrolAttacks"]
+ANALYST = ["./patrol/analyst"]
+
+# (name, file, original, mutated, test args)
+MUTATIONS = [
+    ("normalise-before-ground", REPORT,
+     "\tif err := r.ground(resourceID, key, out...); err != nil {",
+     "\traws := make([]string, len(fields))\n\tfor i, f := range fields {\n\t\traws[i] = f.raw\n\t}\n"
+     "\tif err := r.ground(resourceID, key, raws...); err != nil {", ATTACKS),
+    ("store-what-was-checked", REPORT,
+     "Description: texts[1],", "Description: args.Description,",
+     ATTACKS),
+    ("fold-script-digits", "model/prompt/safe.go",
+     "\tif d, ok := digitValue(r); ok {", "\tif d, ok := digitValue(r); ok && false {", ATTACKS),
+    ("quantity-family-binding", GROUND,
+     "if f.Family == \"\" || !familiesMatch(f.Family, q) || q.threshold != f.Threshold {",
+     "if f.Family == \"\" || q.threshold != f.Threshold {", ATTACKS),
+    ("threshold-only-when-named", GROUND,
+     "if f.Family == \"\" || !familiesMatch(f.Family, q) || q.threshold != f.Threshold {",
+     "if f.Family == \"\" || !familiesMatch(f.Family, q) {", ATTACKS),
+    ("unit-aware", GROUND,
+     "\tif f.Unit != q.unit {\n\t\treturn false\n\t}", "", ATTACKS),
+    ("precision-shown", GROUND,
+     "\t\treturn roundTo(q.value, f.Decimals) == f.Value\n",
+     "\t\treturn math.Round(q.value) == math.Round(f.Value)\n", ATTACKS),
+    ("free-text-supports-nothing", GROUND,
+     "\tcase string:\n\t\tif scope == nil {\n\t\t\treturn\n\t\t}\n",
+     "\tcase string:\n\t\tif scope == nil {\n\t\t\treturn\n\t\t}\n\t\tscope.addFreeText(x)\n", ATTACKS),
+    ("number-words-are-figures", GROUND,
+     "if num, end, ok := numberWords(s, i); ok {", "if num, end, ok := numberWords(s, i); ok && false {", ATTACKS),
+    ("figure-glued-to-a-word", GROUND,
+     "if (glued || gluedAfter) && !(unitOK || (glued && strings.Contains(num, \".\"))) {",
+     "if glued || gluedAfter {", ATTACKS),
+    ("ids-must-be-read", GROUND,
+     "\t\tif !f.ids[id] || c.res[id] == nil {", "\t\tif false {", ATTACKS),
+    ("node-names-checked", GROUND,
+     "\t\tif id, ok := nodes[n]; !ok || c.res[id] == nil {", "\t\tif false {", ATTACKS),
+    ("recommendation-grounded", REPORT,
+     "modelText{args.Recommendation, MaxTextChars}, modelText{args.Evidence, MaxTextChars})",
+     "modelText{args.Evidence, MaxTextChars})\n\ttexts = append(texts[:2:2], args.Recommendation, texts[1])", ATTACKS),
+    ("severity-below-signal", REPORT,
+     "\t\tif signals.SeverityRank(string(sev)) > signals.SeverityRank(s.Severity) {", "\t\tif false {", ATTACKS),
+    ("severity-none-below-trigger", REPORT,
+     "\tif !signals.Evaluated(res, typ) {\n\t\treturn nil // detection", "\tif true {\n\t\treturn nil // detection", ATTACKS),
+    ("present-cannot-overrule", REPORT, "\t\tif r.cleared(f) {", "\t\tif false {", ATTACKS),
+    ("cap-per-run", REPORT, "\tif r.reported >= perRun {", "\tif false {", ATTACKS),
+    ("cap-per-resource", REPORT, "\tif r.perResource[resourceID] >= perRes {", "\tif false {", ATTACKS),
+    ("list-net-first", "store/rows.go",
+     "`(CASE WHEN source = 'model' THEN 4 ELSE 0 END + CASE", "`(0 + CASE",
+     ["./store", "-run", "TestListPutsTheNetFirst"]),
+    ("list-order-documented", "store/rows.go",
+     "`(CASE WHEN source = 'model' THEN 4 ELSE 0 END + CASE", "`(CASE WHEN source = 'model' THEN 0 ELSE 4 END + CASE",
+     ["./docs", "-run", "TestListOrderDoc"]),
+    ("alert-carries-source", "notify/alertmanager.go",
+     "\t\tls[\"source\"] = model.LabelValue(f.Source)\n", "", ["./notify", "-run", "TestAlertmanager"]),
+    ("id-validated-v1", "snapshot/wire.go",
+     "\tif prob := IDProblem(CanonicalID(*w.ID)); prob != \"\" {", "\tif prob := \"\"; prob != \"\" {",
+     ["./snapshot", "-run", "TestDecodeRefusesUnfitIDs"]),
+    ("parent-validated-v1", "snapshot/wire.go",
+     "\tif prob := IDProblem(w.Parent); prob != \"\" {", "\tif prob := \"\"; prob != \"\" {",
+     ["./snapshot", "-run", "TestDecodeRefusesUnfitIDs"]),
+    ("id-validated-fast", "snapshot/fast.go",
+     "if r.ID == \"\" || IDProblem(r.ID) != \"\" || IDProblem(r.Parent) != \"\" {", "if r.ID == \"\" {",
+     ["./snapshot", "-run", "TestDecodeRefusesUnfitIDs"]),
+    ("problem-names-id-escaped", "snapshot/snapshot.go",
+     "\tif IDProblem(id) == \"\" {\n\t\treturn id", "\tif true {\n\t\treturn id",
+     ["./snapshot", "-run", "TestDecodeRefusesUnfitIDs"]),
+    ("source-built-ids-checked", "snapshot/ids.go",
+     "\t\tif IDProblem(snap.Resources[i].ID) != \"\" || IDProblem(snap.Resources[i].Parent) != \"\" {", "\t\tif false {",
+     ["./snapshot", "-run", "TestDropUnfitIDs"]),
+    ("note-normalised-first", "assistant/session.go",
+     "groundNote(safeText(text, maxNoteRunes), evidence)", "groundNote(text, evidence)",
+     ["./assistant", "-run", "TestFileNoteGroundsWhatItStores"]),
+    ("approval-shows-declaration", "assistant/approval_view.go",
+     "v.Declared = DeclaredAction{Description: act.Description, Command:", "v.Declared = DeclaredAction{Command:",
+     ["./cmd/patrold", "-run", "TestAssistantAttacks/approval-shows"]),
+    ("approval-reason-labelled", "cmd/patrold/approvals.go",
+     "\"  model's words (not checked): %s\\n\"", "\"  reason: %s\\n\"",
+     ["./cmd/patrold", "-run", "TestAssistantAttacks/approval-shows"]),
+    ("cli-escapes-fields", "internal/termsafe/termsafe.go",
+     "\t\tcase r == '\\n':\n\t\t\tb.WriteString(`\\n`)\n", "",
+     ["./cmd/patrold", "-run", "TestTextOutputEscapesEveryField|TestPatrolAttacks/p32"]),
+    ("cli-escapes-live-runes", "internal/termsafe/termsafe.go",
+     "\t\tcase live(r) && r < 0x100:", "\t\tcase false:",
+     ["./cmd/patrold", "-run", "TestTextOutputEscapesEveryField"]),
+    ("list-escapes-title", "cmd/patrold/findings.go",
+     "termsafe.Field(f.ResourceID), termsafe.Field(f.Title))", "termsafe.Field(f.ResourceID), f.Title)",
+     ["./cmd/patrold", "-run", "TestTextOutputEscapesEveryField"]),
+    ("show-escapes-rows", "cmd/patrold/findings.go",
+     "r[0]+\":\", termsafe.Field(r[1]))", "r[0]+\":\", r[1])",
+     ["./cmd/patrold", "-run", "TestTextOutputEscapesEveryField"]),
+]
+
+# addFreeText is what the free-text mutation calls: every figure of a
+# string becomes a quantity of every family, as digit runs used to.
+EXTRA = {"free-text-supports-nothing": '''
+func (f *facts) addFreeText(s string) {
+	for _, m := range numberPattern.FindAllString(s, -1) {
+		if v, err := strconv.ParseFloat(strings.ReplaceAll(m, ",", ""), 64); err == nil {
+			for _, u := range []Unit{UnitNone, UnitPercent, UnitBytes, UnitSeconds, UnitCelsius} {
+				f.quantities = append(f.quantities, quantity{name: "free", families: []string{"memory", "disk", "usage", "cpu", "backup", "temperature"}, unit: u, value: v, scale: 1})
+			}
+		}
+	}
+}
+'''}
+
+if __name__ == "__main__":
+    import sys
+    only = set(sys.argv[1:])  # names to run (all when none)
+    run([m for m in MUTATIONS if not only or m[0] in only], EXTRA)
