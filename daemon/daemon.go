@@ -51,6 +51,7 @@ type Daemon struct {
 	cluster *cluster.Member // cluster mode
 	met     *metrics
 	analyst patrol.Analyst
+	model   patrol.ModelRef // the model behind analyst (read once, like it)
 	shared  *shared
 	worker  *assistant.Worker
 
@@ -109,7 +110,8 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	set.Analyst = d.analyst
+	set.Analyst, d.model = d.analyst, modelRef(opts.Config, d.shared)
+	set.Model = d.model
 	d.reload = config.NewReloader(opts.Config, opts.LoadConfig, d.apply, d.log)
 	d.settings.Store(&set)
 	d.met = newMetrics(opts.Registerer, d)
@@ -140,7 +142,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	set.Analyst = d.analyst
+	set.Analyst, set.Model = d.analyst, d.model
 	d.settings.Store(&set)
 	if d.sched != nil {
 		return d.sched.Reschedule(cfg.Schedule.Cron)

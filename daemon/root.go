@@ -278,6 +278,7 @@ func (r *Root) RunOnce(ctx context.Context, ro patrol.RunOptions, replay Replay)
 	if set.Analyst, err = newAnalyst(r.cfg, sh, st, nil, r.o.Now); err != nil {
 		return nil, configErr(err)
 	}
+	set.Model = modelRef(r.cfg, sh)
 	runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }, History: st})
 	if err != nil {
 		return nil, err
@@ -458,6 +459,19 @@ func newAnalyst(cfg *config.Config, sh *shared, ledger model.SpendLedger, log *s
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	return a, nil
+}
+
+// modelRef names the model of the shared parts: the provider's name and
+// the configured model name (the provider's name for script and replay).
+func modelRef(cfg *config.Config, sh *shared) patrol.ModelRef {
+	if sh.provider == nil {
+		return patrol.ModelRef{}
+	}
+	ref := patrol.ModelRef{Provider: sh.provider.Name(), Model: sh.provider.Name()}
+	if ep, ok := cfg.Model.Endpoint(); ok && ref.Provider == cfg.Model.Provider {
+		ref.Model = ep.Model
+	}
+	return ref
 }
 
 // assistantSettings maps the assistant section onto the assistant's own

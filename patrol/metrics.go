@@ -21,7 +21,10 @@ type Metrics struct {
 	lastSuccess      prometheus.Gauge
 	modelSignals     prometheus.Counter
 	modelMissed      prometheus.Counter
-	prunedRows       *prometheus.CounterVec
+	// By model: the miss rate of each model a run named.
+	modelSignalsBy *prometheus.CounterVec
+	modelMissedBy  *prometheus.CounterVec
+	prunedRows     *prometheus.CounterVec
 }
 
 // SkipReasons label patrold_patrol_skipped_ticks_total: why a run was not
@@ -56,13 +59,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Deterministic signals of runs analysed by the model."}),
 		modelMissed: prometheus.NewCounter(prometheus.CounterOpts{Name: "patrold_model_missed_signals_total",
 			Help: "Signals of model-analysed runs that no model finding matched (filed deterministically instead)."}),
+		modelSignalsBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_model_signals_by_model_total",
+			Help: "Deterministic signals of runs analysed by the model, by provider and model."}, []string{"provider", "model"}),
+		modelMissedBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_model_missed_signals_by_model_total",
+			Help: "Signals of model-analysed runs that no model finding matched, by provider and model."}, []string{"provider", "model"}),
 	}
 	m.prunedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_store_pruned_rows_total",
 		Help: "History rows deleted by retention, by table."}, []string{"table"})
 	for _, t := range records.PruneTables {
 		m.prunedRows.WithLabelValues(t)
 	}
-	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed, m.prunedRows)
+	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed, m.modelSignalsBy, m.modelMissedBy, m.prunedRows)
 	for _, r := range SkipReasons {
 		m.skipped.WithLabelValues(r)
 	}
@@ -119,6 +126,10 @@ func (m *Metrics) observe(rep *Report, took time.Duration) {
 	if rep.Analysis == AnalysisModel {
 		m.modelSignals.Add(float64(len(rep.Signals)))
 		m.modelMissed.Add(float64(len(rep.UnmatchedSignals)))
+		if rep.Model != nil {
+			m.modelSignalsBy.WithLabelValues(rep.Model.Provider, rep.Model.Model).Add(float64(len(rep.Signals)))
+			m.modelMissedBy.WithLabelValues(rep.Model.Provider, rep.Model.Model).Add(float64(len(rep.UnmatchedSignals)))
+		}
 	}
 	if rep.Status == StatusError && len(rep.Resources) == 0 {
 		return // nothing was collected: keep the last run's gauges

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
@@ -208,5 +210,53 @@ func TestLongCollectionLogsProgress(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestMissRateByModel: each model-analysed run counts its signals and the
+// missed ones under the model it names, and its report names the model; a
+// deterministic run counts under none.
+func TestMissRateByModel(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	m := patrol.NewMetrics(reg)
+	pol, _ := alerts.New(alerts.Settings{})
+	src := snapshot.SourceFunc(func(context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+		return &snapshot.Snapshot{Version: 1, Resources: []snapshot.Resource{node(99)}}, nil, nil
+	})
+	var set patrol.Settings
+	r, _ := patrol.New(patrol.Options{Store: e.store, Metrics: m, Settings: func() patrol.Settings { return set }})
+	runs := []patrol.Settings{
+		{Analyst: silentAnalyst{}, Model: patrol.ModelRef{Provider: "openai", Model: "qwen2.5:14b"}},
+		{Analyst: silentAnalyst{}, Model: patrol.ModelRef{Provider: "openai", Model: "qwen2.5:14b"}},
+		{Analyst: silentAnalyst{}, Model: patrol.ModelRef{Provider: "anthropic", Model: "claude-x"}},
+		{},
+	}
+	var models []*patrol.ModelRef
+	for _, s := range runs {
+		s.Policy, s.Publish, s.Source = pol, findings.DefaultPublishPolicy(), src
+		set = s
+		rep, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, rep.Model)
+	}
+	want := []*patrol.ModelRef{{Provider: "openai", Model: "qwen2.5:14b"}, {Provider: "openai", Model: "qwen2.5:14b"}, {Provider: "anthropic", Model: "claude-x"}, nil}
+	if !reflect.DeepEqual(models, want) {
+		t.Fatalf("report models %v, want %v", models, want)
+	}
+	exp := `
+# HELP patrold_model_missed_signals_by_model_total Signals of model-analysed runs that no model finding matched, by provider and model.
+# TYPE patrold_model_missed_signals_by_model_total counter
+patrold_model_missed_signals_by_model_total{model="claude-x",provider="anthropic"} 1
+patrold_model_missed_signals_by_model_total{model="qwen2.5:14b",provider="openai"} 2
+# HELP patrold_model_signals_by_model_total Deterministic signals of runs analysed by the model, by provider and model.
+# TYPE patrold_model_signals_by_model_total counter
+patrold_model_signals_by_model_total{model="claude-x",provider="anthropic"} 1
+patrold_model_signals_by_model_total{model="qwen2.5:14b",provider="openai"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "patrold_model_signals_by_model_total", "patrold_model_missed_signals_by_model_total"); err != nil {
+		t.Fatal(err)
 	}
 }

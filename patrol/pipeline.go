@@ -192,6 +192,10 @@ func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *s
 		}
 	}
 	rep.Analysis = AnalysisModel
+	if set.Model != (ModelRef{}) {
+		m := set.Model
+		rep.Model = &m
+	}
 	rep.Usage = an.Usage
 	rep.Uncertain = an.Uncertain
 	rep.ModelFindingsCapped = an.Capped

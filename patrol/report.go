@@ -72,6 +72,8 @@ type Report struct {
 	Errors           []string           `json:"errors"`
 	// Uncertain counts "uncertain" model verdicts (never healthy with any).
 	Uncertain int `json:"uncertain,omitempty"`
+	// Model names the model of a model-analysed run.
+	Model *ModelRef `json:"model,omitempty"`
 	// ModelFindingsCapped counts model reports refused by the
 	// patrol.model_findings caps.
 	ModelFindingsCapped int `json:"model_findings_capped,omitempty"`
@@ -83,6 +85,12 @@ type Report struct {
 	HandedOver []string   `json:"handed_over,omitempty"`
 	Source     string     `json:"source,omitempty"`
 	TakenAt    *time.Time `json:"taken_at,omitempty"`
+}
+
+// ModelRef names a model: the provider and the configured model name.
+type ModelRef struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
 }
 
 // SignalRef names a signal.

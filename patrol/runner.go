@@ -40,6 +40,9 @@ type Settings struct {
 	Source  snapshot.Source
 	// Analyst runs the model stages; nil is deterministic only.
 	Analyst Analyst
+	// Model names the model behind Analyst (the run report and the
+	// per-model metrics).
+	Model ModelRef
 	// Prober fills in reachability for running guests the source gave no
 	// verdict for; nil skips probing.
 	Prober  Prober

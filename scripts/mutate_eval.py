@@ -39,6 +39,8 @@ MUTATIONS = [
     ("leaked-text-stripped", "agent/run.go", "\t\t\tr.Text = text\n", "\t\t\tr.Text = resp.Text + text[:0]\n", LEAK),
     ("leak-allow-list", "agent/leak.go", "if name == \"\" || !allowed(name) {", "if name == \"\" {", LEAK),
     ("leak-cut-off-is-a-call", "agent/leak.go", "if m == nil || !allowed(m[1]) {", "if true {", LEAK),
+    ("miss-rate-by-model", "patrol/metrics.go", "\t\tif rep.Model != nil {", "\t\tif false {", ["./patrol", "-run", "TestMissRateByModel"]),
+    ("report-names-the-model", "patrol/pipeline.go", "if set.Model != (ModelRef{}) {", "if false {", ["./patrol", "-run", "TestMissRateByModel"]),
     ("exit-1-unqualified", "cmd/patrold/eval.go",
      "if !res.Qualification.Passed {", "if false {", ["./cmd/patrold", "-run", "TestEvalCommand"]),
 ]

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/eval"
+	"github.com/patrold/patrold/patrol"
 )
 
 // evalDir copies the named corpus scenarios into a directory of their own.
@@ -87,6 +88,27 @@ func TestEvalCommand(t *testing.T) {
 	} {
 		if _, errOut, code := c.run3(tc.argv...); code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", tc.argv, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestRunReportNamesTheModel: a model-analysed run's report names the
+// provider and model; a deterministic one names none.
+func TestRunReportNamesTheModel(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(script, []byte("turns:\n  - text: \"Done.\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for cfg, want := range map[string]*patrol.ModelRef{
+		"model: {provider: script, script: {path: " + script + "}}\n": {Provider: "script", Model: "script"},
+		"": nil,
+	} {
+		c := newCLI(t, cfg)
+		out, _, code := c.run3("run", "--snapshot", "../../examples/small-faults.json", "--output", "json")
+		var rep patrol.Report
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !reflect.DeepEqual(rep.Model, want) {
+			t.Errorf("%q: exit %d, model %+v, want %+v", cfg, code, rep.Model, want)
 		}
 	}
 }

@@ -215,7 +215,11 @@ func printReport(w io.Writer, rep *patrol.Report, all bool) {
 	if len(rep.StatusReasons) > 0 {
 		reasons = " (" + strings.Join(rep.StatusReasons, ", ") + ")"
 	}
-	fmt.Fprintf(w, "run %s  trigger=%s  status=%s%s  analysis=%s  %dms\n", rep.RunID, rep.Trigger, rep.Status, reasons, rep.Analysis, rep.DurationMS)
+	model := ""
+	if rep.Model != nil {
+		model = "  model=" + rep.Model.Provider + "/" + rep.Model.Model
+	}
+	fmt.Fprintf(w, "run %s  trigger=%s  status=%s%s  analysis=%s%s  %dms\n", rep.RunID, rep.Trigger, rep.Status, reasons, rep.Analysis, model, rep.DurationMS)
 	var kinds []string
 	for _, k := range snapshot.Kinds {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, rep.Resources[string(k)]))
