@@ -14,6 +14,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 // TestStartTogetherOnFreshCluster: three buses started at once on a fresh
@@ -85,13 +86,7 @@ func TestLeaseSurvivesBucketServerLoss(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	waitLeader := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !l.IsLeader() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no leader 15s after %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testkit.Eventually(t, 15*time.Second, "a leader after "+what, l.IsLeader)
 	}
 	waitLeader("start")
 	ictx, icancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -115,20 +110,16 @@ func TestLeaseSurvivesBucketServerLoss(t *testing.T) {
 	}
 	// Leadership may lapse while the bucket's stream elects a new leader;
 	// it must come back and hold for three TTLs.
-	deadline := time.Now().Add(15 * time.Second)
 	var since time.Time
-	for since.IsZero() || time.Since(since) < 3*ttl {
-		if time.Now().After(deadline) {
-			t.Fatalf("no leadership held for %s within 15s after the bucket's server went down", 3*ttl)
-		}
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("leadership held for %s after the bucket's server went down", 3*ttl), func() bool {
 		switch {
 		case !l.IsLeader():
 			since = time.Time{}
 		case since.IsZero():
 			since = time.Now()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !since.IsZero() && time.Since(since) >= 3*ttl
+	})
 }
 
 // TestLeasesStartTogetherOnFreshCluster: three leases (R3 bucket) started
@@ -158,18 +149,14 @@ func TestLeasesStartTogetherOnFreshCluster(t *testing.T) {
 	open := slices.Clone(leases)
 	for len(open) > 0 {
 		var leader *bus.Lease
-		deadline := time.Now().Add(10 * time.Second)
-		for leader == nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("no leader among the %d open leases after 10s", len(open))
-			}
+		testkit.Eventually(t, 10*time.Second, fmt.Sprintf("a leader among the %d open leases", len(open)), func() bool {
 			for _, l := range open {
 				if l.IsLeader() {
 					leader = l
 				}
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return leader != nil
+		})
 		if err := leader.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,18 +185,11 @@ func TestCommittedEventsSurviveACrash(t *testing.T) {
 	nc, _ := nats.Connect(d.NATSURL())
 	defer nc.Close()
 	js, _ := nc.JetStream()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.EventuallyState(t, 10*time.Second, "the stream holds the 10 events and the outbox none", func() (bool, string) {
 		info, err := js.StreamInfo("PATROL")
 		pending, _ := d.Store().PendingCount(context.Background())
-		if err == nil && info.State.Msgs == 10 && pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream: %+v %v", info, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && info.State.Msgs == 10 && pending == 0, fmt.Sprintf("stream: %+v %v, pending %d", info, err, pending)
+	})
 }
 
 // clusterConfig is testConfig in cluster mode as instance name.

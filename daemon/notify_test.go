@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/notify"
 	"github.com/patrold/patrold/patrol"
 )
@@ -64,19 +66,12 @@ func TestNotifyInServe(t *testing.T) {
 		want = append(want, "patrold.finding.opened "+f.ID)
 	}
 	slices.Sort(want)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testkit.EventuallyState(t, 15*time.Second, "the webhook got every opened finding", func() (bool, string) {
 		mu.Lock()
 		have := slices.Sorted(slices.Values(got))
 		mu.Unlock()
-		if slices.Equal(have, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("webhook got\n%v\nwant\n%v", have, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return slices.Equal(have, want), fmt.Sprintf("webhook got\n%v\nwant\n%v", have, want)
+	})
 	root, err := daemon.NewRoot(cfg, daemon.RootOptions{})
 	if err != nil {
 		t.Fatal(err)

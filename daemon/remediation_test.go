@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,38 +93,25 @@ func TestRemediationEndToEnd(t *testing.T) {
 	if !handed {
 		t.Fatalf("not handed over: %v", rep.HandedOver)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		f, err := d.Store().Get(context.Background(), id)
-		if err != nil {
+	var seen findings.Finding
+	testkit.EventuallyState(t, 20*time.Second, "a fix_verified outcome", func() (bool, string) {
+		var err error
+		if seen, err = d.Store().Get(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if f.LastOutcome == findings.OutcomeFixVerified {
-			if f.Status != findings.StatusResolved || f.ResolveReason != findings.ResolveFixVerified || f.Attempts != 1 {
-				t.Fatalf("verified but not resolved: %+v", f)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fix_verified outcome: %+v", f.Investigation)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return seen.LastOutcome == findings.OutcomeFixVerified, fmt.Sprintf("%+v", seen.Investigation)
+	})
+	if seen.Status != findings.StatusResolved || seen.ResolveReason != findings.ResolveFixVerified || seen.Attempts != 1 {
+		t.Fatalf("verified but not resolved: %+v", seen)
 	}
 	// A finding with no declared action ends cannot_fix, never verified.
 	cpu := findings.ID("node/pve2", findings.CategoryPerformance, "high_cpu")
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		f, _ := d.Store().Get(context.Background(), cpu)
-		if f.LastOutcome != "" {
-			if f.LastOutcome == findings.OutcomeFixVerified {
-				t.Fatalf("a finding without an action claims fix_verified")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no outcome for %s", cpu)
-		}
-		time.Sleep(50 * time.Millisecond)
+	testkit.Eventually(t, 20*time.Second, "an outcome for "+cpu, func() bool {
+		seen, _ = d.Store().Get(context.Background(), cpu)
+		return seen.LastOutcome != ""
+	})
+	if seen.LastOutcome == findings.OutcomeFixVerified {
+		t.Fatalf("a finding without an action claims fix_verified")
 	}
 
 	// The pool fills up again: the finding reopens, a new episode. Its

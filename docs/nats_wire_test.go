@@ -3,6 +3,7 @@ package docs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -85,23 +87,17 @@ func (w *wireDaemon) byType() map[string][][]byte {
 // await waits until every type in want has been received.
 func (w *wireDaemon) await(t *testing.T, want ...string) map[string][][]byte {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := w.byType()
-		missing := 0
+	var got map[string][][]byte
+	testkit.EventuallyState(t, 10*time.Second, "every wanted event type is received", func() (bool, string) {
+		got = w.byType()
 		for _, typ := range want {
 			if len(got[typ]) == 0 {
-				missing++
+				return false, fmt.Sprintf("events seen by type: %v, want %v", keys(got), want)
 			}
 		}
-		if missing == 0 {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events seen by type: %v, want %v", keys(got), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true, ""
+	})
+	return got
 }
 
 // wireEvents runs one real patrol over examples/small-faults.json in a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
@@ -68,18 +70,11 @@ func newRig(t *testing.T, serve bool) *rig {
 			}
 		})
 		// The service is up once a call is answered.
-		deadline := time.Now().Add(10 * time.Second)
 		probe, _ := sessions.NewClient(nc, prefix, time.Second, nil)
-		for {
+		testkit.EventuallyState(t, 10*time.Second, "the session service answers", func() (bool, string) {
 			_, err := probe.Get(context.Background(), r.f.ID)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("session service never answered: %v", err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil, fmt.Sprint(err)
+		})
 	}
 	c, err := sessions.NewClient(nc, prefix, 2*time.Second, nil)
 	if err != nil {
