@@ -5,18 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/daemon"
-	"github.com/patrold/patrold/migrations"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/storetest"
@@ -43,20 +40,6 @@ func TestDeletedDatabaseMakesDaemonUnready(t *testing.T) {
 	}
 }
 
-// newestMigration is the number of the newest embedded migration.
-func newestMigration(t *testing.T) int {
-	t.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("migrations: %v (%d files)", err, len(names))
-	}
-	n, err := strconv.Atoi(strings.SplitN(names[len(names)-1], "_", 2)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestNewerSchemaRefusesToStart: a database migrated past this binary's
 // migrations is refused with a clear error and left as it is.
 func TestNewerSchemaRefusesToStart(t *testing.T) {
@@ -74,7 +57,7 @@ func TestNewerSchemaRefusesToStart(t *testing.T) {
 	}
 	err = d.Start(context.Background())
 	d.Stop(context.Background())
-	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99, this patrold knows up to %d", newestMigration(t))) {
+	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99, this patrold knows up to %d", storetest.NewestMigration(t))) {
 		t.Fatalf("start on a newer schema: %v", err)
 	}
 	raw, _ := sql.Open("sqlite3", filepath.Join(dir, daemon.DBFile))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/patrold/patrold/migrations"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // run3 runs the CLI and returns stdout, stderr (with the error) and the
@@ -135,7 +134,7 @@ func TestJSONOutputOfSimpleCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &m) != nil {
 		t.Fatalf("migrate json: %d %q", code, out)
 	}
-	if want := (MigrateResult{Database: filepath.Join(c.dir, "var", "patrold.db"), Version: int64(newestMigration(t))}); m != want {
+	if want := (MigrateResult{Database: filepath.Join(c.dir, "var", "patrold.db"), Version: int64(storetest.NewestMigration(t))}); m != want {
 		t.Fatalf("migrate json: %+v, want %+v", m, want)
 	}
 	out, _, code = c.run3("config", "check", "--output", "json")
@@ -283,14 +282,14 @@ func TestDBCheckAndVacuum(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Bytes == 0 {
 		t.Fatalf("db check: %d %q", code, out)
 	}
-	if want := (DBResult{Database: db, Version: int64(newestMigration(t)), Status: "ok", Bytes: res.Bytes}); res != want {
+	if want := (DBResult{Database: db, Version: int64(storetest.NewestMigration(t)), Status: "ok", Bytes: res.Bytes}); res != want {
 		t.Fatalf("db check: %+v, want %+v", res, want)
 	}
 	out, _, code = c.run3("db", "vacuum")
 	if code != 0 || !strings.HasPrefix(out, "database "+db+": vacuumed, ") {
 		t.Fatalf("db vacuum: %d %q", code, out)
 	}
-	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version "+strconv.Itoa(newestMigration(t))+", ") {
+	if out, _, code = c.run3("db", "check"); code != 0 || !strings.HasPrefix(out, "database "+db+": ok (schema version "+strconv.Itoa(storetest.NewestMigration(t))+", ") {
 		t.Fatalf("db check text: %d %q", code, out)
 	}
 }
@@ -304,19 +303,4 @@ func TestSnapshotSizeLimit(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.dir, "var", "patrold.db")); !os.IsNotExist(err) {
 		t.Fatalf("a refused snapshot opened the store: %v", err)
 	}
-}
-
-// newestMigration is the number of the newest embedded migration, the
-// schema version a migrated database reports.
-func newestMigration(t *testing.T) int {
-	t.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("migrations: %v (%d files)", err, len(names))
-	}
-	n, err := strconv.Atoi(strings.SplitN(names[len(names)-1], "_", 2)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
