@@ -72,6 +72,7 @@ mutate:
 	python3 scripts/mutate_eval.py
 	python3 scripts/mutate_answers.py
 	python3 scripts/mutate_claims.py
+	python3 scripts/mutate_trust.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

@@ -84,6 +84,8 @@ type Request struct {
 	// Autonomy of the request; the stricter of it and the current
 	// patrol.autonomy applies. Empty takes the current one.
 	Autonomy findings.Autonomy
+	// Epoch is the request's epoch, carried back on the outcome.
+	Epoch uint64
 }
 
 // Run runs one session for the finding now and returns how it ended. The
@@ -103,7 +105,7 @@ func (a *Assistant) Run(ctx context.Context, req Request) (*Result, error) {
 	autonomy := Effective(req.Autonomy, a.opts.Autonomy())
 	s, err := a.newSession(sessionState{
 		ID: findings.NewID(now), FindingID: f.ID, Attempt: attempt, Driver: a.Driver(),
-		Autonomy: autonomy, StartedAt: now,
+		Autonomy: autonomy, StartedAt: now, Epoch: req.Epoch,
 	}, f, nil)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package assistant
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -81,4 +83,33 @@ func findResource(snap *snapshot.Snapshot, id string) *snapshot.Resource {
 		}
 	}
 	return nil
+}
+
+// ConditionCheck is the writer's check of a finding's condition now, for
+// confirming a reported fix: it re-collects from src and runs
+// CheckCondition with the current thresholds. Only cleared is absent.
+func ConditionCheck(get func(ctx context.Context, id string) (findings.Finding, error), src func() snapshot.Source, th func() signals.Thresholds) func(ctx context.Context, findingID string) (bool, string, error) {
+	return func(ctx context.Context, findingID string) (bool, string, error) {
+		f, err := get(ctx, findingID)
+		if err != nil {
+			return false, "", err
+		}
+		snap, _, err := src().Collect(ctx)
+		if err != nil {
+			return false, "", fmt.Errorf("collect live state: %w", err)
+		}
+		res := CheckCondition(snap, th(), &f)
+		return res.Condition == ConditionCleared, res.Describe(), nil
+	}
+}
+
+// Describe says what the check found, in words.
+func (r ConditionResult) Describe() string {
+	switch r.Condition {
+	case ConditionPresent:
+		return fmt.Sprintf("%s still present on %s (value %g, threshold %g)", r.Key, r.ResourceID, r.Value, r.Threshold)
+	case ConditionUnknown:
+		return fmt.Sprintf("%s on %s unknown: %s", r.Key, r.ResourceID, r.Reason)
+	}
+	return fmt.Sprintf("%s cleared on %s", r.Key, r.ResourceID)
 }

@@ -16,3 +16,8 @@ var (
 // nothing (a standalone worker's writer is gone, a failover under way). The
 // end of a session is stored again until Options.StoreRetry has passed.
 var ErrStoreUnavailable = errors.New("session store unavailable")
+
+// ErrNotDispatched: the writer refused to record a session of a finding's
+// attempt patrold did not dispatch or whose investigation already ended.
+// Nothing can be recorded for it any more, so its request is dropped.
+var ErrNotDispatched = errors.New("no open investigation patrold dispatched for this finding and attempt")

@@ -133,7 +133,7 @@ func (fx *fixture) seed(resource, key, category string) findings.Finding {
 		t.Fatalf("seed finding: %v %v", ch, err)
 	}
 	id := ch[0].Finding.ID
-	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+	draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 		return findings.OutboxDraft{Subject: contracts.SubjectRemediationRequests, Type: contracts.TypeRemediationRequest, ResourceID: f.ResourceID, Data: map[string]int{"attempt": attempt}}
 	}
 	got, err := fx.st.RequestInvestigations(ctx, []string{id}, findings.DefaultGate(), findings.AutonomyFull, t0, draft)

@@ -36,7 +36,7 @@ func (r *Result) Outcome() *contracts.RemediationOutcome {
 	return &contracts.RemediationOutcome{
 		SessionID: r.Transcript.SessionID, FindingID: r.Transcript.FindingID, Attempt: r.Attempt,
 		Outcome: r.Transcript.Outcome, Driver: r.Transcript.Driver, Summary: r.Summary,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Epoch: r.Transcript.Epoch,
 	}
 }
 
@@ -163,7 +163,7 @@ func (a *Assistant) emitOutcome(ctx context.Context, res *Result) error {
 	}
 	if a.opts.Recorder != nil {
 		_, err := a.opts.Recorder.RecordOutcome(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
-			Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary}, res.FinishedAt)
+			Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary, Epoch: o.Epoch}, res.FinishedAt)
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -42,6 +42,7 @@ type sessionState struct {
 	Turns      int               `json:"turns"`
 	Transcript Transcript        `json:"transcript"`
 	Messages   []model.Message   `json:"messages,omitempty"`
+	Epoch      uint64            `json:"epoch,omitempty"`
 }
 
 // session is one running remediation session.
@@ -82,7 +83,7 @@ func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.F
 		return nil, fmt.Errorf("assistant: remediation tools: %w", err)
 	}
 	if st.Transcript.SessionID == "" {
-		st.Transcript = Transcript{SessionID: st.ID, FindingID: st.FindingID, Driver: st.Driver, Steps: []Step{}}
+		st.Transcript = Transcript{SessionID: st.ID, FindingID: st.FindingID, Driver: st.Driver, Steps: []Step{}, Epoch: st.Epoch}
 	}
 	s := &session{a: a, state: st, env: e}
 	// The evidence budget counts every call but operator questions; a

@@ -33,6 +33,9 @@ type Transcript struct {
 	// Escalation names why the session was escalated to an operator
 	// (disclosure_withheld).
 	Escalation string `json:"escalation,omitempty"`
+	// Epoch is the epoch of the request the session answers; its outcome
+	// carries it back (a parked session keeps it with the transcript).
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // Step is one tool call of a transcript.

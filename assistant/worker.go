@@ -158,13 +158,23 @@ func (w *Worker) Handle(ctx context.Context, r *contracts.RemediationRequest) er
 	case err == nil && prev.Transcript.Outcome != "":
 		return w.a.emitOutcome(ctx, prev)
 	case err == nil:
-		return w.abandon(ctx, prev)
+		return w.dropped(r, w.abandon(ctx, prev))
 	case !errors.Is(err, ErrSessionNotFound):
 		return err
 	}
-	_, err = w.a.Run(ctx, Request{FindingID: r.FindingID, Attempt: r.Attempt, Autonomy: findings.Autonomy(r.Autonomy)})
-	if errors.Is(err, findings.ErrNotFound) {
+	_, err = w.a.Run(ctx, Request{FindingID: r.FindingID, Attempt: r.Attempt, Autonomy: findings.Autonomy(r.Autonomy), Epoch: r.Epoch})
+	return w.dropped(r, err)
+}
+
+// dropped maps what cannot succeed on redelivery to nil (the request is
+// dropped, logged) and returns any other error.
+func (w *Worker) dropped(r *contracts.RemediationRequest, err error) error {
+	switch {
+	case errors.Is(err, findings.ErrNotFound):
 		w.a.log.Warn("remediation request for an unknown finding dropped", "finding", r.FindingID)
+		return nil
+	case errors.Is(err, ErrNotDispatched):
+		w.a.log.Warn("remediation request dropped: the writer has no open investigation for it", "finding", r.FindingID, "attempt", r.Attempt)
 		return nil
 	}
 	return err

@@ -65,6 +65,9 @@ type RemediationRequest struct {
 	Attempt     int       `json:"attempt"`
 	RunID       string    `json:"run_id"`
 	RequestedAt time.Time `json:"requested_at"`
+	// Epoch is the dispatching writer's epoch (0 on a single instance);
+	// the session's outcome carries it back.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // RemediationOutcome reports how a session for a finding ended.
@@ -77,6 +80,8 @@ type RemediationOutcome struct {
 	Summary    string    `json:"summary"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
+	// Epoch is the epoch of the request the session answers.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // Validate checks every field, naming the first bad one.

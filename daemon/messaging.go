@@ -18,6 +18,8 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
 	"github.com/patrold/patrold/notify"
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
 )
 
 // Consumer and lease names used by the daemon.
@@ -233,7 +235,14 @@ func (m *messaging) stop() error {
 // handleOutcome hands a remediation outcome from the bus to the findings'
 // outcome handler.
 func (d *Daemon) handleOutcome(ctx context.Context, o *contracts.RemediationOutcome) error {
-	h := outcome.Handler{Recorder: d.store, Now: d.opts.Now, Logger: d.log, Applied: d.msg.kick}
+	h := outcome.Handler{Recorder: outcome.Confirmed{Recorder: d.store, Check: d.conditionCheck()}, Now: d.opts.Now, Logger: d.log, Applied: d.msg.kick}
 	return h.Handle(ctx, findings.Outcome{FindingID: o.FindingID, SessionID: o.SessionID,
-		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary})
+		Attempt: o.Attempt, Outcome: string(o.Outcome), Summary: o.Summary, Epoch: o.Epoch})
+}
+
+// conditionCheck is the writer's own check a fix_verified outcome must
+// pass: the current source and thresholds, re-collected now.
+func (d *Daemon) conditionCheck() outcome.Check {
+	return assistant.ConditionCheck(d.store.Get, func() snapshot.Source { return d.settings.Load().Source },
+		func() signals.Thresholds { return d.settings.Load().Policy })
 }

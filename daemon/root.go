@@ -28,6 +28,7 @@ import (
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/findings/outcome"
 	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/internal/instance"
 	"github.com/patrold/patrold/model"
@@ -312,6 +313,11 @@ func (r *Root) Assistant(ctx context.Context, rec assistant.Recorder, provider m
 	o := assistantOptions(cfg, provider)
 	o.Store, o.Recorder = st, rec
 	o.Source, o.Thresholds = func() snapshot.Source { return src }, func() signals.Thresholds { return pol }
+	if rec != nil {
+		// A fix_verified outcome resolves only once patrold's own check
+		// confirms it.
+		o.Recorder = outcome.Confirmed{Recorder: rec, Check: assistant.ConditionCheck(st.Get, o.Source, o.Thresholds)}
+	}
 	asst, err := assistant.New(o)
 	return asst, configErr(err)
 }

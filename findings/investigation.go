@@ -18,8 +18,9 @@ type InvestigationRecord struct {
 }
 
 // RequestDraft renders the remediation request event for a finding that
-// passed the gate, for the given attempt.
-type RequestDraft func(f *Finding, attempt int) OutboxDraft
+// passed the gate, for the given attempt, in the writer's epoch (0 on a
+// single instance).
+type RequestDraft func(f *Finding, attempt int, epoch uint64) OutboxDraft
 
 // Outcome is the end of one investigation, as reported by a session.
 type Outcome struct {
@@ -28,6 +29,8 @@ type Outcome struct {
 	Attempt   int
 	Outcome   string
 	Summary   string
+	// Epoch is the epoch of the request the session answered.
+	Epoch uint64
 }
 
 // validOutcomes are the outcomes a session may report.

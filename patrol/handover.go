@@ -52,12 +52,13 @@ func (r *Runner) handOver(ctx context.Context, set Settings, rep *Report) {
 			ids = append(ids, f.ID)
 		}
 	}
-	handed, err := r.opts.Store.RequestInvestigations(ctx, ids, gate, set.Autonomy, now, func(f *findings.Finding, attempt int) findings.OutboxDraft {
+	handed, err := r.opts.Store.RequestInvestigations(ctx, ids, gate, set.Autonomy, now, func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 		subject, typ := contracts.RequestSubject()
 		return findings.OutboxDraft{Subject: subject, Type: typ, ResourceID: f.ResourceID,
 			Data: contracts.RemediationRequest{
 				FindingID: f.ID, ResourceID: f.ResourceID, Category: string(f.Category), Key: f.Key, Severity: string(f.Severity),
 				Title: f.Title, Autonomy: string(set.Autonomy), Attempt: attempt, RunID: rep.RunID, RequestedAt: now,
+				Epoch: epoch,
 			}}
 	})
 	if err != nil {

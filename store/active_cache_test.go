@@ -145,7 +145,7 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 			return nil
 		},
 		"an investigation starts": func(t *testing.T, w twin, ids []string) []findings.Observation {
-			draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+			draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 				return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
 					Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
 )
 
 // TestReopenedFindingStartsNewEpisode: after a fix the finding reopens;
@@ -19,7 +20,7 @@ func TestReopenedFindingStartsNewEpisode(t *testing.T) {
 	ctx := context.Background()
 	gate := findings.DefaultGate()
 	var requested []int
-	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+	draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 		requested = append(requested, attempt)
 		return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
 			Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
@@ -29,6 +30,7 @@ func TestReopenedFindingStartsNewEpisode(t *testing.T) {
 		t.Fatalf("first request: %v %v", got, err)
 	}
 	fixed := findings.Outcome{FindingID: id, SessionID: "s1", Attempt: 1, Outcome: findings.OutcomeFixVerified, Summary: "restarted"}
+	startSession(t, st, fixed, now)
 	if ok, err := st.RecordOutcome(ctx, fixed, now.Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("episode 1 outcome: %v %v", ok, err)
 	}
@@ -57,6 +59,7 @@ func TestReopenedFindingStartsNewEpisode(t *testing.T) {
 		t.Fatalf("replayed episode 1 outcome applied=%v err=%v during episode 2", ok, err)
 	}
 	failed := findings.Outcome{FindingID: id, SessionID: "s2", Attempt: 2, Outcome: findings.OutcomeFixFailed, Summary: "no luck"}
+	startSession(t, st, failed, at)
 	if ok, err := st.RecordOutcome(ctx, failed, at.Add(2*time.Minute)); !ok || err != nil {
 		t.Fatalf("episode 2 outcome: %v %v", ok, err)
 	}
@@ -89,7 +92,7 @@ func TestStuckRecoveryEndsEarlierEpisodes(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
 	gate := findings.DefaultGate()
-	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+	draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 		return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
 			Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
 	}
@@ -123,5 +126,14 @@ func TestStuckRecoveryEndsEarlierEpisodes(t *testing.T) {
 	f, _ := st.Get(ctx, id)
 	if f.InvestigationStatus != findings.InvestigationRunning || f.Attempt != 2 {
 		t.Fatalf("episode 2 no longer running: %+v", f.Investigation)
+	}
+}
+
+// startSession records the session o reports from, as a worker does
+// before it runs (an outcome applies only to a stored session).
+func startSession(t fataler, st *store.Store, o findings.Outcome, at time.Time) {
+	t.Helper()
+	if err := st.StartSession(context.Background(), o.SessionID, o.FindingID, o.Attempt, "playbook", at); err != nil {
+		t.Fatal(err)
 	}
 }

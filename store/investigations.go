@@ -28,6 +28,12 @@ func (s *Store) RequestInvestigations(ctx context.Context, ids []string, gate fi
 		if err != nil {
 			return err
 		}
+		// The writer's epoch (0 on a single instance): an outcome must
+		// carry it back to apply.
+		var epoch uint64
+		if err := tx.QueryRowContext(ctx, "SELECT epoch FROM replica_state WHERE id = 1").Scan(&epoch); err != nil {
+			return fmt.Errorf("writer epoch: %w", err)
+		}
 		w, err := newOutboxWriter(ctx, tx, now)
 		if err != nil {
 			return err
@@ -60,11 +66,11 @@ func (s *Store) RequestInvestigations(ctx context.Context, ids []string, gate fi
 			if err := writeOne(ctx, tx, &f, &ev); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO investigations (finding_id, attempt, episode, started_at) VALUES (?,?,?,?)",
-				f.ID, f.Attempt, f.RegressionCount+1, fmtTime(now)); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO investigations (finding_id, attempt, episode, started_at, epoch) VALUES (?,?,?,?,?)",
+				f.ID, f.Attempt, f.RegressionCount+1, fmtTime(now), epoch); err != nil {
 				return fmt.Errorf("record investigation: %w", err)
 			}
-			if err := w.add(ctx, draft(&f, f.Attempt)); err != nil {
+			if err := w.add(ctx, draft(&f, f.Attempt, epoch)); err != nil {
 				return err
 			}
 			running++
@@ -87,11 +93,24 @@ func investigationDetail(f *findings.Finding, autonomy findings.Autonomy) string
 	return fmt.Sprintf("attempt %d of episode %d, request attempt %d (%s)", f.Attempts, f.RegressionCount+1, f.Attempt, autonomy)
 }
 
-// RecordOutcome applies an investigation outcome. A redelivered or stale
-// outcome (an attempt other than the current one, or one already recorded)
-// changes nothing and returns applied=false. fix_verified resolves the
-// finding.
+// RecordOutcome applies a session's investigation outcome. It applies
+// only to the session patrold dispatched, once:
+//   - the session is stored for the same finding and attempt;
+//   - the attempt is the finding's current one and its investigation
+//     carries the outcome's epoch;
+//   - the investigation is not final yet (fix_queued is not: the session
+//     resumes after approval).
+//
+// Any other outcome (redelivered, stale, forged) changes nothing and
+// returns applied=false. fix_verified resolves the finding: the caller
+// has re-checked the condition (findings/outcome).
 func (s *Store) RecordOutcome(ctx context.Context, o findings.Outcome, now time.Time) (applied bool, err error) {
+	return s.recordOutcome(ctx, o, now, true)
+}
+
+// recordOutcome applies o; dispatched requires the session match (an
+// outcome patrold decides itself, a timeout, names no session).
+func (s *Store) recordOutcome(ctx context.Context, o findings.Outcome, now time.Time, dispatched bool) (applied bool, err error) {
 	if !findings.ValidOutcome(o.Outcome) {
 		return false, &findings.InputError{Field: "outcome", Problem: fmt.Sprintf("unknown outcome %q", o.Outcome)}
 	}
@@ -102,7 +121,8 @@ func (s *Store) RecordOutcome(ctx context.Context, o findings.Outcome, now time.
 		}
 		var ended sql.NullString
 		var stored string
-		err = tx.QueryRowContext(ctx, "SELECT ended_at, outcome FROM investigations WHERE finding_id = ? AND attempt = ?", f.ID, o.Attempt).Scan(&ended, &stored)
+		var epoch uint64
+		err = tx.QueryRowContext(ctx, "SELECT ended_at, outcome, epoch FROM investigations WHERE finding_id = ? AND attempt = ?", f.ID, o.Attempt).Scan(&ended, &stored, &epoch)
 		// Stale (not the current attempt) or already final: nothing to do.
 		// fix_queued is not final: the session resumes after approval.
 		if err == sql.ErrNoRows || o.Attempt != f.Attempt || (ended.Valid && (stored == o.Outcome || stored != findings.OutcomeFixQueued)) {
@@ -110,6 +130,12 @@ func (s *Store) RecordOutcome(ctx context.Context, o findings.Outcome, now time.
 		}
 		if err != nil {
 			return err
+		}
+		if dispatched {
+			ok, err := sessionDispatched(ctx, tx, o, epoch)
+			if err != nil || !ok {
+				return err
+			}
 		}
 		t := now
 		f.InvestigationStatus, f.LastOutcome, f.LastInvestigationAt = "", o.Outcome, &t
@@ -146,6 +172,22 @@ func (s *Store) RecordOutcome(ctx context.Context, o findings.Outcome, now time.
 	return applied, err
 }
 
+// sessionDispatched reports whether o answers a session patrold
+// dispatched: the session is stored for o's finding and attempt, and o
+// carries the epoch its investigation was requested in.
+func sessionDispatched(ctx context.Context, tx *sql.Tx, o findings.Outcome, epoch uint64) (bool, error) {
+	if o.SessionID == "" || o.Epoch != epoch {
+		return false, nil
+	}
+	var n int
+	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM remediation_sessions WHERE id = ? AND finding_id = ? AND attempt = ?",
+		o.SessionID, o.FindingID, o.Attempt).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("session of the outcome: %w", err)
+	}
+	return n == 1, nil
+}
+
 // RecoverStuck marks investigations running longer than the gate's timeout
 // plus StuckGrace as timed out; they are retried through the gate. It also
 // ends the investigation records every earlier episode left open (a
@@ -169,7 +211,7 @@ func (s *Store) RecoverStuck(ctx context.Context, gate findings.Gate, now time.T
 		if !gate.Stuck(&running[i], now) {
 			continue
 		}
-		if ok, err := s.RecordOutcome(ctx, findings.Outcome{FindingID: running[i].ID, Attempt: running[i].Attempt, Outcome: findings.OutcomeTimedOut, Summary: "no outcome before timeout"}, now); err != nil {
+		if ok, err := s.recordOutcome(ctx, findings.Outcome{FindingID: running[i].ID, Attempt: running[i].Attempt, Outcome: findings.OutcomeTimedOut, Summary: "no outcome before timeout"}, now, false); err != nil {
 			return out, err
 		} else if ok {
 			out = append(out, running[i].ID)
@@ -197,4 +239,19 @@ func (s *Store) Investigations(ctx context.Context, id string) ([]findings.Inves
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// Dispatched reports whether patrold dispatched a session for the
+// finding's attempt that may still report: the attempt is the finding's
+// current one and its investigation is open (or parked for an approval,
+// fix_queued).
+func (s *Store) Dispatched(ctx context.Context, findingID string, attempt int) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM investigations i JOIN findings f ON f.id = i.finding_id
+		WHERE i.finding_id = ? AND i.attempt = ? AND f.investigation_attempt = i.attempt
+		AND (i.ended_at IS NULL OR i.outcome = ?)`, findingID, attempt, findings.OutcomeFixQueued).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("dispatched investigation: %w", err)
+	}
+	return n > 0, nil
 }

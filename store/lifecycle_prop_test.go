@@ -46,7 +46,7 @@ func TestLifecycleProperties(t *testing.T) {
 		lastOutcome := map[string]string{}
 		episodeAttempts := map[string]int{}
 		resolvedAt := map[string]time.Time{}
-		draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+		draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 			return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", Data: attempt}
 		}
 		allIDs := func() []string {
@@ -150,7 +150,9 @@ func TestLifecycleProperties(t *testing.T) {
 					out := rapid.SampledFrom([]string{findings.OutcomeFixFailed, findings.OutcomeTimedOut, findings.OutcomeFixExecuted,
 						findings.OutcomeFixFailed, findings.OutcomeTimedOut, findings.OutcomeFixExecuted,
 						findings.OutcomeFixVerified, findings.OutcomeCannotFix, findings.OutcomeFixVerificationFailed}).Draw(rt, "outcome")
-					ok, err := st.RecordOutcome(ctx, findings.Outcome{FindingID: f.ID, Attempt: f.Attempt, Outcome: out}, clock)
+					o := findings.Outcome{FindingID: f.ID, SessionID: fmt.Sprintf("%s-%d", f.ID, f.Attempt), Attempt: f.Attempt, Outcome: out}
+					startSession(rt, st, o, clock)
+					ok, err := st.RecordOutcome(ctx, o, clock)
 					if err != nil {
 						rt.Fatal(err)
 					}

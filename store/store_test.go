@@ -200,7 +200,7 @@ func TestInvestigationLifecycle(t *testing.T) {
 	ids := []string{ch[0].Finding.ID, ch[1].Finding.ID}
 	gate := findings.DefaultGate()
 	gate.MaxConcurrent = 1
-	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+	draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 		return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
 			Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
 	}
@@ -221,6 +221,7 @@ func TestInvestigationLifecycle(t *testing.T) {
 	if _, err := st.RecordOutcome(ctx, findings.Outcome{FindingID: ids[0], Attempt: 1, Outcome: "made_up"}, now); err == nil {
 		t.Fatal("unknown outcome accepted")
 	}
+	startSession(t, st, findings.Outcome{FindingID: ids[0], Attempt: 1, SessionID: "s1"}, now)
 	if ok, err := st.RecordOutcome(ctx, findings.Outcome{FindingID: ids[0], Attempt: 1, Outcome: findings.OutcomeFixFailed, SessionID: "s1"}, now.Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("outcome: %v %v", ok, err)
 	}
@@ -249,7 +250,8 @@ func TestInvestigationLifecycle(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatal("retry after timeout cooldown")
 	}
-	st.RecordOutcome(ctx, findings.Outcome{FindingID: ids[0], Attempt: 3, Outcome: findings.OutcomeFixVerified, Summary: "restarted"}, now.Add(50*time.Minute))
+	startSession(t, st, findings.Outcome{FindingID: ids[0], Attempt: 3, SessionID: "s3"}, now.Add(49*time.Minute))
+	st.RecordOutcome(ctx, findings.Outcome{FindingID: ids[0], Attempt: 3, Outcome: findings.OutcomeFixVerified, Summary: "restarted", SessionID: "s3"}, now.Add(50*time.Minute))
 	f, _ = st.Get(ctx, ids[0])
 	if f.Status != findings.StatusResolved || f.ResolveReason != findings.ResolveFixVerified || f.FixSummary != "restarted" {
 		t.Fatalf("fix_verified: %+v", f)

@@ -27,8 +27,8 @@ type Client struct {
 }
 
 var (
-	_ assistant.Store = (*Client)(nil)
-	_ Backend         = (*Client)(nil)
+	_ assistant.Store     = (*Client)(nil)
+	_ assistant.RunLedger = (*Client)(nil)
 )
 
 // NewClient calls the writer on nc under prefix; timeout 0 takes
@@ -93,8 +93,11 @@ func call[R any](ctx context.Context, c *Client, method string, a any) (R, error
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		desc := msg.Header.Get(micro.ErrorHeader)
-		if code == codeNotFound {
+		switch code {
+		case codeNotFound:
 			return zero, fmt.Errorf("session call %s: %s: %w", method, desc, findings.ErrNotFound)
+		case codeNotDispatched:
+			return zero, fmt.Errorf("session call %s: %w", method, assistant.ErrNotDispatched)
 		}
 		return zero, &RemoteError{Method: method, Code: code, Description: desc}
 	}

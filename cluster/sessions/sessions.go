@@ -13,7 +13,8 @@
 //
 // The wire is JSON per method, decoded strictly (unknown fields refused,
 // the field named). Errors travel in the micro error headers: code 404 is
-// findings.ErrNotFound, 400 a refused request, 500 a store failure.
+// findings.ErrNotFound, 400 a refused request, 409 a session patrold did
+// not dispatch (assistant.ErrNotDispatched), 500 a store failure.
 package sessions
 
 import (
@@ -49,7 +50,10 @@ const (
 const (
 	codeNotFound = "404"
 	codeRefused  = "400"
-	codeFailed   = "500"
+	// codeNotDispatched: no open investigation patrold dispatched for the
+	// session (assistant.ErrNotDispatched).
+	codeNotDispatched = "409"
+	codeFailed        = "500"
 )
 
 // ErrNoWriter: no writer answered (none elected yet, or NATS is down); the
@@ -61,6 +65,9 @@ var ErrNoWriter = fmt.Errorf("no patrold writer answers session calls: %w", assi
 type Backend interface {
 	assistant.Store
 	assistant.RunLedger
+	// Dispatched reports whether patrold dispatched the finding's attempt
+	// and it is still open: only such a session is recorded.
+	Dispatched(ctx context.Context, findingID string, attempt int) (bool, error)
 }
 
 // Argument shapes, one per method that takes more than an id.
@@ -135,9 +142,21 @@ func (h handlers) table() map[string]func(micro.Request) {
 	return map[string]func(micro.Request){
 		contracts.SessionMethodGet: endpoint(h, func(ctx context.Context, a idArg) (findings.Finding, error) { return b.Get(ctx, a.ID) }),
 		contracts.SessionMethodStartSession: endpoint(h, func(ctx context.Context, a startArg) (empty, error) {
+			if err := dispatched(ctx, b, a.FindingID, a.Attempt); err != nil {
+				return empty{}, err
+			}
 			return empty{}, b.StartSession(ctx, a.ID, a.FindingID, a.Attempt, a.Driver, a.StartedAt)
 		}),
 		contracts.SessionMethodFinishSession: endpoint(h, func(ctx context.Context, a finishArg) (empty, error) {
+			// Only a started session of an open dispatched investigation
+			// records an end (and its spend).
+			s, err := b.Session(ctx, a.ID)
+			if err != nil {
+				return empty{}, err
+			}
+			if err := dispatched(ctx, b, s.FindingID, s.Attempt); err != nil {
+				return empty{}, err
+			}
 			return empty{}, b.FinishSession(ctx, a.ID, a.End)
 		}),
 		contracts.SessionMethodSession: endpoint(h, func(ctx context.Context, a idArg) (records.SessionRecord, error) { return b.Session(ctx, a.ID) }),
@@ -174,6 +193,19 @@ func (h handlers) table() map[string]func(micro.Request) {
 	}
 }
 
+// dispatched refuses (assistant.ErrNotDispatched) a session of a finding's attempt
+// patrold did not dispatch or that already ended.
+func dispatched(ctx context.Context, b Backend, findingID string, attempt int) error {
+	ok, err := b.Dispatched(ctx, findingID, attempt)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return assistant.ErrNotDispatched
+	}
+	return nil
+}
+
 // endpoint decodes A strictly, calls fn and answers with R or an error
 // code.
 func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func(micro.Request) {
@@ -189,6 +221,8 @@ func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func
 		switch {
 		case errors.Is(err, findings.ErrNotFound):
 			_ = req.Error(codeNotFound, headerSafe(err.Error()), nil)
+		case errors.Is(err, assistant.ErrNotDispatched):
+			_ = req.Error(codeNotDispatched, headerSafe(err.Error()), nil)
 		case err != nil:
 			h.log.Warn("session call failed", "subject", req.Subject(), "err", err)
 			_ = req.Error(codeFailed, headerSafe(err.Error()), nil)

@@ -99,7 +99,7 @@ func (r *rig) seed(t *testing.T) findings.Finding {
 	if err != nil || len(ch) != 1 {
 		t.Fatalf("seed finding: %v %v", ch, err)
 	}
-	draft := func(f *findings.Finding, attempt int) findings.OutboxDraft {
+	draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
 		return findings.OutboxDraft{Subject: contracts.SubjectRemediationRequests, Type: contracts.TypeRemediationRequest, ResourceID: f.ResourceID, Data: map[string]int{"attempt": attempt}}
 	}
 	got, err := r.st.RequestInvestigations(ctx, []string{ch[0].Finding.ID}, findings.DefaultGate(), findings.AutonomyFull, t0, draft)

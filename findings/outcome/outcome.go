@@ -6,6 +6,7 @@ package outcome
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -54,4 +55,45 @@ func (h Handler) Handle(ctx context.Context, o findings.Outcome) error {
 		}
 	}
 	return nil
+}
+
+// Check is the writer's own deterministic check of a finding's
+// condition, measured now: cleared reports the condition absent, measured
+// says what was found in words.
+type Check func(ctx context.Context, findingID string) (cleared bool, measured string, err error)
+
+// Confirmed is a Recorder that lets fix_verified through only when its
+// Check says the condition is absent now. Otherwise the outcome is
+// recorded as fix_verification_failed, its summary holding both the
+// session's claim and the measurement. Every other outcome passes as is.
+type Confirmed struct {
+	Recorder Recorder
+	Check    Check // required
+}
+
+// RecordOutcome re-checks a fix_verified outcome, then records.
+func (c Confirmed) RecordOutcome(ctx context.Context, o findings.Outcome, now time.Time) (bool, error) {
+	if o.Outcome == findings.OutcomeFixVerified {
+		o = c.confirm(ctx, o)
+	}
+	return c.Recorder.RecordOutcome(ctx, o, now)
+}
+
+func (c Confirmed) confirm(ctx context.Context, o findings.Outcome) findings.Outcome {
+	cleared, measured, err := c.Check(ctx, o.FindingID)
+	if err != nil {
+		measured = "could not measure: " + err.Error()
+	}
+	if err == nil && cleared {
+		return o
+	}
+	o.Outcome = findings.OutcomeFixVerificationFailed
+	o.Summary = VerificationFailed(o.Summary, measured)
+	return o
+}
+
+// VerificationFailed is the summary of a fix_verified claim patrold's
+// check did not confirm.
+func VerificationFailed(claim, measured string) string {
+	return fmt.Sprintf("session claimed fix_verified (%s); patrold's check measured: %s", claim, measured)
 }

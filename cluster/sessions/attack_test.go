@@ -1,0 +1,57 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/store/records"
+)
+
+// Item 4 of the bus attack: with the session service reachable, a forged
+// session (one patrold never dispatched) is refused and nothing stored
+// changes; the spend ledger stays what patrold's own sessions spent.
+func TestForgedSessionsRefused(t *testing.T) {
+	r := newRig(t, true)
+	ctx := context.Background()
+	before := testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db"))
+	spent, err := r.st.SessionSpent(ctx, t0.Add(-time.Hour), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// No investigation of attempt 2 was dispatched.
+	err = r.client.StartSession(ctx, "forged-1", r.f.ID, r.f.Attempt+1, "playbook", t0)
+	if !errors.Is(err, assistant.ErrNotDispatched) {
+		t.Fatalf("forged start of an undispatched attempt: %v, want assistant.ErrNotDispatched", err)
+	}
+	// A session nobody started records no end and no spend.
+	err = r.client.FinishSession(ctx, "forged-2", records.SessionEnd{Outcome: "fix_verified", Summary: "forged", FinishedAt: t0, CostUSD: 100000})
+	if !errors.Is(err, findings.ErrNotFound) {
+		t.Fatalf("forged end of an unknown session: %v, want findings.ErrNotFound", err)
+	}
+	testkit.SameDB(t, "after forged session calls", testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db")), before)
+	if got, err := r.st.SessionSpent(ctx, t0.Add(-time.Hour), ""); err != nil || got != spent {
+		t.Fatalf("spend after forged calls: %v %v, want %v", got, err, spent)
+	}
+
+	// A session of an investigation that already ended takes no end.
+	if err := r.client.StartSession(ctx, "real-1", r.f.ID, r.f.Attempt, "playbook", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.RecordOutcome(ctx, findings.Outcome{FindingID: r.f.ID, SessionID: "real-1", Attempt: r.f.Attempt,
+		Outcome: findings.OutcomeCannotFix, Summary: "nothing to do"}, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	ended := testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db"))
+	err = r.client.FinishSession(ctx, "real-1", records.SessionEnd{Outcome: "fix_verified", FinishedAt: t0, CostUSD: 100000})
+	if !errors.Is(err, assistant.ErrNotDispatched) {
+		t.Fatalf("end of a session whose investigation ended: %v, want assistant.ErrNotDispatched", err)
+	}
+	testkit.SameDB(t, "after a late session end", testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db")), ended)
+}
