@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store/records"
@@ -24,6 +25,15 @@ type Client struct {
 	prefix  string
 	timeout time.Duration
 	log     *slog.Logger
+	auth    *msgauth.Auth // nil: calls are not signed
+}
+
+// WithAuth returns a client that signs every call with auth and accepts
+// only answers the writer signed for that call.
+func (c *Client) WithAuth(auth *msgauth.Auth) *Client {
+	cp := *c
+	cp.auth = auth
+	return &cp
 }
 
 var (
@@ -84,7 +94,17 @@ func call[R any](ctx context.Context, c *Client, method string, a any) (R, error
 		defer cancel()
 	}
 	subject := contracts.SessionsSubject(c.prefix) + "." + method
-	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	req := nats.NewMsg(subject)
+	req.Data = data
+	if c.auth != nil {
+		c.auth.Sign(subject, req.Header, data)
+	}
+	msg, err := c.nc.RequestMsgWithContext(ctx, req)
+	if err == nil && c.auth != nil {
+		if verr := c.auth.VerifyAnswer(subject, req.Header, msg.Header, msg.Data); verr != nil {
+			return zero, fmt.Errorf("session call %s: the answer is not the writer's: %w", method, verr)
+		}
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return zero, fmt.Errorf("session call %s: %w (subject %s)", method, ErrNoWriter, subject)

@@ -13,8 +13,9 @@
 //
 // The wire is JSON per method, decoded strictly (unknown fields refused,
 // the field named). Errors travel in the micro error headers: code 404 is
-// findings.ErrNotFound, 400 a refused request, 409 a session patrold did
-// not dispatch (assistant.ErrNotDispatched), 500 a store failure.
+// findings.ErrNotFound, 400 a refused request, 401 a call that does not
+// authenticate (ServeAuthenticated), 409 a session patrold did not
+// dispatch (assistant.ErrNotDispatched), 500 a store failure.
 package sessions
 
 import (
@@ -25,12 +26,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/store/records"
@@ -50,6 +53,9 @@ const (
 const (
 	codeNotFound = "404"
 	codeRefused  = "400"
+	// codeUnauthenticated: the call is not signed with an accepted key,
+	// altered, stale or replayed (bus/msgauth).
+	codeUnauthenticated = "401"
 	// codeNotDispatched: no open investigation patrold dispatched for the
 	// session (assistant.ErrNotDispatched).
 	codeNotDispatched = "409"
@@ -112,8 +118,21 @@ type (
 )
 
 // Serve answers session calls from b until ctx ends: the writer runs it
-// while it is the writer.
+// while it is the writer. It authenticates no call (see
+// ServeAuthenticated).
 func Serve(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *slog.Logger) error {
+	return ServeAuthenticated(ctx, nc, prefix, b, log, nil, nil)
+}
+
+// Refused is told about every refused call: its subject and the reason
+// (msgauth.Reasons).
+type Refused func(subject, reason string)
+
+// ServeAuthenticated is Serve with every call verified by auth (a call
+// that does not verify is refused with code 401 and never reaches the
+// store; refused, when set, counts it) and every answer signed, bound to
+// its call. A nil auth verifies nothing.
+func ServeAuthenticated(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *slog.Logger, auth *msgauth.Auth, refused Refused) error {
 	svc, err := micro.AddService(nc, micro.Config{Name: contracts.SessionsService, Version: version, QueueGroup: contracts.SessionsQueue,
 		Description: "patrold assistant sessions, served by the writer"})
 	if err != nil {
@@ -121,7 +140,7 @@ func Serve(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *sl
 	}
 	defer func() { _ = svc.Stop() }()
 	g := svc.AddGroup(contracts.SessionsSubject(prefix))
-	h := handlers{ctx: ctx, b: b, log: log}
+	h := handlers{ctx: ctx, b: b, log: log, auth: auth, refused: refused, logged: &sync.Map{}}
 	for name, fn := range h.table() {
 		if err := g.AddEndpoint(name, micro.HandlerFunc(fn)); err != nil {
 			return fmt.Errorf("session service: endpoint %s: %w", name, err)
@@ -132,9 +151,59 @@ func Serve(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *sl
 }
 
 type handlers struct {
-	ctx context.Context
-	b   Backend
-	log *slog.Logger
+	ctx     context.Context
+	b       Backend
+	log     *slog.Logger
+	auth    *msgauth.Auth
+	refused Refused
+	logged  *sync.Map // "reason/key id": a refusal logged once per sender
+}
+
+// answer is how a handler answers: signed when calls are authenticated.
+type answer struct {
+	h   handlers
+	req micro.Request
+}
+
+func (a answer) respond(data []byte) error {
+	if a.h.auth == nil {
+		return a.req.Respond(data)
+	}
+	hd := map[string][]string{}
+	a.h.auth.SignAnswer(a.req.Subject(), a.req.Headers(), hd, data)
+	return a.req.Respond(data, micro.WithHeaders(hd))
+}
+
+func (a answer) fail(code, desc string) {
+	if a.h.auth == nil {
+		_ = a.req.Error(code, desc, nil)
+		return
+	}
+	hd := map[string][]string{micro.ErrorHeader: {desc}, micro.ErrorCodeHeader: {code}}
+	a.h.auth.SignAnswer(a.req.Subject(), a.req.Headers(), hd, nil)
+	_ = a.req.Error(code, desc, nil, micro.WithHeaders(hd))
+}
+
+// verify refuses a call that does not authenticate: counted, logged once
+// per sender (its key id) and reason.
+func (h handlers) verify(req micro.Request) bool {
+	if h.auth == nil {
+		return true
+	}
+	err := h.auth.Verify(req.Subject(), req.Headers(), req.Data(), h.auth.Now(), true)
+	if err == nil {
+		return true
+	}
+	reason := msgauth.Reason(err)
+	if h.refused != nil {
+		h.refused(req.Subject(), reason)
+	}
+	sender := strings.Join(req.Headers()[msgauth.HeaderKey], ",")
+	if _, seen := h.logged.LoadOrStore(reason+"/"+sender, true); !seen {
+		h.log.Warn("session call refused: not authenticated with the deployment key", "subject", req.Subject(), "reason", reason, "key", sender, "err", err)
+	}
+	_ = req.Error(codeUnauthenticated, headerSafe(err.Error()), nil)
+	return false
 }
 
 func (h handlers) table() map[string]func(micro.Request) {
@@ -210,9 +279,13 @@ func dispatched(ctx context.Context, b Backend, findingID string, attempt int) e
 // code.
 func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func(micro.Request) {
 	return func(req micro.Request) {
+		if !h.verify(req) {
+			return
+		}
+		ans := answer{h: h, req: req}
 		var a A
 		if err := decodeStrict(req.Data(), &a); err != nil {
-			_ = req.Error(codeRefused, headerSafe("arguments: "+err.Error()), nil)
+			ans.fail(codeRefused, headerSafe("arguments: "+err.Error()))
 			return
 		}
 		ctx, cancel := context.WithTimeout(h.ctx, handleTimeout)
@@ -220,19 +293,19 @@ func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func
 		r, err := fn(ctx, a)
 		switch {
 		case errors.Is(err, findings.ErrNotFound):
-			_ = req.Error(codeNotFound, headerSafe(err.Error()), nil)
+			ans.fail(codeNotFound, headerSafe(err.Error()))
 		case errors.Is(err, assistant.ErrNotDispatched):
-			_ = req.Error(codeNotDispatched, headerSafe(err.Error()), nil)
+			ans.fail(codeNotDispatched, headerSafe(err.Error()))
 		case err != nil:
 			h.log.Warn("session call failed", "subject", req.Subject(), "err", err)
-			_ = req.Error(codeFailed, headerSafe(err.Error()), nil)
+			ans.fail(codeFailed, headerSafe(err.Error()))
 		default:
 			data, err := json.Marshal(r)
 			if err != nil {
-				_ = req.Error(codeFailed, headerSafe("encode the answer: "+err.Error()), nil)
+				ans.fail(codeFailed, headerSafe("encode the answer: "+err.Error()))
 				return
 			}
-			if err := req.Respond(data); err != nil {
+			if err := ans.respond(data); err != nil {
 				h.log.Warn("answer a session call", "subject", req.Subject(), "err", err)
 			}
 		}
