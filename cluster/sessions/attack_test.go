@@ -9,8 +9,8 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store/records"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // Item 4 of the bus attack: with the session service reachable, a forged
@@ -19,7 +19,7 @@ import (
 func TestForgedSessionsRefused(t *testing.T) {
 	r := newRig(t, true)
 	ctx := context.Background()
-	before := testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db"))
+	before := storetest.DumpDB(t, filepath.Join(r.dir, "patrold.db"))
 	spent, err := r.st.SessionSpent(ctx, t0.Add(-time.Hour), "")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestForgedSessionsRefused(t *testing.T) {
 	if !errors.Is(err, findings.ErrNotFound) {
 		t.Fatalf("forged end of an unknown session: %v, want findings.ErrNotFound", err)
 	}
-	testkit.SameDB(t, "after forged session calls", testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db")), before)
+	storetest.SameDB(t, "after forged session calls", storetest.DumpDB(t, filepath.Join(r.dir, "patrold.db")), before)
 	if got, err := r.st.SessionSpent(ctx, t0.Add(-time.Hour), ""); err != nil || got != spent {
 		t.Fatalf("spend after forged calls: %v %v, want %v", got, err, spent)
 	}
@@ -48,10 +48,10 @@ func TestForgedSessionsRefused(t *testing.T) {
 		Outcome: findings.OutcomeCannotFix, Summary: "nothing to do"}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	ended := testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db"))
+	ended := storetest.DumpDB(t, filepath.Join(r.dir, "patrold.db"))
 	err = r.client.FinishSession(ctx, "real-1", records.SessionEnd{Outcome: "fix_verified", FinishedAt: t0, CostUSD: 100000})
 	if !errors.Is(err, assistant.ErrNotDispatched) {
 		t.Fatalf("end of a session whose investigation ended: %v, want assistant.ErrNotDispatched", err)
 	}
-	testkit.SameDB(t, "after a late session end", testkit.DumpDB(t, filepath.Join(r.dir, "patrold.db")), ended)
+	storetest.SameDB(t, "after a late session end", storetest.DumpDB(t, filepath.Join(r.dir, "patrold.db")), ended)
 }

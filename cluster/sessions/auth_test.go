@@ -19,6 +19,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store/records"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 func busAuth(t *testing.T, id string, b byte) *msgauth.Auth {
@@ -60,7 +61,7 @@ func TestSessionCallsAuthenticated(t *testing.T) {
 		return err == nil
 	})
 	db := filepath.Join(r.dir, "patrold.db")
-	before := testkit.DumpDB(t, db)
+	before := storetest.DumpDB(t, db)
 	start := contracts.SessionsSubject(prefix) + "." + contracts.SessionMethodStartSession
 	end := records.SessionEnd{Outcome: "fix_verified", FinishedAt: t0, CostUSD: 100000}
 
@@ -80,7 +81,7 @@ func TestSessionCallsAuthenticated(t *testing.T) {
 	if ans, err := r.nc.RequestMsg(msg, 2*time.Second); err != nil || ans.Header.Get("Nats-Service-Error-Code") != "" {
 		t.Fatalf("first delivery: %v %v", ans, err)
 	}
-	after := testkit.DumpDB(t, db) // the legitimate call stored its session
+	after := storetest.DumpDB(t, db) // the legitimate call stored its session
 	ans, err := r.nc.RequestMsg(msg, 2*time.Second)
 	if err != nil || ans.Header.Get("Nats-Service-Error-Code") != "401" || ans.Header.Get("Nats-Service-Error") != "message refused: replayed" {
 		t.Fatalf("replayed call: %v %v", ans.Header, err)
@@ -88,7 +89,7 @@ func TestSessionCallsAuthenticated(t *testing.T) {
 	if err := wrong.FinishSession(context.Background(), "replayed", end); errors.As(err, &re) || err == nil {
 		t.Fatalf("finish_session with another key: %v", err)
 	}
-	testkit.SameDB(t, "after refused calls", testkit.DumpDB(t, db), after)
+	storetest.SameDB(t, "after refused calls", storetest.DumpDB(t, db), after)
 	if reflect.DeepEqual(after, before) {
 		t.Fatal("the signed call stored nothing")
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
-	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 var at = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -113,11 +113,11 @@ func TestForgedOutcomesChangeNothing(t *testing.T) {
 	o.SessionID = ""
 	forged["no session"] = o
 	for name, o := range forged {
-		before := testkit.DumpDB(t, w.db)
+		before := storetest.DumpDB(t, w.db)
 		if err := w.h.Handle(ctx, o); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		testkit.SameDB(t, name, testkit.DumpDB(t, w.db), before)
+		storetest.SameDB(t, name, storetest.DumpDB(t, w.db), before)
 	}
 }
 
@@ -145,12 +145,12 @@ func TestUnconfirmedFixIsVerificationFailed(t *testing.T) {
 	if err != nil || !f.Active() || f.LastOutcome != findings.OutcomeFixVerificationFailed {
 		t.Fatalf("finding after an unconfirmed fix: %+v %v", f, err)
 	}
-	before := testkit.DumpDB(t, w.db)
+	before := storetest.DumpDB(t, w.db)
 	w.setMemory(t, 12)
 	if err := w.h.Handle(ctx, w.real(findings.OutcomeFixVerified, "replayed")); err != nil {
 		t.Fatal(err)
 	}
-	testkit.SameDB(t, "replayed outcome", testkit.DumpDB(t, w.db), before)
+	storetest.SameDB(t, "replayed outcome", storetest.DumpDB(t, w.db), before)
 }
 
 // A fix the check confirms resolves the finding, once.
@@ -164,9 +164,9 @@ func TestConfirmedFixResolves(t *testing.T) {
 	if err != nil || f.Status != findings.StatusResolved || f.ResolveReason != findings.ResolveFixVerified || f.FixSummary != "dropped caches" {
 		t.Fatalf("finding after a confirmed fix: %+v %v", f, err)
 	}
-	before := testkit.DumpDB(t, w.db)
+	before := storetest.DumpDB(t, w.db)
 	if err := w.h.Handle(ctx, w.real(findings.OutcomeFixVerified, "dropped caches")); err != nil {
 		t.Fatal(err)
 	}
-	testkit.SameDB(t, "replayed outcome", testkit.DumpDB(t, w.db), before)
+	storetest.SameDB(t, "replayed outcome", storetest.DumpDB(t, w.db), before)
 }

@@ -1,4 +1,4 @@
-package testkit
+package storetest
 
 import (
 	"database/sql"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3" // the driver patrold's store uses
+	_ "github.com/mattn/go-sqlite3" // the store's driver
 )
 
 // DB is every row of every table of a database, each row as its columns'
