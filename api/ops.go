@@ -143,3 +143,10 @@ func (a *API) reload(w http.ResponseWriter, r *http.Request, _ *call) error {
 	writeJSON(w, http.StatusOK, StatusMessage{Status: "reloaded"})
 	return nil
 }
+
+// WriteNotReady writes the not_ready error body with message: for a guard
+// in front of the API that refuses a request the API would take.
+func WriteNotReady(w http.ResponseWriter, message string) {
+	e := newError(CodeNotReady, "%s", message)
+	writeJSON(w, e.Status, e)
+}

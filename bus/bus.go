@@ -313,3 +313,32 @@ func (b *Bus) Close() error {
 	})
 	return b.closeErr
 }
+
+// SubjectHistory reports how many messages the events stream holds on
+// subject (a wildcard is allowed) and the data of the last one (nil when
+// there is none).
+func (b *Bus) SubjectHistory(ctx context.Context, subject string) (uint64, []byte, error) {
+	if b.js == nil {
+		return 0, nil, errors.New("nats not started")
+	}
+	s, err := b.js.Stream(ctx, b.opts.Stream.Name)
+	if err != nil {
+		return 0, nil, err
+	}
+	last, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, nil, err
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n, last.Data, nil
+}

@@ -33,6 +33,10 @@ type Options struct {
 	// LoadConfig re-reads the configuration on reload (default
 	// config.LoadFile(ConfigPath)).
 	LoadConfig func() (*config.Config, error)
+	// AcceptNewDatabase starts a single instance on a new or empty
+	// database even though the events stream already holds its finding
+	// events (serve --accept-new-database).
+	AcceptNewDatabase bool
 }
 
 // Daemon is the running patrold: store, runner, scheduler and friends.
@@ -57,6 +61,8 @@ type Daemon struct {
 
 	httpAddr  string
 	startedAt time.Time
+
+	dbLostOnce sync.Once
 
 	mu      sync.Mutex
 	started bool
@@ -180,7 +186,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.root.Lock("serve", cfg.HTTP.Listen); err != nil {
 		return err
 	}
-	if _, err := os.Stat(dbPath(cfg)); errors.Is(err, os.ErrNotExist) {
+	_, statErr := os.Stat(dbPath(cfg))
+	created := errors.Is(statErr, os.ErrNotExist)
+	if created {
 		d.log.Warn("database file not found: creating a new, empty database", "db", dbPath(cfg))
 	}
 	st, err := d.root.Store(ctx)
@@ -215,6 +223,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.startCluster(ctx, cfg); err != nil {
 		return fmt.Errorf("start nats: %w", err)
 	}
+	// Before the relay and the first run publish anything.
+	if err := d.checkHistory(ctx, created); err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.runCtx = runCtx
 	d.root.td.push("runs", func(ctx context.Context) error {
@@ -243,6 +255,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.startedAt = d.opts.Now()
 	d.bg.Add(1)
 	go func() { defer d.bg.Done(); d.watchdog(runCtx) }()
+	d.bg.Add(1)
+	go func() { defer d.bg.Done(); d.watchDB(runCtx) }()
 	d.notify("READY=1")
 	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil

@@ -47,7 +47,7 @@ func (d *Daemon) startHTTP() error {
 	}
 	d.httpAddr = ln.Addr().String()
 	d.log.Info("api listening", "addr", d.httpAddr)
-	h := a.Handler()
+	h := d.guardStore(a.Handler())
 	if d.cluster != nil {
 		// Cluster mode: a standby forwards mutations to the writer.
 		h = d.cluster.Forwarding(h)
@@ -106,6 +106,10 @@ func (d *Daemon) TriggerRun(ctx context.Context) (string, error) {
 
 // startRun admits a run under the daemon's lifetime context.
 func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
+	if err := d.storeWritable(); err != nil {
+		d.dbLost(err)
+		return "", err
+	}
 	d.mu.Lock()
 	if d.stopped || d.runCtx == nil {
 		d.mu.Unlock()

@@ -9,6 +9,8 @@ The loop is scripts/mutations.py (a stale mutation fails the script)."""
 from mutations import run
 
 SLOW = ["./daemon", "-run", "TestSlowClientsAreCutOff"]
+LOSTDB = ["./daemon", "-run", "TestLostDatabaseRefusesMutations"]
+NEWDB = ["./daemon", "-run", "TestNewDatabaseBesideHistoryRefused"]
 INPUT = ["./api", "-run", "TestSilenceGlobsAndTagsChecked|TestMalformedQueriesName"]
 
 # (name, file, original, mutated, test args)
@@ -28,6 +30,18 @@ MUTATIONS = [
      "\t\tcase strings.TrimSpace(t) == \"\":", "\t\tcase false:", INPUT),
     ("query-parsed-strictly", "api/findings.go",
      "\tq, err := url.ParseQuery(r.URL.RawQuery)\n", "\tq, err := r.URL.Query(), error(nil)\n", INPUT),
+    ("lost-db-refuses-mutations", "daemon/dbwatch.go",
+     "\t\t\tif err := d.storeWritable(); err != nil {\n\t\t\t\td.dbLost(err)\n\t\t\t\tapi.WriteNotReady",
+     "\t\t\tif err := error(nil); err != nil {\n\t\t\t\td.dbLost(err)\n\t\t\t\tapi.WriteNotReady", LOSTDB),
+    ("lost-db-refuses-runs", "daemon/http.go",
+     "\tif err := d.storeWritable(); err != nil {\n\t\td.dbLost(err)\n\t\treturn \"\", err",
+     "\tif err := error(nil); err != nil {\n\t\td.dbLost(err)\n\t\treturn \"\", err", LOSTDB),
+    ("lost-db-logged", "daemon/dbwatch.go",
+     "\t\t\t\td.dbLost(err)\n\t\t\t}\n\t\t}\n\t}\n}", "\t\t\t}\n\t\t}\n\t}\n}", LOSTDB),
+    ("pool-never-creates-db", "store/store.go", '\t\tq.Set("mode", "rw")\n', "",
+     ["./store", "-run", "TestDeletedFileIsNotCreatedAgain"]),
+    ("new-db-beside-history", "daemon/dbwatch.go", "\tif n == 0 {\n", "\tif n >= 0 {\n", NEWDB),
+    ("empty-db-beside-history", "daemon/dbwatch.go", "\t\tif len(runs) > 0 {\n", "\t\tif len(runs) >= 0 {\n", NEWDB),
 ]
 
 if __name__ == "__main__":

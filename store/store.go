@@ -58,6 +58,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 	q := url.Values{}
+	if path != "" && path != ":memory:" {
+		// The file is created here, once. The pools open it with mode=rw:
+		// a connection opened after the file was deleted fails instead of
+		// creating a new, empty database under the running process.
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+			if err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, fmt.Errorf("open store: %w", err)
+			}
+			if f != nil {
+				f.Close()
+			}
+		}
+		q.Set("mode", "rw")
+	}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", "10000")

@@ -11,6 +11,7 @@ import (
 
 func newServeCmd(a *app) *cobra.Command {
 	var output string
+	var acceptNew bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: scheduler, API, NATS, outbox relay, assistant worker",
@@ -20,10 +21,13 @@ func newServeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return cliErr(daemon.Run(cmd.Context(), daemon.Options{Config: cfg, ConfigPath: a.configPath, Reload: a.reload, Stderr: a.stderr}))
+			return cliErr(daemon.Run(cmd.Context(), daemon.Options{Config: cfg, ConfigPath: a.configPath, Reload: a.reload, Stderr: a.stderr,
+				AcceptNewDatabase: acceptNew}))
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "log format: text or json (overrides log.format)")
+	cmd.Flags().BoolVar(&acceptNew, "accept-new-database", false,
+		"start on a new or empty database although the events stream holds this source's finding events (they are announced again)")
 	return cmd
 }
 
