@@ -34,6 +34,18 @@ type Status struct {
 	Source        string         `json:"source"`
 	Schedule      string         `json:"schedule"`
 	Autonomy      string         `json:"autonomy"`
+	// Ready is what /readyz answers; Unready lists each condition that
+	// makes the instance unready (none when ready).
+	Ready   bool           `json:"ready"`
+	Unready []ReadyProblem `json:"unready"`
+}
+
+// ReadyProblem is one condition that makes an instance unready: which
+// (store_file, store, integrity, run_store, replica_gap, replica_stall)
+// and what was seen.
+type ReadyProblem struct {
+	Condition string `json:"condition"`
+	Detail    string `json:"detail"`
 }
 
 // ReplicaStatus is a clustered instance's replica position.

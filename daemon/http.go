@@ -149,6 +149,11 @@ func (d *Daemon) Status(ctx context.Context) (api.Status, error) {
 		}
 	}
 	s.LastSuccessAt = d.lastSuccess(ctx)
+	s.Unready = d.unready(ctx)
+	s.Ready = len(s.Unready) == 0
+	if s.Unready == nil {
+		s.Unready = []api.ReadyProblem{}
+	}
 	if runs, err := d.store.Runs(ctx, 1); err == nil && len(runs) > 0 {
 		s.LastRunID, s.LastRunStatus, s.LastRunAt = runs[0].ID, runs[0].Status, runs[0].FinishedAt
 	}
@@ -167,12 +172,7 @@ func (d *Daemon) Ready(ctx context.Context) error {
 	if stopped {
 		return ErrStopping
 	}
-	// A deleted database keeps answering through the open handle while
-	// everything written to it is lost at the next start: not ready.
-	if err := d.store.FileCheck(); err != nil {
-		return err
-	}
-	return d.store.Ping(ctx)
+	return readyError(d.unready(ctx))
 }
 
 // lastSuccess is when the last run not ending in error finished (nil:

@@ -11,6 +11,7 @@ from mutations import run
 SLOW = ["./daemon", "-run", "TestSlowClientsAreCutOff"]
 LOSTDB = ["./daemon", "-run", "TestLostDatabaseRefusesMutations"]
 NEWDB = ["./daemon", "-run", "TestNewDatabaseBesideHistoryRefused"]
+READY = ["./daemon", "-run", "TestReadinessFollowsTheStore"]
 INPUT = ["./api", "-run", "TestSilenceGlobsAndTagsChecked|TestMalformedQueriesName"]
 
 # (name, file, original, mutated, test args)
@@ -42,6 +43,12 @@ MUTATIONS = [
      ["./store", "-run", "TestDeletedFileIsNotCreatedAgain"]),
     ("new-db-beside-history", "daemon/dbwatch.go", "\tif n == 0 {\n", "\tif n >= 0 {\n", NEWDB),
     ("empty-db-beside-history", "daemon/dbwatch.go", "\t\tif len(runs) > 0 {\n", "\t\tif len(runs) >= 0 {\n", NEWDB),
+    ("ready-on-store-run-failure", "daemon/ready.go",
+     "if i := slices.IndexFunc(run.Summary.StatusReasons, func(r string) bool { return slices.Contains(storeReasons, r) }); i >= 0 {",
+     "if i := slices.IndexFunc(run.Summary.StatusReasons, func(r string) bool { return false && slices.Contains(storeReasons, r) }); i >= 0 {", READY),
+    ("ready-names-integrity", "daemon/ready.go",
+     'err == nil && strings.Contains(string(full.Report), "malformed")', 'err == nil && false && strings.Contains(string(full.Report), "malformed")', READY),
+    ("status-says-ready", "daemon/http.go", "\ts.Ready = len(s.Unready) == 0\n", "\ts.Ready = true\n", READY),
 ]
 
 if __name__ == "__main__":

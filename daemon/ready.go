@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
+)
+
+// ReplicaStallAfter is how long a replica may stay behind the state
+// stream without applying a change before it is unready.
+const ReplicaStallAfter = 30 * time.Second
+
+// storeReasons are the run status reasons that name the store.
+var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFailed}
+
+// unready lists what makes this instance unready, one condition each:
+//   - store_file: the database file was deleted or replaced;
+//   - store: the database does not answer;
+//   - integrity: the last finished run failed on a malformed database;
+//   - run_store: the last finished run failed for a store reason
+//     (commit_failed, history_failed);
+//   - replica_gap: changes are missing from the state stream (re-seed);
+//   - replica_stall: behind the stream with nothing applied for
+//     ReplicaStallAfter (cluster mode).
+func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
+	var out []api.ReadyProblem
+	add := func(cond, format string, args ...any) {
+		out = append(out, api.ReadyProblem{Condition: cond, Detail: fmt.Sprintf(format, args...)})
+	}
+	if err := d.store.FileCheck(); err != nil {
+		add("store_file", "%v", err)
+	}
+	if err := d.store.Ping(ctx); err != nil {
+		add("store", "%v", err)
+	} else if run := d.lastFinishedRun(ctx); run != nil && run.Status == patrol.StatusError && run.Summary != nil {
+		if i := slices.IndexFunc(run.Summary.StatusReasons, func(r string) bool { return slices.Contains(storeReasons, r) }); i >= 0 {
+			cond := "run_store"
+			if full, err := d.store.Run(ctx, run.ID); err == nil && strings.Contains(string(full.Report), "malformed") {
+				cond = "integrity"
+			}
+			add(cond, "the last run %s failed: %s", run.ID, run.Summary.StatusReasons[i])
+		}
+	}
+	if d.cluster != nil {
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		l := d.cluster.Lag(lctx)
+		cancel()
+		if l != nil && l.Gap != "" {
+			add("replica_gap", "%s", l.Gap)
+		}
+		if l != nil && l.Behind && l.AppliedAt != nil {
+			if idle := d.opts.Now().Sub(*l.AppliedAt); idle > ReplicaStallAfter {
+				add("replica_stall", "applied sequence %d of %d, nothing applied for %s", l.AppliedSeq, l.LastSeq, idle.Round(time.Second))
+			}
+		}
+	}
+	return out
+}
+
+// lastFinishedRun is the newest run that has finished (nil: none).
+func (d *Daemon) lastFinishedRun(ctx context.Context) *findings.RunRecord {
+	runs, err := d.store.Runs(ctx, 2)
+	if err != nil {
+		return nil
+	}
+	for i := range runs {
+		if runs[i].FinishedAt != nil {
+			return &runs[i]
+		}
+	}
+	return nil
+}
+
+// readyError joins the problems into the error /readyz answers with.
+func readyError(problems []api.ReadyProblem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	errs := make([]string, len(problems))
+	for i, p := range problems {
+		errs[i] = p.Condition + ": " + p.Detail
+	}
+	return errors.New(strings.Join(errs, "; "))
+}
