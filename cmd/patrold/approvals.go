@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -134,12 +133,12 @@ func (a *app) withApprovals(ctx context.Context, mutating bool, viaAPI func(*api
 	if err != nil {
 		return err
 	}
-	if token, ok := pickToken(cfg, mutating); ok {
-		hc := &http.Client{Timeout: cfg.Investigation.Timeout + approvalsClientSlack}
-		c, err := api.NewClient("http://"+cfg.HTTP.Listen, token, hc)
-		if err == nil && c.Ping(ctx) == nil {
-			return viaAPI(c)
-		}
+	c, err := a.liveClient(ctx, mutating, cfg.Investigation.Timeout+approvalsClientSlack)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		return viaAPI(c)
 	}
 	root, st, err := a.openExistingStore(ctx)
 	if err != nil {

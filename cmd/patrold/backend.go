@@ -33,21 +33,37 @@ type backend interface {
 // changes over HTTP; the change then goes to the database directly, which
 // SQLite serialises with the daemon's writes.
 func (a *app) backend(ctx context.Context, mutating bool) (backend, error) {
-	cfg, err := a.loadConfig()
+	c, err := a.liveClient(ctx, mutating, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	if token, ok := pickToken(cfg, mutating); ok {
-		c, err := api.NewClient("http://"+cfg.HTTP.Listen, token, &http.Client{Timeout: 30 * time.Second})
-		if err == nil && c.Ping(ctx) == nil {
-			return &apiBackend{c: c}, nil
-		}
+	if c != nil {
+		return &apiBackend{c: c}, nil
 	}
 	root, st, err := a.openExistingStore(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &storeBackend{root: root, st: st}, nil
+}
+
+// liveClient returns a client of the daemon answering on http.listen with
+// a token good enough for the call, or nil when none answers (or no
+// token fits): the caller then uses the database.
+func (a *app) liveClient(ctx context.Context, mutating bool, timeout time.Duration) (*api.Client, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	token, ok := pickToken(cfg, mutating)
+	if !ok {
+		return nil, nil
+	}
+	c, err := api.NewClient("http://"+cfg.HTTP.Listen, token, &http.Client{Timeout: timeout})
+	if err != nil || c.Ping(ctx) != nil {
+		return nil, nil
+	}
+	return c, nil
 }
 
 // pickToken returns a configured token good enough for the call ("" with

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -19,15 +18,12 @@ import (
 // withSilences runs viaAPI when the daemon answers, else viaStore on the
 // local database; the store validates a silence as the API does.
 func (a *app) withSilences(ctx context.Context, mutating bool, viaAPI func(*api.Client) error, viaStore func(*store.Store) error) error {
-	cfg, err := a.loadConfig()
+	c, err := a.liveClient(ctx, mutating, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	if token, ok := pickToken(cfg, mutating); ok {
-		c, err := api.NewClient("http://"+cfg.HTTP.Listen, token, &http.Client{Timeout: 30 * time.Second})
-		if err == nil && c.Ping(ctx) == nil {
-			return apiErr(viaAPI(c))
-		}
+	if c != nil {
+		return apiErr(viaAPI(c))
 	}
 	root, st, err := a.openExistingStore(ctx)
 	if err != nil {
