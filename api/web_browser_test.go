@@ -73,9 +73,26 @@ func browser(t *testing.T) context.Context {
 		}
 		t.Skip("no chromium")
 	}
+	// Not t.TempDir: Chromium's helper processes can still write into the
+	// profile for a moment after the browser exits, which fails TempDir's
+	// cleanup. The profile is removed after the browser is stopped (cleanups
+	// run last first), retried while those writes settle.
+	profile, err := os.MkdirTemp("", "patrold-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("chromium profile %s left behind", profile)
+	})
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.UserDataDir(profile))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
