@@ -137,6 +137,13 @@ func expectedAlerts(t *testing.T, st *store.Store) []amAlert {
 			Annotations: map[string]string{"summary": f.Title, "link": "https://patrold.example/findings/" + f.ID},
 			StartsAt:    f.DetectedAt.UTC().Truncate(time.Millisecond),
 		}
+		// Who filed it, and the node it is on when it has one (docs/NOTIFY.md).
+		if f.Source != "" {
+			a.Labels["source"] = string(f.Source)
+		}
+		if f.ResourceNode != "" {
+			a.Labels["node"] = f.ResourceNode
+		}
 		if f.Description != "" {
 			a.Annotations["description"] = f.Description
 		}
