@@ -68,24 +68,14 @@ func TestNothingCitesFilesOutsideTheRepository(t *testing.T) {
 }
 
 func TestCitationRuleFailsOnViolation(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeTree(t, map[string]string{
 		"a/a.go":       "package a\n\n// Defaults (CONTRACTS.md §4).\nconst x = 1\n",
 		"docs/X.md":    "# X\n\nSee docs/NATS.md.\nThe rules of BEHAVIOUR §7 hold.\n",
 		"m/1.sql":      "-- a comment\n-- see ../shared/design/ARCHITECTURE.md\n",
 		"clean/c.go":   "package clean\n\n// See docs/FINDINGS.md#loop-states.\n",
 		"other/x.json": "{\"see\": \"BEHAVIOUR.md\"}\n",
 		"Makefile":     "# BEHAVIOUR.md section 1\n",
-	}
-	for name, body := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	got, err := citationsOutside(dir)
 	if err != nil {
 		t.Fatal(err)

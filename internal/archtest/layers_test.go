@@ -141,8 +141,7 @@ func TestDaemonHoldsNoReplication(t *testing.T) {
 }
 
 func TestDaemonReplicationRuleFailsOnViolation(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeTree(t, map[string]string{
 		"replication.go":  "package daemon\n\nfunc (r *x) promote() {\n\tr.store.EnableCapture(ctx, s, o, 1)\n\t_ = r.store.ReplicaStatus\n}\n",
 		"fence.go":        "package daemon\n\nfunc f() { n, _ := st.DropUnsent(ctx, t); st.Check(ctx) }\n",
 		"fence_test.go":   "package daemon\n\nfunc g() { st.DisableCapture(ctx) }\n",
@@ -150,16 +149,7 @@ func TestDaemonReplicationRuleFailsOnViolation(t *testing.T) {
 		"clean.go":        "package daemon\n\nfunc h() { st.Open(ctx) }\n",
 		"sub/capture.go":  "package sub\n\nfunc i() { st.EnableCapture(ctx) }\n",
 		"wiring_other.go": "package daemon\n\nfunc j() { m.Start(ctx); m.WhileWriter(fn) }\n",
-	}
-	for name, body := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	got, err := replicationCalls(dir, replicationMethods())
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package archtest
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -60,24 +58,14 @@ func TestSQLRuleCatchesAViolation(t *testing.T) {
 // TestSQLRuleOnARealModule: go list over a throwaway module whose
 // package leaks SQL yields that violation, and only in non-test files.
 func TestSQLRuleOnARealModule(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeTree(t, map[string]string{
 		"go.mod":                  "module example.com/leak\n\ngo 1.22\n",
 		"store/store.go":          "package store\n\nimport _ \"database/sql\"\n",
 		"leaky/leaky.go":          "package leaky\n\nimport _ \"database/sql\"\n",
 		"clean/clean.go":          "package clean\n",
 		"clean/clean_test.go":     "package clean\n\nimport _ \"database/sql\"\n",
 		"clean/ext_clean_test.go": "package clean_test\n\nimport _ \"database/sql\"\n",
-	}
-	for name, body := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	g, err := listGraph(dir, "./...")
 	if err != nil {
 		t.Fatal(err)

@@ -129,8 +129,7 @@ func TestNoSubjectLiteralOutsideContracts(t *testing.T) {
 }
 
 func TestSubjectLiteralRuleFailsOnViolation(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := writeTree(t, map[string]string{
 		"contracts/c.go":   "package contracts\n\nconst A = \"patrold_api.\"\nconst B = \"patrol.findings.>\"\n",
 		"daemon/fwd.go":    "package daemon\n\nfunc S(p string) string { return \"patrold_api.\" + p }\n",
 		"notify/sub.go":    "package notify\n\nvar subs = []string{`patrol.findings.>`, \"patrol.state.changes\", \"patrol.>\"}\n",
@@ -138,16 +137,7 @@ func TestSubjectLiteralRuleFailsOnViolation(t *testing.T) {
 		"api/metrics.go":   "package api\n\nconst m = \"patrold_api_requests_total\"\nconst b = \"patrold_\"\n",
 		"daemon/x_test.go": "package daemon\n\nconst want = \"patrold_seed.patrol\"\n",
 		"testdata/t.go":    "package testdata\n\nconst x = \"patrol.runs.completed\"\n",
-	}
-	for name, body := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	got, err := subjectLiteralViolations(dir)
 	if err != nil {
 		t.Fatal(err)
