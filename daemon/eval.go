@@ -33,8 +33,11 @@ type EvalModel struct {
 func (r *Root) EvalModel() EvalModel {
 	cfg := r.cfg
 	em := EvalModel{Provider: cfg.Model.Provider, ContextTokens: analyst.DefaultContextWindow, OpenStore: store.Open}
-	if ep, ok := cfg.Model.Endpoint(); ok && ep.ContextWindow > 0 {
-		em.Model, em.ContextTokens = ep.Model, ep.ContextWindow
+	if ep, ok := cfg.Model.Endpoint(); ok {
+		em.Model = ep.Model
+	}
+	if w := cfg.Model.Window(); w > 0 {
+		em.ContextTokens = w
 	}
 	if cfg.Model.Provider != model.ProviderNone && cfg.Model.Provider != "" {
 		em.New = func() (model.Provider, error) {

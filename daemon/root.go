@@ -458,8 +458,9 @@ func newAnalyst(cfg *config.Config, sh *shared, ledger model.SpendLedger, log *s
 		Neutraliser: sh.neutraliser, AgentMetrics: sh.agentMetrics, Registerer: sh.registerer, Logger: log, Now: now,
 		ModelFindings: analyst.ModelFindingLimits{MaxPerRun: cfg.Patrol.ModelFindings.MaxPerRun, MaxPerResource: cfg.Patrol.ModelFindings.MaxPerResource}}
 	if ep, ok := cfg.Model.Endpoint(); ok {
-		o.Model, o.ContextWindow, o.MaxOutputTokens = ep.Model, ep.ContextWindow, ep.MaxOutputTokens
+		o.Model, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
 	}
+	o.ContextWindow = cfg.Model.Window()
 	a, err := analyst.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)

@@ -3,7 +3,10 @@ package eval
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,6 +30,12 @@ func weakEndpoint(url string) model.EndpointOptions {
 // weakRun evaluates one corpus scenario against a fake server.
 func weakRun(t *testing.T, scenario string, newProvider func() (model.Provider, error)) Figures {
 	t.Helper()
+	return weakRunWindow(t, scenario, weakWindow, newProvider)
+}
+
+// weakRunWindow is weakRun with the stages built for window tokens.
+func weakRunWindow(t *testing.T, scenario string, window int, newProvider func() (model.Provider, error)) Figures {
+	t.Helper()
 	scs, err := Corpus()
 	if err != nil {
 		t.Fatal(err)
@@ -40,14 +49,14 @@ func weakRun(t *testing.T, scenario string, newProvider func() (model.Provider, 
 	fixed := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	res, err := Run(context.Background(), Options{
 		Scenarios: []*Scenario{sc}, OpenStore: openStore, TempDir: t.TempDir(), Clock: func() time.Time { return fixed },
-		Provider: func(*Scenario) (model.Provider, error) { return newProvider() }, Bars: DefaultBars(), ContextTokens: weakWindow,
+		Provider: func(*Scenario) (model.Provider, error) { return newProvider() }, Bars: DefaultBars(), ContextTokens: window,
 		Analyst: func(p model.Provider, reg prometheus.Registerer) (patrol.Analyst, error) {
 			am, err := agent.NewMetrics(reg)
 			if err != nil {
 				return nil, err
 			}
 			return analyst.New(analyst.Options{Provider: p, Registerer: reg, AgentMetrics: am, Model: "fake-7b",
-				ContextWindow: weakWindow, MaxOutputTokens: weakOutput})
+				ContextWindow: window, MaxOutputTokens: weakOutput})
 		},
 	})
 	if err != nil {
@@ -160,5 +169,72 @@ func TestWeakModelTooSmallOrSlow(t *testing.T) {
 		if f.Status != patrol.StatusDegraded || !reflect.DeepEqual(f.StatusReasons, []string{patrol.ReasonModelFailed}) || f.FiledByModel != 0 || len(f.Missed) != 1 {
 			t.Errorf("%s: %+v", name, f)
 		}
+	}
+}
+
+// TestSmallContextCutsOldToolResults: a model with a context of 8192
+// tokens pages through a large fleet. Each page is a long tool result;
+// the composer cuts the oldest with a notice so every request stays
+// within the window, and the fake server (which refuses anything over
+// it, as real servers do) answers every one.
+func TestSmallContextCutsOldToolResults(t *testing.T) {
+	page := func(offset int) modelfake.Turn {
+		return modelfake.Turn{Calls: []modelfake.Call{{Name: "list_resources", Args: fmt.Sprintf(`{"limit": 100, "offset": %d}`, offset)}}}
+	}
+	turns := []modelfake.Turn{page(0), page(100), page(200), page(300), {Text: "Done."}}
+	const window = 8192
+	for name, tc := range map[string]struct {
+		srv   *modelfake.Server
+		build func(url string) (model.Provider, error)
+	}{
+		"openai": {modelfake.OpenAI(t, turns...), func(url string) (model.Provider, error) {
+			e := weakEndpoint(url + "/v1")
+			e.ContextWindow = window
+			return openai.New(openai.Options{Endpoint: e})
+		}},
+		"anthropic": {modelfake.Anthropic(t, turns...), func(url string) (model.Provider, error) {
+			e := weakEndpoint(url)
+			e.ContextWindow = window
+			return anthropic.New(anthropic.Options{Endpoint: e})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.srv.ContextTokens = window
+			f := weakRunWindow(t, "large-fleet-faults", window, func() (model.Provider, error) { return tc.build(tc.srv.URL) })
+			if f.LargestRequestTokens+weakOutput > window {
+				t.Errorf("largest request %d tokens plus %d output is over the window %d", f.LargestRequestTokens, weakOutput, window)
+			}
+			f.LargestRequestTokens = 0
+			missed := []SignalRef{{Type: "backup_failed", ResourceID: "vm/1277", Severity: "warning"}, {Type: "backup_stale", ResourceID: "vm/1277", Severity: "warning"},
+				{Type: "high_memory", ResourceID: "vm/1407", Severity: "warning"}, {Type: "guest_unreachable", ResourceID: "container/1876", Severity: "warning"}}
+			want := Figures{Status: patrol.StatusIssuesFound, StatusReasons: []string{}, Missed: missed, Recall: oneRecall(0),
+				Counts: Counts{Signals: 4, Turns: 6, Requests: 6, InputTokens: 6 * modelfake.UsageInput, OutputTokens: 6 * modelfake.UsageOutput}}
+			if !reflect.DeepEqual(f, want) {
+				t.Fatalf("figures\n%+v\nwant\n%+v", f, want)
+			}
+			// Every request fitted the server; the pages before the newest
+			// were cut, each with its notice, and uncut they would not.
+			notice := regexp.MustCompile(`\[patrold: this tool result was cut to its first (\d+) of (\d+) bytes`)
+			var notices []int
+			reqs := tc.srv.Requests()
+			for _, r := range reqs {
+				if n := modelfake.PromptTokens(r); n > window {
+					t.Errorf("a request of %d tokens reached the server", n)
+				}
+				notices = append(notices, len(notice.FindAllSubmatch(r, -1)))
+			}
+			if want := []int{0, 0, 1, 2, 3, 0}; !reflect.DeepEqual(notices, want) {
+				t.Fatalf("cut notices per request %v, want %v", notices, want)
+			}
+			cut := 0
+			for _, m := range notice.FindAllSubmatch(reqs[4], -1) {
+				kept, _ := strconv.Atoi(string(m[1]))
+				had, _ := strconv.Atoi(string(m[2]))
+				cut += had - kept
+			}
+			if uncut := modelfake.PromptTokens(reqs[4]) + cut/4; uncut <= 2*window {
+				t.Fatalf("the fifth request uncut would be %d tokens: the test no longer needs cuts", uncut)
+			}
+		})
 	}
 }

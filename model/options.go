@@ -30,9 +30,12 @@ const (
 	DefaultOpenAIContextWindow    = 128000
 	DefaultAnthropicContextWindow = 200000
 	DefaultMaxOutputTokens        = 4096
-	maxRetriesLimit               = 10
-	maxKeyFileBytes               = 4096
-	providerKeyPrefix             = "model."
+	// MinContextTokens is the smallest context_tokens accepted: below it
+	// the policy, the tools and a useful seed do not fit.
+	MinContextTokens  = 8192
+	maxRetriesLimit   = 10
+	maxKeyFileBytes   = 4096
+	providerKeyPrefix = "model."
 )
 
 // Options is the `model:` section of the configuration.
@@ -41,12 +44,15 @@ type Options struct {
 	Provider string `koanf:"provider" json:"provider" yaml:"provider"`
 	// MaxSkipAge is how long model stages may be skipped for budget reasons
 	// before the skip is reported as a problem of its own.
-	MaxSkipAge time.Duration   `koanf:"max_skip_age" json:"max_skip_age" yaml:"max_skip_age"`
-	OpenAI     EndpointOptions `koanf:"openai" json:"openai" yaml:"openai"`
-	Anthropic  EndpointOptions `koanf:"anthropic" json:"anthropic" yaml:"anthropic"`
-	Script     ScriptOptions   `koanf:"script" json:"script" yaml:"script"`
-	Prices     Prices          `koanf:"prices" json:"prices" yaml:"prices"`
-	Budget     BudgetOptions   `koanf:"budget" json:"budget" yaml:"budget"`
+	MaxSkipAge time.Duration `koanf:"max_skip_age" json:"max_skip_age" yaml:"max_skip_age"`
+	// ContextTokens is the context window every request is kept within;
+	// 0 takes the selected endpoint's context_window.
+	ContextTokens int             `koanf:"context_tokens" json:"context_tokens" yaml:"context_tokens"`
+	OpenAI        EndpointOptions `koanf:"openai" json:"openai" yaml:"openai"`
+	Anthropic     EndpointOptions `koanf:"anthropic" json:"anthropic" yaml:"anthropic"`
+	Script        ScriptOptions   `koanf:"script" json:"script" yaml:"script"`
+	Prices        Prices          `koanf:"prices" json:"prices" yaml:"prices"`
+	Budget        BudgetOptions   `koanf:"budget" json:"budget" yaml:"budget"`
 }
 
 // EndpointOptions configure one HTTP model API. The API key itself is never
@@ -112,6 +118,13 @@ func (o Options) Validate() error {
 	if o.MaxSkipAge < 0 {
 		add("max_skip_age", "%s must not be negative", o.MaxSkipAge)
 	}
+	if o.ContextTokens < 0 {
+		add("context_tokens", "%d must not be negative (0: the endpoint's context_window)", o.ContextTokens)
+	} else if o.ContextTokens > 0 && o.ContextTokens < MinContextTokens {
+		add("context_tokens", "%d is below the minimum %d", o.ContextTokens, MinContextTokens)
+	} else if ep, ok := o.Endpoint(); ok && o.ContextTokens > 0 && ep.MaxOutputTokens >= o.ContextTokens/2 {
+		add("context_tokens", "%d must be more than twice max_output_tokens %d", o.ContextTokens, ep.MaxOutputTokens)
+	}
 	errs = append(errs, o.OpenAI.validate(ProviderOpenAI, o.Provider == ProviderOpenAI)...)
 	errs = append(errs, o.Anthropic.validate(ProviderAnthropic, o.Provider == ProviderAnthropic)...)
 	errs = append(errs, o.Budget.validate()...)
@@ -136,15 +149,33 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Endpoint returns the endpoint section of the selected provider, if it has one.
+// Endpoint returns the endpoint section of the selected provider, if it
+// has one, with context_tokens (when set) as its context window.
 func (o Options) Endpoint() (EndpointOptions, bool) {
+	var ep EndpointOptions
 	switch o.Provider {
 	case ProviderOpenAI:
-		return o.OpenAI, true
+		ep = o.OpenAI
 	case ProviderAnthropic:
-		return o.Anthropic, true
+		ep = o.Anthropic
+	default:
+		return EndpointOptions{}, false
 	}
-	return EndpointOptions{}, false
+	if o.ContextTokens > 0 {
+		ep.ContextWindow = o.ContextTokens
+	}
+	return ep, true
+}
+
+// Window is the context window of the configured model: context_tokens
+// when set, else the selected endpoint's context_window; 0 when neither
+// (the script provider without context_tokens).
+func (o Options) Window() int {
+	ep, _ := o.Endpoint()
+	if o.ContextTokens > 0 {
+		return o.ContextTokens
+	}
+	return ep.ContextWindow
 }
 
 func (e EndpointOptions) validate(section string, selected bool) []string {

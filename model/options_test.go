@@ -50,6 +50,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"retries", func(o *Options) { o.OpenAI.MaxRetries = 11 }, "model.openai.max_retries: 11 is outside 0..10"},
 		{"window", func(o *Options) { o.OpenAI.ContextWindow = -5 }, "model.openai.context_window: -5 must not be negative"},
 		{"output vs window", func(o *Options) { o.OpenAI.MaxOutputTokens = 200000 }, "model.openai.max_output_tokens: 200000 must be below context_window 128000"},
+		{"context tokens negative", func(o *Options) { o.ContextTokens = -1 }, "model.context_tokens: -1 must not be negative (0: the endpoint's context_window)"},
+		{"context tokens small", func(o *Options) { o.ContextTokens = 4096 }, "model.context_tokens: 4096 is below the minimum 8192"},
+		{"context tokens vs output", func(o *Options) { o.ContextTokens = 8192; o.OpenAI.MaxOutputTokens = 4096 }, "model.context_tokens: 8192 must be more than twice max_output_tokens 4096"},
 		{"script path", func(o *Options) { o.Provider = ProviderScript }, "model.script.path: required when model.provider is script"},
 		{"budget", func(o *Options) { o.Budget.PerDayUSD = -1 }, "model.budget.per_day_usd: -1 must be a non-negative number"},
 		{"price", func(o *Options) { o.Prices = Prices{"gpt-test": {InputPerMTok: -2}} }, "model.prices.gpt-test.input_per_mtok: -2 must be a non-negative number"},
@@ -64,6 +67,38 @@ func TestValidateNamesTheKey(t *testing.T) {
 				t.Fatalf("err = %v\nwant %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestContextTokensIsTheEndpointsWindow(t *testing.T) {
+	o := validOpenAI()
+	ep, ok := o.Endpoint()
+	if !ok || ep != o.OpenAI {
+		t.Fatalf("without context_tokens: %+v, %v; want the openai section %+v", ep, ok, o.OpenAI)
+	}
+	o.ContextTokens = 16384
+	want := o.OpenAI
+	want.ContextWindow = 16384
+	if ep, _ := o.Endpoint(); ep != want {
+		t.Fatalf("with context_tokens: %+v\nwant %+v", ep, want)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if w := o.Window(); w != 16384 {
+		t.Fatalf("window %d, want context_tokens 16384", w)
+	}
+	o.Provider = ProviderScript
+	o.Script.Path = "s.yaml"
+	if ep, ok := o.Endpoint(); ok || ep != (EndpointOptions{}) {
+		t.Fatalf("script provider: %+v, %v; want no endpoint", ep, ok)
+	}
+	if w := o.Window(); w != 16384 {
+		t.Fatalf("script provider: window %d, want context_tokens 16384", w)
+	}
+	o.ContextTokens = 0
+	if w := o.Window(); w != 0 {
+		t.Fatalf("script provider without context_tokens: window %d, want 0", w)
 	}
 }
 

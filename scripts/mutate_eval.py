@@ -11,6 +11,8 @@ REFERENCE = ["./eval", "-run", "TestReferenceModels"]
 BARS = ["./eval", "-run", "TestQualifyBars"]
 PARSE = ["./eval", "-run", "TestParseNamesTheField"]
 LEAK = ["./agent", "-run", "TestLeaked"]
+FIT = ["./model/prompt", "-run", "TestFit"]
+SMALL = ["./eval", "-run", "TestSmallContextCutsOldToolResults"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -41,6 +43,16 @@ MUTATIONS = [
     ("leak-cut-off-is-a-call", "agent/leak.go", "if m == nil || !allowed(m[1]) {", "if true {", LEAK),
     ("miss-rate-by-model", "patrol/metrics.go", "\t\tif rep.Model != nil {", "\t\tif false {", ["./patrol", "-run", "TestMissRateByModel"]),
     ("report-names-the-model", "patrol/pipeline.go", "if set.Model != (ModelRef{}) {", "if false {", ["./patrol", "-run", "TestMissRateByModel"]),
+    ("fit-cuts-when-over", "model/prompt/compose.go", "\t\tif over <= 0 {", "\t\tif true {", FIT),
+    ("fit-cut-announced", "model/prompt/compose.go", "\t\tif p.cutFrom > 0 {", "\t\tif false {", FIT),
+    ("fit-oldest-first", "model/prompt/compose.go",
+     'if p.role == model.RoleTool && p.data != "" {', 'if p.role == model.RoleTool && p.data != "" && i == len(cv.parts)-1 {', FIT),
+    ("fit-rune-boundary", "model/prompt/compose.go", "for keep > 0 && !utf8.RuneStart(pt.data[keep]) {", "for keep > 0 && !utf8.RuneStart(pt.data[keep]) && false {", FIT),
+    ("stages-fit-the-window", "model/prompt/provider.go", "\tif p.Window > 0 {\n\t\trendered", "\tif false {\n\t\trendered", SMALL),
+    ("context-tokens-is-the-window", "model/options.go", "\tif o.ContextTokens > 0 {\n\t\tep.ContextWindow", "\tif false {\n\t\tep.ContextWindow",
+     ["./model", "-run", "TestContextTokensIsTheEndpointsWindow"]),
+    ("context-tokens-minimum", "model/options.go", "} else if o.ContextTokens > 0 && o.ContextTokens < MinContextTokens {", "} else if false {",
+     ["./model", "-run", "TestValidateNamesTheKey"]),
     ("exit-1-unqualified", "cmd/patrold/eval.go",
      "if !res.Qualification.Passed {", "if false {", ["./cmd/patrold", "-run", "TestEvalCommand"]),
 ]

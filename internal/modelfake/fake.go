@@ -45,8 +45,10 @@ const (
 // Server is a fake model server. Requests holds every request body.
 type Server struct {
 	*httptest.Server
-	// ContextTokens, when > 0, refuses a request whose body is larger
-	// than four bytes per token with the server's context error.
+	// ContextTokens, when > 0, refuses a request whose prompt is longer
+	// with the server's context error. The prompt is counted as a
+	// server's tokenizer sees it: the text of the request (every string
+	// in it, not the JSON around them) at four bytes a token.
 	ContextTokens int
 
 	mu       sync.Mutex
@@ -88,7 +90,7 @@ func (s *Server) serve(path string) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if s.ContextTokens > 0 && len(body)/4 > s.ContextTokens {
+		if s.ContextTokens > 0 && PromptTokens(body) > s.ContextTokens {
 			s.tooLong(w, s.ContextTokens)
 			return
 		}
@@ -99,6 +101,37 @@ func (s *Server) serve(path string) http.HandlerFunc {
 		}
 		s.wire(w, t, n)
 	}
+}
+
+// PromptTokens counts a request body as ContextTokens does: the bytes of
+// every string in it (keys excluded), four to a token, rounded up. A body
+// that is not JSON counts whole.
+func PromptTokens(body []byte) int {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return (len(body) + 3) / 4
+	}
+	return (textBytes(v) + 3) / 4
+}
+
+func textBytes(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case []any:
+		n := 0
+		for _, e := range x {
+			n += textBytes(e)
+		}
+		return n
+	case map[string]any:
+		n := 0
+		for _, e := range x {
+			n += textBytes(e)
+		}
+		return n
+	}
+	return 0
 }
 
 func newServer(t testing.TB, path string, turns []Turn) *Server {

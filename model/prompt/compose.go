@@ -14,6 +14,7 @@ import (
 	"maps"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/patrold/patrold/model"
 )
@@ -98,6 +99,8 @@ type part struct {
 	calls     []model.ToolCall
 	callID    string
 	toolName  string
+	// cutFrom, when > 0, is the length in bytes of data before Fit cut it.
+	cutFrom int
 }
 
 // Instruct adds daemon-written (trusted) text as a user message.
@@ -161,6 +164,9 @@ func (cv *Conversation) Request(tools []model.ToolDef, maxTokens int) (Prompt, e
 		if p.untrusted {
 			text = fence(nonce, p.kind, p.label, p.data)
 		}
+		if p.cutFrom > 0 {
+			text += "\n" + fmt.Sprintf(CutNotice, len(p.data), p.cutFrom)
+		}
 		switch p.role {
 		case model.RoleUser:
 			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == model.RoleUser {
@@ -175,6 +181,55 @@ func (cv *Conversation) Request(tools []model.ToolDef, maxTokens int) (Prompt, e
 		}
 	}
 	return Prompt{Request: req, Nonce: nonce}, nil
+}
+
+// CutNotice follows, outside its fence, a tool result that Fit cut; the
+// figures are the bytes kept and the bytes the result had.
+const CutNotice = "[patrold: this tool result was cut to its first %d of %d bytes to keep the request " +
+	"within the model's context window; ask for less at a time (one resource, a smaller limit) to see the rest]"
+
+// Fit renders the conversation as Request does, kept within window tokens
+// with maxOutput reserved for the answer (as model.EstimateTokens counts).
+// While the request does not fit, the oldest tool result still holding
+// data is cut, as far as needed, and marked with CutNotice: never a silent
+// cut. The cut is kept for later requests. When no tool result is left to
+// cut and the request still does not fit, Fit returns ErrContextFull.
+func (cv *Conversation) Fit(tools []model.ToolDef, maxTokens, window, maxOutput int) (Prompt, error) {
+	for {
+		p, err := cv.Request(tools, maxTokens)
+		if err != nil {
+			return Prompt{}, err
+		}
+		over := model.EstimateTokens(p.Request) + maxOutput - window
+		if over <= 0 {
+			return p, nil
+		}
+		i := cv.oldestToolResult()
+		if i < 0 {
+			return Prompt{}, ErrContextFull
+		}
+		pt := &cv.parts[i]
+		if pt.cutFrom == 0 {
+			pt.cutFrom = len(pt.data)
+			over += model.EstimateTextTokens(fmt.Sprintf(CutNotice, pt.cutFrom, pt.cutFrom)) + 1
+		}
+		keep := max(len(pt.data)-over*model.CharsPerToken, 0)
+		for keep > 0 && !utf8.RuneStart(pt.data[keep]) {
+			keep--
+		}
+		pt.data = pt.data[:keep]
+	}
+}
+
+// oldestToolResult is the index of the first tool result with data left,
+// or -1.
+func (cv *Conversation) oldestToolResult() int {
+	for i, p := range cv.parts {
+		if p.role == model.RoleTool && p.data != "" {
+			return i
+		}
+	}
+	return -1
 }
 
 // nonce draws a nonce that occurs in no part of the conversation, so no

@@ -24,8 +24,10 @@ type Provider struct {
 	Next  model.Provider
 	Conv  *Conversation
 	Guard *Disclosure
-	// Window and MaxOutput, when Window > 0, refuse a request that would
-	// outgrow the context window with ErrContextFull.
+	// Window and MaxOutput, when Window > 0, keep every request within
+	// the context window (Conversation.Fit): old tool results are cut
+	// with a notice, and ErrContextFull ends a conversation that still
+	// does not fit.
 	Window, MaxOutput int
 	// Skip is how many of the session's messages are already in Conv (an
 	// opening composed before the session starts).
@@ -58,12 +60,15 @@ func (p *Provider) Chat(ctx context.Context, req model.Request) (*model.Response
 		}
 	}
 	p.Skip = len(req.Messages)
-	rendered, err := p.Conv.Request(req.Tools, req.MaxTokens)
+	var rendered Prompt
+	var err error
+	if p.Window > 0 {
+		rendered, err = p.Conv.Fit(req.Tools, req.MaxTokens, p.Window, p.MaxOutput)
+	} else {
+		rendered, err = p.Conv.Request(req.Tools, req.MaxTokens)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if p.Window > 0 && model.EstimateTokens(rendered.Request)+p.MaxOutput > p.Window {
-		return nil, ErrContextFull
 	}
 	return p.Next.Chat(ctx, rendered.Request)
 }

@@ -65,13 +65,15 @@ func build(opts model.Options) (model.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		return openai.New(openai.Options{Endpoint: opts.OpenAI, APIKey: model.Secret(key)})
+		ep, _ := opts.Endpoint()
+		return openai.New(openai.Options{Endpoint: ep, APIKey: model.Secret(key)})
 	case model.ProviderAnthropic:
 		key, err := opts.Anthropic.LoadAPIKey(model.ProviderAnthropic)
 		if err != nil {
 			return nil, err
 		}
-		return anthropic.New(anthropic.Options{Endpoint: opts.Anthropic, APIKey: model.Secret(key)})
+		ep, _ := opts.Endpoint()
+		return anthropic.New(anthropic.Options{Endpoint: ep, APIKey: model.Secret(key)})
 	case model.ProviderScript:
 		return script.Load(opts.Script.Path)
 	}

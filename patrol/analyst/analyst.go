@@ -26,7 +26,7 @@ const (
 	DefaultMaxOutputTokens = model.DefaultMaxOutputTokens
 	// MinContextWindow is the smallest context window the stages accept:
 	// below it the policy, the tools and a useful seed do not fit.
-	MinContextWindow = 8192
+	MinContextWindow = model.MinContextTokens
 )
 
 // Options configure an Analyst.
