@@ -31,6 +31,7 @@ type fastParser struct {
 	// The last tags and the last two times read, by the text they were
 	// read from: a fleet repeats them, and a repeat shares the value.
 	lastTags  reread[[]string]
+	lastPar   reread[[]string] // the last parents list read
 	lastTimes [2]reread[*time.Time]
 	nextTime  int
 }
@@ -74,12 +75,14 @@ const (
 	fNotes
 	fLogs
 	fZFS
+	fParents
 )
 
 var resourceKeys = map[string]int{
 	"id": fID, "kind": fKind, "name": fName, "parent": fParent, "status": fStatus, "tags": fTags,
 	"labels": fLabels, "metrics": fMetrics, "addresses": fAddresses, "reachable": fReachable,
 	"backup": fBackup, "smart": fSmart, "notes": fNotes, "logs": fLogs, "zfs": fZFS,
+	"parents": fParents,
 }
 
 var backupKeys = map[string]int{"last_status": 1, "last_finished_at": 2, "last_success_at": 4, "last_error": 8, "storage": 16}
@@ -128,8 +131,10 @@ func (p *fastParser) parse(raw []byte) bool {
 			ok = p.setString(&r.Status, true)
 		case fNotes:
 			ok = p.setString(&r.Notes, false)
+		case fParents:
+			r.Parents, ok = p.sharedStrings(&p.lastPar)
 		case fTags:
-			r.Tags, ok = p.tags()
+			r.Tags, ok = p.sharedStrings(&p.lastTags)
 		case fAddresses:
 			r.Addresses, ok = p.strings(false)
 		case fLogs:
@@ -161,8 +166,37 @@ func (p *fastParser) parse(raw []byte) bool {
 	if r.ID == "" || IDProblem(r.ID) != "" || IDProblem(r.Parent) != "" {
 		return false // the v1 decoder names the problem
 	}
+	if len(r.Parents) > 0 && !canonicalParents(r.ID, r.Parents) {
+		return false // v1 names the problem, or canonicalises
+	}
 	if r.Status != "" {
 		r.Status = p.lower(r.Status)
+	}
+	return true
+}
+
+// canonicalParents reports whether parents are fit and already canonical.
+func canonicalParents(id string, parents []string) bool {
+	if _, prob := ParentsProblem(id, parents); prob != "" {
+		return false
+	}
+	for _, p := range parents {
+		if !isCanonical(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// isCanonical reports whether CanonicalID(id) == id, without building it.
+func isCanonical(id string) bool {
+	if id == "" || id[0] <= ' ' || id[len(id)-1] <= ' ' || id[0] >= utf8.RuneSelf || id[len(id)-1] >= utf8.RuneSelf {
+		return CanonicalID(id) == id
+	}
+	for i := 0; i < len(id) && id[i] != '/'; i++ {
+		if 'A' <= id[i] && id[i] <= 'Z' {
+			return false
+		}
 	}
 	return true
 }
@@ -393,12 +427,13 @@ func (p *fastParser) strings(intern bool) ([]string, bool) {
 	return out, true
 }
 
-// tags reads the tags; the same text as the last tags read gives the same
-// slice (a fleet's resources mostly carry the same few tags). The slice is
-// full (len == cap), so an append to one resource's tags copies them.
-func (p *fastParser) tags() ([]string, bool) {
-	if p.ws(); p.at(p.lastTags.raw) {
-		return p.lastTags.v, true
+// sharedStrings reads a string array that resources mostly repeat (tags,
+// parents): the same text as the last one read through last gives the
+// same slice. The slice is full (len == cap), so an append to one
+// resource's copy copies it.
+func (p *fastParser) sharedStrings(last *reread[[]string]) ([]string, bool) {
+	if p.ws(); p.at(last.raw) {
+		return last.v, true
 	}
 	start := p.i
 	v, ok := p.strings(true)
@@ -407,7 +442,7 @@ func (p *fastParser) tags() ([]string, bool) {
 	}
 	v = v[:len(v):len(v)]
 	if p.i-start <= maxRereadTags {
-		p.lastTags.raw, p.lastTags.v = append(p.lastTags.raw[:0], p.b[start:p.i]...), v
+		last.raw, last.v = append(last.raw[:0], p.b[start:p.i]...), v
 	}
 	return v, true
 }

@@ -1,14 +1,16 @@
 package snapshot
 
 // DropUnfitIDs removes from snap every resource whose id or parent
-// IDProblem refuses, and returns problems with one Problem for each, naming
-// the field, as Decode reports them. A source that builds its resources
+// IDProblem refuses, or whose parents ParentsProblem refuses, and
+// returns problems with one Problem for each, naming the field, as
+// Decode reports them. A source that builds its resources
 // itself (not through Decode) has them checked this way before a run uses
 // them. A snapshot with no unfit id is left as it is.
 func DropUnfitIDs(snap *Snapshot, problems []Problem) []Problem {
 	bad := -1
 	for i := range snap.Resources {
-		if IDProblem(snap.Resources[i].ID) != "" || IDProblem(snap.Resources[i].Parent) != "" {
+		r := &snap.Resources[i]
+		if _, prob := ParentsProblem(r.ID, r.Parents); prob != "" || IDProblem(r.ID) != "" || IDProblem(r.Parent) != "" {
 			bad = i
 			break
 		}
@@ -23,6 +25,9 @@ func DropUnfitIDs(snap *Snapshot, problems []Problem) []Problem {
 		field, prob := "id", IDProblem(r.ID)
 		if prob == "" {
 			field, prob = "parent", IDProblem(r.Parent)
+		}
+		if prob == "" {
+			field, prob = ParentsProblem(r.ID, r.Parents)
 		}
 		if prob == "" {
 			kept = append(kept, *r)

@@ -5,6 +5,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,10 +86,13 @@ type Snapshot struct {
 // slice, its backup times), so a fleet of a million costs a few hundred
 // bytes each: treat them as read-only, and copy before changing one.
 type Resource struct {
-	ID        string            `json:"id"`
-	Kind      Kind              `json:"kind"`
-	Name      string            `json:"name,omitempty"`
-	Parent    string            `json:"parent,omitempty"`
+	ID     string `json:"id"`
+	Kind   Kind   `json:"kind"`
+	Name   string `json:"name,omitempty"`
+	Parent string `json:"parent,omitempty"`
+	// Parents are the resource's other parents in the topology (a
+	// guest's storages), canonical ids, none of them the resource itself.
+	Parents   []string          `json:"parents,omitempty"`
 	Status    string            `json:"status,omitempty"`
 	Tags      []string          `json:"tags,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
@@ -100,6 +104,49 @@ type Resource struct {
 	ZFS       *ZFS              `json:"zfs,omitempty"`
 	Notes     string            `json:"notes,omitempty"`
 	Logs      []string          `json:"logs,omitempty"`
+}
+
+// MaxParents bounds a resource's parents list.
+const MaxParents = 64
+
+// ParentIDs returns every parent of r: Parent (canonical) first, then
+// Parents, without repeats.
+func (r *Resource) ParentIDs() []string {
+	if r.Parent == "" && len(r.Parents) == 0 {
+		return nil
+	}
+	out := make([]string, 0, 1+len(r.Parents))
+	if r.Parent != "" {
+		out = append(out, CanonicalID(r.Parent))
+	}
+	for _, p := range r.Parents {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ParentsProblem names the first unfit entry of a parents list, as a
+// field ("parents[2]") and a problem; both are "" when every entry is fit.
+func ParentsProblem(id string, parents []string) (field, problem string) {
+	if len(parents) > MaxParents {
+		return "parents", fmt.Sprintf("%d entries, at most %d", len(parents), MaxParents)
+	}
+	for i, p := range parents {
+		switch {
+		case strings.TrimSpace(p) == "":
+			problem = "required"
+		case IDProblem(p) != "":
+			problem = IDProblem(p)
+		case p == id || (!isCanonical(p) && CanonicalID(p) == id):
+			problem = "is the resource itself"
+		default:
+			continue
+		}
+		return "parents[" + strconv.Itoa(i) + "]", problem
+	}
+	return "", ""
 }
 
 // Backup is the backup state of a backup-tracked guest.

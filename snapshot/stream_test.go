@@ -16,6 +16,9 @@ import (
 // case-folded and escaped keys, duplicates, nulls, wrong types, numbers v1
 // cannot hold, escapes and invalid UTF-8 in text, and document-level odds.
 var oddDocuments = []string{
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","parents":["storage/a/x","STORAGE/a/y"," storage/a/z"]}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","parents":[null]},{"id":"vm/2","kind":"vm","parents":["vm/2"]}]}`,
+	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","parents":"storage/a"},{"id":"vm/2","kind":"vm","parents":[],"Parents":["x"]}]}`,
 	`{"version":1,"resources":[{"ID":"vm/1","Kind":"VM","METRICS":{"cpu_percent":5}}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","tags":["a","b"],"tags":[null]}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","metrics":{"a":1},"metrics":{"b":2}}]}`,

@@ -30,6 +30,7 @@ type resourceWire struct {
 	Kind      string              `json:"kind"`
 	Name      string              `json:"name"`
 	Parent    string              `json:"parent"`
+	Parents   []string            `json:"parents"`
 	Status    string              `json:"status"`
 	Tags      []string            `json:"tags"`
 	Labels    map[string]string   `json:"labels"`
@@ -153,6 +154,9 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 	if prob := IDProblem(w.Parent); prob != "" {
 		return fail("parent", prob)
 	}
+	if field, prob := ParentsProblem(CanonicalID(*w.ID), w.Parents); prob != "" {
+		return fail(field, prob)
+	}
 	if w.Kind == "" {
 		return fail("kind", "required")
 	}
@@ -161,8 +165,9 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		return fail("kind", fmt.Sprintf("unknown kind %q (want node, vm, container, storage or disk)", w.Kind))
 	}
 	r := &Resource{
-		ID: CanonicalID(*w.ID), Kind: kind, Name: w.Name, Parent: w.Parent, Status: strings.ToLower(w.Status),
-		Tags: w.Tags, Labels: w.Labels, Addresses: w.Addresses, Reachable: w.Reachable,
+		ID: CanonicalID(*w.ID), Kind: kind, Name: w.Name, Parent: w.Parent, Parents: canonicalIDs(w.Parents),
+		Status: strings.ToLower(w.Status),
+		Tags:   w.Tags, Labels: w.Labels, Addresses: w.Addresses, Reachable: w.Reachable,
 		Backup: w.Backup, Smart: w.Smart, ZFS: w.ZFS, Notes: w.Notes, Logs: w.Logs,
 	}
 	if len(w.Metrics) > 0 {
@@ -208,6 +213,14 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		warnings = append(warnings, enumWarnings(r, i)...)
 	}
 	return r, warnings
+}
+
+// canonicalIDs canonicalises ids in place; nil and empty stay as they are.
+func canonicalIDs(ids []string) []string {
+	for i, id := range ids {
+		ids[i] = CanonicalID(id)
+	}
+	return ids
 }
 
 func isPercent(metric string) bool {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/snapshot"
@@ -274,7 +275,10 @@ func (g *gen) guest(nodeID string, n int) snapshot.Resource {
 		older := last.Add(-72 * time.Hour)
 		bk.LastSuccessAt = &older
 	}
-	return snapshot.Resource{ID: id, Kind: kind, Name: fmt.Sprintf("%s-%d", prefix, 100+n), Parent: nodeID, Status: status,
-		Tags: []string{"demo"}, Reachable: &reachable,
+	// A guest's volumes are on its node's local-zfs pool (the first
+	// resource after the node, so it exists whenever guests do).
+	parents := []string{"storage/" + strings.TrimPrefix(nodeID, "node/") + "/local-zfs"}
+	return snapshot.Resource{ID: id, Kind: kind, Name: fmt.Sprintf("%s-%d", prefix, 100+n), Parent: nodeID, Parents: parents,
+		Status: status, Tags: []string{"demo"}, Reachable: &reachable,
 		Metrics: snapshot.Metrics{{Name: "cpu_percent", Value: cpu}, {Name: "disk_percent", Value: disk}, {Name: "memory_percent", Value: mem}}, Backup: bk}
 }

@@ -26,6 +26,7 @@ type Resource struct {
 	Kind      snapshot.Kind      `json:"kind"`
 	Name      string             `json:"name,omitempty"`
 	Parent    string             `json:"parent,omitempty"`
+	Parents   []string           `json:"parents,omitempty"`
 	Status    string             `json:"status,omitempty"`
 	Tags      []string           `json:"tags,omitempty"`
 	Labels    map[string]string  `json:"labels,omitempty"`
