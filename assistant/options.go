@@ -46,7 +46,7 @@ const (
 	DefaultSessionTimeout = findings.DefaultInvestigationTTL
 	// DefaultEvidenceBudget is investigation.evidence_budget's default: the
 	// resolve and read calls one session may make.
-	DefaultEvidenceBudget = 10
+	DefaultEvidenceBudget = findings.DefaultEvidenceBudget
 	// ProfileName names the remediation tool profile.
 	ProfileName = "remediation"
 )

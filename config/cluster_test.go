@@ -3,6 +3,8 @@ package config
 import (
 	"reflect"
 	"testing"
+
+	"github.com/patrold/patrold/cluster"
 )
 
 func TestClusterSection(t *testing.T) {
@@ -10,14 +12,14 @@ func TestClusterSection(t *testing.T) {
 		name string
 		yaml string
 		env  []string
-		want *ClusterConfig
+		want *cluster.Config
 	}{
 		{"absent: single instance", "log:\n  level: info\n", nil, nil},
-		{"present with a name", "cluster:\n  instance: node-a\n", nil, &ClusterConfig{Instance: "node-a"}},
-		{"present, name generated", "cluster:\n  instance: \"\"\n", nil, &ClusterConfig{}},
-		{"empty section", "cluster: {}\n", nil, &ClusterConfig{}},
+		{"present with a name", "cluster:\n  instance: node-a\n", nil, &cluster.Config{Instance: "node-a"}},
+		{"present, name generated", "cluster:\n  instance: \"\"\n", nil, &cluster.Config{}},
+		{"empty section", "cluster: {}\n", nil, &cluster.Config{}},
 		{"null section: single instance", "cluster:\n", nil, nil},
-		{"switched on from the environment", "", []string{"PATROLD_CLUSTER_INSTANCE=node-b"}, &ClusterConfig{Instance: "node-b"}},
+		{"switched on from the environment", "", []string{"PATROLD_CLUSTER_INSTANCE=node-b"}, &cluster.Config{Instance: "node-b"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

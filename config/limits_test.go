@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/snapshot/file"
 )
 
 // TestOperationKeys: the keys of production operation have their
@@ -15,7 +17,7 @@ func TestOperationKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTP.Pprof || cfg.Source.File.MaxBytes != config.DefaultFileMaxBytes || cfg.Retention != (config.RetentionConfig{Runs: 720 * time.Hour, Audit: 2160 * time.Hour,
+	if cfg.HTTP.Pprof || cfg.Source.File.MaxBytes != file.DefaultMaxBytes || cfg.Retention != (findings.Retention{Runs: 720 * time.Hour, Audit: 2160 * time.Hour,
 		Investigations: 2160 * time.Hour, Sessions: 2160 * time.Hour, Approvals: 720 * time.Hour, Silences: 720 * time.Hour}) {
 		t.Fatalf("defaults: pprof %v, max_bytes %d, retention %+v", cfg.HTTP.Pprof, cfg.Source.File.MaxBytes, cfg.Retention)
 	}

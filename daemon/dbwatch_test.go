@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
@@ -44,7 +45,7 @@ func (b *logBuffer) String() string {
 func adminConfig(t *testing.T, dir string) *config.Config {
 	t.Helper()
 	cfg := testConfig(t, dir, "", "")
-	cfg.HTTP.Tokens = []config.TokenConfig{{Name: "ops", Token: "admin-secret-1", Scope: "admin"}}
+	cfg.HTTP.Tokens = []api.TokenConfig{{Name: "ops", Token: "admin-secret-1", Scope: "admin"}}
 	return cfg
 }
 

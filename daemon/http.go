@@ -12,7 +12,6 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
 )
@@ -63,7 +62,7 @@ func (d *Daemon) startHTTP() error {
 // request finishing within 5s). Reading a request's header is bounded by
 // hc.ReadHeaderTimeout and reading all of it by hc.ReadTimeout: a slower
 // client has its connection closed.
-func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string, hc config.HTTPConfig) func(context.Context) error {
+func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string, hc api.HTTPConfig) func(context.Context) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: hc.ReadHeaderTimeout, ReadTimeout: hc.ReadTimeout, IdleTimeout: 2 * time.Minute}
 	var wg sync.WaitGroup
 	wg.Add(1)

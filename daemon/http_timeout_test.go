@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/api"
 )
 
 // Bounds the slow-client tests run the daemon with.
@@ -33,7 +33,7 @@ func timedDaemon(t *testing.T) string {
 	cfg.HTTP.ReadHeaderTimeout = testHeaderTimeout
 	cfg.HTTP.ReadTimeout = testReadTimeout
 	cfg.HTTP.MaxBodyBytes = 4096
-	cfg.HTTP.Tokens = []config.TokenConfig{{Name: "ops", Token: "admin-secret-1", Scope: "admin"}}
+	cfg.HTTP.Tokens = []api.TokenConfig{{Name: "ops", Token: "admin-secret-1", Scope: "admin"}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -34,11 +34,6 @@ actions:
 	if got := actionSpecs(cfg); !reflect.DeepEqual(got, want) {
 		t.Fatalf("actions %+v, want %+v", got, want)
 	}
-	if !slices.Equal(config.ActionKinds, assistant.ActionKinds) || config.AnySignal != assistant.AnySignal ||
-		config.DefaultAssistantMaxTokens != assistant.DefaultMaxTokens {
-		t.Fatalf("config and assistant disagree: kinds %v / %v, any %q / %q, max tokens %d / %d", config.ActionKinds, assistant.ActionKinds,
-			config.AnySignal, assistant.AnySignal, config.DefaultAssistantMaxTokens, assistant.DefaultMaxTokens)
-	}
 }
 
 // TestSourcesRebuiltAroundMetricsRegisteredOnce: at start and on each
@@ -94,9 +89,9 @@ func TestSourcesRebuiltAroundMetricsRegisteredOnce(t *testing.T) {
 	}
 }
 
-// TestConfigDefaultsAgreeWithFindings: config declares its own defaults
-// for the findings, investigation and retention sections; mapped by the
-// root they are exactly the findings package's defaults.
+// TestConfigDefaultsAgreeWithFindings: the findings, investigation,
+// retention and source sections' defaults, mapped by the root, are exactly
+// the defaults of the packages they configure.
 func TestConfigDefaultsAgreeWithFindings(t *testing.T) {
 	def := config.Default()
 	set, err := settingsWith(&def, nil, nil)
@@ -109,9 +104,9 @@ func TestConfigDefaultsAgreeWithFindings(t *testing.T) {
 	wantPublish := findings.PublishPolicy{RepeatInterval: findings.DefaultRepeatInterval, FlapWindow: findings.DefaultFlapWindow,
 		FlapMaxTransitions: findings.DefaultFlapMaxTransitions}
 	if set.Gate != wantGate || set.Publish != wantPublish || set.Retention != findings.DefaultRetention() ||
-		config.MinRunRetention != findings.MinRunRetention || config.DefaultFileMaxBytes != file.DefaultMaxBytes ||
+		def.Source.File != file.DefaultOptions() ||
 		probeOptions(&def) != (probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency}) {
-		t.Fatalf("gate %+v want %+v\npublish %+v want %+v\nretention %+v want %+v\nmin runs %s want %s", set.Gate, wantGate,
-			set.Publish, wantPublish, set.Retention, findings.DefaultRetention(), config.MinRunRetention, findings.MinRunRetention)
+		t.Fatalf("gate %+v want %+v\npublish %+v want %+v\nretention %+v want %+v\nfile %+v", set.Gate, wantGate,
+			set.Publish, wantPublish, set.Retention, findings.DefaultRetention(), def.Source.File)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/bus/embedded"
-	"github.com/patrold/patrold/config"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
@@ -114,7 +114,7 @@ func TestClusterStandbyShowsItsRole(t *testing.T) {
 	node := func(name string) *daemon.Daemon {
 		cfg, _ := slowConfig(t, t.TempDir(), "0")
 		cfg.NATS.URL = srv.ClientURL()
-		cfg.Cluster = &config.ClusterConfig{Instance: name}
+		cfg.Cluster = &cluster.Config{Instance: name}
 		return start(t, cfg)
 	}
 	a := node("node-a")

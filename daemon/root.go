@@ -31,6 +31,7 @@ import (
 	"github.com/patrold/patrold/findings/outcome"
 	"github.com/patrold/patrold/internal/dirlock"
 	"github.com/patrold/patrold/internal/instance"
+	"github.com/patrold/patrold/internal/logging"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/model/providers"
@@ -110,15 +111,7 @@ func NewRoot(cfg *config.Config, o RootOptions) (*Root, error) {
 	return r, nil
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level))
-	ho := &slog.HandlerOptions{Level: level}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho))
-	}
-	return slog.New(slog.NewTextHandler(w, ho))
-}
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger { return logging.New(cfg.Log, w) }
 
 // Close stops every part the root built, last built first; it is
 // idempotent.
@@ -360,7 +353,7 @@ func buildSource(cfg *config.Config, now func() time.Time, m sourceMetrics) (sna
 	case "demo":
 		return demo.New(cfg.Source.Demo, now)
 	case "file":
-		return file.New(file.Options{Path: cfg.Source.File.Path, MaxBytes: cfg.Source.File.MaxBytes})
+		return file.New(cfg.Source.File)
 	case "exec":
 		return exec.New(cfg.Source.Exec)
 	case "prometheus":
@@ -399,15 +392,12 @@ func settingsWith(cfg *config.Config, src snapshot.Source, prober patrol.Prober)
 	if err != nil {
 		return patrol.Settings{}, err
 	}
-	inv := cfg.Investigation
 	return patrol.Settings{
 		Policy: pol, Source: src, Prober: prober, Timeout: cfg.Schedule.RunTimeout,
-		Publish: findings.PublishPolicy{RepeatInterval: cfg.Findings.RepeatInterval, FlapWindow: cfg.Findings.Flap.Window,
-			FlapMaxTransitions: cfg.Findings.Flap.MaxTransitions},
+		Publish:  cfg.Findings.Policy(),
 		Autonomy: findings.Autonomy(cfg.Patrol.Autonomy),
 		// The one place the investigation gate's numbers are read.
-		Gate: findings.Gate{MaxAttempts: inv.MaxAttempts, Cooldown: inv.Cooldown, TimeoutCooldown: inv.TimeoutCooldown,
-			FixRetryCooldown: inv.FixRetryCooldown, Timeout: inv.Timeout, MaxConcurrent: inv.MaxConcurrent},
+		Gate:              cfg.Investigation.Gate(),
 		ResolvedRetention: cfg.Findings.ResolvedRetention, Retention: retention(cfg),
 	}, nil
 }
@@ -483,20 +473,10 @@ func modelRef(cfg *config.Config, sh *shared) patrol.ModelRef {
 
 // assistantSettings maps the assistant section onto the assistant's own
 // settings.
-func assistantSettings(cfg *config.Config) assistant.Settings {
-	a := cfg.Assistant
-	return assistant.Settings{Enabled: a.Enabled, MaxTurns: a.MaxTurns, ApprovalTTL: a.ApprovalTTL, MaxTokens: a.MaxTokens}
-}
+func assistantSettings(cfg *config.Config) assistant.Settings { return cfg.Assistant }
 
 // actionSpecs maps the actions section onto the assistant's declarations.
-func actionSpecs(cfg *config.Config) []assistant.ActionSpec {
-	var out []assistant.ActionSpec
-	for _, a := range cfg.Actions {
-		out = append(out, assistant.ActionSpec{Name: a.Name, Description: a.Description, Command: a.Command,
-			Risk: a.Risk, Kinds: a.Kinds, Signals: a.Signals})
-	}
-	return out
-}
+func actionSpecs(cfg *config.Config) []assistant.ActionSpec { return cfg.Actions }
 
 // Tokens are the API tokens of http.tokens, token files read (a CLI
 // client picks one to talk to the daemon).
@@ -506,19 +486,13 @@ func (r *Root) Tokens() ([]api.Token, error) { return api.TokensFromConfig(token
 func tokenSpecs(cfg *config.Config) []api.TokenSpec {
 	out := make([]api.TokenSpec, 0, len(cfg.HTTP.Tokens))
 	for _, t := range cfg.HTTP.Tokens {
-		out = append(out, api.TokenSpec{Name: t.Name, Token: t.Token.Reveal(), TokenFile: t.TokenFile, Scope: t.Scope})
+		out = append(out, t.Spec())
 	}
 	return out
 }
 
 // retention maps the retention section onto the findings' retention.
-func retention(cfg *config.Config) findings.Retention {
-	r := cfg.Retention
-	return findings.Retention{Runs: r.Runs, Audit: r.Audit, Investigations: r.Investigations, Sessions: r.Sessions,
-		Approvals: r.Approvals, Silences: r.Silences}
-}
+func retention(cfg *config.Config) findings.Retention { return cfg.Retention }
 
 // probeOptions maps source.probe onto the prober's options.
-func probeOptions(cfg *config.Config) probe.Options {
-	return probe.Options{Timeout: cfg.Source.Probe.Timeout, Concurrency: cfg.Source.Probe.Concurrency}
-}
+func probeOptions(cfg *config.Config) probe.Options { return cfg.Source.Probe }

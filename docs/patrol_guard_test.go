@@ -520,7 +520,8 @@ var patrolDocFindingsRequired = []string{"MinSnooze", "MaxSnooze", "WillFixLater
 	"MaxSilence", "MaxEventsPerFinding", "DefaultRepeatInterval", "DefaultFlapWindow", "DefaultFlapMaxTransitions",
 	"MaxSilenceBackdate", "MaxSilenceLead", "DefaultPageLimit", "MaxPageLimit",
 	"DefaultRunRetention", "MinRunRetention", "DefaultAuditRetention", "DefaultInvestigationRetention",
-	"DefaultSessionRetention", "DefaultApprovalRetention", "DefaultSilenceRetention", "PruneBatch"}
+	"DefaultSessionRetention", "DefaultApprovalRetention", "DefaultSilenceRetention", "PruneBatch",
+	"DefaultResolvedRetention", "DefaultEvidenceBudget"}
 
 // checkPatrolDocs is the guard: sources and documents in, problems out.
 func checkPatrolDocs(src map[string]map[string]string, arch, fnd string, read func(string) (string, bool)) []string {

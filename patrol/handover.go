@@ -2,7 +2,6 @@ package patrol
 
 import (
 	"context"
-	"time"
 
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
@@ -10,7 +9,7 @@ import (
 )
 
 // DefaultResolvedRetention keeps resolved findings as history for 30 days.
-const DefaultResolvedRetention = 720 * time.Hour
+const DefaultResolvedRetention = findings.DefaultResolvedRetention
 
 // handOver runs after the run record is durable: housekeeping (stuck
 // investigations, retention, reminders, silence expiry), then the

@@ -10,7 +10,7 @@ import (
 )
 
 // cronParser parses schedule specs: five standard fields or a descriptor
-// (@every 1h, @daily), as config's schedule.cron validation does.
+// (@every 1h, @daily); ScheduleConfig.Validate checks schedule.cron with it.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // SchedulerHooks are what the scheduler needs from its owner: starting a

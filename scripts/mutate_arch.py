@@ -43,6 +43,17 @@ MUTATIONS = [
      '\t\t\t\tif strings.Contains(line, c) && !strings.Contains(line, "outsideDocs") {\n',
      '\t\t\t\tif strings.Contains(line, c) && !strings.Contains(line, "outsideDocs") && false {\n',
      [ARCH, "-run", "TestCitationRuleFailsOnViolation"]),
+    ("config-section-types-foreign", "internal/archtest/config_test.go",
+     "\t\t\t\t\tif !rootScalar(fl.Type) && !foreign(fl.Type) {\n",
+     "\t\t\t\t\tif !rootScalar(fl.Type) && !foreign(fl.Type) && false {\n",
+     [ARCH, "-run", "TestConfigSectionRuleFailsOnViolation"]),
+    ("config-declares-no-section", "internal/archtest/config_test.go",
+     '\t\t\t\tif fl.Tag != nil && reflect.StructTag(strings.Trim(fl.Tag.Value, "`")).Get("koanf") != "" {\n',
+     '\t\t\t\tif fl.Tag != nil && reflect.StructTag(strings.Trim(fl.Tag.Value, "`")).Get("koanf") == "-" {\n',
+     [ARCH, "-run", "TestConfigSectionRuleFailsOnViolation"]),
+    ("config-section-in-config", "config/config.go",
+     "\tLog           logging.Config ", "\tLog           LogConfig ",
+     [ARCH, "-run", "TestConfigOwnsNoSection$"]),
 ]
 
 if __name__ == "__main__":

@@ -274,18 +274,13 @@ func domainImportsNoConfig(g graph) []string {
 	return v
 }
 
-// configAllowed are the project packages config may import.
-//
-// Still listed because config's sections embed their Options types (the
-// keys map one to one onto those structs, with their defaults and
-// Validate): alerts, bus, model, notify and the snapshot
-// sources. Issue 12 moves these to config-owned section types mapped by
-// the composition root (findings left with the retention section, snapshot/file and
-// snapshot/probe with source.file and source.probe); each
-// one that moves leaves this list, and nothing may join it but leaf types.
+// configAllowed are the project packages config may import: the
+// packages whose sections it composes (each owns its section type, its
+// defaults and its Validate; see config_test.go in this package) and the
+// leaf that collects a section's problems.
 var configAllowed = []string{
-	"alerts", "bus", "model", "notify",
-	"snapshot/demo", "snapshot/exec", "snapshot/prometheus", "snapshot/proxmox",
+	"alerts", "api", "assistant", "bus", "cluster", "findings", "internal/confcheck", "internal/logging",
+	"model", "notify", "patrol", "snapshot/sources",
 }
 
 // configImportsOnlyAllowed: config imports no project package outside

@@ -8,8 +8,8 @@ import (
 	"github.com/patrold/patrold/internal/instance"
 )
 
-// TestConfigAppliesTheSameRule: config checks cluster.instance itself (it
-// imports no internal package); it must accept and refuse exactly what
+// TestConfigAppliesTheSameRule: config checks cluster.instance through
+// the cluster section's Validate; it must accept and refuse exactly what
 // Validate does, with the same message.
 func TestConfigAppliesTheSameRule(t *testing.T) {
 	for _, name := range []string{"node-a", "a", "A.b_c-9", strings.Repeat("x", 63), strings.Repeat("x", 64), "-lead", ".x", "has space", "ü", "a/b"} {

@@ -282,3 +282,8 @@ func (g *gen) guest(nodeID string, n int) snapshot.Resource {
 		Status: status, Tags: []string{"demo"}, Reachable: &reachable,
 		Metrics: snapshot.Metrics{{Name: "cpu_percent", Value: cpu}, {Name: "disk_percent", Value: disk}, {Name: "memory_percent", Value: mem}}, Backup: bk}
 }
+
+// DefaultOptions is the source.demo section's defaults.
+func DefaultOptions() Options {
+	return Options{Seed: DefaultSeed, Resources: DefaultResources, FaultRate: DefaultFaultRate, ChangeEvery: DefaultChangeEvery}
+}

@@ -160,3 +160,8 @@ func parse(out []byte, now time.Time, opts snapshot.DecodeOptions) (*snapshot.Sn
 	}
 	return snap, problems, nil
 }
+
+// DefaultOptions is the source.exec section's defaults.
+func DefaultOptions() Options {
+	return Options{Timeout: DefaultTimeout, MaxOutputBytes: DefaultMaxOutputBytes}
+}

@@ -163,3 +163,20 @@ func (l *limitedReader) Stat() (os.FileInfo, error) {
 	}
 	return f.Stat()
 }
+
+// DefaultOptions is the source.file section's defaults.
+func DefaultOptions() Options { return Options{MaxBytes: DefaultMaxBytes} }
+
+// ValidateSection reports every problem of the source.file section: the
+// path when the file is the source (selected), the size bound whatever
+// the kind (`patrold run --snapshot` applies it).
+func (o Options) ValidateSection(selected bool) error {
+	var errs []error
+	if selected {
+		errs = append(errs, o.Validate())
+	}
+	if o.MaxBytes <= 0 {
+		errs = append(errs, errors.New("source.file.max_bytes: must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -342,3 +342,8 @@ func isTimeout(err error) bool {
 }
 
 func ptr(b bool) *bool { return &b }
+
+// DefaultOptions is the source.probe section's defaults.
+func DefaultOptions() Options {
+	return Options{Timeout: DefaultTimeout, Concurrency: DefaultConcurrency}
+}

@@ -220,3 +220,8 @@ func (o Options) metrics() (*metrics, error) {
 	}
 	return newMetrics(o.Registerer)
 }
+
+// DefaultOptions is the source.prometheus section's defaults.
+func DefaultOptions() Options {
+	return Options{Timeout: DefaultTimeout, Window: DefaultWindow, RateWindow: DefaultRateWindow, Concurrency: DefaultConcurrency}
+}

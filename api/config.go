@@ -1,0 +1,106 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/patrold/patrold/internal/confcheck"
+)
+
+// HTTPConfig is the http section: the API listener and its bearer
+// tokens.
+type HTTPConfig struct {
+	Listen       string        `koanf:"listen" yaml:"listen"`
+	Tokens       []TokenConfig `koanf:"tokens" yaml:"tokens"`
+	MaxBodyBytes int64         `koanf:"max_body_bytes" yaml:"max_body_bytes"`
+	// ReadHeaderTimeout bounds reading a request's header; ReadTimeout
+	// bounds reading the whole request, body included. A client slower
+	// than either has its connection closed, whatever its token.
+	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout" yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `koanf:"read_timeout" yaml:"read_timeout"`
+	// Pprof serves /debug/pprof/ to admin tokens (off by default).
+	Pprof bool `koanf:"pprof" yaml:"pprof"`
+}
+
+// TokenConfig is one API bearer token, given inline or (better) in a file.
+type TokenConfig struct {
+	Name      string `koanf:"name" yaml:"name"`
+	Token     Secret `koanf:"token" yaml:"token,omitempty"`
+	TokenFile string `koanf:"token_file" yaml:"token_file,omitempty"`
+	Scope     string `koanf:"scope" yaml:"scope"` // read | admin
+}
+
+// Spec is the token's declaration, its value revealed.
+func (t TokenConfig) Spec() TokenSpec {
+	return TokenSpec{Name: t.Name, Token: t.Token.Reveal(), TokenFile: t.TokenFile, Scope: t.Scope}
+}
+
+// DefaultHTTPConfig is the http section's defaults.
+func DefaultHTTPConfig() HTTPConfig {
+	return HTTPConfig{Listen: "127.0.0.1:9477", MaxBodyBytes: 1 << 20,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+}
+
+// Validate reports every problem, each naming its key under http.
+func (c HTTPConfig) Validate() error {
+	var p confcheck.Problems
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		p.Addf("http.listen", "%q is not host:port", c.Listen)
+	}
+	if c.MaxBodyBytes <= 0 {
+		p.Add("http.max_body_bytes", "must be positive")
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		p.Add("http.read_header_timeout", "must be positive")
+	}
+	if c.ReadTimeout < c.ReadHeaderTimeout {
+		p.Addf("http.read_timeout", "must be at least http.read_header_timeout (%s), got %s", c.ReadHeaderTimeout, c.ReadTimeout)
+	}
+	if c.Pprof {
+		admin := false
+		for _, t := range c.Tokens {
+			admin = admin || t.Scope == "admin"
+		}
+		if !admin {
+			p.Add("http.pprof", "needs an admin token in http.tokens (the profiles are served to admin tokens only)")
+		}
+	}
+	names := map[string]bool{}
+	for i, t := range c.Tokens {
+		key := fmt.Sprintf("http.tokens[%d]", i)
+		if t.Name == "" {
+			p.Add(key+".name", "required")
+		} else if names[t.Name] {
+			p.Addf(key+".name", "duplicate token name %q", t.Name)
+		}
+		names[t.Name] = true
+		if (t.Token == "") == (t.TokenFile == "") {
+			p.Add(key, "set exactly one of token and token_file")
+		}
+		p.OneOf(key+".scope", t.Scope, "read", "admin")
+	}
+	return p.Error()
+}
+
+// Secret is a string that never prints: String, YAML and JSON render it as
+// "<hidden>" (or "" when empty).
+type Secret string
+
+const hidden = "<hidden>"
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return hidden
+}
+
+// Reveal returns the secret value; call it only where the value is used.
+func (s Secret) Reveal() string { return string(s) }
+
+// MarshalYAML hides the value.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// MarshalText hides the value (JSON and text encoders).
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
