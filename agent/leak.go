@@ -23,8 +23,9 @@ import (
 // name is ordinary text and stays. A call that starts like one and does
 // not decode (cut off, malformed) is a call too, with its arguments not an
 // object: the well_formed pre-check refuses it with MALFORMED_TOOL_CALL.
-// Recognised calls are removed from the text; the providers do not stream,
-// so a call is always whole text, never split across chunks.
+// Recognised calls are removed from the text. A streamed answer
+// (model.openai.stream) is assembled by the provider before the runtime
+// reads it, so a call split across chunks is whole text again here.
 
 // leakStart matches where an object naming a tool would begin.
 var leakStart = regexp.MustCompile(`^\{\s*"(?:name|type|function)"\s*:`)

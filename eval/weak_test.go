@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -234,6 +237,163 @@ func TestSmallContextCutsOldToolResults(t *testing.T) {
 			}
 			if uncut := modelfake.PromptTokens(reqs[4]) + cut/4; uncut <= 2*window {
 				t.Fatalf("the fifth request uncut would be %d tokens: the test no longer needs cuts", uncut)
+			}
+		})
+	}
+}
+
+// streamedTurns write a call into the text in a fence, then bare, then
+// make a proper call whose arguments arrive in pieces too.
+var streamedTurns = []modelfake.Turn{
+	{Text: "I will read the pool.\n```json\n{\"name\": \"get_resource\", \"arguments\": {\"id\": \"storage/pve1/local-zfs\"}}\n```"},
+	{Calls: []modelfake.Call{{Name: "get_resource", Args: `{"id": "storage/pve1/local-zfs"}`}}},
+	{Text: `{"name": "report_finding", "arguments": {"resource_id": "storage/pve1/local-zfs", "category": "capacity", "key": "high_disk", "severity": "critical", "title": "ZFS pool almost full", "evidence": "usage_percent 96.3"}}`},
+	{Text: "Done."},
+}
+
+// TestStreamedLeaksAreCalls: with stream on, the fakes send every answer
+// in 5-byte server-sent events, so each leaked call is split across
+// dozens of chunks. The answer is assembled before the leak check reads
+// it: both leaked calls are made, none is sent back as text.
+func TestStreamedLeaksAreCalls(t *testing.T) {
+	for name, tc := range map[string]struct {
+		srv   *modelfake.Server
+		build func(url string) (model.Provider, error)
+	}{
+		"openai": {modelfake.OpenAI(t, streamedTurns...), func(url string) (model.Provider, error) {
+			e := weakEndpoint(url + "/v1")
+			e.Stream = true
+			return openai.New(openai.Options{Endpoint: e})
+		}},
+		"anthropic": {modelfake.Anthropic(t, streamedTurns...), func(url string) (model.Provider, error) {
+			e := weakEndpoint(url)
+			e.Stream = true
+			return anthropic.New(anthropic.Options{Endpoint: e})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := weakRun(t, "storage-critical", func() (model.Provider, error) { return tc.build(tc.srv.URL) })
+			expectFigures(t, f, Figures{Status: patrol.StatusCritical, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
+				Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, Turns: 4, Requests: 4,
+					InputTokens: 4 * modelfake.UsageInput, OutputTokens: 4 * modelfake.UsageOutput}})
+			reqs := tc.srv.Requests()
+			for i, r := range reqs {
+				if !bytes.Contains(r, []byte(`"stream":true`)) {
+					t.Fatalf("request %d did not ask for a stream:\n%.300s", i+1, r)
+				}
+				for _, leak := range []string{"```json", `\"name\": \"get_resource\"`, `\"name\": \"report_finding\"`} {
+					if bytes.Contains(r, []byte(leak)) {
+						t.Fatalf("request %d shows the leaked call as text (%s):\n%s", i+1, leak, r)
+					}
+				}
+			}
+			if !bytes.Contains(reqs[1], []byte(`"leak_1_1"`)) || !bytes.Contains(reqs[3], []byte(`"leak_3_1"`)) {
+				t.Fatalf("the leaked calls were not sent back as calls:\n%s\n%s", reqs[1], reqs[3])
+			}
+		})
+	}
+}
+
+// TestStreamedAnswerIsTheWholeAnswer: one answer streamed in pieces and
+// the same answer unstreamed give the same Response.
+func TestStreamedAnswerIsTheWholeAnswer(t *testing.T) {
+	turn := modelfake.Turn{Text: "Reading two — ünïcode included.", Calls: []modelfake.Call{
+		{ID: "c1", Name: "get_resource", Args: `{"id": "vm/101"}`}, {ID: "c2", Name: "list_resources", Args: `{"kind": "storage", "limit": 20}`}}}
+	req := model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "go"}}}
+	for name, build := range map[string]func(url string, stream bool) (model.Provider, error){
+		"openai": func(url string, stream bool) (model.Provider, error) {
+			e := weakEndpoint(url + "/v1")
+			e.Stream = stream
+			return openai.New(openai.Options{Endpoint: e})
+		},
+		"anthropic": func(url string, stream bool) (model.Provider, error) {
+			e := weakEndpoint(url)
+			e.Stream = stream
+			return anthropic.New(anthropic.Options{Endpoint: e})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got []*model.Response
+			for _, stream := range []bool{false, true} {
+				srv := modelfake.OpenAI(t, turn)
+				if name == "anthropic" {
+					srv = modelfake.Anthropic(t, turn)
+				}
+				srv.ChunkBytes = 3
+				p, err := build(srv.URL, stream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := p.Chat(context.Background(), req)
+				if err != nil {
+					t.Fatalf("stream %v: %v", stream, err)
+				}
+				got = append(got, resp)
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Fatalf("unstreamed\n%+v\nstreamed\n%+v", got[0], got[1])
+			}
+			if got[1].Text != turn.Text || len(got[1].ToolCalls) != 2 || string(got[1].ToolCalls[1].Arguments) != `{"kind":"storage","limit":20}` {
+				t.Fatalf("streamed answer %+v", got[1])
+			}
+		})
+	}
+}
+
+// TestBrokenStreamIsMalformed: a stream whose events do not decode, or
+// that opens a content block out of order, is a malformed response (a
+// breaker failure), never a partial answer.
+func TestBrokenStreamIsMalformed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		path, body string
+		build      func(url string) (model.Provider, error)
+	}{
+		"openai not json": {"/v1/chat/completions", "data: {\"id\": \"x\", \"choices\": [\n\n", func(url string) (model.Provider, error) {
+			e := weakEndpoint(url + "/v1")
+			e.Stream = true
+			return openai.New(openai.Options{Endpoint: e})
+		}},
+		"openai another completion": {"/v1/chat/completions", "data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hel\"},\"finish_reason\":null}]}\n\n" +
+			"data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", func(url string) (model.Provider, error) {
+			e := weakEndpoint(url + "/v1")
+			e.Stream = true
+			return openai.New(openai.Options{Endpoint: e})
+		}},
+		"anthropic delta out of order": {"/v1/messages", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hello\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":4,\"delta\":{\"type\":\"text_delta\",\"text\":\" world\"}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", func(url string) (model.Provider, error) {
+			e := weakEndpoint(url)
+			e.Stream = true
+			return anthropic.New(anthropic.Options{Endpoint: e})
+		}},
+		"anthropic block order": {"/v1/messages", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n", func(url string) (model.Provider, error) {
+			e := weakEndpoint(url)
+			e.Stream = true
+			return anthropic.New(anthropic.Options{Endpoint: e})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != tc.path {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			p, err := tc.build(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := p.Chat(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "go"}}})
+			if resp != nil || model.KindOf(err) != model.ErrorMalformed {
+				t.Fatalf("resp %+v, err %v (kind %q), want a malformed response", resp, err, model.KindOf(err))
 			}
 		})
 	}

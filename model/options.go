@@ -66,6 +66,10 @@ type EndpointOptions struct {
 	MaxRetries      int           `koanf:"max_retries" json:"max_retries" yaml:"max_retries"`
 	ContextWindow   int           `koanf:"context_window" json:"context_window" yaml:"context_window"`
 	MaxOutputTokens int           `koanf:"max_output_tokens" json:"max_output_tokens" yaml:"max_output_tokens"`
+	// Stream asks for the answer as server-sent events and assembles it
+	// before anything reads it, so a tool call split across chunks is
+	// whole again before the leak check sees the text.
+	Stream bool `koanf:"stream" json:"stream" yaml:"stream"`
 }
 
 // ScriptOptions configure the scripted provider.

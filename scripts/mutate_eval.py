@@ -13,6 +13,7 @@ PARSE = ["./eval", "-run", "TestParseNamesTheField"]
 LEAK = ["./agent", "-run", "TestLeaked"]
 FIT = ["./model/prompt", "-run", "TestFit"]
 SMALL = ["./eval", "-run", "TestSmallContextCutsOldToolResults"]
+STREAM = ["./eval", "-run", "TestStreamed|TestBrokenStream"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -53,6 +54,13 @@ MUTATIONS = [
      ["./model", "-run", "TestContextTokensIsTheEndpointsWindow"]),
     ("context-tokens-minimum", "model/options.go", "} else if o.ContextTokens > 0 && o.ContextTokens < MinContextTokens {", "} else if false {",
      ["./model", "-run", "TestValidateNamesTheKey"]),
+    ("openai-streams", "model/openai/openai.go", "\tif c.endpoint.Stream {\n\t\tcompletion", "\tif false {\n\t\tcompletion", STREAM),
+    ("anthropic-streams", "model/anthropic/anthropic.go", "\tif c.endpoint.Stream {\n\t\tmsg", "\tif false {\n\t\tmsg", STREAM),
+    ("openai-stream-usage", "model/openai/stream.go",
+     "params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}", "params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(false)}", STREAM),
+    ("openai-stream-order", "model/openai/stream.go", "if !acc.AddChunk(st.Current()) {", "if !acc.AddChunk(st.Current()) && false {", STREAM),
+    ("anthropic-stream-order", "model/anthropic/stream.go",
+     "if err := msg.Accumulate(st.Current()); err != nil {", "if err := msg.Accumulate(st.Current()); err != nil && false {", STREAM),
     ("exit-1-unqualified", "cmd/patrold/eval.go",
      "if !res.Qualification.Passed {", "if false {", ["./cmd/patrold", "-run", "TestEvalCommand"]),
 ]

@@ -1,8 +1,9 @@
 // Package modelfake holds fakes of an OpenAI-compatible chat completions
 // server and of the Anthropic messages API, for tests. They speak the real
-// wire formats on loopback (httptest) and misbehave the way weak models
-// do: tool calls written into the text, cut-off JSON arguments, tools
-// ignored, requests beyond the context window, slow answers.
+// wire formats on loopback (httptest), as server-sent events in small
+// chunks when a request asks for a stream, and misbehave the way weak
+// models do: tool calls written into the text, cut-off JSON arguments,
+// tools ignored, requests beyond the context window, slow answers.
 package modelfake
 
 import (
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Turn is one scripted answer.
@@ -50,13 +52,60 @@ type Server struct {
 	// server's tokenizer sees it: the text of the request (every string
 	// in it, not the JSON around them) at four bytes a token.
 	ContextTokens int
+	// ChunkBytes is how many bytes of text or of tool-call arguments one
+	// streamed event carries, when a request asks for a stream (0: 5, so
+	// a leaked call is always split across many chunks).
+	ChunkBytes int
 
 	mu       sync.Mutex
 	turns    []Turn
 	next     int
 	requests [][]byte
 	wire     func(w http.ResponseWriter, t Turn, n int)
+	stream   func(w http.ResponseWriter, t Turn, n int, usage bool)
 	tooLong  func(w http.ResponseWriter, limit int)
+}
+
+// chunks splits s into pieces of ChunkBytes bytes (a piece may end inside
+// a rune: the wire carries JSON strings, so it is cut on rune boundaries).
+func (s *Server) chunks(text string) []string {
+	size := s.ChunkBytes
+	if size <= 0 {
+		size = 5
+	}
+	var out []string
+	for len(text) > 0 {
+		n := min(size, len(text))
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n++
+		}
+		out = append(out, text[:n])
+		text = text[n:]
+	}
+	return out
+}
+
+// event writes one server-sent event ("" name: data only).
+func event(w http.ResponseWriter, name string, v any) {
+	if name != "" {
+		fmt.Fprintf(w, "event: %s\n", name)
+	}
+	data, _ := json.Marshal(v)
+	fmt.Fprintf(w, "data: %s\n\n", data)
+}
+
+// streamReq is what a request body says about streaming.
+type streamReq struct {
+	Stream  bool `json:"stream"`
+	Options struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func parseStream(body []byte) streamReq {
+	var req streamReq
+	_ = json.Unmarshal(body, &req)
+	return req
 }
 
 // Requests returns the request bodies received so far.
@@ -88,6 +137,11 @@ func (s *Server) serve(path string) http.HandlerFunc {
 			case <-r.Context().Done():
 				return
 			}
+		}
+		if sr := parseStream(body); sr.Stream && (t.Status == 0 || t.Status == http.StatusOK) && (s.ContextTokens == 0 || PromptTokens(body) <= s.ContextTokens) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			s.stream(w, t, n, sr.Options.IncludeUsage)
+			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if s.ContextTokens > 0 && PromptTokens(body) > s.ContextTokens {
@@ -174,6 +228,37 @@ func OpenAI(t testing.TB, turns ...Turn) *Server {
 			"usage":   map[string]any{"prompt_tokens": UsageInput, "completion_tokens": UsageOutput, "total_tokens": UsageInput + UsageOutput},
 		})
 	}
+	s.stream = func(w http.ResponseWriter, t Turn, n int, usage bool) {
+		chunk := func(delta map[string]any, finish any) map[string]any {
+			return map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1764547200, "model": "fake",
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+		}
+		event(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+		for _, piece := range s.chunks(t.Text) {
+			event(w, "", chunk(map[string]any{"content": piece}, nil))
+		}
+		finish := "stop"
+		for i, c := range t.Calls {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d_%d", n, i+1)
+			}
+			event(w, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": id, "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
+			for _, piece := range s.chunks(c.Args) {
+				event(w, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": piece}}}}, nil))
+			}
+			finish = "tool_calls"
+		}
+		event(w, "", chunk(map[string]any{}, finish))
+		if !usage { // OpenAI sends usage in a stream only when asked
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+			return
+		}
+		event(w, "", map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1764547200, "model": "fake",
+			"choices": []any{}, "usage": map[string]any{"prompt_tokens": UsageInput, "completion_tokens": UsageOutput, "total_tokens": UsageInput + UsageOutput}})
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
 	s.tooLong = func(w http.ResponseWriter, limit int) {
 		w.WriteHeader(http.StatusBadRequest)
 		write(w, map[string]any{"error": map[string]any{"message": fmt.Sprintf("This model's maximum context length is %d tokens. Please reduce the length of the messages.", limit),
@@ -208,6 +293,38 @@ func Anthropic(t testing.TB, turns ...Turn) *Server {
 			"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "fake", "content": content,
 			"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": UsageInput, "output_tokens": UsageOutput},
 		})
+	}
+	s.stream = func(w http.ResponseWriter, t Turn, n int, _ bool) {
+		event(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": fmt.Sprintf("msg_%d", n), "type": "message",
+			"role": "assistant", "model": "fake", "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": UsageInput, "output_tokens": 1}}})
+		index := 0
+		if t.Text != "" {
+			event(w, "content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, piece := range s.chunks(t.Text) {
+				event(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": piece}})
+			}
+			event(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+			index++
+		}
+		stop := "end_turn"
+		for i, c := range t.Calls {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("toolu_%d_%d", n, i+1)
+			}
+			event(w, "content_block_start", map[string]any{"type": "content_block_start", "index": index,
+				"content_block": map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": map[string]any{}}})
+			for _, piece := range s.chunks(c.Args) {
+				event(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
+			}
+			event(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+			index++
+			stop = "tool_use"
+		}
+		event(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+			"usage": map[string]any{"output_tokens": UsageOutput}})
+		event(w, "message_stop", map[string]any{"type": "message_stop"})
 	}
 	s.tooLong = func(w http.ResponseWriter, limit int) {
 		w.WriteHeader(http.StatusBadRequest)

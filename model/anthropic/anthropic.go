@@ -102,7 +102,15 @@ func (c *Client) Chat(ctx context.Context, req model.Request) (*model.Response, 
 		return nil, model.NewError(Name, model.ErrorBadRequest, 0, err.Error(), nil, c.secret())
 	}
 	var raw *http.Response
-	msg, err := c.svc.New(ctx, params, option.WithResponseInto(&raw))
+	var msg *sdk.Message
+	if c.endpoint.Stream {
+		msg, err = c.stream(ctx, params, &raw)
+	} else {
+		msg, err = c.svc.New(ctx, params, option.WithResponseInto(&raw))
+	}
+	if errors.Is(err, errStreamOrder) {
+		return nil, model.NewError(Name, model.ErrorMalformed, statusOf(raw), err.Error(), nil, c.secret())
+	}
 	if err != nil {
 		return nil, c.classify(ctx, raw, err)
 	}
