@@ -19,6 +19,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
 )
@@ -122,11 +123,11 @@ func newEnv(t testing.TB, tokens []api.Token, mod func(*api.Options)) *env {
 }
 
 var seedObservations = map[string]findings.Observation{
-	"cpu":    {Key: "high_cpu", ResourceID: "node/pve1", ResourceKind: "node", Category: findings.CategoryPerformance, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic, Title: "CPU high"},
-	"disk":   {Key: "high_disk", ResourceID: "storage/pve1/local-zfs", ResourceKind: "storage", Category: findings.CategoryCapacity, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: "Storage full"},
-	"mem":    {Key: "high_memory", ResourceID: "vm/101", ResourceKind: "vm", Category: findings.CategoryPerformance, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic, Title: "Memory high"},
-	"backup": {Key: "backup_stale", ResourceID: "vm/102", ResourceKind: "vm", Category: findings.CategoryBackup, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic, Title: "Backup stale"},
-	"smart":  {Key: "smart_failure", ResourceID: "disk/pve1/sda", ResourceKind: "disk", Category: findings.CategoryReliability, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: "SMART failing"},
+	"cpu":    {Key: "high_cpu", ResourceID: "node/pve1", ResourceKind: "node", Category: findings.CategoryPerformance, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic, Title: prompt.Safe("CPU high", 4000)},
+	"disk":   {Key: "high_disk", ResourceID: "storage/pve1/local-zfs", ResourceKind: "storage", Category: findings.CategoryCapacity, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: prompt.Safe("Storage full", 4000)},
+	"mem":    {Key: "high_memory", ResourceID: "vm/101", ResourceKind: "vm", Category: findings.CategoryPerformance, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic, Title: prompt.Safe("Memory high", 4000)},
+	"backup": {Key: "backup_stale", ResourceID: "vm/102", ResourceKind: "vm", Category: findings.CategoryBackup, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic, Title: prompt.Safe("Backup stale", 4000)},
+	"smart":  {Key: "smart_failure", ResourceID: "disk/pve1/sda", ResourceKind: "disk", Category: findings.CategoryReliability, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: prompt.Safe("SMART failing", 4000)},
 }
 
 func (e *env) seed() {

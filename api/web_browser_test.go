@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
 )
@@ -115,8 +116,8 @@ func TestWebPagesInABrowser(t *testing.T) {
 	})
 	ctx := context.Background()
 	// A finding from a source whose names are markup.
-	bad := findings.Observation{Key: "high_cpu", ResourceID: "vm/666", ResourceKind: "vm", ResourceName: hostile, Category: findings.CategoryPerformance,
-		Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: "CPU high on " + hostile, Description: `"><b id="inj">bold</b>`}
+	bad := findings.Observation{Key: "high_cpu", ResourceID: "vm/666", ResourceKind: "vm", ResourceName: prompt.SafeName(hostile), Category: findings.CategoryPerformance,
+		Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: prompt.Safe("CPU high on "+hostile, 200), Description: prompt.Safe(`"><b id="inj">bold</b>`, 4000)}
 	badID := bad.Normalize()
 	if _, err := e.store.CommitRun(ctx, findings.RunInput{RunID: findings.NewID(e.now), Now: e.now, Observations: []findings.Observation{bad},
 		Policy: findings.DefaultPublishPolicy()}, func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
@@ -130,7 +131,7 @@ func TestWebPagesInABrowser(t *testing.T) {
 		apIDs = append(apIDs, id)
 		if err := e.store.InsertApproval(ctx, records.ApprovalRecord{ID: id, FindingID: e.ids["mem"], SessionID: "s" + id, Attempt: 1,
 			ResourceID: "vm/101", Action: action, Args: []byte(`{}`), Risk: "medium", State: "pending", CreatedAt: e.now,
-			ExpiresAt: e.now.Add(time.Hour), StartedAt: e.now, Reason: "memory " + hostile}); err != nil {
+			ExpiresAt: e.now.Add(time.Hour), StartedAt: e.now, Reason: prompt.Safe("memory "+hostile, 280)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +199,7 @@ func TestWebPagesInABrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	if title != "CPU high on "+hostile+" · patrold" || injected != 0 || resource != "vm/666 ("+hostile+")" || evidenceTag != "PRE" {
+	if title != "CPU high on "+hostile+" · patrold" || injected != 0 || resource != "vm/666 ("+prompt.Name(hostile)+")" || evidenceTag != "PRE" {
 		t.Fatalf("hostile finding: title %q, %d injected elements, resource %q", title, injected, resource)
 	}
 	// Approve through the form.

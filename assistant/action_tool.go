@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/model/prompt"
 )
 
 // actionTimeoutMargin lets the executor's own timeout fire (with a useful
@@ -136,8 +137,8 @@ func (e *env) Approval(args json.RawMessage) error {
 	}
 	// What is stored and shown to the approver is patrold's own rendering:
 	// the action, and the model's reason neutralised and capped.
-	reason := safeText(decodeActionArgs(args).Reason, maxReasonRunes)
-	stored, _ := json.Marshal(actionArgs{Action: act.Name, Reason: reason})
+	reason := prompt.Safe(decodeActionArgs(args).Reason, maxReasonRunes)
+	stored, _ := json.Marshal(actionArgs{Action: act.Name, Reason: reason.String()})
 	e.mu.Lock()
 	e.request = &writeRequest{Action: act, Args: stored, Reason: reason}
 	e.mu.Unlock()

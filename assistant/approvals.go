@@ -10,6 +10,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store/records"
 )
 
@@ -37,7 +38,7 @@ type Approval struct {
 	Risk       Risk            `json:"risk"`
 	// Reason is the model's reason for the write, neutralised and capped
 	// (what the approver is shown).
-	Reason    string        `json:"reason,omitempty"`
+	Reason    prompt.Text   `json:"reason,omitzero"`
 	State     ApprovalState `json:"state"`
 	CreatedAt time.Time     `json:"created_at"`
 	ExpiresAt time.Time     `json:"expires_at"`

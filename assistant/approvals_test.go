@@ -188,7 +188,7 @@ func TestModelApprovalResumesConversation(t *testing.T) {
 	}
 	d := out.(*DecisionResult)
 	tr := d.Transcript
-	if d.Outcome != contracts.OutcomeFixVerified || tr.FinalAnswerBlocked != 1 || tr.FinalAnswer != "Pruned; the condition cleared." {
+	if d.Outcome != contracts.OutcomeFixVerified || tr.FinalAnswerBlocked != 1 || tr.FinalAnswer.String() != "Pruned; the condition cleared." {
 		t.Fatalf("decision %s", mustJSON(t, d))
 	}
 	equal(t, "steps", stepLines(tr.Steps), []string{

@@ -40,7 +40,7 @@ func TestFileNoteGroundsWhatItStores(t *testing.T) {
 		"Usage at\u00a096.3%, fine.":     "Usage at 96.3%, fine.",
 		"Usage is \uff19\uff16.\uff13%.": "Usage is 96.3%.",
 	} {
-		if got, _ := fileNote(in, evidence); got != want {
+		if got, _ := fileNote(in, evidence); got.String() != want {
 			t.Errorf("fileNote(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
@@ -124,7 +125,7 @@ func (fx *fixture) seed(resource, key, category string) findings.Finding {
 	ctx := context.Background()
 	runID := findings.NewID(t0)
 	obs := findings.Observation{Key: key, ResourceID: resource, Category: findings.Category(category), Severity: findings.SeverityCritical,
-		Source: findings.SourceDeterministic, Title: "storage almost full", Description: "usage 96.3%", Evidence: "usage 96.3%"}
+		Source: findings.SourceDeterministic, Title: prompt.Safe("storage almost full", 4000), Description: prompt.Safe("usage 96.3%", 4000), Evidence: prompt.Safe("usage 96.3%", 4000)}
 	ch, err := fx.st.CommitRun(ctx, findings.RunInput{RunID: runID, Now: t0, Observations: []findings.Observation{obs}, Policy: findings.DefaultPublishPolicy()},
 		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
 			return findings.RunRecord{ID: runID, Trigger: "manual", Status: "critical", Analysis: "deterministic", StartedAt: t0}, nil, nil

@@ -43,7 +43,7 @@ func TestModelMustReadBeforeFinishing(t *testing.T) {
 	res := fx.run(fx.assistant(o))
 	tr := res.Transcript
 	if tr.Outcome != contracts.OutcomeFixVerified || tr.Driver != contracts.DriverModel || tr.FinalAnswerBlocked != 1 ||
-		tr.FinalAnswer != "Pruned snapshots; check_condition says cleared." || tr.FinalState != agent.StateReading {
+		tr.FinalAnswer.String() != "Pruned snapshots; check_condition says cleared." || tr.FinalState != agent.StateReading {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
 	}
 	equal(t, "states", tr.States(), []agent.State{agent.StateResolving, agent.StateReading, agent.StateWriting, agent.StateVerifying, agent.StateReading})
@@ -62,7 +62,7 @@ func TestModelTurnLimitEndsUnverified(t *testing.T) {
 	tr := res.Transcript
 	// The fault did clear (the action worked), but nobody read it back: the
 	// session never claims the fix.
-	if tr.Outcome != contracts.OutcomeFixVerificationUnknown || tr.FinalAnswer != "" || tr.FinalAnswerBlocked != 3 || tr.FinalState != agent.StateVerifying {
+	if tr.Outcome != contracts.OutcomeFixVerificationUnknown || !tr.FinalAnswer.Empty() || tr.FinalAnswerBlocked != 3 || tr.FinalState != agent.StateVerifying {
 		t.Fatalf("transcript %s", mustJSON(t, tr))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 )
 
 // finishTimeout bounds storing and publishing a session's end, which runs
@@ -112,7 +113,7 @@ func (a *Assistant) finish(ctx context.Context, s *session, ctxErr error) (*Resu
 	t := &s.state.Transcript
 	t.Outcome, t.FinalState, t.Escalation = outcome, s.agent.FSM().State(), s.escalation
 	if s.playbookDone {
-		t.FinalAnswer = summary
+		t.FinalAnswer = prompt.Safe(summary, maxNoteRunes)
 	}
 	exchange, err := s.recording()
 	if err == nil && exchange != nil && s.restored != "" {

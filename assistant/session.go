@@ -259,7 +259,7 @@ func (s *session) driveModel(ctx context.Context, msgs []model.Message) {
 func (s *session) note(res *agent.Result) {
 	t := &s.state.Transcript
 	if !prompt.Guard(systemPolicy).Check(res.FinalAnswer) {
-		t.FinalAnswer, s.escalation = withheldAnswer, EscalationDisclosure
+		t.FinalAnswer, s.escalation = prompt.Safe(withheldAnswer, maxNoteRunes), EscalationDisclosure
 		return
 	}
 	var evidence []string
@@ -274,9 +274,9 @@ func (s *session) note(res *agent.Result) {
 // fileNote is the filing path of a note: normalised first (the fold that
 // makes it safe, so "１２" is the 12 it will be stored as), then grounded,
 // and stored as checked (capped once more after the markers).
-func fileNote(text string, evidence []string) (string, []string) {
+func fileNote(text string, evidence []string) (prompt.Text, []string) {
 	grounded, stripped := groundNote(safeText(text, maxNoteRunes), evidence)
-	return safeText(grounded, maxNoteRunes), stripped
+	return prompt.Safe(grounded, maxNoteRunes), stripped
 }
 
 // finalise lets a playbook finish the way a model's final answer does:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -48,7 +49,7 @@ type writeRequest struct {
 	Action Action
 	Args   json.RawMessage
 	// Reason is the model's reason, neutralised and capped.
-	Reason string
+	Reason prompt.Text
 }
 
 // tools declares the remediation profile's tools for this session.

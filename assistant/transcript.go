@@ -11,6 +11,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store/records"
 )
 
@@ -26,8 +27,8 @@ type Transcript struct {
 	// FinalAnswer is the model's final text kept as a note (figures and
 	// ids no tool result of the session supports stripped), or the
 	// playbook's summary. It is never the published summary.
-	FinalAnswer        string `json:"final_answer"`
-	FinalAnswerBlocked int    `json:"final_answer_blocked"`
+	FinalAnswer        prompt.Text `json:"final_answer"`
+	FinalAnswerBlocked int         `json:"final_answer_blocked"`
 	// NoteStripped lists what was stripped from the note as ungrounded.
 	NoteStripped []string `json:"note_stripped,omitempty"`
 	// Escalation names why the session was escalated to an operator

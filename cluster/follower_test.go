@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
 )
@@ -118,7 +119,7 @@ func run(t *testing.T, fn func(context.Context) error) {
 
 func obs(resource, key string) findings.Observation {
 	return findings.Observation{Key: key, ResourceID: resource, Category: "performance", Severity: findings.SeverityWarning,
-		Source: findings.SourceDeterministic, Title: key, Description: key, Evidence: key, ResourceTags: []string{"prod"}}
+		Source: findings.SourceDeterministic, Title: prompt.Safe(key, 4000), Description: prompt.Safe(key, 4000), Evidence: prompt.Safe(key, 4000), ResourceTags: prompt.SafeNames([]string{"prod"})}
 }
 
 func commitRun(t *testing.T, st *store.Store, at time.Time, o ...findings.Observation) {

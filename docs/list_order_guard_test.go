@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +15,10 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/termsafe"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // listOrderDoc is the order FINDINGS.md states after guard:list-order.
@@ -52,7 +55,7 @@ func storeOrder(t *testing.T, order []string) []string {
 	for i := len(order) - 1; i >= 0; i-- {
 		src, sev, _ := strings.Cut(order[i], " ")
 		obs = append(obs, findings.Observation{Key: "k" + strconv.Itoa(i), ResourceID: "vm/" + strconv.Itoa(i), Category: findings.CategoryGeneral,
-			Severity: findings.Severity(sev), Source: findings.Source(src), Title: "t"})
+			Severity: findings.Severity(sev), Source: findings.Source(src), Title: prompt.Safe("t", 4000)})
 	}
 	if _, err := st.CommitRun(context.Background(), findings.RunInput{RunID: "r1", Now: at, Observations: obs, Reconcile: true, Policy: findings.DefaultPublishPolicy()},
 		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
@@ -141,4 +144,59 @@ func jsonFieldNames(v any) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// outsideTextTypes are the types whose prompt.Text fields are the sinks
+// of outside text, by the name FINDINGS.md gives them.
+var outsideTextTypes = map[string]reflect.Type{
+	"findings.Observation":   reflect.TypeFor[findings.Observation](),
+	"records.ApprovalRecord": reflect.TypeFor[records.ApprovalRecord](),
+	"assistant.Approval":     reflect.TypeFor[assistant.Approval](),
+	"assistant.Transcript":   reflect.TypeFor[assistant.Transcript](),
+}
+
+// textFields are the fields of the outside-text types that take a
+// prompt.Text (or a list of them), sorted.
+func textFields() []string {
+	text := reflect.TypeFor[prompt.Text]()
+	var out []string
+	for name, rt := range outsideTextTypes {
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			if f.Type == text || (f.Type.Kind() == reflect.Slice && f.Type.Elem() == text) {
+				out = append(out, name+"."+f.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestOutsideTextFieldsDoc: FINDINGS.md lists exactly the fields the code
+// types as prompt.Text, and a sink of each kind is one.
+func TestOutsideTextFieldsDoc(t *testing.T) {
+	data, err := os.ReadFile("FINDINGS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i := strings.Index(text, "<!-- guard:outside-text -->")
+	if i < 0 {
+		t.Fatal("FINDINGS.md: no guard:outside-text")
+	}
+	line := strings.SplitN(text[i:], "\n", 3)[1]
+	var doc []string
+	for _, m := range regexp.MustCompile("`([A-Za-z]+\\.[A-Za-z]+\\.[A-Za-z]+)`").FindAllStringSubmatch(line, -1) {
+		doc = append(doc, m[1])
+	}
+	slices.Sort(doc)
+	got := textFields()
+	if !slices.Equal(doc, got) {
+		t.Errorf("FINDINGS.md lists the outside-text fields %v, the code types %v", doc, got)
+	}
+	for _, want := range []string{"findings.Observation.Title", "assistant.Approval.Reason", "assistant.Transcript.FinalAnswer"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s is not a prompt.Text", want)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/patrol"
 )
 
@@ -31,6 +32,8 @@ var schemaTypes = map[string]reflect.Type{
 var (
 	timeType = reflect.TypeFor[time.Time]()
 	rawType  = reflect.TypeFor[json.RawMessage]()
+	// textType is outside text made safe: a JSON string on the wire.
+	textType = reflect.TypeFor[prompt.Text]()
 )
 
 // jsonField is one field of a struct as encoding/json writes it.
@@ -58,7 +61,10 @@ func jsonFields(t reflect.Type) []jsonField {
 		if name == "" {
 			name = sf.Name
 		}
-		out = append(out, jsonField{name: name, omitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty"), typ: sf.Type})
+		// omitzero leaves out a zero Text (the empty string) as omitempty
+		// leaves out an empty string.
+		omit := slices.Contains(strings.Split(opts, ","), "omitempty") || (sf.Type == textType && slices.Contains(strings.Split(opts, ","), "omitzero"))
+		out = append(out, jsonField{name: name, omitEmpty: omit, typ: sf.Type})
 	}
 	return out
 }
@@ -70,7 +76,7 @@ func jsonKinds(t reflect.Type) []string {
 		t, null = t.Elem(), []string{"null"}
 	}
 	switch {
-	case t == timeType:
+	case t == timeType, t == textType:
 		return append(null, "string")
 	case t == rawType:
 		return nil // any JSON value
@@ -160,7 +166,7 @@ func compareSchemaType(s map[string]any, t reflect.Type, path string) []string {
 			problems = append(problems, path+": an array without items in the schema")
 		}
 		return problems
-	case t.Kind() != reflect.Struct || t == timeType:
+	case t.Kind() != reflect.Struct || t == timeType || t == textType:
 		return problems
 	}
 	props, _ := s["properties"].(map[string]any)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 )
 
 func TestID(t *testing.T) {
@@ -36,7 +37,7 @@ func TestNormalizeKey(t *testing.T) {
 var t0 = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
 func obs(sev findings.Severity, text string) findings.Observation {
-	return findings.Observation{Key: "High CPU", ResourceID: "node/a", Category: "performance", Severity: sev, Source: findings.SourceModel, Title: text}
+	return findings.Observation{Key: "High CPU", ResourceID: "node/a", Category: "performance", Severity: sev, Source: findings.SourceModel, Title: prompt.Safe(text, 4000)}
 }
 
 func TestObserve(t *testing.T) {

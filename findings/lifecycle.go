@@ -3,25 +3,33 @@ package findings
 import (
 	"fmt"
 	"time"
+
+	"github.com/patrold/patrold/model/prompt"
 )
 
 // Observation is one detection of a finding in a run: by the model through
 // report_finding or by the daemon from an unmatched signal. Text fields are
 // payload only; identity comes from ResourceID, Category and Key.
+//
+// Every field that carries outside text (a source's names and tags, a
+// detector's or a model's words) is a prompt.Text: it holds only what
+// the one sanitiser made, and a raw string does not compile into it
+// (docs/FINDINGS.md#lists-sources-and-outside-text). ResourceID is identity and is checked
+// at decode (snapshot.IDProblem) instead.
 type Observation struct {
 	Key            string
 	ResourceID     string
 	ResourceKind   string
-	ResourceName   string
-	ResourceNode   string
-	ResourceTags   []string
+	ResourceName   prompt.Text
+	ResourceNode   prompt.Text
+	ResourceTags   []prompt.Text
 	Category       Category
 	Severity       Severity
 	Source         Source
-	Title          string
-	Description    string
-	Recommendation string
-	Evidence       string
+	Title          prompt.Text
+	Description    prompt.Text
+	Recommendation prompt.Text
+	Evidence       prompt.Text
 }
 
 // Normalize canonicalises the identity fields of o and returns its id.
@@ -73,7 +81,8 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	id := o.Normalize()
 	if existing == nil {
 		f := Finding{
-			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind, ResourceName: o.ResourceName, ResourceNode: o.ResourceNode, ResourceTags: o.ResourceTags,
+			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind,
+			ResourceName: o.ResourceName.String(), ResourceNode: o.ResourceNode.String(), ResourceTags: prompt.Strings(o.ResourceTags),
 			Category: o.Category, Severity: o.Severity, Source: o.Source, Status: StatusActive,
 			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,
 		}
@@ -85,17 +94,17 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	f := *existing
 	f.LastSeenAt, f.LastRunID = now, runID
 	f.TimesRaised++
-	if o.ResourceNode != "" {
-		f.ResourceNode = o.ResourceNode
+	if !o.ResourceNode.Empty() {
+		f.ResourceNode = o.ResourceNode.String()
 	}
-	if o.ResourceName != "" {
-		f.ResourceName = o.ResourceName
+	if !o.ResourceName.Empty() {
+		f.ResourceName = o.ResourceName.String()
 	}
 	if o.ResourceKind != "" {
 		f.ResourceKind = o.ResourceKind
 	}
 	if o.ResourceTags != nil {
-		f.ResourceTags = o.ResourceTags
+		f.ResourceTags = prompt.Strings(o.ResourceTags)
 	}
 	if f.Status == StatusResolved {
 		f.Status = StatusActive
@@ -128,17 +137,17 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 }
 
 func setText(f *Finding, o Observation) {
-	if o.Title != "" {
-		f.Title = o.Title
+	if !o.Title.Empty() {
+		f.Title = o.Title.String()
 	}
-	if o.Description != "" {
-		f.Description = o.Description
+	if !o.Description.Empty() {
+		f.Description = o.Description.String()
 	}
-	if o.Recommendation != "" {
-		f.Recommendation = o.Recommendation
+	if !o.Recommendation.Empty() {
+		f.Recommendation = o.Recommendation.String()
 	}
-	if o.Evidence != "" {
-		f.Evidence = o.Evidence
+	if !o.Evidence.Empty() {
+		f.Evidence = o.Evidence.String()
 	}
 }
 

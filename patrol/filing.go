@@ -59,6 +59,12 @@ var recommendations = map[signals.Type]string{
 // errors) once it is neutralised.
 const maxSummaryRunes = 512
 
+// Caps on a deterministic finding's title and evidence text.
+const (
+	maxTitleRunes    = 200
+	maxEvidenceRunes = 4000
+)
+
 // safeSignals neutralises and caps the untrusted text signals carry (the
 // resource's name, the summary that quotes it and a backup error, string
 // evidence), so that the report, finding text, events, the API and a
@@ -138,8 +144,8 @@ func (m safeMemo) name(s string) string { return m.text(s, prompt.MaxNameRunes) 
 // tags of r, its resource, remembered.
 func (m safeMemo) observation(s *signals.Signal, r *snapshot.Resource) findings.Observation {
 	o := observationFor(s)
-	o.ResourceTags = m.names(r.Tags)
-	o.ResourceNode = m.name(nodeOf(r))
+	o.ResourceTags = prompt.SafeNames(m.names(r.Tags))
+	o.ResourceNode = prompt.SafeName(m.name(nodeOf(r)))
 	return o
 }
 
@@ -169,16 +175,19 @@ func (m safeMemo) names(list []string) []string {
 
 // observationFor files a signal deterministically, with templated text.
 // The signal's text is already safe (safeSignals); the id is capped too.
+// The texts are built as prompt.Text: SafeText is stable, so what
+// safeSignals made stays as it is, and the joined evidence is checked
+// whole.
 func observationFor(s *signals.Signal) findings.Observation {
 	name := s.ResourceName
 	if name == "" {
 		name = prompt.Name(s.ResourceID)
 	}
 	return findings.Observation{
-		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: s.ResourceName,
+		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: prompt.SafeName(s.ResourceName),
 		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
-		Title: titleFor(s.Type, name), Description: s.Summary, Recommendation: recommendations[s.Type],
-		Evidence: evidenceText(s),
+		Title: prompt.Safe(titleFor(s.Type, name), maxTitleRunes), Description: prompt.Safe(s.Summary, maxSummaryRunes),
+		Recommendation: prompt.Safe(recommendations[s.Type], maxSummaryRunes), Evidence: prompt.Safe(evidenceText(s), maxEvidenceRunes),
 	}
 }
 
@@ -278,11 +287,11 @@ const (
 // sourceFailing is the observation a run files when it cannot collect.
 func sourceFailing(err error) findings.Observation {
 	return findings.Observation{
-		Key: KeySourceFailing, ResourceID: SourceResourceID, ResourceKind: "patrold", ResourceName: "snapshot source",
+		Key: KeySourceFailing, ResourceID: SourceResourceID, ResourceKind: "patrold", ResourceName: prompt.SafeName("snapshot source"),
 		Category: findings.CategoryReliability, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic,
-		Title:          "patrold cannot collect a snapshot",
-		Description:    "The last run could not collect a snapshot, so nothing in the fleet is being checked: " + err.Error(),
-		Recommendation: "Check the source configuration (source.*) and the collector; the finding resolves at the next run that collects.",
-		Evidence:       "error=" + strconv.Quote(err.Error()),
+		Title:          prompt.Safe("patrold cannot collect a snapshot", maxTitleRunes),
+		Description:    prompt.Safe("The last run could not collect a snapshot, so nothing in the fleet is being checked: "+err.Error(), maxSummaryRunes),
+		Recommendation: prompt.Safe("Check the source configuration (source.*) and the collector; the finding resolves at the next run that collects.", maxSummaryRunes),
+		Evidence:       prompt.Safe("error="+strconv.Quote(err.Error()), maxEvidenceRunes),
 	}
 }

@@ -3,8 +3,9 @@
 are tested: normalise before grounding, binding a figure to the quantity
 its text names, free text supporting nothing, number words, severity
 agreement, present not overruling detection, the model-finding caps, the
-list order and the alert's source label, resource-id validation at
-decode and the CLI's escaping. Apply each mutation below in turn, run the
+list order and the alert's source label, the outside-text type (its
+constructor and its sinks), resource-id validation at decode and the
+CLI's escaping. Apply each mutation below in turn, run the
 tests that guard it, and report whether they fail. Restores every file.
 
 The loop is scripts/mutations.py (a stale mutation fails the script)."""
@@ -18,12 +19,19 @@ ANALYST = ["./patrol/analyst"]
 # (name, file, original, mutated, test args)
 MUTATIONS = [
     ("normalise-before-ground", REPORT,
-     "\tif err := r.ground(resourceID, key, out...); err != nil {",
+     "\tif err := r.ground(resourceID, key, texts...); err != nil {",
      "\traws := make([]string, len(fields))\n\tfor i, f := range fields {\n\t\traws[i] = f.raw\n\t}\n"
      "\tif err := r.ground(resourceID, key, raws...); err != nil {", ATTACKS),
-    ("store-what-was-checked", REPORT,
-     "Description: texts[1],", "Description: args.Description,",
-     ATTACKS),
+    # Storing other text than what was checked no longer compiles: the
+    # observation takes a prompt.Text. These remove the type's guarantee.
+    ("sanitiser-bypassed", "model/prompt/text.go",
+     "func Safe(s string, maxRunes int) Text { return Text{SafeText(s, maxRunes)} }",
+     "func Safe(s string, maxRunes int) Text { return Text{s} }",
+     ATTACKS[:1] + ["./model/prompt", "-run", "TestPatrolAttacks|TestTextIsWhatSafeTextMakes"]),
+    ("second-text-constructor", "model/prompt/text.go",
+     "func SafeName(s string) Text {",
+     "func Trusted(s string) Text { return Text{s} }\n\nfunc SafeName(s string) Text {",
+     ["./internal/archtest", "-run", "TestOnlyTheSanitiserMakesText"]),
     ("fold-script-digits", "model/prompt/safe.go",
      "\tif d, ok := digitValue(r); ok {", "\tif d, ok := digitValue(r); ok && false {", ATTACKS),
     ("quantity-family-binding", GROUND,

@@ -26,7 +26,7 @@ func (s *Store) InsertApproval(ctx context.Context, ap records.ApprovalRecord) e
 	_, err := s.db.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?,?)`,
 		ap.ID, ap.FindingID, ap.SessionID, ap.Attempt, ap.ResourceID, ap.Action, string(ap.Args), ap.Risk, ap.State,
 		fmtTime(ap.CreatedAt), fmtTime(ap.ExpiresAt), ap.Driver, ap.Autonomy, fmtTime(ap.StartedAt),
-		ap.Turns, string(ap.FSM), string(ap.Transcript), string(ap.Messages), ap.Reason)
+		ap.Turns, string(ap.FSM), string(ap.Transcript), string(ap.Messages), ap.Reason.String())
 	if err != nil {
 		return fmt.Errorf("store approval: %w", err)
 	}

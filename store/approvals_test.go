@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store/records"
 )
 
@@ -19,7 +20,7 @@ func approval(id, session string, created time.Time) records.ApprovalRecord {
 		Args: json.RawMessage(`{"unit":"nginx"}`), Risk: "medium", State: "pending",
 		CreatedAt: created, ExpiresAt: created.Add(5 * time.Minute), Driver: "model", Autonomy: "approval",
 		StartedAt: created.Add(-time.Minute), Turns: 3, FSM: json.RawMessage(`{"state":"awaiting_approval"}`),
-		Transcript: json.RawMessage(`{"steps":[]}`), Messages: json.RawMessage(`[{"role":"user"}]`), Reason: "unit is down",
+		Transcript: json.RawMessage(`{"steps":[]}`), Messages: json.RawMessage(`[{"role":"user"}]`), Reason: prompt.Safe("unit is down", 280),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store"
 )
 
@@ -67,7 +68,7 @@ func TestLifecycleProperties(t *testing.T) {
 						if op == 1 || rapid.Bool().Draw(rt, "present") {
 							o := findings.Observation{Key: k.key, ResourceID: r, Category: findings.Category(k.category),
 								Severity: rapid.SampledFrom(propSev).Draw(rt, "sev"), Source: findings.SourceDeterministic,
-								Title: fmt.Sprintf("text %d", rapid.IntRange(0, 9).Draw(rt, "text"))}
+								Title: prompt.Safe(fmt.Sprintf("text %d", rapid.IntRange(0, 9).Draw(rt, "text")), 200)}
 							obs = append(obs, o)
 						}
 					}

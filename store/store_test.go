@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store"
 )
 
@@ -69,7 +70,7 @@ func commitRun(st *store.Store, runID string, at time.Time, complete bool, obs .
 
 func fobs(resource, key string, sev findings.Severity, text string) findings.Observation {
 	return findings.Observation{Key: key, ResourceID: resource, Category: "performance", Severity: sev, Source: findings.SourceDeterministic,
-		Title: text, Description: text, Evidence: text, ResourceTags: []string{"prod"}}
+		Title: prompt.Safe(text, 4000), Description: prompt.Safe(text, 4000), Evidence: prompt.Safe(text, 4000), ResourceTags: prompt.SafeNames([]string{"prod"})}
 }
 
 func pendingByFinding(t *testing.T, st *store.Store) map[string]int {
@@ -286,7 +287,7 @@ func TestConcurrentActionsAndRuns(t *testing.T) {
 		for r := 1; r <= 10; r++ {
 			o := append([]findings.Observation(nil), obs...)
 			for i := range o {
-				o[i].Title = fmt.Sprintf("run %d", r)
+				o[i].Title = prompt.Safe(fmt.Sprintf("run %d", r), 200)
 			}
 			commit(t, st, now.Add(time.Duration(r)*time.Minute), true, o...)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
@@ -90,8 +91,8 @@ func (r *rig) seed(t *testing.T) findings.Finding {
 	ctx := context.Background()
 	runID := findings.NewID(t0)
 	obs := findings.Observation{Key: "high_disk", ResourceID: "storage/pve1/local-zfs", Category: findings.CategoryCapacity,
-		Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: "storage almost full",
-		Description: "usage 96.3%", Evidence: "usage 96.3%"}
+		Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: prompt.Safe("storage almost full", 4000),
+		Description: prompt.Safe("usage 96.3%", 4000), Evidence: prompt.Safe("usage 96.3%", 4000)}
 	ch, err := r.st.CommitRun(ctx, findings.RunInput{RunID: runID, Now: t0, Observations: []findings.Observation{obs}, Policy: findings.DefaultPublishPolicy()},
 		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
 			return findings.RunRecord{ID: runID, Trigger: "manual", Status: "critical", Analysis: "deterministic", StartedAt: t0}, nil, nil
@@ -178,7 +179,7 @@ func TestClientAnswersAsTheStore(t *testing.T) {
 	ap := records.ApprovalRecord{ID: "a1", FindingID: r.f.ID, SessionID: "s1", Attempt: 1, ResourceID: r.f.ResourceID,
 		Action: "restart", Args: json.RawMessage(`{"target":"x"}`), Risk: "medium", State: "pending", CreatedAt: t0,
 		ExpiresAt: t0.Add(time.Hour), Driver: "playbook", Autonomy: "approval", StartedAt: t0, Turns: 2,
-		FSM: json.RawMessage(`{"state":"waiting"}`), Reason: "needs an operator"}
+		FSM: json.RawMessage(`{"state":"waiting"}`), Reason: prompt.Safe("needs an operator", 280)}
 	if err := c.InsertApproval(ctx, ap); err != nil {
 		t.Fatal(err)
 	}

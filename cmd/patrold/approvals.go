@@ -196,7 +196,7 @@ func printApproval(w io.Writer, ap *assistant.ApprovalView) {
 	} else {
 		fmt.Fprintln(w, "  condition:    (the finding is gone)")
 	}
-	if ap.Reason != "" {
-		fmt.Fprintf(w, "  model's words (not checked): %s\n", f(ap.Reason))
+	if !ap.Reason.Empty() {
+		fmt.Fprintf(w, "  model's words (not checked): %s\n", f(ap.Reason.String()))
 	}
 }

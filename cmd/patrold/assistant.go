@@ -111,7 +111,7 @@ func printTranscript(w io.Writer, res *assistant.Result) {
 		states = append(states, string(s))
 	}
 	fmt.Fprintf(w, "states: %s\n", strings.Join(states, " -> "))
-	if t.FinalAnswer != "" {
+	if !t.FinalAnswer.Empty() {
 		fmt.Fprintf(w, "answer: %s\n", t.FinalAnswer)
 	}
 	if len(t.NoteStripped) > 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/model/script"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/storetest"
@@ -428,7 +429,7 @@ func runAttack(t *testing.T, a *attack) {
 	if tr.FinalAnswerBlocked != a.Expect.FinalAnswerBlocked {
 		t.Errorf("final_answer_blocked %d, want %d", tr.FinalAnswerBlocked, a.Expect.FinalAnswerBlocked)
 	}
-	if a.Expect.FinalAnswer != "" && tr.FinalAnswer != a.Expect.FinalAnswer {
+	if a.Expect.FinalAnswer != "" && tr.FinalAnswer.String() != a.Expect.FinalAnswer {
 		t.Errorf("final answer %q, want %q", tr.FinalAnswer, a.Expect.FinalAnswer)
 	}
 	if !slices.Equal(tr.NoteStripped, a.Expect.NoteStripped) {
@@ -642,7 +643,7 @@ func seedFinding(t *testing.T, path, resource, key, category string) string {
 	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	runID := findings.NewID(now)
 	obs := findings.Observation{Key: key, ResourceID: resource, Category: findings.Category(category), Severity: findings.SeverityCritical,
-		Source: findings.SourceDeterministic, Title: "attack fixture", Description: "seeded", Evidence: "seeded"}
+		Source: findings.SourceDeterministic, Title: prompt.Safe("attack fixture", 4000), Description: prompt.Safe("seeded", 4000), Evidence: prompt.Safe("seeded", 4000)}
 	ch, err := st.CommitRun(ctx, findings.RunInput{RunID: runID, Now: now, Observations: []findings.Observation{obs}, Policy: findings.DefaultPublishPolicy()},
 		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
 			return findings.RunRecord{ID: runID, Trigger: "manual", Status: "critical", Analysis: "deterministic", StartedAt: now}, nil, nil

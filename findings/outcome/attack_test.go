@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/findings/outcome"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
@@ -56,7 +57,7 @@ func newWriter(t *testing.T, memory float64) *writer {
 	ctx := context.Background()
 	runID := findings.NewID(at)
 	obs := findings.Observation{Key: "high_memory", ResourceID: "node/pve1", Category: findings.CategoryPerformance,
-		Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: "memory high", Description: "memory 91%", Evidence: "memory 91%"}
+		Severity: findings.SeverityCritical, Source: findings.SourceDeterministic, Title: prompt.Safe("memory high", 4000), Description: prompt.Safe("memory 91%", 4000), Evidence: prompt.Safe("memory 91%", 4000)}
 	ch, err := st.CommitRun(ctx, findings.RunInput{RunID: runID, Now: at, Observations: []findings.Observation{obs}, Policy: findings.DefaultPublishPolicy()},
 		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
 			return findings.RunRecord{ID: runID, Trigger: "manual", Status: "critical", Analysis: "deterministic", StartedAt: at}, nil, nil

@@ -50,8 +50,8 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 	sev := findings.Severity(args.Severity)
 	// What is stored and published is exactly the text the checks saw.
 	o := findings.Observation{
-		Key: key, ResourceID: res.ID, ResourceKind: string(res.Kind), ResourceName: prompt.Name(res.Name),
-		ResourceTags: prompt.Names(res.Tags), Category: findings.NormalizeCategory(args.Category), Severity: sev,
+		Key: key, ResourceID: res.ID, ResourceKind: string(res.Kind), ResourceName: prompt.SafeName(res.Name),
+		ResourceTags: prompt.SafeNames(res.Tags), Category: findings.NormalizeCategory(args.Category), Severity: sev,
 		Source: findings.SourceModel, Title: texts[0], Description: texts[1], Recommendation: texts[2], Evidence: texts[3],
 	}
 	id := findings.ID(o.ResourceID, o.Category, o.Key)
@@ -201,15 +201,20 @@ type modelText struct {
 // compatibility digits, invisible and space-like characters are what they
 // look like), then the normalised texts pass the disclosure guard and
 // grounding, and exactly those texts are returned to be stored.
-func (r *run) file(resourceID, key string, fields ...modelText) ([]string, *agent.ToolError) {
-	out := make([]string, len(fields))
+//
+// The texts come back as prompt.Text, the only type the observation's
+// text fields take: what is stored is the value the checks read.
+func (r *run) file(resourceID, key string, fields ...modelText) ([]prompt.Text, *agent.ToolError) {
+	out := make([]prompt.Text, len(fields))
+	texts := make([]string, len(fields))
 	for i, f := range fields {
-		out[i] = prompt.SafeText(f.raw, f.max)
+		out[i] = prompt.Safe(f.raw, f.max)
+		texts[i] = out[i].String()
 	}
-	if r.discloses(out...) != "" {
+	if r.discloses(texts...) != "" {
 		return nil, refused(ReasonDisclosure, "the text repeats the system policy and was not filed")
 	}
-	if err := r.ground(resourceID, key, out...); err != nil {
+	if err := r.ground(resourceID, key, texts...); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -333,11 +338,15 @@ func (r *run) cleared(f *findings.Finding) bool {
 // reconfirm is the observation of a finding assessed present: its own
 // identity and text, the model's evidence. Without it the run would not
 // see the finding and reconciliation could resolve it.
-func reconfirm(f *findings.Finding, evidence string) findings.Observation {
+//
+// The stored text was safe when it was filed; it is built into texts
+// again (SafeText is stable, so it is unchanged).
+func reconfirm(f *findings.Finding, evidence prompt.Text) findings.Observation {
 	return findings.Observation{
-		Key: f.Key, ResourceID: f.ResourceID, ResourceKind: f.ResourceKind, ResourceName: f.ResourceName,
-		ResourceTags: f.ResourceTags, Category: f.Category, Severity: f.Severity, Source: f.Source,
-		Title: f.Title, Description: f.Description, Recommendation: f.Recommendation, Evidence: evidence,
+		Key: f.Key, ResourceID: f.ResourceID, ResourceKind: f.ResourceKind, ResourceName: prompt.SafeName(f.ResourceName),
+		ResourceTags: prompt.SafeNames(f.ResourceTags), Category: f.Category, Severity: f.Severity, Source: f.Source,
+		Title: prompt.Safe(f.Title, MaxTitleChars), Description: prompt.Safe(f.Description, MaxTextChars),
+		Recommendation: prompt.Safe(f.Recommendation, MaxTextChars), Evidence: evidence,
 	}
 }
 

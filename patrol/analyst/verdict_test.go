@@ -58,7 +58,7 @@ func TestAssessmentSweepVerdicts(t *testing.T) {
 	if an.Uncertain != 1 {
 		t.Errorf("uncertain %d", an.Uncertain)
 	}
-	if len(an.Observations) != 1 || an.Observations[0].Key != "high_memory" || an.Observations[0].Evidence != "memory_percent 91 above 80" {
+	if len(an.Observations) != 1 || an.Observations[0].Key != "high_memory" || an.Observations[0].Evidence.String() != "memory_percent 91 above 80" {
 		t.Errorf("present verdict must re-observe the finding: %+v", an.Observations)
 	}
 	matched, _ := signals.Match(in.Signals, an.Filed)

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/patrold/patrold/model/prompt"
 )
 
 // SessionRecord is one stored remediation session. Transcript is the JSON
@@ -61,7 +63,8 @@ type ApprovalRecord struct {
 	FSM        json.RawMessage
 	Transcript json.RawMessage
 	Messages   json.RawMessage
-	Reason     string
+	// Reason is the model's reason, made safe (a prompt.Text).
+	Reason prompt.Text
 }
 
 // AuditEvent is one audited mutating API call. It never holds the token,
