@@ -12,6 +12,7 @@ import (
 // UsageHistory is the per-resource usage history (store.Store).
 type UsageHistory interface {
 	RecordUsage(ctx context.Context, at time.Time, samples []signals.UsageSample, interval, retention time.Duration) error
+	UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]string, error)
 	UsageSeries(ctx context.Context, ids []string) (map[string][]signals.Point, error)
 	HasUsage(ctx context.Context) (bool, error)
 }
@@ -44,7 +45,13 @@ func (r *Runner) forecast(ctx context.Context, set Settings, snap *snapshot.Snap
 	for i, s := range samples {
 		ids[i] = s.ResourceID
 	}
-	series, err := h.UsageSeries(ctx, ids)
+	// Only a series with the history to be judged is read: a fleet whose
+	// history is young reads next to nothing.
+	ready, err := h.UsageReady(ctx, ids, signals.MinForecastPoints, signals.MinForecastSpan)
+	if err != nil {
+		return nil, nil, err
+	}
+	series, err := h.UsageSeries(ctx, ready)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Show that every rule of what a run leaves behind is tested: the memory
-a daemon gives back after each run and the one-shot run's report (text
-counts, JSON printed as the indenting encoder would).
+a daemon gives back after each run, the one-shot run's report (text
+counts, JSON printed as the indenting encoder would) and the usage
+history a run touches (only due points written, only ready series read).
 Apply each mutation below (one rule removed) in turn, run the tests that
 guard it, and report whether they fail. Restores every file.
 
@@ -47,6 +48,27 @@ MUTATIONS = [
     ("oneshot-least-limit", "cmd/patrold/oneshot_gc.go",
      "max(int64(float64(size)*oneShotLimitPerFile), oneShotMinLimit)", "int64(float64(size)*oneShotLimitPerFile)",
      ["./cmd/patrold", "-run", "TestOneShotLimit"]),
+    ("usage-records-only-due", "store/usage.go",
+     "WHERE NOT EXISTS (SELECT 1 FROM usage_points WHERE resource_id = j.value AND at > ?2)", "WHERE ?2 = ?2",
+     ["./store", "-run", "TestUsageSeries"]),
+    ("usage-first-sample-wins", "store/usage.go",
+     "ON CONFLICT DO NOTHING", "ON CONFLICT DO UPDATE SET value = excluded.value",
+     ["./store", "-run", "TestRecordUsageFirstSampleWins"]),
+    ("usage-ready-needs-points", "store/usage.go",
+     "HAVING count(*) >= ?1 AND max(at) - min(at) >= ?2", "HAVING ?1 = ?1 AND max(at) - min(at) >= ?2",
+     ["./store", "-run", "TestUsageReady"]),
+    ("usage-ready-needs-span", "store/usage.go",
+     "HAVING count(*) >= ?1 AND max(at) - min(at) >= ?2", "HAVING count(*) >= ?1 AND ?2 = ?2",
+     ["./store", "-run", "TestUsageReady"]),
+    ("usage-ready-only-asked", "store/usage.go",
+     "\t\tif want[id] {\n\t\t\tout = append(out, id)\n\t\t}\n", "\t\tout = append(out, id)\n",
+     ["./store", "-run", "TestUsageReady"]),
+    ("usage-ready-candidates-edge", "store/usage.go",
+     "WHERE at <= (SELECT max(at) FROM usage_points) - ?2", "WHERE at < (SELECT max(at) FROM usage_points) - ?2",
+     ["./store", "-run", "TestUsageReady"]),
+    ("forecast-reads-ready-only", "patrol/forecast.go",
+     "series, err := h.UsageSeries(ctx, ready)", "series, err := h.UsageSeries(ctx, append(ready[:0:0], ids...))",
+     ["./patrol", "-run", "TestForecastReadsOnlyReadySeries"]),
 ]
 
 if __name__ == "__main__":

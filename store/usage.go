@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/signals"
 )
 
@@ -15,19 +17,30 @@ import (
 //     after it) gets no new point, so a run every minute stores no more
 //     than a run every few hours;
 //   - points older than at - retention are deleted.
+//
+// One query over every sample finds the resources due a point, so a run
+// inside the interval writes nothing but the prune.
 func (s *Store) RecordUsage(ctx context.Context, at time.Time, samples []signals.UsageSample, interval, retention time.Duration) error {
 	unix := at.Unix()
+	after := unix - int64(interval/time.Second)
 	return s.withTx(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_points(resource_id, at, value)
-			SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM usage_points WHERE resource_id = ?1 AND at > ?4)`)
+		due, err := dueSamples(ctx, tx, samples, after)
 		if err != nil {
 			return fmt.Errorf("record usage: %w", err)
 		}
-		defer ins.Close()
-		after := unix - int64(interval/time.Second)
-		for _, sm := range samples {
-			if _, err := ins.ExecContext(ctx, sm.ResourceID, unix, sm.Value, after); err != nil {
-				return fmt.Errorf("record usage of %s: %w", sm.ResourceID, err)
+		if len(due) > 0 {
+			// A duplicate of a sample in the same call, or a point already
+			// at exactly at, is ignored: the first point stays.
+			ins, err := tx.PrepareContext(ctx, "INSERT INTO usage_points(resource_id, at, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+			if err != nil {
+				return fmt.Errorf("record usage: %w", err)
+			}
+			defer ins.Close()
+			for _, i := range due {
+				sm := samples[i]
+				if _, err := ins.ExecContext(ctx, sm.ResourceID, unix, sm.Value); err != nil {
+					return fmt.Errorf("record usage of %s: %w", sm.ResourceID, err)
+				}
 			}
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM usage_points WHERE at < ?", unix-int64(retention/time.Second)); err != nil {
@@ -37,6 +50,87 @@ func (s *Store) RecordUsage(ctx context.Context, at time.Time, samples []signals
 	})
 }
 
+// dueSamples is the indexes, in order, of the samples whose resource has
+// no point after after: one query over a JSON array of their ids.
+func dueSamples(ctx context.Context, tx *sql.Tx, samples []signals.UsageSample, after int64) ([]int, error) {
+	if len(samples) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(samples))
+	for i, sm := range samples {
+		ids[i] = sm.ResourceID
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT j.key FROM json_each(?1) AS j
+		WHERE NOT EXISTS (SELECT 1 FROM usage_points WHERE resource_id = j.value AND at > ?2)`,
+		string(jsonArray(ids)), after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var due []int
+	for rows.Next() {
+		var i int
+		if err := rows.Scan(&i); err != nil {
+			return nil, err
+		}
+		due = append(due, i)
+	}
+	// In sample order, so the first of a duplicate is the one kept.
+	slices.Sort(due)
+	return due, rows.Err()
+}
+
+// jsonArray is the JSON array of ids.
+func jsonArray(ids []string) []byte {
+	b := make([]byte, 0, 2+len(ids)*24)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = contracts.AppendJSONString(b, id)
+	}
+	return append(b, ']')
+}
+
+// UsageReady returns, in id order, the resources among ids whose stored
+// series holds at least points points spanning at least span: the only
+// ones a forecast can judge. One query, in SQLite:
+//   - the candidates are the resources with a point at least span before
+//     the newest point of all (found on the index by time), so a young
+//     history reads next to nothing;
+//   - only their series are counted.
+func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT resource_id FROM usage_points
+		WHERE resource_id IN (SELECT resource_id FROM usage_points WHERE at <= (SELECT max(at) FROM usage_points) - ?2)
+		GROUP BY resource_id HAVING count(*) >= ?1 AND max(at) - min(at) >= ?2 ORDER BY resource_id`, points, int64(span/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("usage ready: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("usage ready: %w", err)
+		}
+		if want[id] {
+			out = append(out, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage ready: %w", err)
+	}
+	return out, nil
+}
+
 // UsageSeries returns the stored series of the resources named, each in
 // time order; a resource without points is absent.
 func (s *Store) UsageSeries(ctx context.Context, ids []string) (map[string][]signals.Point, error) {
@@ -44,13 +138,9 @@ func (s *Store) UsageSeries(ctx context.Context, ids []string) (map[string][]sig
 	if len(ids) == 0 {
 		return out, nil
 	}
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	// One pass over the table in key order: cheaper than a query per
-	// resource when most resources are asked for.
-	rows, err := s.db.QueryContext(ctx, "SELECT resource_id, at, value FROM usage_points ORDER BY resource_id, at")
+	// Only the series asked for are read, in key order.
+	rows, err := s.db.QueryContext(ctx, `SELECT resource_id, at, value FROM usage_points
+		WHERE resource_id IN (SELECT value FROM json_each(?)) ORDER BY resource_id, at`, string(jsonArray(ids)))
 	if err != nil {
 		return nil, fmt.Errorf("usage series: %w", err)
 	}
@@ -62,9 +152,7 @@ func (s *Store) UsageSeries(ctx context.Context, ids []string) (map[string][]sig
 		if err := rows.Scan(&id, &at, &v); err != nil {
 			return nil, fmt.Errorf("usage series: %w", err)
 		}
-		if want[id] {
-			out[id] = append(out[id], signals.Point{At: time.Unix(at, 0).UTC(), Value: v})
-		}
+		out[id] = append(out[id], signals.Point{At: time.Unix(at, 0).UTC(), Value: v})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("usage series: %w", err)

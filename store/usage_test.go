@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -60,5 +61,108 @@ func TestUsageSeries(t *testing.T) {
 	}
 	if has, err := st.HasUsage(ctx); err != nil || !has {
 		t.Fatalf("HasUsage = %v %v", has, err)
+	}
+}
+
+// TestUsageReady: only the resources asked for whose series hold at
+// least the points asked for, spanning at least the span asked for, in
+// id order. The attack is each near miss: one point short, a span one
+// second short, and a ready series not asked for.
+func TestUsageReady(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	// series records n points for id, every step, the last at t0 + span.
+	series := func(id string, n int, span time.Duration) {
+		t.Helper()
+		for i := range n {
+			at := t0.Add(span * time.Duration(i) / time.Duration(n-1))
+			if err := st.RecordUsage(ctx, at, []signals.UsageSample{{ResourceID: id, Value: float64(i)}}, 0, 365*24*time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	series("vm/short", 5, 48*time.Hour)
+	series("vm/brief", 6, 24*time.Hour-time.Second)
+	series("vm/ready", 6, 24*time.Hour)
+	series("storage/pve1/ready", 7, 30*time.Hour)
+	series("vm/unasked", 8, 48*time.Hour)
+	got, err := st.UsageReady(ctx, []string{"vm/ready", "vm/short", "vm/brief", "storage/pve1/ready", "vm/none"}, 6, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"storage/pve1/ready", "vm/ready"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ready %q, want %q", got, want)
+	}
+	if got, err := st.UsageReady(ctx, nil, 6, 24*time.Hour); err != nil || got != nil {
+		t.Errorf("none asked: %q %v", got, err)
+	}
+	// The edge of the candidates: the only series, its first point
+	// exactly span before the newest point of all.
+	st = openStore(t)
+	series("vm/edge", 6, 24*time.Hour)
+	if got, err := st.UsageReady(ctx, []string{"vm/edge"}, 6, 24*time.Hour); err != nil || !reflect.DeepEqual(got, []string{"vm/edge"}) {
+		t.Errorf("edge: %q %v", got, err)
+	}
+}
+
+// TestRecordUsageFirstSampleWins: a resource twice in one call gets one
+// point, the first; a resource new to the history among ones inside
+// their interval gets its point while theirs stay as they were.
+func TestRecordUsageFirstSampleWins(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(at time.Time, samples ...signals.UsageSample) {
+		t.Helper()
+		if err := st.RecordUsage(ctx, at, samples, 4*time.Hour, 10*24*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec(t0, signals.UsageSample{ResourceID: "vm/1", Value: 1}, signals.UsageSample{ResourceID: "vm/1", Value: 2},
+		signals.UsageSample{ResourceID: "vm/2", Value: 3})
+	rec(t0.Add(time.Hour), signals.UsageSample{ResourceID: "vm/2", Value: 4}, signals.UsageSample{ResourceID: "vm/3", Value: 5},
+		signals.UsageSample{ResourceID: "vm/1", Value: 6})
+	got, err := st.UsageSeries(ctx, []string{"vm/1", "vm/2", "vm/3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]signals.Point{
+		"vm/1": {{At: t0, Value: 1}},
+		"vm/2": {{At: t0, Value: 3}},
+		"vm/3": {{At: t0.Add(time.Hour), Value: 5}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("series\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// BenchmarkUsageSteadyRun is the forecast's history work in a steady run
+// of a 100k fleet (85k storage pools and guests, each with one point
+// inside the interval): record, find the ready series, read them.
+func BenchmarkUsageSteadyRun(b *testing.B) {
+	st := openStore(b)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	samples := make([]signals.UsageSample, 85_000)
+	ids := make([]string, len(samples))
+	for i := range samples {
+		ids[i] = fmt.Sprintf("vm/%d", 100+i)
+		samples[i] = signals.UsageSample{ResourceID: ids[i], Value: float64(i % 100)}
+	}
+	if err := st.RecordUsage(ctx, t0, samples, 4*time.Hour, 30*24*time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := st.RecordUsage(ctx, t0.Add(time.Minute), samples, 4*time.Hour, 30*24*time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		ready, err := st.UsageReady(ctx, ids, signals.MinForecastPoints, signals.MinForecastSpan)
+		if err != nil || len(ready) != 0 {
+			b.Fatalf("ready %d %v", len(ready), err)
+		}
+		if _, err := st.UsageSeries(ctx, ready); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
