@@ -284,6 +284,26 @@ const (
 	KeySourceFailing = "source_failing"
 )
 
+// memberFailing is the observation a run files for a source of several
+// that collected nothing (its own finding, one per source).
+func memberFailing(name string, problems []snapshot.Problem) findings.Observation {
+	msg := ""
+	for _, p := range problems {
+		if p.SourceFailed() && p.Source == name {
+			msg = p.Problem
+			break
+		}
+	}
+	return findings.Observation{
+		Key: KeySourceFailing, ResourceID: SourceResourceID + "/" + name, ResourceKind: "patrold", ResourceName: "snapshot source " + name,
+		Category: findings.CategoryReliability, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic,
+		Title:          "patrold cannot collect from source " + name,
+		Description:    "The last run could not collect from source " + name + ", so what it covers is not being checked (and none of its findings resolves): " + msg,
+		Recommendation: "Check sources[] entry " + name + " and its collector; the finding resolves at the next run that collects from it.",
+		Evidence:       "source=" + strconv.Quote(name) + " error=" + strconv.Quote(msg),
+	}
+}
+
 // sourceFailing is the observation a run files when it cannot collect.
 func sourceFailing(err error) findings.Observation {
 	return findings.Observation{

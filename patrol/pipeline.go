@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,13 +45,22 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		t := snap.TakenAt
 		rep.TakenAt = &t
 	}
+	// The sources of several that collected nothing this run.
+	var failedSources []string
 	for _, p := range problems {
 		switch {
 		case p.Warning:
+		case p.SourceFailed():
+			// One source of several failed whole: the run is degraded,
+			// the others are patrolled, and what the failed one covers
+			// is not resolved by its absence (checker).
+			rep.Errors = append(rep.Errors, "source "+p.Source+": "+p.Problem)
+			rep.addReason(ReasonSourceFailed)
+			failedSources = append(failedSources, p.Source)
 		case p.SourceLevel():
 			// A partial source failure (one query failed): the run is
 			// degraded and incomplete, and nothing is dropped for it.
-			rep.Errors = append(rep.Errors, p.Field+": "+p.Problem)
+			rep.Errors = append(rep.Errors, sourcePrefix(p)+p.Field+": "+p.Problem)
 			rep.addReason(ReasonPartialSource)
 		default:
 			rep.InvalidResources = append(rep.InvalidResources, p)
@@ -72,7 +82,11 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if len(snap.Resources) == 0 {
 		rep.addReason(ReasonEmptyScope)
 	}
-	complete := len(rep.StatusReasons) == 0
+	// A failed source of several leaves the run complete for what the
+	// others cover (the checker keeps the absent open); any other reason
+	// makes it incomplete.
+	complete := !slices.ContainsFunc(rep.StatusReasons, func(r string) bool { return r != ReasonSourceFailed })
+	rep.partial = len(failedSources) > 0
 
 	// The model stages need the active findings whole; detection needs only
 	// their keys, so without a model only the keys are read.
@@ -164,12 +178,15 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if an != nil {
 		obs = append(obs, modelObservations(an.Observations, obs)...)
 	}
+	for _, name := range failedSources {
+		obs = append(obs, memberFailing(name, problems))
+	}
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
 	in := findings.RunInput{
 		Observations: obs, Complete: complete, Reconcile: true,
-		Check: checker(byID, detectedKeys(sigs), forecastSeen), Policy: set.Publish,
+		Check: checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources)), Policy: set.Publish,
 	}
 	if an != nil {
 		in.Resolve = an.Resolve
@@ -275,6 +292,15 @@ func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions, strea
 	return snap, problems, nil
 }
 
+// sourcePrefix names the source of several a problem is from ("" with
+// one source).
+func sourcePrefix(p snapshot.Problem) string {
+	if p.Source == "" {
+		return ""
+	}
+	return "source " + p.Source + ": "
+}
+
 func isKept(src snapshot.Source) bool {
 	_, ok := src.(snapshot.KeptSource)
 	return ok
@@ -324,7 +350,7 @@ func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput,
 		worst := applyChanges(&out, changes, now)
 		out.Status = out.finalStatus(failed, worst)
 		done = &out
-		return record(&out, in.Complete && !failed)
+		return record(&out, in.Complete && !failed && !out.partial)
 	})
 	if err == nil && done != nil {
 		*rep = *done
@@ -425,14 +451,21 @@ func askedIDs(active []findings.Finding, sigs []signals.Signal) map[string]bool 
 // finding whose signal was detected stays open (CheckDetected), and one
 // clears only where the detector evaluated the resource and found nothing
 // (for capacity_forecast: where the forecast had the history, forecastSeen).
-func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen map[string]bool) func(f *findings.Finding) findings.Check {
+// When a source of several failed, a resource absent from the snapshot
+// that it may cover (failed) keeps its finding open.
+func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
-		if f.ResourceID == SourceResourceID {
-			return findings.CheckCleared // this run collected a snapshot
+		if f.ResourceID == SourceResourceID || strings.HasPrefix(f.ResourceID, SourceResourceID+"/") {
+			// This run collected a snapshot; a source of several that
+			// failed again observed its own finding this run.
+			return findings.CheckCleared
 		}
 		id := snapshot.CanonicalID(f.ResourceID)
 		res := byID.get(id)
 		if res == nil {
+			if failed != nil && failed(id) {
+				return findings.CheckUnknown
+			}
 			return findings.CheckAbsent
 		}
 		typ, ok := signals.Covering(f.Key, string(f.Category))
@@ -446,6 +479,27 @@ func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen ma
 			return findings.CheckCleared
 		}
 		return findings.CheckUnknown
+	}
+}
+
+// failedCover tells whether a resource id may be one that a failed source
+// of several covers: it reported the id when it last collected, or it has
+// not collected yet (or cannot tell). nil when no source failed.
+func failedCover(src snapshot.Source, failed []string) func(id string) bool {
+	if len(failed) == 0 {
+		return nil
+	}
+	cs, ok := src.(snapshot.CoveringSource)
+	return func(id string) bool {
+		for _, name := range failed {
+			if !ok {
+				return true
+			}
+			if covered, known := cs.Covers(name, id); covered || !known {
+				return true
+			}
+		}
+		return false
 	}
 }
 

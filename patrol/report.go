@@ -38,6 +38,7 @@ const (
 	ReasonBudgetExhausted  = "budget_exhausted"
 	ReasonModelFailed      = "model_failed"
 	ReasonPartialSource    = "partial_source"
+	ReasonSourceFailed     = "source_failed"
 	ReasonProbeFailed      = "probe_failed"
 	ReasonHistoryFailed    = "history_failed"
 	ReasonInterrupted      = "interrupted"
@@ -79,6 +80,7 @@ type Report struct {
 	ModelFindingsCapped int `json:"model_findings_capped,omitempty"`
 	exchange            []byte
 	streamed            string // how detection used the stream (streamWhole...), "" without one
+	partial             bool   // a source of several failed: the run record is not complete
 	// Probe summarises the reachability probes of this run.
 	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.

@@ -179,6 +179,26 @@ MUTATIONS += [
      '\t\tev["last_success_storage"] = clip(b.Storage, MaxNameRunes)\n', "\n", PVE + ["-run", "TestPatrolRunOverCluster"]),
 ]
 
+# Several sources in one run (docs/SOURCES.md#several-sources).
+MULTI = ["./snapshot/multi"]
+SOURCES = ["./patrol", "-run", "TestAFailedSourceNeverResolvesWhatItCovers|TestASourceNeverSeenCoversEverythingAbsent"]
+MUTATIONS += [
+    ("failed-source-keeps-absent-open", "patrol/pipeline.go",
+     "if failed != nil && failed(id) {", "if false {", SOURCES),
+    ("failed-source-unseen-covers-all", "patrol/pipeline.go",
+     "if covered, known := cs.Covers(name, id); covered || !known {", "if covered, _ := cs.Covers(name, id); covered {", SOURCES),
+    ("failed-source-only-what-it-covers", "patrol/pipeline.go",
+     "if covered, known := cs.Covers(name, id); covered || !known {", "if covered, known := cs.Covers(name, id); covered || known || !known {", SOURCES),
+    ("failed-source-run-incomplete", "patrol/pipeline.go",
+     "rep.partial = len(failedSources) > 0", "rep.partial = false", SOURCES),
+    ("failed-source-files-its-finding", "patrol/pipeline.go",
+     "obs = append(obs, memberFailing(name, problems))", "_ = name", SOURCES),
+    ("duplicate-id-across-sources", "snapshot/multi/multi.go",
+     "if by := dup[res.ID]; len(by) > 0 {", "if by := dup[res.ID]; len(by) < 0 {", MULTI + ["-run", "TestDuplicateIDAcrossSources"]),
+    ("source-failed-named", "snapshot/codec.go",
+     "return p.Index < 0 && p.Field == FieldCollect && p.Source != \"\"", "return false", MULTI + ["-run", "TestAFailingSource"]),
+]
+
 # ground-per-resource needs a stand-in that merges every resource's facts.
 ANY_FACTS = '''
 func (c *corpus) any() *facts {

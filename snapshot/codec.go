@@ -46,11 +46,24 @@ type Problem struct {
 	Field   string `json:"field"`
 	Problem string `json:"problem"`
 	Warning bool   `json:"warning,omitempty"`
+	// Source names the source of several (config sources[].name) whose
+	// collection the problem is from; "" with one source.
+	Source string `json:"source,omitempty"`
 }
 
 // SourceLevel reports whether the problem is about the source as a whole
 // (Index < 0, such as a failed query) rather than one resource.
 func (p Problem) SourceLevel() bool { return p.Index < 0 }
+
+// FieldCollect is the Field of a problem that says one source of several
+// failed to collect at all (SourceFailed).
+const FieldCollect = "collect"
+
+// SourceFailed reports whether the problem says that the source it names,
+// one of several, collected nothing: none of what it covers was seen.
+func (p Problem) SourceFailed() bool {
+	return p.Index < 0 && p.Field == FieldCollect && p.Source != ""
+}
 
 func (p Problem) String() string {
 	who := p.ID

@@ -386,6 +386,14 @@ type UsageBackfiller interface {
 	BackfillUsage(now time.Time) map[string][]UsagePoint
 }
 
+// A CoveringSource is a Source of several that can tell what one of them
+// covers: whether the resource id is one the named source reported when
+// it last collected (known false: it has not collected yet, so it may
+// cover anything).
+type CoveringSource interface {
+	Covers(source, id string) (covered, known bool)
+}
+
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context) (*Snapshot, []Problem, error)
 
