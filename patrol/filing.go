@@ -295,12 +295,12 @@ func memberFailing(name string, problems []snapshot.Problem) findings.Observatio
 		}
 	}
 	return findings.Observation{
-		Key: KeySourceFailing, ResourceID: SourceResourceID + "/" + name, ResourceKind: "patrold", ResourceName: "snapshot source " + name,
+		Key: KeySourceFailing, ResourceID: SourceResourceID + "/" + name, ResourceKind: "patrold", ResourceName: prompt.SafeName("snapshot source " + name),
 		Category: findings.CategoryReliability, Severity: findings.SeverityCritical, Source: findings.SourceDeterministic,
-		Title:          "patrold cannot collect from source " + name,
-		Description:    "The last run could not collect from source " + name + ", so what it covers is not being checked (and none of its findings resolves): " + msg,
-		Recommendation: "Check sources[] entry " + name + " and its collector; the finding resolves at the next run that collects from it.",
-		Evidence:       "source=" + strconv.Quote(name) + " error=" + strconv.Quote(msg),
+		Title:          prompt.Safe("patrold cannot collect from source "+name, maxTitleRunes),
+		Description:    prompt.Safe("The last run could not collect from source "+name+", so what it covers is not being checked (and none of its findings resolves): "+msg, maxSummaryRunes),
+		Recommendation: prompt.Safe("Check the sources entry "+name+" and its collector; the finding resolves at the next run that collects from it.", maxSummaryRunes),
+		Evidence:       prompt.Safe("source="+strconv.Quote(name)+" error="+strconv.Quote(msg), maxEvidenceRunes),
 	}
 }
 
