@@ -3,11 +3,9 @@
 package anthropic
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -19,28 +17,19 @@ import (
 )
 
 // Name is the provider name used in metrics, records and errors.
-const Name = "anthropic"
+const Name = model.ProviderAnthropic
 
 // DefaultMaxRetryDelay caps a server-directed Retry-After: a longer wait
 // returns the 429 to the caller (and the circuit breaker) instead.
-const DefaultMaxRetryDelay = 30 * time.Second
+const DefaultMaxRetryDelay = model.DefaultMaxRetryDelay
 
-// Options configure a Client. Endpoint carries the `model.anthropic`
-// section; APIKey is the key read from api_key_file or api_key_env.
-type Options struct {
-	Endpoint model.EndpointOptions
-	APIKey   model.Secret
-	// HTTPClient is used for every request; a fresh client when nil.
-	HTTPClient *http.Client
-	// MaxRetryDelay caps server-directed waits; DefaultMaxRetryDelay when 0.
-	MaxRetryDelay time.Duration
-}
+// Options configure a Client (the `model.anthropic` section and the key).
+type Options = model.ClientOptions
 
 // Client is a model.Provider backed by the messages API.
 type Client struct {
-	svc      sdk.MessageService
-	endpoint model.EndpointOptions
-	apiKey   model.Secret
+	model.HTTPClient
+	svc sdk.MessageService
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -48,103 +37,52 @@ var _ model.Provider = (*Client)(nil)
 // New validates opts and builds a client. It reads no environment
 // variables or credential profiles: everything comes from opts.
 func New(opts Options) (*Client, error) {
-	e := opts.Endpoint
-	if e.BaseURL == "" {
-		e.BaseURL = model.DefaultAnthropicBaseURL
-	}
-	if e.ContextWindow == 0 {
-		e.ContextWindow = model.DefaultAnthropicContextWindow
-	}
-	if e.MaxOutputTokens == 0 {
-		e.MaxOutputTokens = model.DefaultMaxOutputTokens
-	}
-	if e.Timeout == 0 {
-		e.Timeout = model.DefaultTimeout
-	}
-	if err := (model.Options{Provider: model.ProviderAnthropic, Anthropic: e}).Validate(); err != nil {
+	hc, err := model.NewHTTPClient(Name, opts, model.EndpointOptions{BaseURL: model.DefaultAnthropicBaseURL,
+		ContextWindow: model.DefaultAnthropicContextWindow, MaxOutputTokens: model.DefaultMaxOutputTokens,
+		Timeout: model.DefaultTimeout})
+	if err != nil {
 		return nil, err
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
+	e := hc.Endpoint()
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(e.BaseURL),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(hc.HTTP),
 		option.WithMaxRetries(e.MaxRetries),
 		// Always set: the SDK otherwise derives a timeout from max_tokens.
 		option.WithRequestTimeout(e.Timeout),
-		option.WithMiddleware(capRetryAfter(cmp.Or(opts.MaxRetryDelay, DefaultMaxRetryDelay))),
+		option.WithMiddleware(capRetryAfter(hc.MaxRetryDelay)),
 	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey.Reveal()))
+	if key := hc.APIKey(); key != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(key.Reveal()))
 	}
-	return &Client{svc: sdk.NewMessageService(reqOpts...), endpoint: e, apiKey: opts.APIKey}, nil
+	return &Client{HTTPClient: hc, svc: sdk.NewMessageService(reqOpts...)}, nil
 }
-
-// Name implements model.Provider.
-func (c *Client) Name() string { return Name }
-
-// Model returns the configured model name (for pricing).
-func (c *Client) Model() string { return c.endpoint.Model }
-
-// ContextWindow returns the configured context window in tokens.
-func (c *Client) ContextWindow() int { return c.endpoint.ContextWindow }
 
 // Chat sends one messages request.
 func (c *Client) Chat(ctx context.Context, req model.Request) (*model.Response, error) {
-	maxOut, err := model.FitOutput(Name, req, c.endpoint.MaxOutputTokens, c.endpoint.ContextWindow)
-	if err != nil {
-		return nil, err
-	}
-	params, err := c.params(req, maxOut)
-	if err != nil {
-		return nil, model.NewError(Name, model.ErrorBadRequest, 0, err.Error(), nil, c.secret())
-	}
-	var raw *http.Response
-	var msg *sdk.Message
-	if c.endpoint.Stream {
-		msg, err = c.stream(ctx, params, &raw)
-	} else {
-		msg, err = c.svc.New(ctx, params, option.WithResponseInto(&raw))
-	}
-	if errors.Is(err, errStreamOrder) {
-		return nil, model.NewError(Name, model.ErrorMalformed, statusOf(raw), err.Error(), nil, c.secret())
-	}
-	if err != nil {
-		return nil, c.classify(ctx, raw, err)
-	}
-	resp, err := fromMessage(msg, c.endpoint.Model)
-	if err != nil {
-		return nil, model.NewError(Name, model.ErrorMalformed, statusOf(raw), err.Error(), nil, c.secret())
-	}
-	return resp, nil
+	return model.SendChat(ctx, &c.HTTPClient, req, model.Wire[sdk.MessageNewParams, *sdk.Message]{
+		Params: c.params,
+		Send: func(ctx context.Context, p sdk.MessageNewParams, raw **http.Response) (*sdk.Message, error) {
+			if c.Endpoint().Stream {
+				return c.stream(ctx, p, raw)
+			}
+			return c.svc.New(ctx, p, option.WithResponseInto(raw))
+		},
+		Malformed: func(err error) bool { return errors.Is(err, errStreamOrder) },
+		Decode:    func(m *sdk.Message) (*model.Response, error) { return fromMessage(m, c.Model()) },
+		APIError:  apiError,
+	})
 }
 
-func (c *Client) secret() string { return c.apiKey.Reveal() }
-
-// classify maps an SDK error to a *model.Error without the key. The SDK's
-// own error text carries the raw body, so only the parsed message is used.
-func (c *Client) classify(ctx context.Context, raw *http.Response, err error) error {
+// apiError reads the status and message of an error the API returned.
+// The SDK's own error text carries the raw body, so only the parsed
+// message is used.
+func apiError(err error) (int, string, bool) {
 	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		return model.NewError(Name, model.KindForStatus(apiErr.StatusCode), apiErr.StatusCode,
-			errorMessage(apiErr.RawJSON(), apiErr.StatusCode), nil, c.secret())
+	if !errors.As(err, &apiErr) {
+		return 0, "", false
 	}
-	if ctx.Err() == nil && raw != nil && raw.StatusCode >= 200 && raw.StatusCode < 300 {
-		return model.NewError(Name, model.ErrorMalformed, raw.StatusCode, "decode response: "+err.Error(), nil, c.secret())
-	}
-	kind := model.ClassifyTransport(ctx, err)
-	var msg string
-	switch {
-	case kind == model.ErrorCanceled:
-		msg = "request canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		msg = fmt.Sprintf("request timed out after %s", c.endpoint.Timeout)
-	default:
-		msg = "request failed: " + err.Error()
-	}
-	return model.NewError(Name, kind, 0, msg, err, c.secret())
+	return apiErr.StatusCode, errorMessage(apiErr.RawJSON(), apiErr.StatusCode), true
 }
 
 // errorMessage extracts error.type and error.message from an error body.
@@ -162,13 +100,6 @@ func errorMessage(body string, status int) string {
 		return env.Error.Type + ": " + env.Error.Message
 	}
 	return env.Error.Message
-}
-
-func statusOf(r *http.Response) int {
-	if r == nil {
-		return 0
-	}
-	return r.StatusCode
 }
 
 // capRetryAfter refuses a retry the server wants delayed longer than limit:

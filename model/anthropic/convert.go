@@ -17,7 +17,7 @@ import (
 // the same wire role are merged, so the parallel results of one turn share
 // one user message as the API expects.
 func (c *Client) params(req model.Request, maxOut int) (sdk.MessageNewParams, error) {
-	p := sdk.MessageNewParams{Model: sdk.Model(c.endpoint.Model), MaxTokens: int64(maxOut)}
+	p := sdk.MessageNewParams{Model: sdk.Model(c.Model()), MaxTokens: int64(maxOut)}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}

@@ -14,7 +14,7 @@ import (
 
 // params maps a model.Request onto the chat completions wire format.
 func (c *Client) params(req model.Request, maxOut int) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.endpoint.Model)}
+	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(c.Model())}
 	if c.legacyMax {
 		p.MaxTokens = param.NewOpt(int64(maxOut))
 	} else {

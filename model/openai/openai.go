@@ -5,11 +5,9 @@ package openai
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -18,32 +16,23 @@ import (
 )
 
 // Name is the provider name used in metrics, records and errors.
-const Name = "openai"
+const Name = model.ProviderOpenAI
 
 // DefaultMaxRetryDelay caps a server-directed Retry-After: a longer wait
 // returns the 429 to the caller (and the circuit breaker) instead.
-const DefaultMaxRetryDelay = 30 * time.Second
+const DefaultMaxRetryDelay = model.DefaultMaxRetryDelay
 
 // officialHost is the one host that wants max_completion_tokens; the
 // compatible servers understand max_tokens.
 const officialHost = "api.openai.com"
 
-// Options configure a Client. Endpoint carries the `model.openai` section;
-// APIKey is the key read from api_key_file or api_key_env.
-type Options struct {
-	Endpoint model.EndpointOptions
-	APIKey   model.Secret
-	// HTTPClient is used for every request; a fresh client when nil.
-	HTTPClient *http.Client
-	// MaxRetryDelay caps server-directed waits; DefaultMaxRetryDelay when 0.
-	MaxRetryDelay time.Duration
-}
+// Options configure a Client (the `model.openai` section and the key).
+type Options = model.ClientOptions
 
 // Client is a model.Provider backed by the chat completions API.
 type Client struct {
+	model.HTTPClient
 	svc       sdk.ChatCompletionService
-	endpoint  model.EndpointOptions
-	apiKey    model.Secret
 	legacyMax bool // send max_tokens instead of max_completion_tokens
 }
 
@@ -52,118 +41,57 @@ var _ model.Provider = (*Client)(nil)
 // New validates opts and builds a client. It reads no environment
 // variables: everything comes from opts.
 func New(opts Options) (*Client, error) {
-	e := opts.Endpoint
-	if e.BaseURL == "" {
-		e.BaseURL = model.DefaultOpenAIBaseURL
-	}
-	if e.ContextWindow == 0 {
-		e.ContextWindow = model.DefaultOpenAIContextWindow
-	}
-	if e.MaxOutputTokens == 0 {
-		e.MaxOutputTokens = model.DefaultMaxOutputTokens
-	}
-	if err := (model.Options{Provider: model.ProviderOpenAI, OpenAI: e}).Validate(); err != nil {
+	hc, err := model.NewHTTPClient(Name, opts, model.EndpointOptions{BaseURL: model.DefaultOpenAIBaseURL,
+		ContextWindow: model.DefaultOpenAIContextWindow, MaxOutputTokens: model.DefaultMaxOutputTokens})
+	if err != nil {
 		return nil, err
 	}
+	e := hc.Endpoint()
 	u, _ := url.Parse(e.BaseURL)
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	retryDelay := opts.MaxRetryDelay
-	if retryDelay <= 0 {
-		retryDelay = DefaultMaxRetryDelay
-	}
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(e.BaseURL),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(hc.HTTP),
 		option.WithMaxRetries(e.MaxRetries),
-		option.WithMaxRetryDelay(retryDelay),
+		option.WithMaxRetryDelay(hc.MaxRetryDelay),
 	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey.Reveal()))
+	if key := hc.APIKey(); key != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(key.Reveal()))
 	}
 	if e.Timeout > 0 {
 		reqOpts = append(reqOpts, option.WithRequestTimeout(e.Timeout))
 	}
 	return &Client{
-		svc:       sdk.NewChatCompletionService(reqOpts...),
-		endpoint:  e,
-		apiKey:    opts.APIKey,
-		legacyMax: !strings.EqualFold(u.Hostname(), officialHost),
+		HTTPClient: hc,
+		svc:        sdk.NewChatCompletionService(reqOpts...),
+		legacyMax:  !strings.EqualFold(u.Hostname(), officialHost),
 	}, nil
 }
 
-// Name implements model.Provider.
-func (c *Client) Name() string { return Name }
-
-// Model returns the configured model name (for pricing).
-func (c *Client) Model() string { return c.endpoint.Model }
-
-// ContextWindow returns the configured context window in tokens.
-func (c *Client) ContextWindow() int { return c.endpoint.ContextWindow }
-
 // Chat sends one chat completion request.
 func (c *Client) Chat(ctx context.Context, req model.Request) (*model.Response, error) {
-	maxOut, err := model.FitOutput(Name, req, c.endpoint.MaxOutputTokens, c.endpoint.ContextWindow)
-	if err != nil {
-		return nil, err
-	}
-	params, err := c.params(req, maxOut)
-	if err != nil {
-		return nil, model.NewError(Name, model.ErrorBadRequest, 0, err.Error(), nil, c.secret())
-	}
-	var raw *http.Response
-	var completion *sdk.ChatCompletion
-	if c.endpoint.Stream {
-		completion, err = c.stream(ctx, params, &raw)
-	} else {
-		completion, err = c.svc.New(ctx, params, option.WithResponseInto(&raw))
-	}
-	if errors.Is(err, errStreamOrder) {
-		return nil, model.NewError(Name, model.ErrorMalformed, statusOf(raw), err.Error(), nil, c.secret())
-	}
-	if err != nil {
-		return nil, c.classify(ctx, raw, err)
-	}
-	resp, err := fromCompletion(completion, c.endpoint.Model, req)
-	if err != nil {
-		return nil, model.NewError(Name, model.ErrorMalformed, statusOf(raw), err.Error(), nil, c.secret())
-	}
-	return resp, nil
+	return model.SendChat(ctx, &c.HTTPClient, req, model.Wire[sdk.ChatCompletionNewParams, *sdk.ChatCompletion]{
+		Params: c.params,
+		Send: func(ctx context.Context, p sdk.ChatCompletionNewParams, raw **http.Response) (*sdk.ChatCompletion, error) {
+			if c.Endpoint().Stream {
+				return c.stream(ctx, p, raw)
+			}
+			return c.svc.New(ctx, p, option.WithResponseInto(raw))
+		},
+		Malformed: func(err error) bool { return errors.Is(err, errStreamOrder) },
+		Decode:    func(r *sdk.ChatCompletion) (*model.Response, error) { return fromCompletion(r, c.Model(), req) },
+		APIError:  apiError,
+	})
 }
 
-func (c *Client) secret() string { return c.apiKey.Reveal() }
-
-// classify maps an SDK error to a *model.Error without the key.
-func (c *Client) classify(ctx context.Context, raw *http.Response, err error) error {
+// apiError reads the status and message of an error the API returned.
+func apiError(err error) (int, string, bool) {
 	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		msg := apiErr.Message
-		if msg == "" {
-			msg = http.StatusText(apiErr.StatusCode)
-		}
-		return model.NewError(Name, model.KindForStatus(apiErr.StatusCode), apiErr.StatusCode, msg, nil, c.secret())
+	if !errors.As(err, &apiErr) {
+		return 0, "", false
 	}
-	if ctx.Err() == nil && raw != nil && raw.StatusCode >= 200 && raw.StatusCode < 300 {
-		return model.NewError(Name, model.ErrorMalformed, raw.StatusCode, "decode response: "+err.Error(), nil, c.secret())
+	msg := apiErr.Message
+	if msg == "" {
+		msg = http.StatusText(apiErr.StatusCode)
 	}
-	kind := model.ClassifyTransport(ctx, err)
-	msg := "request failed"
-	switch {
-	case kind == model.ErrorCanceled:
-		msg = "request canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		msg = fmt.Sprintf("request timed out after %s", c.endpoint.Timeout)
-	default:
-		msg = "request failed: " + err.Error()
-	}
-	return model.NewError(Name, kind, 0, msg, err, c.secret())
-}
-
-func statusOf(r *http.Response) int {
-	if r == nil {
-		return 0
-	}
-	return r.StatusCode
+	return apiErr.StatusCode, msg, true
 }
