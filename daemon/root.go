@@ -451,6 +451,7 @@ func newAnalyst(cfg *config.Config, sh *shared, ledger model.SpendLedger, log *s
 		o.Model, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens
 	}
 	o.ContextWindow = cfg.Model.Window()
+	o.MaskNames = cfg.Model.MaskNames
 	a, err := analyst.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)

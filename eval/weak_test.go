@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +22,7 @@ import (
 	"github.com/patrold/patrold/internal/modelfake"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/anthropic"
+	"github.com/patrold/patrold/model/mask"
 	"github.com/patrold/patrold/model/openai"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
@@ -49,6 +53,12 @@ func weakRunWindow(t *testing.T, scenario string, window int, newProvider func()
 			sc = s
 		}
 	}
+	return weakRunOn(t, sc, window, false, newProvider)
+}
+
+// weakRunOn evaluates one scenario, names masked when masked is true.
+func weakRunOn(t *testing.T, sc *Scenario, window int, masked bool, newProvider func() (model.Provider, error)) Figures {
+	t.Helper()
 	fixed := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
 	res, err := Run(context.Background(), Options{
 		Scenarios: []*Scenario{sc}, OpenStore: openStore, TempDir: t.TempDir(), Clock: func() time.Time { return fixed },
@@ -59,7 +69,7 @@ func weakRunWindow(t *testing.T, scenario string, window int, newProvider func()
 				return nil, err
 			}
 			return analyst.New(analyst.Options{Provider: p, Registerer: reg, AgentMetrics: am, Model: "fake-7b",
-				ContextWindow: window, MaxOutputTokens: weakOutput})
+				ContextWindow: window, MaxOutputTokens: weakOutput, MaskNames: masked})
 		},
 	})
 	if err != nil {
@@ -397,4 +407,89 @@ func TestBrokenStreamIsMalformed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// maskedScenario has a name, tags, addresses and notes worth hiding.
+const maskedScenario = `name: masked-fleet
+description: A guest short of memory whose names must not leave the daemon.
+snapshot:
+  version: 1
+  taken_at: "2026-11-29T06:00:00Z"
+  resources:
+    - {id: node/pve-alpha, kind: node, name: pve-alpha, status: online, addresses: ["192.0.2.10:8006"], metrics: {cpu_percent: 25, memory_percent: 60}}
+    - {id: vm/210, kind: vm, name: billing-db, parent: node/pve-alpha, status: running, reachable: true,
+       tags: [prod-eu, "pci<zone>"], addresses: ["10.20.30.40:22", "[fd00:20::40]:22"],
+       notes: "replica of billing-db-main at 10.20.30.41, failover peer fd00:20::40",
+       metrics: {cpu_percent: 22, memory_percent: 91, disk_percent: 64},
+       backup: {last_status: ok, last_finished_at: "2026-11-29T02:00:00Z", last_success_at: "2026-11-29T02:00:00Z"}}
+expect:
+  signals:
+    - {type: high_memory, resource_id: vm/210, severity: warning}
+  findings:
+    - {resource_id: vm/210, category: performance, key: high_memory, severity: warning,
+       title: "Guest is short of memory", evidence: "memory_percent 91"}
+`
+
+// TestMaskedNamesNeverReachTheModel is the attack test of model.mask_names:
+// the model sees only placeholders, reads and files by placeholder, and
+// the finding is filed on the real resource. No request body holds a
+// real id, name, tag or address, in any form JSON gives it.
+func TestMaskedNamesNeverReachTheModel(t *testing.T) {
+	scs, err := LoadFS(fstest.MapFS{"masked.yaml": {Data: []byte(maskedScenario)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scs[0]
+	m := mask.New(mask.ForSnapshot(sc.Snapshot()))
+	vm := m.Mask("vm/210")
+	if vm == "vm/210" || !strings.HasPrefix(vm, "vm/masked-id-") {
+		t.Fatalf("vm/210 masks as %q", vm)
+	}
+	for name, tc := range map[string]struct {
+		new   func(...modelfake.Turn) *modelfake.Server
+		build func(url string) (model.Provider, error)
+	}{
+		"openai": {func(ts ...modelfake.Turn) *modelfake.Server { return modelfake.OpenAI(t, ts...) }, func(url string) (model.Provider, error) {
+			return openai.New(openai.Options{Endpoint: weakEndpoint(url + "/v1")})
+		}},
+		"anthropic": {func(ts ...modelfake.Turn) *modelfake.Server { return modelfake.Anthropic(t, ts...) }, func(url string) (model.Provider, error) {
+			return anthropic.New(anthropic.Options{Endpoint: weakEndpoint(url)})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := tc.new(
+				modelfake.Turn{Calls: []modelfake.Call{{Name: "get_resource", Args: fmt.Sprintf(`{"id": %q}`, vm)}}},
+				modelfake.Turn{Calls: []modelfake.Call{{Name: "report_finding", Args: fmt.Sprintf(`{"resource_id": %q, "category": "performance", "key": "high_memory", "severity": "warning", "title": "Guest is short of memory", "evidence": "memory_percent 91 on %s"}`, vm, vm)}}},
+				modelfake.Turn{Text: "Filed " + vm + "."},
+			)
+			f := weakRunOn(t, sc, weakWindow, true, func() (model.Provider, error) { return tc.build(srv.URL) })
+			expectFigures(t, f, Figures{Status: patrol.StatusIssuesFound, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
+				Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, Turns: 3, Requests: 3,
+					InputTokens: 3 * modelfake.UsageInput, OutputTokens: 3 * modelfake.UsageOutput}})
+			terms := []string{"vm/210", "node/pve-alpha", "pve-alpha", "billing-db", "prod-eu", "pci<zone>", "10.20.30.40", "10.20.30.41", "fd00:20::40", "192.0.2.10"}
+			reqs := srv.Requests()
+			for i, body := range reqs {
+				for _, term := range terms {
+					for _, form := range jsonForms(term) {
+						if bytes.Contains(body, []byte(form)) {
+							t.Errorf("request %d carries %q (as %q)", i+1, term, form)
+						}
+					}
+				}
+			}
+			// The read reached the real resource: its masked view went back.
+			if !bytes.Contains(reqs[1], []byte(m.Mask("billing-db"))) || !bytes.Contains(reqs[1], []byte("91")) {
+				t.Fatalf("second request has no masked view of the guest:\n%s", reqs[1])
+			}
+		})
+	}
+}
+
+// jsonForms are the ways a term can appear in a request body: as is,
+// JSON-escaped once (in a string) and twice (in JSON text in a string).
+func jsonForms(term string) []string {
+	once, _ := json.Marshal(term)
+	twice, _ := json.Marshal(string(once))
+	out := []string{term, string(once[1 : len(once)-1]), string(twice[3 : len(twice)-3])}
+	return out
 }

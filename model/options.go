@@ -47,12 +47,15 @@ type Options struct {
 	MaxSkipAge time.Duration `koanf:"max_skip_age" json:"max_skip_age" yaml:"max_skip_age"`
 	// ContextTokens is the context window every request is kept within;
 	// 0 takes the selected endpoint's context_window.
-	ContextTokens int             `koanf:"context_tokens" json:"context_tokens" yaml:"context_tokens"`
-	OpenAI        EndpointOptions `koanf:"openai" json:"openai" yaml:"openai"`
-	Anthropic     EndpointOptions `koanf:"anthropic" json:"anthropic" yaml:"anthropic"`
-	Script        ScriptOptions   `koanf:"script" json:"script" yaml:"script"`
-	Prices        Prices          `koanf:"prices" json:"prices" yaml:"prices"`
-	Budget        BudgetOptions   `koanf:"budget" json:"budget" yaml:"budget"`
+	ContextTokens int `koanf:"context_tokens" json:"context_tokens" yaml:"context_tokens"`
+	// MaskNames sends resource names, ids, tags and addresses to the model
+	// as stable placeholders and maps them back in its answers.
+	MaskNames bool            `koanf:"mask_names" json:"mask_names" yaml:"mask_names"`
+	OpenAI    EndpointOptions `koanf:"openai" json:"openai" yaml:"openai"`
+	Anthropic EndpointOptions `koanf:"anthropic" json:"anthropic" yaml:"anthropic"`
+	Script    ScriptOptions   `koanf:"script" json:"script" yaml:"script"`
+	Prices    Prices          `koanf:"prices" json:"prices" yaml:"prices"`
+	Budget    BudgetOptions   `koanf:"budget" json:"budget" yaml:"budget"`
 }
 
 // EndpointOptions configure one HTTP model API. The API key itself is never

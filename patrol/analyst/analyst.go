@@ -56,6 +56,9 @@ type Options struct {
 	Now func() time.Time
 	// ModelFindings bounds the model findings filed per run.
 	ModelFindings ModelFindingLimits
+	// MaskNames sends names, ids, tags and addresses as placeholders and
+	// maps them back in what the model answers (model.mask_names).
+	MaskNames bool
 }
 
 // Defaults of ModelFindingLimits.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/mask"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
@@ -40,7 +41,11 @@ func (a *Analyst) Analyze(ctx context.Context, in patrol.AnalysisInput) (*patrol
 		a.log.Info("model stages skipped", "reason", model.ReasonBudgetExhausted, "err", err)
 		return &patrol.Analysis{Reasons: []string{model.ReasonBudgetExhausted}, Errors: []string{"model stages skipped: " + err.Error()}}, nil
 	}
-	rec, err := model.NewRecorder(a.opts.Provider, a.now)
+	provider := a.opts.Provider
+	if a.opts.MaskNames {
+		provider = &mask.Provider{Next: provider, Masker: mask.New(maskVocabulary(in))}
+	}
+	rec, err := model.NewRecorder(provider, a.now)
 	if err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
 	}
@@ -201,4 +206,14 @@ func (r *run) finish() *patrol.Analysis {
 		}
 	}
 	return an
+}
+
+// maskVocabulary is what model.mask_names hides in a run: the snapshot's
+// names and the resources of the findings already open.
+func maskVocabulary(in patrol.AnalysisInput) mask.Vocabulary {
+	ids := make([]string, 0, len(in.Active))
+	for i := range in.Active {
+		ids = append(ids, in.Active[i].ResourceID)
+	}
+	return mask.ForSnapshot(in.Snapshot, ids...)
 }
