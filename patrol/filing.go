@@ -117,35 +117,58 @@ func safeSignal(s *signals.Signal, memo safeMemo) {
 
 // safeMemo remembers what prompt.SafeText made of a text during one run.
 // SafeText is a pure function and a fleet repeats the same few names,
-// tags and evidence values (metric names, ages, errors) many times, so
-// each is neutralised once. Summaries, unique to their signal, are not
-// remembered.
-type safeMemo map[safeKey]string
+// nodes, tags, recommendations and evidence values (metric names, ages,
+// errors) many times, so each is neutralised once. Summaries, titles and
+// evidence text, unique to their signal, are not remembered. The nil
+// memo remembers nothing.
+type safeMemo map[safeKey]prompt.Text
 
 type safeKey struct {
 	text     string
 	maxRunes int
 }
 
-func (m safeMemo) text(s string, maxRunes int) string {
+// safe is prompt.Safe, remembered.
+func (m safeMemo) safe(s string, maxRunes int) prompt.Text {
 	k := safeKey{s, maxRunes}
 	if v, ok := m[k]; ok {
 		return v
 	}
-	v := prompt.SafeText(s, maxRunes)
-	m[k] = v
+	v := prompt.Safe(s, maxRunes)
+	if m != nil {
+		m[k] = v
+	}
 	return v
 }
+
+// text is prompt.SafeText, remembered.
+func (m safeMemo) text(s string, maxRunes int) string { return m.safe(s, maxRunes).String() }
 
 // name is prompt.Name, remembered.
 func (m safeMemo) name(s string) string { return m.text(s, prompt.MaxNameRunes) }
 
+// safeName is prompt.SafeName, remembered.
+func (m safeMemo) safeName(s string) prompt.Text { return m.safe(s, prompt.MaxNameRunes) }
+
+// safeNames is prompt.SafeNames, remembered: a new slice, nil stays nil.
+func (m safeMemo) safeNames(list []string) []prompt.Text {
+	if list == nil {
+		return nil
+	}
+	out := make([]prompt.Text, len(list))
+	for i, n := range list {
+		out[i] = m.safeName(n)
+	}
+	return out
+}
+
 // observation files s (already safe) as observationFor does, with the
-// tags of r, its resource, remembered.
+// tags and node of r, its resource; names, node, tags and the
+// recommendation remembered.
 func (m safeMemo) observation(s *signals.Signal, r *snapshot.Resource) findings.Observation {
-	o := observationFor(s)
-	o.ResourceTags = prompt.SafeNames(m.names(r.Tags))
-	o.ResourceNode = prompt.SafeName(m.name(nodeOf(r)))
+	o := m.observationFor(s)
+	o.ResourceTags = m.safeNames(r.Tags)
+	o.ResourceNode = m.safeName(nodeOf(r))
 	return o
 }
 
@@ -161,33 +184,25 @@ func nodeOf(r *snapshot.Resource) string {
 	return ""
 }
 
-// names is prompt.Names, remembered: a new slice, nil stays nil.
-func (m safeMemo) names(list []string) []string {
-	if list == nil {
-		return nil
-	}
-	out := make([]string, len(list))
-	for i, n := range list {
-		out[i] = m.name(n)
-	}
-	return out
-}
-
 // observationFor files a signal deterministically, with templated text.
 // The signal's text is already safe (safeSignals); the id is capped too.
 // The texts are built as prompt.Text: SafeText is stable, so what
 // safeSignals made stays as it is, and the joined evidence is checked
 // whole.
-func observationFor(s *signals.Signal) findings.Observation {
+func observationFor(s *signals.Signal) findings.Observation { return safeMemo(nil).observationFor(s) }
+
+// observationFor is observationFor with the name and recommendation
+// remembered.
+func (m safeMemo) observationFor(s *signals.Signal) findings.Observation {
 	name := s.ResourceName
 	if name == "" {
 		name = prompt.Name(s.ResourceID)
 	}
 	return findings.Observation{
-		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: prompt.SafeName(s.ResourceName),
+		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: m.safeName(s.ResourceName),
 		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
 		Title: prompt.Safe(titleFor(s.Type, name), maxTitleRunes), Description: prompt.Safe(s.Summary, maxSummaryRunes),
-		Recommendation: prompt.Safe(recommendations[s.Type], maxSummaryRunes), Evidence: prompt.Safe(evidenceText(s), maxEvidenceRunes),
+		Recommendation: m.safe(recommendations[s.Type], maxSummaryRunes), Evidence: prompt.Safe(evidenceText(s), maxEvidenceRunes),
 	}
 }
 

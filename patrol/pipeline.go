@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
-	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -170,8 +169,8 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		obs = observationsFor(unmatched)
 		for i := range unmatched {
 			if res := byID.get(unmatched[i].ResourceID); res != nil {
-				obs[i].ResourceTags = prompt.SafeNames(memo.names(res.Tags))
-				obs[i].ResourceNode = prompt.SafeName(memo.name(nodeOf(res)))
+				obs[i].ResourceTags = memo.safeNames(res.Tags)
+				obs[i].ResourceNode = memo.safeName(nodeOf(res))
 			}
 		}
 	}

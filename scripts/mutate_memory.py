@@ -2,7 +2,8 @@
 """Show that every rule of what a run leaves behind is tested: the memory
 a daemon gives back after each run, the one-shot run's report (text
 counts, JSON printed as the indenting encoder would) and the usage
-history a run touches (only due points written, only ready series read).
+history a run touches (only due points written, only ready series read),
+and the run's memo of sanitised text (what prompt.Safe would give).
 Apply each mutation below (one rule removed) in turn, run the tests that
 guard it, and report whether they fail. Restores every file.
 
@@ -66,6 +67,12 @@ MUTATIONS = [
     ("usage-ready-candidates-edge", "store/usage.go",
      "WHERE at <= (SELECT max(at) FROM usage_points) - ?2", "WHERE at < (SELECT max(at) FROM usage_points) - ?2",
      ["./store", "-run", "TestUsageReady"]),
+    ("safe-memo-keys-the-cap", "patrol/filing.go",
+     "\tk := safeKey{s, maxRunes}\n", "\tk := safeKey{s, 0}\n",
+     ["./patrol", "-run", "TestMemoObservationIsTheSafeBuild"]),
+    ("safe-memo-node-is-safe", "patrol/filing.go",
+     "\to.ResourceNode = m.safeName(nodeOf(r))\n", "\to.ResourceNode = m.safe(nodeOf(r), 1<<16)\n",
+     ["./patrol", "-run", "TestMemoObservationIsTheSafeBuild"]),
     ("forecast-reads-ready-only", "patrol/forecast.go",
      "series, err := h.UsageSeries(ctx, ready)", "series, err := h.UsageSeries(ctx, append(ready[:0:0], ids...))",
      ["./patrol", "-run", "TestForecastReadsOnlyReadySeries"]),
