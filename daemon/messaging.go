@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
 	"time"
@@ -50,6 +52,22 @@ func BusOptions(cfg *config.Config) bus.Options {
 		o.Embedded.StoreDir = filepath.Join(cfg.DataDir, "nats")
 	}
 	return o
+}
+
+// clientBusOptions is the nats section for a process that is a client of
+// another's server (`notify`, `worker`): with nats.url empty it connects to
+// the embedded server of the local `patrold serve` (nats.embedded.listen)
+// instead of starting one.
+func clientBusOptions(cfg *config.Config, command string) (bus.Options, error) {
+	o := cfg.NATS
+	if o.URL == "" {
+		host, port, err := net.SplitHostPort(o.Embedded.Listen)
+		if err != nil || port == "0" {
+			return o, fmt.Errorf("nats.url: required for patrold %s when nats.embedded.listen (%q) names no fixed port", command, o.Embedded.Listen)
+		}
+		o.URL = "nats://" + net.JoinHostPort(host, port)
+	}
+	return o, nil
 }
 
 func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messaging, error) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
@@ -66,7 +67,7 @@ func TestDBSeed(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	seed := func(force bool) (daemon.SeedResult, error) {
+	seed := func(force bool) (cluster.SeedResult, error) {
 		root, err := daemon.NewRoot(clustered(dir, "node-2"), daemon.RootOptions{Stderr: io.Discard})
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +75,7 @@ func TestDBSeed(t *testing.T) {
 		defer root.Close()
 		return root.Seed(context.Background(), force)
 	}
-	var res daemon.SeedResult
+	var res cluster.SeedResult
 	testkit.Eventually(t, 15*time.Second, "node-1 serves a copy (caught up)", func() bool {
 		res, err = seed(false)
 		return err == nil

@@ -88,6 +88,11 @@ func replicationMethods() []string {
 	return out
 }
 
+// clusterBehaviour are the calls that are cluster behaviour, not its
+// wiring: the replication methods of the store, and fetching a seed copy
+// (installing one is cluster.InstallSeed's).
+func clusterBehaviour() []string { return append(replicationMethods(), "FetchSeed") }
+
 // replicationCalls lists "file:line: name" for every call, in the
 // non-test Go files of dir, of a method named in methods: capture, apply,
 // fencing and seeding belong to package cluster.
@@ -127,7 +132,7 @@ func TestDaemonHoldsNoReplication(t *testing.T) {
 	if len(methods) < 6 || !slices.Contains(methods, "EnableCapture") {
 		t.Fatalf("cluster.Store has methods %v", methods)
 	}
-	got, err := replicationCalls("../../daemon", methods)
+	got, err := replicationCalls("../../daemon", clusterBehaviour())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,12 +154,13 @@ func TestDaemonReplicationRuleFailsOnViolation(t *testing.T) {
 		"clean.go":        "package daemon\n\nfunc h() { st.Open(ctx) }\n",
 		"sub/capture.go":  "package sub\n\nfunc i() { st.EnableCapture(ctx) }\n",
 		"wiring_other.go": "package daemon\n\nfunc j() { m.Start(ctx); m.WhileWriter(fn) }\n",
+		"seed.go":         "package daemon\n\nfunc s() { cluster.InstallSeed(ctx, nc, js, p, o); cluster.FetchSeed(ctx, nc, js, p, tmp) }\n",
 	})
-	got, err := replicationCalls(dir, replicationMethods())
+	got, err := replicationCalls(dir, clusterBehaviour())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"fence.go:3: DropUnsent", "replication.go:4: EnableCapture"}; !slices.Equal(got, want) {
+	if want := []string{"fence.go:3: DropUnsent", "replication.go:4: EnableCapture", "seed.go:3: FetchSeed"}; !slices.Equal(got, want) {
 		t.Fatalf("violations %q, want %q", got, want)
 	}
 }

@@ -16,22 +16,6 @@ import (
 	"github.com/patrold/patrold/notify"
 )
 
-// clientBusOptions is the nats section for a process that is a client of
-// another's server (`notify`, `worker`): with nats.url empty it connects to
-// the embedded server of the local `patrold serve` (nats.embedded.listen)
-// instead of starting one.
-func clientBusOptions(cfg *config.Config, command string) (bus.Options, error) {
-	o := cfg.NATS
-	if o.URL == "" {
-		host, port, err := net.SplitHostPort(o.Embedded.Listen)
-		if err != nil || port == "0" {
-			return o, fmt.Errorf("nats.url: required for patrold %s when nats.embedded.listen (%q) names no fixed port", command, o.Embedded.Listen)
-		}
-		o.URL = "nats://" + net.JoinHostPort(host, port)
-	}
-	return o, nil
-}
-
 // Notify runs the standalone notifier (`patrold notify`): it connects to
 // NATS, runs every configured sink until ctx ends, and serves /metrics and
 // /healthz on listen when set ("127.0.0.1:0" picks a port). ready, when
