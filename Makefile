@@ -58,7 +58,8 @@ fuzz:
 ## shipped schemas, then each rule of `patrold eval`, then each guard on
 ## what the API answers (slow clients, input, the database file), then
 ## each rule that checks model claims and makes outside text safe, in
-## turn; every removal must fail a test.
+## turn, then each rule of incident handling (inhibition); every removal
+## must fail a test.
 mutate:
 	python3 scripts/mutate_gate.py
 	python3 scripts/mutate_net.py
@@ -73,6 +74,7 @@ mutate:
 	python3 scripts/mutate_answers.py
 	python3 scripts/mutate_claims.py
 	python3 scripts/mutate_trust.py
+	python3 scripts/mutate_incidents.py
 
 lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)

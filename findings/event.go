@@ -42,6 +42,9 @@ type EventFinding struct {
 	TimesRaised     int        `json:"times_raised"`
 	RegressionCount int        `json:"regression_count"`
 	Flapping        bool       `json:"flapping,omitempty"`
+	// Inhibits counts the findings this one explains (held, not
+	// published, while it is active).
+	Inhibits int `json:"inhibits,omitempty"`
 }
 
 // NewFindingEventData is the event data for f published for reason.
@@ -52,7 +55,7 @@ func NewFindingEventData(f *Finding, reason, runID string, now time.Time) Findin
 			Category: f.Category, Severity: f.Severity, State: LoopStateAt(f, now), Status: f.Status, Source: f.Source,
 			Title: f.Title, Description: f.Description, Recommendation: f.Recommendation, Evidence: f.Evidence,
 			DetectedAt: f.DetectedAt.UTC(), LastSeenAt: f.LastSeenAt.UTC(), ResolvedAt: utcPtr(f.ResolvedAt), ResolveReason: f.ResolveReason,
-			TimesRaised: f.TimesRaised, RegressionCount: f.RegressionCount, Flapping: f.Flapping,
+			TimesRaised: f.TimesRaised, RegressionCount: f.RegressionCount, Flapping: f.Flapping, Inhibits: f.Inhibits,
 		},
 		RunID: runID, Reason: reason, Recurrence: f.RegressionCount + 1,
 	}

@@ -178,7 +178,22 @@ type Finding struct {
 	Flapping    bool        `json:"flapping,omitempty"`
 	// Silenced records whether a silence matched at the last evaluation.
 	Silenced bool `json:"silenced,omitempty"`
+	// InhibitedBy is the id of the active parent finding that explains
+	// this one (docs/FINDINGS.md#inhibition): recorded, not published,
+	// not investigated. "" when none does.
+	InhibitedBy string `json:"inhibited_by,omitempty"`
+	// Inhibits counts the active findings this one explains, where a
+	// reader filled it in (the store's commit and finding reads); it is
+	// not stored.
+	Inhibits int `json:"inhibits,omitempty"`
+	// Explains lists the ids of the active findings this one explains,
+	// where a reader filled it in (the store's Get); it is not stored.
+	Explains []string `json:"explains,omitempty"`
 }
+
+// Held reports whether f is recorded but kept from subscribers and
+// investigation: silenced or inhibited.
+func (f *Finding) Held() bool { return f.Silenced || f.InhibitedBy != "" }
 
 // Operator holds the state operators set on a finding.
 type Operator struct {

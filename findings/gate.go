@@ -78,7 +78,7 @@ func (g Gate) ShouldInvestigate(f *Finding, autonomy Autonomy, now time.Time) (o
 		return false, RefuseAutonomy
 	case strings.HasPrefix(f.ResourceID, SyntheticResourcePrefix):
 		return false, RefuseSynthetic
-	case !f.Active() || f.Suppressed || f.DismissedReason != "" || f.Silenced:
+	case !f.Active() || f.Suppressed || f.DismissedReason != "" || f.Held():
 		return false, RefuseInactive
 	case f.SnoozedUntil != nil && now.Before(*f.SnoozedUntil):
 		return false, RefuseSnoozed

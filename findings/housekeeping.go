@@ -12,4 +12,7 @@ type SweepResult struct {
 	Reminded   int   `json:"reminded"`
 	Unsilenced int   `json:"unsilenced"`
 	Silenced   int   `json:"silenced"`
+	// Uninhibited counts findings whose inhibiting parent was no longer
+	// active: judged on their own again.
+	Uninhibited int `json:"uninhibited"`
 }

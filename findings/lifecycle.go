@@ -30,6 +30,9 @@ type Observation struct {
 	Description    prompt.Text
 	Recommendation prompt.Text
 	Evidence       prompt.Text
+	// InhibitedBy is the id of the parent finding that explains this one
+	// (Inhibit), or "".
+	InhibitedBy string
 }
 
 // Normalize canonicalises the identity fields of o and returns its id.
@@ -87,6 +90,7 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,
 		}
 		setText(&f, o)
+		f.InhibitedBy = o.InhibitedBy
 		f.Transitions = []time.Time{now}
 		return Change{Finding: f, Kind: ChangeNew}
 	}
@@ -94,6 +98,7 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	f := *existing
 	f.LastSeenAt, f.LastRunID = now, runID
 	f.TimesRaised++
+	f.InhibitedBy = o.InhibitedBy
 	if !o.ResourceNode.Empty() {
 		f.ResourceNode = o.ResourceNode.String()
 	}
@@ -168,6 +173,7 @@ func Resolve(existing Finding, reason, note string, now time.Time, runID string)
 	f.Status = StatusResolved
 	t := now
 	f.ResolvedAt, f.ResolveReason, f.ResolveNote = &t, reason, note
+	f.InhibitedBy = "" // a resolved finding is explained by nothing
 	if runID != "" {
 		f.LastRunID = runID
 	}

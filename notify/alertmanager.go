@@ -88,6 +88,11 @@ func (s *amSink) alert(ev *findingEvent, prev *amEntry) model.Alert {
 			ann[k] = model.LabelValue(v)
 		}
 	}
+	if f.Inhibits > 0 {
+		// Its children are held, never posted: the parent says how many
+		// alerts it stands for.
+		ann["explains"] = model.LabelValue(fmt.Sprintf("%d findings", f.Inhibits))
+	}
 	a := model.Alert{Labels: s.labels(ev), Annotations: ann, StartsAt: f.DetectedAt.UTC()}
 	if link := s.opts.Alertmanager.Link; link != "" {
 		a.GeneratorURL = linkReplacer(f.ID, f.ResourceID, f.Key).Replace(link)

@@ -327,3 +327,30 @@ func TestAlertmanagerNodeLabel(t *testing.T) {
 		t.Fatalf("no node: %+v", got)
 	}
 }
+
+// TestAlertmanagerExplainsCount: a parent finding's alert says how many
+// findings it explains (their own alerts are never posted: they are not
+// published); a finding that explains none has no such annotation.
+func TestAlertmanagerExplainsCount(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)}
+	s := testAMSink(t, c)
+	f := testFinding("node/pve1", "node", findings.CategoryReliability, "node_offline", findings.SeverityCritical)
+	f.Inhibits = 3
+	got := s.apply(decoded(t, findingRow(t, "e1", "opened", f, c.now())), 10)
+	want := model.LabelSet{"summary": model.LabelValue(f.Title), "explains": "3 findings"}
+	for k, v := range map[model.LabelName]string{"description": f.Description, "recommendation": f.Recommendation} {
+		if v != "" {
+			want[k] = model.LabelValue(v)
+		}
+	}
+	if len(got) == 1 {
+		want["link"] = model.LabelValue(got[0].GeneratorURL)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got[0].Annotations, want) {
+		t.Fatalf("annotations %+v, want %+v", got, want)
+	}
+	g := testFinding("vm/102", "vm", findings.CategoryBackup, "backup_failed", findings.SeverityWarning)
+	if got := s.apply(decoded(t, findingRow(t, "e2", "opened", g, c.now())), 11); len(got) != 1 || got[0].Annotations["explains"] != "" {
+		t.Fatalf("explains nothing: %+v", got)
+	}
+}

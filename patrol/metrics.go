@@ -18,6 +18,7 @@ type Metrics struct {
 	signals          *prometheus.GaugeVec
 	skipped          *prometheus.CounterVec
 	invalidResources prometheus.Gauge
+	inhibited        prometheus.Gauge
 	lastSuccess      prometheus.Gauge
 	modelSignals     prometheus.Counter
 	modelMissed      prometheus.Counter
@@ -53,6 +54,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "patrold_patrol_skipped_ticks_total",
 			Help: "Run requests refused because a run was in progress, by reason (tick_overlap: cron tick; api_conflict: API 409; startup_overlap; manual_overlap)."}, []string{"reason"}),
 		invalidResources: prometheus.NewGauge(prometheus.GaugeOpts{Name: "patrold_patrol_invalid_resources", Help: "Resources dropped as invalid in the last run."}),
+		inhibited: prometheus.NewGauge(prometheus.GaugeOpts{Name: "patrold_patrol_inhibited_findings",
+			Help: "Active findings of the last run held (not published or investigated) because an active parent finding explains them."}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "patrold_patrol_last_success_timestamp_seconds",
 			Help: "Unix time the last run that did not end in error finished (0: none since the store was created)."}),
 		modelSignals: prometheus.NewCounter(prometheus.CounterOpts{Name: "patrold_model_signals_total",
@@ -69,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, t := range records.PruneTables {
 		m.prunedRows.WithLabelValues(t)
 	}
-	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.lastSuccess, m.modelSignals, m.modelMissed, m.modelSignalsBy, m.modelMissedBy, m.prunedRows)
+	reg.MustRegister(m.runs, m.duration, m.resources, m.signals, m.skipped, m.invalidResources, m.inhibited, m.lastSuccess, m.modelSignals, m.modelMissed, m.modelSignalsBy, m.modelMissedBy, m.prunedRows)
 	for _, r := range SkipReasons {
 		m.skipped.WithLabelValues(r)
 	}
@@ -147,4 +150,5 @@ func (m *Metrics) observe(rep *Report, took time.Duration) {
 		m.signals.WithLabelValues(string(s.Type), s.Severity).Inc()
 	}
 	m.invalidResources.Set(float64(len(rep.InvalidResources)))
+	m.inhibited.Set(float64(rep.inhibited))
 }

@@ -180,6 +180,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	for _, name := range failedSources {
 		obs = append(obs, memberFailing(name, problems))
 	}
+	inhibit(obs, byID)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
@@ -376,9 +377,13 @@ func (r *Runner) commit(ctx context.Context, rep *Report, in *findings.RunInput,
 func applyChanges(rep *Report, changes []findings.Change, now time.Time) int {
 	rep.Findings = slices.Grow(rep.Findings[:0], len(changes))
 	rep.Resolved = rep.Resolved[:0]
+	rep.inhibited = 0
 	worst := 0
 	for i := range changes {
 		f := &changes[i].Finding
+		if f.Active() && f.InhibitedBy != "" {
+			rep.inhibited++
+		}
 		rep.Findings = append(rep.Findings, FindingRef{
 			ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Severity: f.Severity,
 			State: findings.LoopStateAt(f, now), Source: f.Source, Change: changes[i].Kind, Title: f.Title,

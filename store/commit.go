@@ -49,10 +49,12 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 		// while the findings, events and outbox rows are written, which
 		// only read the decided changes, as finish does.
 		decisions := make([]findings.Decision, len(changes))
+		explained := inhibitions(changes)
 		for i := range changes {
 			c := &changes[i]
 			c.Finding.Silenced = findings.SilenceSet(silences).Silenced(&c.Finding)
-			c.Finding, decisions[i] = in.Policy.Decide(*c, c.Finding.Silenced, in.Now)
+			c.Finding.Inhibits = explained[c.Finding.ID]
+			c.Finding, decisions[i] = in.Policy.Decide(*c, c.Finding.Held(), in.Now)
 		}
 		fin := finishAsync(finish, changes)
 		var touched []touchedFinding
@@ -301,6 +303,24 @@ func suppressionSet(ctx context.Context, q querier) (map[suppressionKey]bool, er
 	return out, rows.Err()
 }
 
+// inhibitions counts, per parent finding id, the active findings of
+// changes it explains. An inhibition names a parent observed in the same
+// run (findings.Inhibit), so the parent is among changes.
+func inhibitions(changes []findings.Change) map[string]int {
+	var out map[string]int
+	for i := range changes {
+		f := &changes[i].Finding
+		if f.InhibitedBy == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[f.InhibitedBy]++
+	}
+	return out
+}
+
 // onlyTouched reports whether a change moved nothing but last_seen_at,
 // times_raised and last_run_id (a steady-state re-detection with the same
 // text): those rows are updated in one statement.
@@ -311,7 +331,7 @@ func onlyTouched(c *findings.Change) bool {
 	a, b := c.Previous, &c.Finding
 	return a.Severity == b.Severity && a.Title == b.Title && a.Description == b.Description && a.Recommendation == b.Recommendation &&
 		a.Evidence == b.Evidence && a.ResourceName == b.ResourceName && a.ResourceKind == b.ResourceKind && a.ResourceNode == b.ResourceNode &&
-		a.Silenced == b.Silenced && a.SeenWhileSuppressed == b.SeenWhileSuppressed && a.Flapping == b.Flapping &&
+		a.Silenced == b.Silenced && a.InhibitedBy == b.InhibitedBy && a.SeenWhileSuppressed == b.SeenWhileSuppressed && a.Flapping == b.Flapping &&
 		len(a.Transitions) == len(b.Transitions) && slices.Equal(a.ResourceTags, b.ResourceTags) &&
 		a.TimesRaised+1 == b.TimesRaised
 }

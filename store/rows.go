@@ -20,7 +20,8 @@ const findingColumns = `id, key, resource_id, resource_kind, resource_name, cate
 	snoozed_until, dismissed_reason, dismissed_at, suppressed, seen_while_suppressed,
 	investigation_attempts, investigation_status, investigation_started_at, last_investigation_at,
 	last_outcome, investigation_session_id, fix_summary, previous_fix_summary, last_published_at,
-	last_published_severity, last_published_event, transitions, flapping, resource_tags, silenced, investigation_attempt, resource_node`
+	last_published_severity, last_published_event, transitions, flapping, resource_tags, silenced, investigation_attempt, resource_node,
+	inhibited_by`
 
 // findingsFrom is what findings are read from: a finding's row and its
 // re-detection values (finding_seen, migration 00012), joined by id.
@@ -64,7 +65,7 @@ func scanFinding(sc scanner) (findings.Finding, error) {
 		&snoozed, &f.DismissedReason, &dismissed, &f.Suppressed, &f.SeenWhileSuppressed,
 		&f.Attempts, &f.InvestigationStatus, &invStarted, &lastInv,
 		&f.LastOutcome, &f.InvestigationSession, &f.FixSummary, &f.PreviousFixSummary, &lastPub,
-		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced, &f.Attempt, &f.ResourceNode)
+		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced, &f.Attempt, &f.ResourceNode, &f.InhibitedBy)
 	if err != nil {
 		return f, err
 	}
@@ -142,7 +143,7 @@ func findingArgs(f *findings.Finding) (row, seen []any) {
 		fmtTimePtr(f.SnoozedUntil), f.DismissedReason, fmtTimePtr(f.DismissedAt), f.Suppressed, f.SeenWhileSuppressed,
 		f.Attempts, f.InvestigationStatus, fmtTimePtr(f.InvestigationStarted), fmtTimePtr(f.LastInvestigationAt),
 		f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary, fmtTimePtr(f.LastPublishedAt),
-		f.LastPublishedSeverity, f.LastPublishedEvent, tr, f.Flapping, string(tags), f.Silenced, f.Attempt, f.ResourceNode}
+		f.LastPublishedSeverity, f.LastPublishedEvent, tr, f.Flapping, string(tags), f.Silenced, f.Attempt, f.ResourceNode, f.InhibitedBy}
 	return row, []any{f.ID, fmtTime(f.LastSeenAt), f.LastRunID, f.TimesRaised}
 }
 
@@ -248,9 +249,36 @@ func (u *upserter) addEvent(ctx context.Context, e findings.Event, fresh bool) e
 	return nil
 }
 
-// Get returns one finding.
+// Get returns one finding, with the active findings it explains
+// (Explains, Inhibits) filled in.
 func (s *Store) Get(ctx context.Context, id string) (findings.Finding, error) {
-	return getFinding(ctx, s.db, id)
+	f, err := getFinding(ctx, s.db, id)
+	if err != nil {
+		return f, err
+	}
+	f.Explains, err = explained(ctx, s.db, id)
+	f.Inhibits = len(f.Explains)
+	return f, err
+}
+
+// explained returns the ids of the active findings parentID explains, in
+// id order.
+func explained(ctx context.Context, q querier, parentID string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id FROM findings INDEXED BY findings_inhibited_by
+		WHERE status = 'active' AND inhibited_by = ? AND inhibited_by != '' ORDER BY id`, parentID)
+	if err != nil {
+		return nil, fmt.Errorf("explained findings: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // List returns every finding matching filter, most severe and most

@@ -33,12 +33,18 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 		if err != nil {
 			return err
 		}
+		orphans, err := orphanedInhibitions(ctx, tx)
+		if err != nil {
+			return err
+		}
 		// With silences in force every active finding is re-evaluated;
-		// otherwise only those still marked silenced and the reminders due.
+		// otherwise only those still marked silenced, those whose
+		// inhibiting parent is no longer active, and the reminders due.
 		where := "WHERE status = 'active'"
 		args := []any{}
 		if len(silences) == 0 {
 			where = `WHERE id IN (SELECT id FROM findings INDEXED BY findings_sweep_silenced WHERE status = 'active' AND silenced = 1
+				UNION ` + orphanedSQL + `
 				UNION SELECT id FROM findings INDEXED BY findings_sweep_remind
 				WHERE status = 'active' AND dismissed_reason = '` + findings.DismissWillFixLater + `' AND dismissed_at <= ?)`
 			args = append(args, fmtTime(now.Add(-findings.WillFixLaterRemind)))
@@ -62,6 +68,12 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 				res.Reminded++
 				changed = true
 			}
+			if orphans[f.ID] {
+				// Its cause resolved (or went) outside a run: it is
+				// judged on its own again, as a silence's expiry does.
+				f.InhibitedBy, changed = "", true
+				res.Uninhibited++
+			}
 			silenced := findings.SilenceSet(silences).Silenced(&f)
 			if silenced != f.Silenced {
 				f.Silenced, changed = silenced, true
@@ -74,8 +86,8 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 			if !changed {
 				continue
 			}
-			nf, d := policy.Decide(findings.Change{Finding: f, Kind: findings.ChangeUnchanged}, f.Silenced, now)
-			if ev.Kind == "reminder" && !d.Publish && !nf.Silenced {
+			nf, d := policy.Decide(findings.Change{Finding: f, Kind: findings.ChangeUnchanged}, f.Held(), now)
+			if ev.Kind == "reminder" && !d.Publish && !nf.Held() {
 				d = findings.Decision{Publish: true, Event: findings.EventRepeated, Reason: findings.ReasonRepeat}
 				t := now
 				nf.LastPublishedAt, nf.LastPublishedSeverity, nf.LastPublishedEvent = &t, nf.Severity, d.Event
@@ -95,4 +107,28 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time
 		return res, fmt.Errorf("sweep: %w", err)
 	}
 	return res, nil
+}
+
+// orphanedSQL selects the active findings inhibited by a finding that is
+// no longer active (resolved by an operator or a fix, or deleted).
+const orphanedSQL = `SELECT id FROM findings INDEXED BY findings_inhibited_by
+	WHERE status = 'active' AND inhibited_by != ''
+	AND NOT EXISTS (SELECT 1 FROM findings p WHERE p.id = findings.inhibited_by AND p.status = 'active')`
+
+// orphanedInhibitions returns the ids orphanedSQL selects.
+func orphanedInhibitions(ctx context.Context, tx *sql.Tx) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, orphanedSQL)
+	if err != nil {
+		return nil, fmt.Errorf("orphaned inhibitions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
 }

@@ -133,6 +133,12 @@ func printFinding(w io.Writer, f *findings.Finding, events []findings.Event) {
 	if f.ResolveNote != "" {
 		rows = append(rows, [2]string{"note", f.ResolveNote})
 	}
+	if f.InhibitedBy != "" {
+		rows = append(rows, [2]string{"inhibited by", f.InhibitedBy + " (held: not published or investigated while it is active)"})
+	}
+	if len(f.Explains) > 0 {
+		rows = append(rows, [2]string{"explains", fmt.Sprintf("%d: %s", len(f.Explains), strings.Join(f.Explains, ", "))})
+	}
 	for _, r := range rows {
 		if r[1] != "" {
 			fmt.Fprintf(w, "  %-15s %s\n", r[0]+":", termsafe.Field(r[1]))

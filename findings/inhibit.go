@@ -1,0 +1,84 @@
+package findings
+
+import "github.com/patrold/patrold/signals"
+
+// An inhibition rule says which findings of a child a finding of its
+// parent explains (docs/FINDINGS.md#inhibition).
+type inhibitRule struct {
+	// parent is the parent finding's key; minSeverity, when set, is the
+	// least severity it must have (a full storage is a critical
+	// high_disk, not a warning one).
+	parent      string
+	minSeverity Severity
+	// children are the keys of the child findings it explains.
+	children []string
+}
+
+// inhibitRules are the causes patrold recognises, in the order they are
+// tried:
+//   - a node offline explains its guests' unreachable findings;
+//   - a full (critical high_disk) or degraded storage or pool explains
+//     the unreachable and backup findings of the guests whose volumes or
+//     backups are on it.
+var inhibitRules = []inhibitRule{
+	{parent: string(signals.TypeNodeOffline), children: []string{string(signals.TypeGuestUnreachable)}},
+	{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical, children: []string{
+		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
+	{parent: string(signals.TypeZFSPoolDegraded), children: []string{
+		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
+}
+
+// explains reports whether parent (an observation of this run) explains
+// a child finding with key childKey.
+func explains(parent *Observation, childKey string) bool {
+	for _, r := range inhibitRules {
+		if parent.Key != r.parent || (r.minSeverity != "" && parent.Severity.Rank() < r.minSeverity.Rank()) {
+			continue
+		}
+		for _, k := range r.children {
+			if k == childKey {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Inhibit sets InhibitedBy on every observation whose cause is another
+// observation of the same run on one of its parents: the parent
+// finding's id. parents returns the topology parents of a resource id
+// (nil when it has none or is unknown). An observation is inhibited by
+// the first parent, in parents order, whose finding explains it.
+// Observations are normalised first (their keys are canonical).
+//
+// Inhibition is decided on this run's observations only: a parent
+// finding is active exactly while the run that files it observes it, so
+// a parent that cleared inhibits nothing.
+func Inhibit(obs []Observation, parents func(resourceID string) []string) {
+	byResource := map[string][]int{}
+	for i := range obs {
+		obs[i].Normalize()
+		obs[i].InhibitedBy = ""
+		byResource[obs[i].ResourceID] = append(byResource[obs[i].ResourceID], i)
+	}
+	for i := range obs {
+		o := &obs[i]
+		for _, p := range parents(o.ResourceID) {
+			if id := explainer(obs, byResource[p], o.Key); id != "" {
+				o.InhibitedBy = id
+				break
+			}
+		}
+	}
+}
+
+// explainer is the id of the first of the parent's observations (at
+// indexes) that explains a child finding with key childKey, or "".
+func explainer(obs []Observation, indexes []int, childKey string) string {
+	for _, j := range indexes {
+		if explains(&obs[j], childKey) {
+			return ID(obs[j].ResourceID, obs[j].Category, obs[j].Key)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Show that every rule of incident handling is tested: inhibition (each
+rule, the severity a full storage needs, held findings kept from the
+stream and from investigation, release by the sweep). Each mutation
+removes one rule; its tests must fail."""
+from mutations import run
+
+FINDINGS = ["./findings", "-run", "TestInhibitRules|TestGateRefusesInhibited"]
+STREAM = ["./daemon", "-run", "TestInhibition"]
+
+MUTATIONS = [
+    ("inhibit-node-offline", "findings/inhibit.go",
+     "{parent: string(signals.TypeNodeOffline), children: []string{string(signals.TypeGuestUnreachable)}},",
+     "{parent: string(signals.TypeNodeOffline)},", FINDINGS),
+    ("inhibit-full-storage", "findings/inhibit.go",
+     "{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical,",
+     "{parent: \"none\", minSeverity: SeverityCritical,", FINDINGS),
+    ("inhibit-degraded-pool", "findings/inhibit.go",
+     "{parent: string(signals.TypeZFSPoolDegraded), children",
+     "{parent: \"none\", children", FINDINGS),
+    ("inhibit-full-needs-critical", "findings/inhibit.go",
+     "(r.minSeverity != \"\" && parent.Severity.Rank() < r.minSeverity.Rank())",
+     "false", FINDINGS),
+    ("inhibit-first-parent-only", "findings/inhibit.go",
+     "\t\t\t\to.InhibitedBy = id\n\t\t\t\tbreak",
+     "\t\t\t\to.InhibitedBy = id", FINDINGS),
+    ("held-published", "store/commit.go",
+     "in.Policy.Decide(*c, c.Finding.Held(), in.Now)",
+     "in.Policy.Decide(*c, c.Finding.Silenced, in.Now)", STREAM),
+    ("held-investigated", "findings/gate.go",
+     "f.DismissedReason != \"\" || f.Held():",
+     "f.DismissedReason != \"\" || f.Silenced:", FINDINGS),
+    ("parent-count", "store/commit.go",
+     "c.Finding.Inhibits = explained[c.Finding.ID]",
+     "_ = explained", STREAM),
+    ("sweep-releases", "store/sweep.go",
+     "if orphans[f.ID] {", "if false && orphans[f.ID] {", STREAM),
+    ("pipeline-inhibits", "patrol/pipeline.go",
+     "\tinhibit(obs, byID)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
+]
+
+if __name__ == "__main__":
+    import sys
+    only = sys.argv[1:]
+    run([m for m in MUTATIONS if not only or m[0] in only])
