@@ -28,11 +28,14 @@ var DefaultPaths = []string{"/etc/patrold/patrold.yaml", "./patrold.yaml"}
 
 // Config is the whole configuration.
 type Config struct {
-	DataDir       string                       `koanf:"data_dir" yaml:"data_dir"`
-	Log           logging.Config               `koanf:"log" yaml:"log"`
-	HTTP          api.HTTPConfig               `koanf:"http" yaml:"http"`
-	Schedule      patrol.ScheduleConfig        `koanf:"schedule" yaml:"schedule"`
-	Source        sources.Config               `koanf:"source" yaml:"source"`
+	DataDir  string                `koanf:"data_dir" yaml:"data_dir"`
+	Log      logging.Config        `koanf:"log" yaml:"log"`
+	HTTP     api.HTTPConfig        `koanf:"http" yaml:"http"`
+	Schedule patrol.ScheduleConfig `koanf:"schedule" yaml:"schedule"`
+	Source   sources.Config        `koanf:"source" yaml:"source"`
+	// Sources, when set, are several sources in one run, merged (the
+	// source section then keeps only its probe and file size bound).
+	Sources       []sources.Member             `koanf:"sources" yaml:"sources,omitempty"`
 	Alerts        alerts.Settings              `koanf:"alerts" yaml:"alerts"`
 	Model         model.Options                `koanf:"model" yaml:"model"`
 	Patrol        patrol.Config                `koanf:"patrol" yaml:"patrol"`

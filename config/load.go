@@ -14,6 +14,8 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/patrold/patrold/snapshot/sources"
 )
 
 const keyDelim = "\x1f"
@@ -58,6 +60,7 @@ func Load(data []byte, environ []string) (*Config, error) {
 	cfg := Default()
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			memberDefaults,
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.TextUnmarshallerHookFunc()),
 		WeaklyTypedInput: true,
@@ -73,6 +76,15 @@ func Load(data []byte, environ []string) (*Config, error) {
 	}
 	cfg.Notify = cfg.Notify.WithDefaults()
 	return &cfg, nil
+}
+
+// memberDefaults starts every sources entry from sources.DefaultMember,
+// as the source section starts from its defaults.
+func memberDefaults(from, to reflect.Value) (any, error) {
+	if to.Type() == reflect.TypeFor[sources.Member]() && to.CanSet() {
+		to.Set(reflect.ValueOf(sources.DefaultMember()))
+	}
+	return from.Interface(), nil
 }
 
 // LoadFile loads path ("" tries DefaultPaths, then falls back to the

@@ -9,6 +9,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/internal/confcheck"
+	"github.com/patrold/patrold/snapshot/sources"
 )
 
 // Validate checks every key and returns an *Error listing all problems:
@@ -21,7 +22,14 @@ func (c *Config) Validate() error {
 	p.Err(c.Log.Validate())
 	p.Err(c.HTTP.Validate())
 	p.Err(c.Schedule.Validate())
-	p.Err(c.Source.Validate())
+	if len(c.Sources) > 0 {
+		// The source section's kind is unused; its probe still applies.
+		p.Err(c.Source.File.ValidateSection(false))
+		p.Err(c.Source.Probe.Validate())
+		p.Err(sources.ValidateList(c.Sources, c.Source))
+	} else {
+		p.Err(c.Source.Validate())
+	}
 	if _, err := alerts.New(c.Alerts); err != nil {
 		var ve *alerts.ValidationError
 		if errors.As(err, &ve) {

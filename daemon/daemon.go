@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/snapshot/sources"
 	"github.com/patrold/patrold/store"
 )
 
@@ -258,7 +259,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.bg.Add(1)
 	go func() { defer d.bg.Done(); d.watchDB(runCtx) }()
 	d.notify("READY=1")
-	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", cfg.Source.Kind, "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
+	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", sources.Describe(cfg.Source, cfg.Sources), "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil
 }
 

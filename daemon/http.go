@@ -14,6 +14,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
+	"github.com/patrold/patrold/snapshot/sources"
 )
 
 // ErrStopping refuses new runs while the daemon shuts down.
@@ -134,7 +135,7 @@ func (d *Daemon) Status(ctx context.Context) (api.Status, error) {
 	cfg := d.Config()
 	lead := d.root.Leadership()
 	s := api.Status{Version: Version, StartedAt: d.startedAt, CurrentRunID: d.runner.Current(), Leader: lead.HoldsLease(),
-		Role: string(lead.Role()), NATSURL: d.NATSURL(), Source: cfg.Source.Kind, Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
+		Role: string(lead.Role()), NATSURL: d.NATSURL(), Source: sources.Describe(cfg.Source, cfg.Sources), Schedule: cfg.Schedule.Cron, Autonomy: cfg.Patrol.Autonomy}
 	if lead.Clustered() {
 		since := lead.Since().UTC()
 		s.LeaderSince = &since

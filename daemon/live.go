@@ -36,17 +36,23 @@ func (l *live) configure(cfg *config.Config) (snapshot.Source, *probe.Prober, er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var err error
-	switch cfg.Source.Kind {
-	case "prometheus":
-		if l.promM == nil {
-			if l.promM, err = promsource.NewMetrics(l.reg); err != nil {
-				return nil, nil, err
+	kinds := []string{cfg.Source.Kind}
+	for _, m := range cfg.Sources {
+		kinds = append(kinds, m.Kind)
+	}
+	for _, kind := range kinds {
+		switch kind {
+		case "prometheus":
+			if l.promM == nil {
+				if l.promM, err = promsource.NewMetrics(l.reg); err != nil {
+					return nil, nil, err
+				}
 			}
-		}
-	case "proxmox":
-		if l.pveM == nil {
-			if l.pveM, err = proxmox.NewMetrics(l.reg); err != nil {
-				return nil, nil, err
+		case "proxmox":
+			if l.pveM == nil {
+				if l.pveM, err = proxmox.NewMetrics(l.reg); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 	}

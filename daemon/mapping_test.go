@@ -1,8 +1,12 @@
 package daemon
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/multi"
 	"github.com/patrold/patrold/snapshot/probe"
 	promsource "github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,5 +113,37 @@ func TestConfigDefaultsAgreeWithFindings(t *testing.T) {
 		probeOptions(&def) != (probe.Options{Timeout: probe.DefaultTimeout, Concurrency: probe.DefaultConcurrency}) {
 		t.Fatalf("gate %+v want %+v\npublish %+v want %+v\nretention %+v want %+v\nfile %+v", set.Gate, wantGate,
 			set.Publish, wantPublish, set.Retention, findings.DefaultRetention(), def.Source.File)
+	}
+}
+
+// A sources list builds one source of them all, collecting each member
+// into one snapshot whose problems name their member.
+func TestSourcesListBuildsOneMergedSource(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"version": 1, "resources": [{"id": "node/f1", "kind": "node", "status": "online"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "snap.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load([]byte("sources:\n  - {name: files, kind: file, file: {path: "+dir+"/snap.json}}\n"+
+		"  - {name: gone, kind: file, file: {path: "+dir+"/missing.json}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := newLive(prometheus.NewRegistry(), time.Now).configure(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := src.(*multi.Source); !ok {
+		t.Fatalf("source is %T", src)
+	}
+	snap, problems, err := src.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Resources) != 1 || snap.Resources[0].ID != "node/f1" || snap.Source != "files" {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	if len(problems) != 1 || !problems[0].SourceFailed() || problems[0].Source != "gone" || !strings.Contains(problems[0].Problem, "missing.json") {
+		t.Fatalf("problems %+v", problems)
 	}
 }

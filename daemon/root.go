@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,9 +43,11 @@ import (
 	"github.com/patrold/patrold/snapshot/demo"
 	"github.com/patrold/patrold/snapshot/exec"
 	"github.com/patrold/patrold/snapshot/file"
+	"github.com/patrold/patrold/snapshot/multi"
 	"github.com/patrold/patrold/snapshot/probe"
 	promsource "github.com/patrold/patrold/snapshot/prometheus"
 	"github.com/patrold/patrold/snapshot/proxmox"
+	"github.com/patrold/patrold/snapshot/sources"
 	"github.com/patrold/patrold/store"
 )
 
@@ -348,24 +351,41 @@ func newSource(cfg *config.Config, now func() time.Time, reg prometheus.Register
 	return buildSource(cfg, now, sourceMetrics{reg: reg})
 }
 
+// buildSource builds the source section's source, or with a sources list
+// one source of them all (snapshot/multi).
 func buildSource(cfg *config.Config, now func() time.Time, m sourceMetrics) (snapshot.Source, error) {
-	switch cfg.Source.Kind {
+	if len(cfg.Sources) == 0 {
+		return buildOne(cfg.Source, now, m)
+	}
+	members := make([]multi.Member, len(cfg.Sources))
+	for i, sm := range cfg.Sources {
+		src, err := buildOne(sm.Config(cfg.Source), now, m)
+		if err != nil {
+			return nil, fmt.Errorf("sources[%d] (%s): %w", i, sm.Name, err)
+		}
+		members[i] = multi.Member{Name: sm.Name, Source: src}
+	}
+	return multi.New(members)
+}
+
+func buildOne(sc sources.Config, now func() time.Time, m sourceMetrics) (snapshot.Source, error) {
+	switch sc.Kind {
 	case "demo":
-		return demo.New(cfg.Source.Demo, now)
+		return demo.New(sc.Demo, now)
 	case "file":
-		return file.New(cfg.Source.File)
+		return file.New(sc.File)
 	case "exec":
-		return exec.New(cfg.Source.Exec)
+		return exec.New(sc.Exec)
 	case "prometheus":
-		o := cfg.Source.Prometheus
+		o := sc.Prometheus
 		o.Registerer, o.Metrics = m.reg, m.prom
 		return promsource.New(o)
 	case "proxmox":
-		o := cfg.Source.Proxmox
+		o := sc.Proxmox
 		o.Now, o.Registerer, o.Metrics = now, m.reg, m.pve
 		return proxmox.New(o)
 	}
-	return nil, fmt.Errorf("source.kind: %q is not one of demo, file, exec, prometheus, proxmox", cfg.Source.Kind)
+	return nil, fmt.Errorf("source.kind: %q is not one of %s", sc.Kind, strings.Join(sources.Kinds, ", "))
 }
 
 // runSettings derives the per-run settings from cfg with a source and a

@@ -199,6 +199,7 @@ func cfgKeysFor(root any, as alerts.Settings) ([]cfgKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys = cfgMirrored(keys)
 	for i := range keys {
 		if keys[i].Kind != "unset" {
 			continue
@@ -215,6 +216,26 @@ func cfgKeysFor(root any, as alerts.Settings) ([]cfgKey, error) {
 		}
 	}
 	return keys, nil
+}
+
+// cfgMirrored drops the keys of a sources entry's sections: each is the
+// source section's key of the same name (sources[].proxmox.url is
+// source.proxmox.url), documented and shown once, there. A key of an
+// entry with no such twin (its name, its kind) stays.
+func cfgMirrored(keys []cfgKey) []cfgKey {
+	have := map[string]bool{}
+	for _, k := range keys {
+		have[k.Path] = true
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		rest, ok := strings.CutPrefix(k.Path, "sources[].")
+		if ok && rest != "kind" && have["source."+rest] {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // cfgAlertDefaults resolves the effective default thresholds of every
