@@ -63,6 +63,10 @@ func WithEmbedded[S Server](start func(listen, storeDir string, logger *slog.Log
 	}
 }
 
+// WithGuard gives the Bus the deployment key's guard (Guard hands it to
+// what is built on the Bus).
+func WithGuard(g *Guard) Option { return func(b *Bus) { b.guard = g } }
+
 // Bus owns the NATS connection and, when no URL is configured, the embedded
 // server. New validates; Start connects and ensures the stream; Close tears
 // down in reverse order.
@@ -74,6 +78,7 @@ type Bus struct {
 	// reconnectWait is DefaultReconnectWait; tests shorten it.
 	reconnectWait time.Duration
 
+	guard     *Guard
 	embed     func(listen, storeDir string, logger *slog.Logger) (Server, error)
 	srv       Server
 	nc        *nats.Conn
@@ -265,6 +270,10 @@ func (b *Bus) ensureStream(ctx context.Context) error {
 		b.log.Warn("stream create or update unanswered; retrying", "stream", cfg.Name, "err", err)
 	}
 }
+
+// Guard is the deployment key's guard (nil: messages are neither signed
+// nor verified).
+func (b *Bus) Guard() *Guard { return b.guard }
 
 // Conn is the client connection; nil before Start.
 func (b *Bus) Conn() *nats.Conn { return b.nc }

@@ -64,6 +64,8 @@ type RelayOptions struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Now        func() time.Time
+	// Guard signs every message (nil: unsigned).
+	Guard *Guard
 }
 
 // Relay publishes outbox rows to JetStream in Seq order and marks them sent
@@ -295,7 +297,11 @@ func (r *Relay) awaitAcks(ctx context.Context, rows []contracts.OutboxEvent, fut
 }
 
 func (r *Relay) message(row contracts.OutboxEvent) (*nats.Msg, error) {
-	return EventMessage(r.opts.Prefix, r.opts.Source, row)
+	m, err := EventMessage(r.opts.Prefix, r.opts.Source, row)
+	if err == nil {
+		r.opts.Guard.Sign(m)
+	}
+	return m, err
 }
 
 func (r *Relay) prune(ctx context.Context) {

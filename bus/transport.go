@@ -41,6 +41,9 @@ type TransportOptions struct {
 	Source     string // CloudEvents source for Publish; "" = contracts.DefaultSource()
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// Guard signs what Publish sends and verifies every consumed message
+	// (nil: neither).
+	Guard *Guard
 }
 
 // ConsumerOptions configure one durable pull consumer.
@@ -98,6 +101,7 @@ func (t *Transport) Publish(ctx context.Context, row contracts.OutboxEvent) erro
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", row.Type, err)
 	}
+	t.opts.Guard.Sign(msg)
 	if _, err := t.opts.JetStream.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish %s (id %s): %w", row.Type, row.ID, err)
 	}
@@ -186,7 +190,7 @@ func consume[T any](ctx context.Context, t *Transport, kind, relSubject string, 
 		return err
 	}
 	log := t.log.With("durable", o.Durable, "subject_kind", kind)
-	d := &dispatcher[T]{t: t, kind: kind, o: o, log: log, decode: decode, h: h}
+	d := &dispatcher[T]{t: t, kind: kind, label: relSubject, o: o, log: log, decode: decode, h: h}
 	sem := make(chan struct{}, o.MaxInFlight)
 	var wg sync.WaitGroup
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
@@ -216,6 +220,7 @@ func consume[T any](ctx context.Context, t *Transport, kind, relSubject string, 
 type dispatcher[T any] struct {
 	t      *Transport
 	kind   string
+	label  string // the signed subject (contracts.SignedSubjects)
 	o      ConsumerOptions
 	log    *slog.Logger
 	decode func([]byte) (*T, error)
@@ -223,15 +228,19 @@ type dispatcher[T any] struct {
 }
 
 func (d *dispatcher[T]) handle(ctx context.Context, msg jetstream.Msg) {
+	if err := d.verify(msg); err != nil {
+		// Never handled, never redelivered: counted and logged by the
+		// guard.
+		if err := msg.TermWithReason(clipReason(err.Error())); err != nil {
+			d.log.Warn("terminate message", "err", err)
+		}
+		return
+	}
 	v, err := d.decode(msg.Data())
 	if err != nil {
 		d.t.m.malformed.WithLabelValues(d.kind).Inc()
-		reason := err.Error()
-		if len(reason) > maxTermReason {
-			reason = reason[:maxTermReason]
-		}
 		d.log.Warn("malformed message terminated", "subject", msg.Subject(), "err", err)
-		if err := msg.TermWithReason(reason); err != nil {
+		if err := msg.TermWithReason(clipReason(err.Error())); err != nil {
 			d.log.Warn("terminate message", "err", err)
 		}
 		return
@@ -268,6 +277,28 @@ func (d *dispatcher[T]) handle(ctx context.Context, msg jetstream.Msg) {
 	if err != nil {
 		d.log.Warn("nak message", "err", err)
 	}
+}
+
+// verify authenticates msg against the time the stream stored it (a
+// redelivery is the same message; a copy republished later is stale or
+// a duplicate of its Nats-Msg-Id).
+func (d *dispatcher[T]) verify(msg jetstream.Msg) error {
+	g := d.t.opts.Guard
+	if g == nil {
+		return nil
+	}
+	at := time.Time{}
+	if md, err := msg.Metadata(); err == nil {
+		at = md.Timestamp
+	}
+	return g.Check(d.label, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, at, false)
+}
+
+func clipReason(s string) string {
+	if len(s) > maxTermReason {
+		return s[:maxTermReason]
+	}
+	return s
 }
 
 // call runs the handler, turning a panic into an error so one bad message

@@ -11,6 +11,10 @@ type Config struct {
 	// kept in data_dir, so a restart (kill -9 included) is the same
 	// instance.
 	Instance string `koanf:"instance" yaml:"instance"`
+	// SecretFile is the deployment key file every instance, worker and
+	// notifier of the cluster signs and verifies bus messages with
+	// (required in cluster mode; bus/msgauth's format, mode 0600).
+	SecretFile string `koanf:"secret_file" yaml:"secret_file,omitempty"`
 }
 
 // Validate reports every problem, each naming its key under cluster.

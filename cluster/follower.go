@@ -19,8 +19,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/store/records"
 )
@@ -40,6 +42,10 @@ type FollowerOptions struct {
 	Instance  string // this instance's stable name (state changes it wrote are not re-applied)
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Guard verifies every state change against the deployment key; one
+	// that does not verify is skipped like a malformed one (nil: none is
+	// verified).
+	Guard *bus.Guard
 }
 
 // Follower applies the state-change stream to the local store.
@@ -185,14 +191,22 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		return fmt.Errorf("state message metadata: %w", err)
 	}
 	seq := md.Sequence.Stream
-	c, err := Decode(msg.Data())
+	var c contracts.StateChange
+	err = f.o.Guard.Check(contracts.SubjectStateChanges, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, md.Timestamp, false)
+	logged := err != nil // the guard logs a sender once
+	if err == nil {
+		c, err = Decode(msg.Data())
+	}
 	if err != nil {
-		// A malformed change is skipped (and counted), never applied in
-		// part; what the store holds stays as it was.
+		// A malformed or unauthenticated change is skipped (and
+		// counted), never applied in part; what the store holds stays as
+		// it was.
 		f.mu.Lock()
 		f.dropped++
 		f.mu.Unlock()
-		f.log.Error("state change refused", "seq", seq, "err", err)
+		if !logged {
+			f.log.Error("state change refused", "seq", seq, "err", err)
+		}
 		c = contracts.SkipChange(f.o.Instance) // advances the sequence only
 	}
 	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())

@@ -32,13 +32,20 @@ type node struct {
 
 func newNode(t *testing.T, o bus.Options, name string) *node {
 	t.Helper()
+	return newGuardedNode(t, o, name, testGuard(t, nil, nil), nil)
+}
+
+// newGuardedNode is newNode with the deployment key's guard g; now, when
+// set, is the follower's clock.
+func newGuardedNode(t *testing.T, o bus.Options, name string, g *bus.Guard, now func() time.Time) *node {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b, err := bus.New(o, nil, nil, bus.WithEmbedded(embedded.Start))
+	b, err := bus.New(o, nil, nil, bus.WithEmbedded(embedded.Start), bus.WithGuard(g))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +53,12 @@ func newNode(t *testing.T, o bus.Options, name string) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.JetStream(), Stream: b.StreamName(), Prefix: b.Prefix(), Store: st, Instance: name})
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.JetStream(), Stream: b.StreamName(), Prefix: b.Prefix(), Store: st, Instance: name,
+		Guard: g, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := bus.NewRelay(bus.RelayOptions{Outbox: st, JetStream: b.JetStream(), Prefix: b.Prefix(), Interval: 20 * time.Millisecond})
+	rel, err := bus.NewRelay(bus.RelayOptions{Outbox: st, JetStream: b.JetStream(), Prefix: b.Prefix(), Interval: 20 * time.Millisecond, Guard: g})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +379,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	if n, err := st.PendingCount(ctx); err != nil || n != 0 {
 		t.Fatalf("the copy carries %d outbox events (%v)", n, err)
 	}
-	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: st, Instance: "d"})
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: st, Instance: "d", Guard: b.b.Guard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 )
 
@@ -37,6 +38,8 @@ type Bus interface {
 	Conn() *nats.Conn
 	StreamName() string
 	Prefix() string
+	// Guard signs and verifies with the deployment key (nil: neither).
+	Guard() *bus.Guard
 }
 
 // Options configure a Member.
@@ -123,7 +126,7 @@ func New(o Options) (*Member, error) {
 		o.Now = time.Now
 	}
 	f, err := NewFollower(FollowerOptions{JetStream: o.Bus.JetStream(), Stream: o.Bus.StreamName(), Prefix: o.Bus.Prefix(),
-		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now})
+		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now, Guard: o.Bus.Guard()})
 	if err != nil {
 		return nil, err
 	}

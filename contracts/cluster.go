@@ -37,6 +37,21 @@ func ValidToken(s string) bool {
 	return true
 }
 
+// The first tokens of the cluster's request/reply subjects.
+const (
+	StemForward  = "patrold_api"
+	StemSeed     = "patrold_seed"
+	StemSessions = "patrold_sessions"
+)
+
+// SignedSubjects are the state-changing subjects every message of which
+// is signed with the deployment key and refused unless it verifies
+// (docs/NATS.md, trust boundaries): the stream's relative subjects and
+// the request/reply stems. Each is a subject label of
+// patrold_bus_refused_total.
+var SignedSubjects = []string{SubjectRemediationRequests, SubjectRemediationOutcomes, SubjectStateChanges,
+	StemSessions, StemForward, StemSeed}
+
 // ForwardSubject is the request/reply subject of API calls a standby
 // forwards to the writer.
 func ForwardSubject(prefix string) string { return "patrold_api." + prefix }

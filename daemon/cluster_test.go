@@ -32,6 +32,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Skip("cluster test")
 	}
 	urls := natstest.Cluster(t, 3)
+	key := testkit.KeyFile(t)
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
 	const ttl = 3 * time.Second
@@ -44,7 +45,7 @@ func TestClusterFailover(t *testing.T) {
 		order := append([]string{urls[i]}, append(append([]string{}, urls[:i]...), urls[i+1:]...)...)
 		yaml := "data_dir: " + dir + "\nlog: {level: info, format: json}\n" +
 			"http: {listen: '127.0.0.1:0', tokens: [{name: ops, token: admin-secret-1, scope: admin}]}\n" +
-			"cluster: {instance: node-" + fmt.Sprint(i+1) + "}\n" +
+			"cluster: {secret_file: " + key + ", instance: node-" + fmt.Sprint(i+1) + "}\n" +
 			"nats: {url: '" + strings.Join(order, ",") + "', stream: {replicas: 3}, lease: {ttl: " + ttl.String() + "}}\n" +
 			"schedule: {cron: '@every 1s', startup_delay: 1h}\n" +
 			"source: {kind: file, file: {path: " + filepath.Join(shared, "snapshot.json") + "}}\n" +

@@ -187,6 +187,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.root.Lock("serve", cfg.HTTP.Listen); err != nil {
 		return err
 	}
+	// The deployment key before anything is opened: cluster mode without
+	// one is refused here.
+	if _, err := d.root.Guard(true); err != nil {
+		return err
+	}
 	_, statErr := os.Stat(dbPath(cfg))
 	created := errors.Is(statErr, os.ErrNotExist)
 	if created {

@@ -196,7 +196,7 @@ func TestCommittedEventsSurviveACrash(t *testing.T) {
 func clusterConfig(t *testing.T, dir, cron, natsURL, name string) *config.Config {
 	t.Helper()
 	cfg := testConfig(t, dir, cron, natsURL)
-	cfg.Cluster = &cluster.Config{Instance: name}
+	cfg.Cluster = &cluster.Config{Instance: name, SecretFile: testkit.KeyFile(t)}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

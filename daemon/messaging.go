@@ -12,7 +12,6 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/config"
@@ -71,7 +70,7 @@ func clientBusOptions(cfg *config.Config, command string) (bus.Options, error) {
 }
 
 func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messaging, error) {
-	b, err := bus.New(BusOptions(cfg), d.log, d.opts.Registerer, bus.WithEmbedded(embedded.Start))
+	b, err := d.root.newBus(BusOptions(cfg), d.log, d.opts.Registerer, true)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +82,13 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	m.relay, err = bus.NewRelay(bus.RelayOptions{
 		Outbox: d.store, JetStream: b.JetStream(), Prefix: b.Prefix(), Source: b.Source(),
 		Batch: cfg.NATS.Outbox.Batch, Retention: cfg.NATS.Outbox.Retention, Logger: d.log, Registerer: d.opts.Registerer,
+		Guard: b.Guard(),
 	})
 	if err != nil {
 		return fail(err)
 	}
 	tr, err := bus.NewTransport(bus.TransportOptions{JetStream: b.JetStream(), Prefix: b.Prefix(), Stream: b.StreamName(),
-		Source: b.Source(), Logger: d.log, Registerer: d.opts.Registerer})
+		Source: b.Source(), Logger: d.log, Registerer: d.opts.Registerer, Guard: b.Guard()})
 	if err != nil {
 		return fail(err)
 	}
@@ -174,7 +174,9 @@ func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
 // instance's store until ctx ends (they keep their sessions in the
 // writer's store).
 func (m *messaging) serveSessions(ctx context.Context, d *Daemon) {
-	if err := sessions.Serve(ctx, m.bus.Conn(), m.bus.Prefix(), d.store, d.log); err != nil && ctx.Err() == nil {
+	g := m.bus.Guard()
+	refused := func(_, reason string) { g.Refused(contracts.StemSessions, reason) }
+	if err := sessions.ServeAuthenticated(ctx, m.bus.Conn(), m.bus.Prefix(), d.store, d.log, g.Auth(), refused); err != nil && ctx.Err() == nil {
 		d.log.Error("session service stopped", "err", err)
 	}
 }

@@ -114,7 +114,7 @@ func TestClusterStandbyShowsItsRole(t *testing.T) {
 	node := func(name string) *daemon.Daemon {
 		cfg, _ := slowConfig(t, t.TempDir(), "0")
 		cfg.NATS.URL = srv.ClientURL()
-		cfg.Cluster = &cluster.Config{Instance: name}
+		cfg.Cluster = &cluster.Config{Instance: name, SecretFile: testkit.KeyFile(t)}
 		return start(t, cfg)
 	}
 	a := node("node-a")

@@ -26,6 +26,9 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/findings"
@@ -88,10 +91,11 @@ type Root struct {
 
 	lead *cluster.Leadership
 
-	mu   sync.Mutex
-	st   *store.Store
-	name string        // the stable instance name, once read
-	lock *dirlock.Lock // data_dir, when this process took it
+	mu    sync.Mutex
+	st    *store.Store
+	name  string        // the stable instance name, once read
+	guard *bus.Guard    // the deployment key's, once loaded
+	lock  *dirlock.Lock // data_dir, when this process took it
 }
 
 // NewRoot returns a root for cfg; nothing is built until asked for.
@@ -148,6 +152,89 @@ func (r *Root) Instance() (string, error) {
 	}
 	r.name = name
 	return name, nil
+}
+
+// KeyFile is a single instance's generated deployment key, under
+// data_dir.
+const KeyFile = "bus.key"
+
+// MakeKey is how to make a deployment key file (what `config check`
+// says when cluster mode has none).
+const MakeKey = `(umask 077; echo "k1 $(head -c 32 /dev/urandom | od -An -v -tx1 | tr -d ' \n')" > /etc/patrold/bus.key)`
+
+// Guard is the deployment key's guard: it signs what this process sends
+// on the bus and verifies what it receives (docs/NATS.md, trust
+// boundaries). The key is cluster.secret_file in cluster mode (required)
+// and `<data_dir>/bus.key` for a single instance; serve generates that
+// one (0600) on first start (create), a worker or notifier only reads it.
+func (r *Root) Guard(create bool) (*bus.Guard, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.guard != nil {
+		return r.guard, nil
+	}
+	keys, err := loadKeys(r.cfg, create)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	// The wall clock, whatever r.o.Now says: the replay window is
+	// measured against the NATS server's clock.
+	auth, err := msgauth.New(keys, msgauth.Options{})
+	if err != nil {
+		return nil, configErr(err)
+	}
+	g, err := bus.NewGuard(auth, r.log, r.o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	r.guard = g
+	return g, nil
+}
+
+// loadKeys reads the deployment key; create generates a single
+// instance's key when it has none yet. Without create a missing key is
+// an error, but for check (which reads what exists).
+func loadKeys(cfg *config.Config, create bool) ([]msgauth.Key, error) {
+	return readKeys(cfg, create, false)
+}
+
+func readKeys(cfg *config.Config, create, check bool) ([]msgauth.Key, error) {
+	if cfg.Cluster != nil {
+		if cfg.Cluster.SecretFile == "" {
+			return nil, errors.New("cluster.secret_file: cluster mode needs the deployment key every instance, worker and notifier shares; make one with " +
+				MakeKey + " and copy it to each host (docs/NATS.md)")
+		}
+		keys, err := msgauth.LoadFile(cfg.Cluster.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.secret_file: %w", err)
+		}
+		return keys, nil
+	}
+	path := filepath.Join(cfg.DataDir, KeyFile)
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if check {
+				return nil, nil // serve generates it
+			}
+			return nil, fmt.Errorf("deployment key: %s does not exist: serve generates it in its data_dir on first start; "+
+				"point cluster.secret_file at a copy of it (mode 0600) or share that data_dir (docs/NATS.md)", path)
+		}
+		return msgauth.LoadFile(path)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	return msgauth.LoadOrCreate(path, time.Now())
+}
+
+// newBus builds a Bus on o that signs and verifies with the deployment
+// key (create: serve's, see Guard).
+func (r *Root) newBus(o bus.Options, log *slog.Logger, reg prometheus.Registerer, create bool) (*bus.Bus, error) {
+	g, err := r.Guard(create)
+	if err != nil {
+		return nil, err
+	}
+	return bus.New(o, log, reg, bus.WithEmbedded(embedded.Start), bus.WithGuard(g))
 }
 
 // DBPath is the database file under data_dir.
@@ -234,6 +321,9 @@ func checkFiles(cfg *config.Config) error {
 		return err
 	}
 	if _, err := runSettings(cfg, time.Now); err != nil {
+		return err
+	}
+	if _, err := readKeys(cfg, false, true); err != nil {
 		return err
 	}
 	_, err := newShared(cfg, nil, nil)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/store"
 )
@@ -27,7 +25,7 @@ func (r *Root) Seed(ctx context.Context, force bool) (cluster.SeedResult, error)
 	if err != nil {
 		return cluster.SeedResult{}, configErr(err)
 	}
-	b, err := bus.New(cfg.NATS, r.log, nil, bus.WithEmbedded(embedded.Start))
+	b, err := r.newBus(cfg.NATS, r.log, nil, false)
 	if err != nil {
 		return cluster.SeedResult{}, configErr(err)
 	}

@@ -35,12 +35,13 @@ import (
 func TestDBSeed(t *testing.T) {
 	srv := natstest.Server(t)
 	urls := []string{srv.ClientURL()}
+	key := testkit.KeyFile(t)
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
 	clustered := func(dir, name string) *config.Config {
 		t.Helper()
 		cfg, err := config.Load([]byte("data_dir: "+dir+"\nlog: {level: warn}\nhttp: {listen: '127.0.0.1:0'}\n"+
-			"cluster: {instance: "+name+"}\nnats: {url: '"+urls[0]+"', lease: {ttl: 3s}}\n"+
+			"cluster: {secret_file: "+key+", instance: "+name+"}\nnats: {url: '"+urls[0]+"', lease: {ttl: 3s}}\n"+
 			"schedule: {cron: '@every 1h', startup_delay: 1h}\n"+
 			"source: {kind: file, file: {path: "+filepath.Join(shared, "snapshot.json")+"}}\n"), nil)
 		if err != nil {
@@ -132,11 +133,12 @@ func TestDBSeed(t *testing.T) {
 // holding it, and says why in its status.
 func TestGappedInstanceReleasesTheLease(t *testing.T) {
 	srv := natstest.Server(t)
+	key := testkit.KeyFile(t)
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
 	start := func(name string) *daemon.Daemon {
 		cfg, err := config.Load([]byte("data_dir: "+t.TempDir()+"\nlog: {level: warn}\nhttp: {listen: '127.0.0.1:0'}\n"+
-			"cluster: {instance: "+name+"}\nnats: {url: '"+srv.ClientURL()+"', lease: {ttl: 3s}}\n"+
+			"cluster: {secret_file: "+key+", instance: "+name+"}\nnats: {url: '"+srv.ClientURL()+"', lease: {ttl: 3s}}\n"+
 			"schedule: {cron: '@every 1h', startup_delay: 1h}\n"+
 			"source: {kind: file, file: {path: "+filepath.Join(shared, "snapshot.json")+"}}\n"), nil)
 		if err != nil {

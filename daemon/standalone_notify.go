@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/notify"
 )
@@ -30,7 +29,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return err
 	}
-	b, err := bus.New(bo, r.log, r.o.Registerer, bus.WithEmbedded(embedded.Start))
+	b, err := r.newBus(bo, r.log, r.o.Registerer, false)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
@@ -57,7 +56,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return configErr(err)
 	}
-	b, err := bus.New(bo, log, r.o.Registerer, bus.WithEmbedded(embedded.Start))
+	b, err := r.newBus(bo, log, r.o.Registerer, false)
 	if err != nil {
 		return configErr(err)
 	}
@@ -66,7 +65,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	}
 	r.td.push("nats", func(context.Context) error { return b.Close() })
 	tr, err := bus.NewTransport(bus.TransportOptions{JetStream: b.JetStream(), Prefix: b.Prefix(), Stream: b.StreamName(),
-		Source: b.Source(), Logger: log, Registerer: r.o.Registerer})
+		Source: b.Source(), Logger: log, Registerer: r.o.Registerer, Guard: b.Guard()})
 	if err != nil {
 		return err
 	}
@@ -74,6 +73,7 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return err
 	}
+	sessions = sessions.WithAuth(b.Guard().Auth())
 	o := assistantOptions(cfg, sh.provider)
 	o.Store, o.Publisher, o.StoreRetry = sessions, tr, storeRetry(cfg)
 	o.Source, o.Thresholds = func() snapshot.Source { return src }, func() signals.Thresholds { return pol }

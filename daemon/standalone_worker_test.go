@@ -60,7 +60,9 @@ func TestStandaloneWorker(t *testing.T) {
 	})
 
 	workerDir := filepath.Join(t.TempDir(), "never-created")
-	wcfg, err := config.Load([]byte("data_dir: "+workerDir+"\nnats: {url: '"+d.NATSURL()+"'}\n"+common), nil)
+	// The worker reads the daemon's generated key.
+	wcfg, err := config.Load([]byte("data_dir: "+workerDir+"\nnats: {url: '"+d.NATSURL()+"'}\n"+
+		"cluster: {secret_file: "+filepath.Join(dir, daemon.KeyFile)+"}\n"+common), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

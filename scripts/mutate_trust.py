@@ -55,6 +55,22 @@ MUTATIONS = [
     ("msgauth-answer-bound", "bus/msgauth/msgauth.go",
      "\tif first(h, HeaderRequest) != first(req, HeaderNonce) {", "\tif false {",
      ["./bus/msgauth"]),
+    ("transport-verifies", "bus/transport.go",
+     "\tif err := d.verify(msg); err != nil {\n", "\tif err := d.verify(msg); err != nil && false {\n",
+     ["./daemon", "-run", "TestUnauthenticatedOutcomesRefused"]),
+    ("guard-checks", "bus/guard.go",
+     "\treturn g.refuse(label, m.Header, g.auth.Verify(m.Subject, m.Header, m.Data, at, once))",
+     "\treturn nil",
+     ["./daemon", "-run", "TestUnauthenticatedOutcomesRefused"]),
+    ("daemon-outcomes-guarded", "daemon/messaging.go",
+     "Registerer: d.opts.Registerer, Guard: b.Guard()})", "Registerer: d.opts.Registerer})",
+     ["./daemon", "-run", "TestUnauthenticatedOutcomesRefused"]),
+    ("daemon-sessions-authenticated", "daemon/messaging.go",
+     "d.log, g.Auth(), refused)", "d.log, nil, refused)",
+     ["./daemon", "-run", "TestStandaloneWorker"]),
+    ("follower-verifies", "cluster/follower.go",
+     "\tlogged := err != nil // the guard logs a sender once\n", "\terr = nil\n\tlogged := false\n",
+     ["./cluster", "-run", "TestForgedStateChangesRefused"]),
 ]
 
 if __name__ == "__main__":

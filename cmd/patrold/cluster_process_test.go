@@ -153,6 +153,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	ctx := context.Background()
 	urls := natstest.Cluster(t, 3)
 	gate := t.TempDir()
+	key := testkit.KeyFile(t)
 	shared := clusterYAML(t, gate)
 	nodes := make([]*instance, 3)
 	for i := range nodes {
@@ -160,7 +161,7 @@ func TestClusterProcessFailover(t *testing.T) {
 		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
 		in := &instance{name: fmt.Sprintf("node-%d", i+1)}
 		in.cfg, in.data = serveConfig(t, shared+
-			"cluster: {instance: "+in.name+"}\n"+
+			"cluster: {secret_file: "+key+", instance: "+in.name+"}\n"+
 			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}, lease: {ttl: "+clusterTTL.String()+"}}\n")
 		nodes[i] = in
 	}
@@ -172,7 +173,7 @@ func TestClusterProcessFailover(t *testing.T) {
 		w := &instance{name: fmt.Sprintf("worker-%d", i+1)}
 		w.cfg, w.data = serveConfig(t, shared+
 			"assistant: {enabled: true}\n"+
-			"cluster: {instance: "+w.name+"}\n"+
+			"cluster: {secret_file: "+key+", instance: "+w.name+"}\n"+
 			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}}\n")
 		workers[i] = w
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/store/storetest"
 )
 
@@ -302,5 +304,34 @@ func TestSnapshotSizeLimit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, "var", "patrold.db")); !os.IsNotExist(err) {
 		t.Fatalf("a refused snapshot opened the store: %v", err)
+	}
+}
+
+// TestClusterNeedsAKey: cluster mode without cluster.secret_file fails
+// config check and serve (exit 2), and the message's recipe makes a key
+// file both then accept; a key file others can read is refused.
+func TestClusterNeedsAKey(t *testing.T) {
+	c := newCLI(t, "http: {listen: '127.0.0.1:0'}\ncluster: {instance: node-a}\nnats: {url: 'nats://127.0.0.1:1'}\n")
+	for _, argv := range [][]string{{"config", "check"}, {"serve"}} {
+		_, errOut, code := c.run3(argv...)
+		if code != 2 || !strings.Contains(errOut, "cluster.secret_file: cluster mode needs the deployment key") || !strings.Contains(errOut, daemon.MakeKey) {
+			t.Errorf("%v: exit %d %q", argv, code, errOut)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "bus.key")
+	recipe := strings.Replace(daemon.MakeKey, "/etc/patrold/bus.key", path, 1)
+	if out, err := exec.Command("sh", "-c", recipe).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v %s", recipe, err, out)
+	}
+	c = newCLI(t, "http: {listen: '127.0.0.1:0'}\ncluster: {instance: node-a, secret_file: "+path+"}\nnats: {url: 'nats://127.0.0.1:1'}\n")
+	if out, errOut, code := c.run3("config", "check"); code != 0 {
+		t.Fatalf("config check with the recipe's key: exit %d %q %q", code, out, errOut)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := c.run3("config", "check")
+	if want := "cluster.secret_file: key file " + path + ": mode 0640 lets group or others read it; chmod 600 it"; code != 2 || !strings.Contains(errOut, want) {
+		t.Fatalf("group-readable key: exit %d %q", code, errOut)
 	}
 }

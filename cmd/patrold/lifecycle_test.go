@@ -142,7 +142,8 @@ func startExternalNATS(t *testing.T) (string, func()) {
 func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 	url, _ := startExternalNATS(t)
 	const startupDelay = 2 * time.Second
-	cfg, data := serveConfig(t, "source: {kind: demo}\ncluster: {}\n"+
+	key := testkit.KeyFile(t)
+	cfg, data := serveConfig(t, "source: {kind: demo}\ncluster: {secret_file: "+key+"}\n"+
 		"nats: {url: '"+url+"', lease: {ttl: 30s}}\n"+
 		"schedule: {cron: '@every 1h', startup_delay: "+startupDelay.String()+", skip_startup_if_recent: 0s}\n")
 	first := startPatrold(t, cfg, "serve")
@@ -215,7 +216,8 @@ func leaseHolder(t *testing.T, url string) string {
 // outbox, the lease expires on its own) and leaves data_dir free.
 func TestGracefulStopReleasesLeaseAndSurvivesNATSOutage(t *testing.T) {
 	url, stopNATS := startExternalNATS(t)
-	cfg, data := serveConfig(t, "source: {kind: demo}\ncluster: {instance: node-a}\n"+
+	key := testkit.KeyFile(t)
+	cfg, data := serveConfig(t, "source: {kind: demo}\ncluster: {secret_file: "+key+", instance: node-a}\n"+
 		"nats: {url: '"+url+"', lease: {ttl: 30s}}\n")
 	p := startPatrold(t, cfg, "serve")
 	apiOf(t, p, data)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 // A worker needs a NATS server it does not start itself; without one the
@@ -15,12 +17,17 @@ func TestWorkerCommandNeedsNATS(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "nats.url: required for patrold worker when nats.embedded.listen (\"127.0.0.1:0\") names no fixed port") {
 		t.Fatalf("worker without nats.url: exit %d: %s", code, out)
 	}
-	down := newCLI(t, "nats: {url: 'nats://127.0.0.1:1'}\n")
+	keyless := newCLI(t, "nats: {url: 'nats://127.0.0.1:1'}\n")
+	out, code = keyless.run("worker")
+	if want := "deployment key: " + filepath.Join(keyless.dir, "var", "bus.key") + " does not exist: serve generates it in its data_dir on first start"; code != 2 || !strings.Contains(out, want) {
+		t.Fatalf("worker without the deployment key: exit %d: %s", code, out)
+	}
+	down := newCLI(t, "nats: {url: 'nats://127.0.0.1:1'}\ncluster: {secret_file: "+testkit.KeyFile(t)+"}\n")
 	out, code = down.run("worker")
 	if code != 1 || !strings.Contains(out, "nats.url: connect to nats://127.0.0.1:1") {
 		t.Fatalf("worker with NATS down: exit %d: %s", code, out)
 	}
-	for _, c := range []*cli{c, down} {
+	for _, c := range []*cli{c, keyless, down} {
 		if _, err := os.Stat(filepath.Join(c.dir, "var")); !os.IsNotExist(err) {
 			t.Fatalf("the worker created its data_dir: %v", err)
 		}

@@ -1,14 +1,32 @@
 // Package testkit is what patrold's tests share across packages: a log
-// buffer safe for concurrent writers, and waiting on a condition instead
+// buffer safe for concurrent writers, a deployment key file, and waiting on a condition instead
 // of sleeping. Only tests import it.
 package testkit
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
+
+// KeyFile writes the test deployment key file (one key, mode 0600) into
+// a temporary directory and returns its path: the cluster.secret_file of
+// a test's instances. Every call writes the same key, so instances
+// configured apart still agree.
+func KeyFile(t testing.TB) string {
+	t.Helper()
+	s := sha256.Sum256([]byte("patrold test deployment key"))
+	path := filepath.Join(t.TempDir(), "bus.key")
+	if err := os.WriteFile(path, []byte("k1 "+hex.EncodeToString(s[:])+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // LogBuffer collects what goroutines or a child process write (a log, a
 // process's output) for the test to read; safe for concurrent use.
