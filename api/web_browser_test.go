@@ -18,6 +18,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
@@ -223,14 +224,10 @@ func TestWebPagesInABrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.EventuallyState(t, 10*time.Second, "the cross-site post answers from "+base, func() (bool, string) {
 		_ = chromedp.Run(b, chromedp.Location(&loc), chromedp.Text(`body`, &text))
-		if strings.HasPrefix(loc, base) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.HasPrefix(loc, base), loc + ": " + text
+	})
 	if !strings.Contains(text, "cross-site or stale form refused") {
 		t.Fatalf("the cross-site post answered %s: %q", loc, text)
 	}

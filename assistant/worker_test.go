@@ -16,6 +16,7 @@ import (
 	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
 	"github.com/patrold/patrold/store/storetest"
@@ -103,23 +104,18 @@ func TestWorkerOverEmbeddedNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The durable consumer delivers new messages only: publish once it exists.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := js.Consumer(ctx, contracts.DefaultStreamName, DefaultDurable); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("consumer never appeared")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the consumer exists", func() bool {
+		_, err := js.Consumer(ctx, contracts.DefaultStreamName, DefaultDurable)
+		return err == nil
+	})
 	if err := tr.Publish(ctx, row); err != nil {
 		t.Fatal(err)
 	}
 	var outs []*contracts.RemediationOutcome
-	for len(outs) == 0 && time.Now().Before(deadline) {
+	testkit.Eventually(t, 10*time.Second, "an outcome on the stream", func() bool {
 		outs = streamOutcomes(t, js)
-	}
+		return len(outs) > 0
+	})
 	if len(outs) != 1 || outs[0].Outcome != contracts.OutcomeFixVerified || outs[0].Attempt != 1 || outs[0].Driver != contracts.DriverPlaybook || outs[0].FindingID != fx.finding.ID {
 		t.Fatalf("outcomes %+v", outs)
 	}

@@ -104,32 +104,26 @@ func subscribe(t *testing.T, url string) *collector {
 
 func (c *collector) waitCount(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.EventuallyState(t, 10*time.Second, fmt.Sprintf("%d events", n), func() (bool, string) {
 		c.mu.Lock()
-		if len(c.events) >= n {
-			out := append([]string(nil), c.events...)
-			c.mu.Unlock()
-			time.Sleep(200 * time.Millisecond) // and nothing more arrives
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if len(c.events) != n {
-				t.Fatalf("got %d events, want %d: %v", len(c.events), n, c.events)
-			}
-			for id, k := range c.byID {
-				if k != 1 {
-					t.Fatalf("event %s delivered %d times", id, k)
-				}
-			}
-			return out
-		}
-		c.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		return len(c.events) >= n, fmt.Sprintf("%d events: %v", len(c.events), c.events)
+	})
+	c.mu.Lock()
+	out := append([]string(nil), c.events...)
+	c.mu.Unlock()
+	time.Sleep(200 * time.Millisecond) // and nothing more arrives
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t.Fatalf("timed out with %d events, want %d: %v", len(c.events), n, c.events)
-	return nil
+	if len(c.events) != n {
+		t.Fatalf("got %d events, want %d: %v", len(c.events), n, c.events)
+	}
+	for id, k := range c.byID {
+		if k != 1 {
+			t.Fatalf("event %s delivered %d times", id, k)
+		}
+	}
+	return out
 }
 
 func count(events []string, prefix string) int {

@@ -70,7 +70,7 @@ func parseUnit(text string) []unitDirective {
 }
 
 // hardening are the directives that restrict the service; each must carry
-// a comment (STYLE.md §17).
+// a comment saying why.
 var hardening = map[string]bool{
 	"DynamicUser": true, "User": true, "StateDirectory": true, "ReadWritePaths": true, "ProtectSystem": true,
 	"ProtectHome": true, "PrivateTmp": true, "PrivateDevices": true, "NoNewPrivileges": true,

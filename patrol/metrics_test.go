@@ -194,13 +194,9 @@ func TestLongCollectionLogsProgress(t *testing.T) {
 		}})
 	done := make(chan error, 1)
 	go func() { _, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); done <- err }()
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Count(logs.String(), "collection still running") < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress lines while collecting:\n%s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.EventuallyState(t, 5*time.Second, "two progress lines while collecting", func() (bool, string) {
+		return strings.Count(logs.String(), "collection still running") >= 2, logs.String()
+	})
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store"
 )
 
@@ -73,13 +74,10 @@ func TestCommitsLeaveTheCheckpointToTheCheckpointer(t *testing.T) {
 		if err := st.Enqueue(ctx, bigRows(5000)...); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for fileSize(t, path) < 5_000_000 {
-			if time.Now().After(deadline) {
-				t.Fatalf("database file still %d bytes after 10 s: no background checkpoint", fileSize(t, path))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.EventuallyState(t, 10*time.Second, "a background checkpoint grows the database file", func() (bool, string) {
+			n := fileSize(t, path)
+			return n >= 5_000_000, fmt.Sprintf("database file %d bytes", n)
+		})
 		if n, err := st.PendingCount(ctx); err != nil || n != 5000 {
 			t.Fatalf("PendingCount = %d, %v; want 5000", n, err)
 		}

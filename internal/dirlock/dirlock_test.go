@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/internal/dirlock"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 // TestMain doubles as the second process: with DIRLOCK_HOLD set it takes
@@ -98,18 +99,14 @@ func TestKilledHolderLeavesNoLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.EventuallyState(t, 5*time.Second, "the lock is free after the holder was killed", func() (bool, string) {
 		l, err := dirlock.Acquire(dir, "serve", "")
-		if err == nil {
-			l.Release()
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lock still held after the holder was killed: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		l.Release()
+		return true, ""
+	})
 }
 
 func TestSetAPIRecordsTheBoundAddress(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/internal/dirlock"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/snapshot/jsonref"
 )
 
@@ -320,37 +321,33 @@ func serve(b *testing.B, exe, cfg, data string) *daemon {
 	}
 	go func() { d.cmd.Wait(); close(d.done) }()
 	b.Cleanup(func() { d.stop(b) })
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testkit.EventuallyState(b, time.Minute, "patrold serve holds the lock with its API address", func() (bool, string) {
+		d.alive(b)
 		h, err := dirlock.ReadHolder(data)
 		if err == nil && h != nil && h.PID == d.cmd.Process.Pid && h.API != "" && !strings.HasSuffix(h.API, ":0") {
 			d.base = "http://" + h.API
-			break
+			return true, ""
 		}
-		d.alive(b, deadline)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, d.stderr.String()
+	})
 	var err error
 	if d.client, err = api.NewClient(d.base, token, &http.Client{Timeout: time.Minute}); err != nil {
 		b.Fatal(err)
 	}
-	for d.client.Ping(context.Background()) != nil {
-		d.alive(b, deadline)
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.EventuallyState(b, time.Minute, "patrold serve answers", func() (bool, string) {
+		d.alive(b)
+		return d.client.Ping(context.Background()) == nil, d.stderr.String()
+	})
 	return d
 }
 
-// alive fails b when the daemon has ended or deadline has passed.
-func (d *daemon) alive(b *testing.B, deadline time.Time) {
+// alive fails b when the daemon has ended.
+func (d *daemon) alive(b *testing.B) {
 	b.Helper()
 	select {
 	case <-d.done:
 		b.Fatalf("patrold serve ended:\n%s", d.stderr.String())
 	default:
-	}
-	if time.Now().After(deadline) {
-		b.Fatalf("patrold serve not ready:\n%s", d.stderr.String())
 	}
 }
 
@@ -377,8 +374,8 @@ func (d *daemon) runOnce(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	testkit.EventuallyState(b, 5*time.Minute, "run "+id+" ends", func() (bool, string) {
+		d.alive(b)
 		// The cheap list (no report) tells when the run ended.
 		runs, err := d.client.RunsLimit(ctx, 1)
 		if err != nil {
@@ -388,18 +385,17 @@ func (d *daemon) runOnce(b *testing.B) {
 			if runs[0].Status == "error" {
 				b.Fatalf("run %s ended in error:\n%s", id, d.stderr.String())
 			}
-			return
+			return true, ""
 		}
-		d.alive(b, deadline)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, d.stderr.String()
+	})
 }
 
 // waitRuns waits until the daemon has finished n runs.
 func (d *daemon) waitRuns(b *testing.B, n int) {
 	b.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testkit.EventuallyState(b, time.Minute, fmt.Sprintf("%d runs finish", n), func() (bool, string) {
+		d.alive(b)
 		runs, err := d.client.RunsLimit(context.Background(), n)
 		if err != nil {
 			b.Fatal(err)
@@ -410,12 +406,8 @@ func (d *daemon) waitRuns(b *testing.B, n int) {
 				done++
 			}
 		}
-		if done >= n {
-			return
-		}
-		d.alive(b, deadline)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return done >= n, d.stderr.String()
+	})
 }
 
 // cpu is the daemon's CPU time so far (user and system, every thread),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -149,14 +150,12 @@ func TestCollectTimeoutKillsProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
-	deadline := time.Now().Add(2 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(pid) {
-		_ = killGroup(pid)
-		t.Fatalf("background child %d survived the timeout", pid)
-	}
+	t.Cleanup(func() {
+		if alive(pid) {
+			_ = killGroup(pid)
+		}
+	})
+	testkit.Eventually(t, 2*time.Second, "the background child "+strconv.Itoa(pid)+" ends with the timeout", func() bool { return !alive(pid) })
 }
 
 func TestCollectDescendantHoldingOutput(t *testing.T) {

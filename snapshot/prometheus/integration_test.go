@@ -78,28 +78,19 @@ func TestIntegrationNodeExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !ready(url) {
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready after 30s; output:\n%s", logs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.EventuallyState(t, 30*time.Second, "prometheus ready", func() (bool, string) { return ready(url), logs.String() })
 	want := "node/127.0.0.1"
 	var node snapshot.Resource
-	for {
+	testkit.EventuallyState(t, 30*time.Second, "cpu and memory for "+want, func() (bool, string) {
 		snap, problems, err := src.Collect(context.Background())
 		if err == nil && len(problems) == 0 {
 			node = byID(snap)[want]
 			if _, ok := node.Metrics.Map()["cpu_percent"]; ok && node.Metrics.Map()["memory_percent"] > 0 {
-				break
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no cpu and memory for %s within 30s: err %v problems %v snapshot %+v\noutput:\n%s", want, err, problems, snap, logs)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("err %v problems %v snapshot %+v\noutput:\n%s", err, problems, snap, logs)
+	})
 	if node.Status != snapshot.StatusOnline {
 		t.Errorf("%s status = %q, want online (up == 1)", want, node.Status)
 	}
