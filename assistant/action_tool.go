@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/agent"
-	"github.com/patrold/patrold/model/prompt"
 )
 
 // actionTimeoutMargin lets the executor's own timeout fire (with a useful
@@ -136,8 +135,9 @@ func (e *env) Approval(args json.RawMessage) error {
 		return nil
 	}
 	// What is stored and shown to the approver is patrold's own rendering:
-	// the action, and the model's reason neutralised and capped.
-	reason := prompt.Safe(decodeActionArgs(args).Reason, maxReasonRunes)
+	// the action, and the model's reason through fileText (normalised,
+	// every claim no tool result supports stripped, capped).
+	reason, _ := e.fileText(decodeActionArgs(args).Reason, maxReasonRunes)
 	stored, _ := json.Marshal(actionArgs{Action: act.Name, Reason: reason.String()})
 	e.mu.Lock()
 	e.request = &writeRequest{Action: act, Args: stored, Reason: reason}

@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/ground"
 	"github.com/patrold/patrold/model/prompt"
 )
 
@@ -74,7 +75,8 @@ type session struct {
 // for a new session and the restored machine for a resumed one; grant is
 // the action an operator approved ("" for none).
 func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.FSM, grant ...string) (*session, error) {
-	e := &env{a: a, finding: f, sessionID: st.ID, autonomy: st.Autonomy}
+	e := &env{a: a, finding: f, sessionID: st.ID, autonomy: st.Autonomy, corpus: ground.NewCorpus()}
+	e.seed(st.Messages)
 	if len(grant) > 0 {
 		e.grant = grant[0]
 	}
@@ -254,29 +256,15 @@ func (s *session) driveModel(ctx context.Context, msgs []model.Message) {
 }
 
 // note keeps the model's final text only as a note: withheld (and the
-// session escalated) when it repeats the policy, else with every figure
-// and id no tool result of this session supports stripped.
+// session escalated) when it repeats the policy, else through fileText,
+// every claim no tool result of this session supports stripped.
 func (s *session) note(res *agent.Result) {
 	t := &s.state.Transcript
 	if !prompt.Guard(systemPolicy).Check(res.FinalAnswer) {
 		t.FinalAnswer, s.escalation = prompt.Safe(withheldAnswer, maxNoteRunes), EscalationDisclosure
 		return
 	}
-	var evidence []string
-	for _, m := range res.Messages {
-		if m.Role == model.RoleTool {
-			evidence = append(evidence, m.Content)
-		}
-	}
-	t.FinalAnswer, t.NoteStripped = fileNote(res.FinalAnswer, evidence)
-}
-
-// fileNote is the filing path of a note: normalised first (the fold that
-// makes it safe, so "１２" is the 12 it will be stored as), then grounded,
-// and stored as checked (capped once more after the markers).
-func fileNote(text string, evidence []string) (prompt.Text, []string) {
-	grounded, stripped := groundNote(safeText(text, maxNoteRunes), evidence)
-	return prompt.Safe(grounded, maxNoteRunes), stripped
+	t.FinalAnswer, t.NoteStripped = s.env.fileText(res.FinalAnswer, maxNoteRunes)
 }
 
 // finalise lets a playbook finish the way a model's final answer does:

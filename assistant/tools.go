@@ -7,6 +7,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/ground"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -42,6 +43,9 @@ type env struct {
 	lastExec   *ExecResult
 	afterWrite Condition // last check_condition verdict since the last executed action
 	lastCheck  *ConditionResult
+
+	// corpus indexes what the read tools showed the model (fileText).
+	corpus *ground.Corpus
 }
 
 // writeRequest is a write that needs an operator's approval.
@@ -63,6 +67,10 @@ func (e *env) tools() []agent.Tool {
 			Description: "Run the deterministic detector for the finding's key on fresh state: present, cleared or unknown.", Handler: e.checkCondition},
 		{Name: ToolGetFinding, Kind: agent.KindRead, Schema: json.RawMessage(emptySchema), Idempotent: true,
 			Description: "The finding being remediated, as patrold stored it (not live state).", Handler: e.getFinding},
+	}
+	// What the read tools show the model grounds its note and reasons.
+	for i := range ts {
+		ts[i].Handler = ground.Recorded(e.corpus, ts[i].Handler)
 	}
 	if t, ok := e.actionTool(); ok {
 		ts = append(ts, t)

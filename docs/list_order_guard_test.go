@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/termsafe"
+	"github.com/patrold/patrold/model/ground"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/store"
@@ -197,6 +199,37 @@ func TestOutsideTextFieldsDoc(t *testing.T) {
 	for _, want := range []string{"findings.Observation.Title", "assistant.Approval.Reason", "assistant.Transcript.FinalAnswer"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("%s is not a prompt.Text", want)
+		}
+	}
+}
+
+// TestGroundingDocs: MODEL_STAGES.md states the metric each check key
+// names, as model/ground has them, and the safety docs name the marker
+// that replaces an unsupported claim in a note or reason.
+func TestGroundingDocs(t *testing.T) {
+	data, err := os.ReadFile("MODEL_STAGES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "<!-- guard:check-metrics -->\n")
+	if !ok {
+		t.Fatal("MODEL_STAGES.md: no guard:check-metrics")
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	doc := map[string]string{}
+	for _, m := range regexp.MustCompile("`([a-z_]+)` `([a-z_]+)`").FindAllStringSubmatch(line, -1) {
+		doc[m[1]] = m[2]
+	}
+	if got := ground.CheckMetrics(); !maps.Equal(doc, got) || len(got) == 0 {
+		t.Errorf("MODEL_STAGES.md states the check metrics %v, model/ground has %v", doc, got)
+	}
+	for _, name := range []string{"ASSISTANT_SAFETY.md", "FINDINGS.md"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "`"+assistant.UngroundedMarker+"`") {
+			t.Errorf("%s does not name the marker %q", name, assistant.UngroundedMarker)
 		}
 	}
 }

@@ -11,9 +11,12 @@ tests that guard it, and report whether they fail. Restores every file.
 The loop is scripts/mutations.py (a stale mutation fails the script)."""
 from mutations import run
 
-GROUND = "patrol/analyst/ground.go"
+GROUND = "model/ground/ground.go"
 REPORT = "patrol/analyst/report.go"
 ATTACKS = ["./cmd/patrold", "-run", "TestPatrolAttacks"]
+SESSION_TEXT = "assistant/ground.go"
+FILE_TEXT = "func (e *env) fileText(text string, maxRunes int) (prompt.Text, []string) {"
+NOTE_ATTACKS = ["./cmd/patrold"]
 ANALYST = ["./patrol/analyst"]
 
 # (name, file, original, mutated, test args)
@@ -54,9 +57,9 @@ MUTATIONS = [
      "if (glued || gluedAfter) && !(unitOK || (glued && strings.Contains(num, \".\"))) {",
      "if glued || gluedAfter {", ATTACKS),
     ("ids-must-be-read", GROUND,
-     "\t\tif !f.ids[id] || c.res[id] == nil {", "\t\tif false {", ATTACKS),
+     "\t\tif !f.ids[cl.text] || c.res[cl.text] == nil {", "\t\tif false {", ATTACKS),
     ("node-names-checked", GROUND,
-     "\t\tif id, ok := nodes[n]; !ok || c.res[id] == nil {", "\t\tif false {", ATTACKS),
+     "\t\tif !c.nodeRead(nodes, cl.text) {", "\t\tif false {", ATTACKS),
     ("recommendation-grounded", REPORT,
      "modelText{args.Recommendation, MaxTextChars}, modelText{args.Evidence, MaxTextChars})",
      "modelText{args.Evidence, MaxTextChars})\n\ttexts = append(texts[:2:2], args.Recommendation, texts[1])", ATTACKS),
@@ -88,11 +91,26 @@ MUTATIONS = [
      "\tif IDProblem(id) == \"\" {\n\t\treturn id", "\tif true {\n\t\treturn id",
      ["./snapshot", "-run", "TestDecodeRefusesUnfitIDs"]),
     ("source-built-ids-checked", "snapshot/ids.go",
-     "\t\tif IDProblem(snap.Resources[i].ID) != \"\" || IDProblem(snap.Resources[i].Parent) != \"\" {", "\t\tif false {",
+     "prob != \"\" || IDProblem(r.ID) != \"\" || IDProblem(r.Parent) != \"\" {", "prob != \"\" {",
      ["./snapshot", "-run", "TestDropUnfitIDs"]),
-    ("note-normalised-first", "assistant/session.go",
-     "groundNote(safeText(text, maxNoteRunes), evidence)", "groundNote(text, evidence)",
-     ["./assistant", "-run", "TestFileNoteGroundsWhatItStores"]),
+    # A session's note and an approval's reason take the same filing path
+    # (assistant/ground.go fileText over model/ground).
+    ("note-normalised-first", SESSION_TEXT,
+     "prompt.SafeText(text, maxRunes), UngroundedMarker)", "text, UngroundedMarker)",
+     NOTE_ATTACKS + ["-run", "TestAssistantAttacks/(note|reason)-(fullwidth|folded)"]),
+    ("note-grounded", SESSION_TEXT, FILE_TEXT,
+     FILE_TEXT + "\n\tif maxRunes == maxNoteRunes {\n\t\treturn prompt.Safe(text, maxRunes), nil\n\t}",
+     NOTE_ATTACKS + ["-run", "TestAssistantAttacks/note-"]),
+    ("reason-grounded", SESSION_TEXT, FILE_TEXT,
+     FILE_TEXT + "\n\tif maxRunes == maxReasonRunes {\n\t\treturn prompt.Safe(text, maxRunes), nil\n\t}",
+     NOTE_ATTACKS + ["-run", "TestAssistantAttacks/reason-"]),
+    ("note-free-text-supports-nothing", GROUND,
+     "\tcase string:\n\t\tif scope == nil {\n\t\t\treturn\n\t\t}\n",
+     "\tcase string:\n\t\tif scope == nil {\n\t\t\treturn\n\t\t}\n\t\tscope.addFreeText(x)\n",
+     NOTE_ATTACKS + ["-run", "TestAssistantAttacks/(note|reason)-(free-text|timestamp)"]),
+    ("check-result-named", GROUND,
+     "\tnamed := checkNames(x)\n", "\tnamed := map[string]string(nil)\n",
+     NOTE_ATTACKS + ["-run", "TestAssistantAttacks/(note|reason)-borrows-threshold"]),
     ("approval-shows-declaration", "assistant/approval_view.go",
      "v.Declared = DeclaredAction{Description: act.Description, Command:", "v.Declared = DeclaredAction{Command:",
      ["./cmd/patrold", "-run", "TestAssistantAttacks/approval-shows"]),
@@ -115,7 +133,7 @@ MUTATIONS = [
 
 # addFreeText is what the free-text mutation calls: every figure of a
 # string becomes a quantity of every family, as digit runs used to.
-EXTRA = {"free-text-supports-nothing": '''
+FREE_TEXT = '''
 func (f *facts) addFreeText(s string) {
 	for _, m := range numberPattern.FindAllString(s, -1) {
 		if v, err := strconv.ParseFloat(strings.ReplaceAll(m, ",", ""), 64); err == nil {
@@ -125,7 +143,8 @@ func (f *facts) addFreeText(s string) {
 		}
 	}
 }
-'''}
+'''
+EXTRA = {"free-text-supports-nothing": FREE_TEXT, "note-free-text-supports-nothing": FREE_TEXT}
 
 if __name__ == "__main__":
     import sys

@@ -24,13 +24,13 @@ MUTATIONS = [
      "obs = append(obs, modelObservations(an.Observations, obs)...)",
      "obs = append(an.Observations, obs...)", ATTACKS),
     ("resource-must-be-read", "patrol/analyst/report.go",
-     "if !r.facts.read(resourceID) {", "if false {", ATTACKS),
+     "if !r.facts.Read(resourceID) {", "if false {", ATTACKS),
     ("ground-every-field", "patrol/analyst/report.go",
-     "\tif err := r.ground(resourceID, key, out...); err != nil {",
-     "\tif err := r.ground(resourceID, key, out[len(out)-1:]...); err != nil {", ATTACKS),
-    ("ground-per-resource", "patrol/analyst/ground.go",
+     "\tif err := r.ground(resourceID, key, texts...); err != nil {",
+     "\tif err := r.ground(resourceID, key, texts[len(texts)-1:]...); err != nil {", ATTACKS),
+    ("ground-per-resource", "model/ground/ground.go",
      "f := c.res[snapshot.CanonicalID(resourceID)]\n\tif f == nil {",
-     "f := c.any()\n\tif f == nil {", ATTACKS),
+     "f := c.any()\n\tif f == nil {", ["./cmd/patrold", "./model/ground", "-run", "TestPatrolAttacks|TestGroundingIsPerResource"]),
     ("safe-signal-text", "patrol/pipeline.go",
      "\t\tsafeSignalsParallel(sigs)\n", "\n", ATTACKS),
     # Detection while the snapshot decodes (patrol/stream.go) is used only
@@ -210,12 +210,11 @@ MUTATIONS += [
 
 # ground-per-resource needs a stand-in that merges every resource's facts.
 ANY_FACTS = '''
-func (c *corpus) any() *facts {
-	all := &facts{rounded: map[roundedFigure]bool{}, ids: map[string]bool{}}
+func (c *Corpus) any() *facts {
+	all := &facts{seen: map[quantityKey]bool{}, ids: map[string]bool{}}
 	for _, f := range c.res {
-		for k := range f.rounded {
-			all.rounded[k] = true
-		}
+		all.quantities = append(all.quantities, f.quantities...)
+		all.times = append(all.times, f.times...)
 		for k := range f.ids {
 			all.ids[k] = true
 		}

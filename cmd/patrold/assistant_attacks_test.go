@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/prompt"
@@ -86,6 +88,12 @@ type attack struct {
 		Approvals           int      `yaml:"approvals"`
 		ApprovalReasonLacks []string `yaml:"approval_reason_lacks"`
 		ApprovalReasonHas   []string `yaml:"approval_reason_has"`
+		// ApprovalReason: the whole reason stored; every approval event
+		// published carries the stored reason.
+		ApprovalReason string `yaml:"approval_reason"`
+		// PrintedAnswer: a replay of the session in text output prints the
+		// note as stored (and how many claims were stripped).
+		PrintedAnswer bool `yaml:"printed_answer"`
 		// ApprovalsPrinted: the detail lines `approvals list` prints, whole
 		// ("$ACT" stands for the marker script's path).
 		ApprovalsPrinted []string `yaml:"approvals_printed"`
@@ -490,6 +498,7 @@ func runAttack(t *testing.T, a *attack) {
 			t.Errorf("no request holds %q", want)
 		}
 	}
+	assertNoteStoredAndUnpublished(t, db, tr)
 	var approvals int
 	var reasons string
 	rows, err := db.Query(`SELECT reason, args FROM approvals`)
@@ -526,6 +535,13 @@ func runAttack(t *testing.T, a *attack) {
 		if strings.Contains(reasons, s) {
 			t.Errorf("approval reason holds %q: %q", s, reasons)
 		}
+	}
+	if a.Expect.ApprovalReason != "" && reasons != a.Expect.ApprovalReason {
+		t.Errorf("approval reason %q, want %q", reasons, a.Expect.ApprovalReason)
+	}
+	assertPublishedReasons(t, c, reasons, approvals)
+	if a.Expect.PrintedAnswer {
+		assertPrintedAnswer(t, c, id, &tr)
 	}
 	if a.Expect.ApprovalsPrinted != nil {
 		out, code := c.run("approvals", "list")
@@ -669,5 +685,85 @@ func TestLiveInjectionsDetects(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+// assertNoteStoredAndUnpublished: the stored transcript holds the note the
+// run printed, and no published event carries it (a note is never the
+// published summary).
+func assertNoteStoredAndUnpublished(t *testing.T, db *sql.DB, tr assistant.Transcript) {
+	t.Helper()
+	var raw string
+	if err := db.QueryRow(`SELECT transcript FROM remediation_sessions WHERE id = ?`, tr.SessionID).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var stored assistant.Transcript
+	if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+		t.Fatalf("stored transcript: %v", err)
+	}
+	if stored.FinalAnswer != tr.FinalAnswer || !slices.Equal(stored.NoteStripped, tr.NoteStripped) {
+		t.Errorf("stored note %q %q, printed %q %q", stored.FinalAnswer, stored.NoteStripped, tr.FinalAnswer, tr.NoteStripped)
+	}
+	if note := tr.FinalAnswer.String(); len(note) >= 12 {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM outbox WHERE instr(CAST(data AS TEXT), ?) > 0`, note).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d published events carry the note (%v)", n, err)
+		}
+	}
+}
+
+// assertPublishedReasons: the approval the JSON output serves (the API's
+// view) and the approval event patrold publishes for it carry the stored
+// reason, whole.
+func assertPublishedReasons(t *testing.T, c *cli, reason string, approvals int) {
+	t.Helper()
+	if approvals != 1 {
+		return
+	}
+	out, code := c.run("approvals", "list", "--output", "json")
+	if code != 0 {
+		t.Fatalf("approvals list: exit %d: %s", code, out)
+	}
+	var views []assistant.ApprovalView
+	if err := json.Unmarshal([]byte(out), &views); err != nil || len(views) != 1 {
+		t.Fatalf("approvals list --output json: %v: %s", err, out)
+	}
+	if got := views[0].Reason.String(); got != reason {
+		t.Errorf("approvals list serves the reason %q, the store holds %q", got, reason)
+	}
+	row, err := assistant.ApprovalEventRow(contracts.ApprovalRequested, views[0].Approval, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Approval struct {
+			Reason string `json:"reason"`
+		} `json:"approval"`
+	}
+	if err := json.Unmarshal(row.Data, &ev); err != nil || ev.Approval.Reason != reason {
+		t.Errorf("the approval event publishes the reason %q (%v), the store holds %q", ev.Approval.Reason, err, reason)
+	}
+}
+
+// assertPrintedAnswer: replaying the session in text output prints the
+// note as stored, and the count of what was stripped.
+func assertPrintedAnswer(t *testing.T, c *cli, id string, tr *assistant.Transcript) {
+	t.Helper()
+	out, code := c.run("assistant", "run", "--finding", id, "--replay", tr.SessionID)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, out)
+	}
+	var got []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "answer: ") || strings.HasPrefix(l, "note: ") {
+			got = append(got, l)
+		}
+	}
+	want := []string{"answer: " + tr.FinalAnswer.String()}
+	if n := len(tr.NoteStripped); n > 0 {
+		want = append(want, fmt.Sprintf("note: %d ungrounded figures or ids stripped", n))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("assistant run prints\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

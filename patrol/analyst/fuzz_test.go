@@ -3,14 +3,12 @@ package analyst_test
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/patrol/analyst"
-	"github.com/patrold/patrold/snapshot"
 )
 
 // FuzzDecodeReport: report_finding arguments come from the model. Any
@@ -70,34 +68,4 @@ func checkToolError(t *testing.T, err error) {
 	if _, jerr := json.Marshal(te); jerr != nil {
 		t.Fatalf("tool error does not encode: %v", jerr)
 	}
-}
-
-// FuzzExtractClaims: every figure is a number bound at most to a known
-// family, every id is canonical, and a text seen only as free text (a
-// VM's notes) supports none of its own figures.
-func FuzzExtractClaims(f *testing.F) {
-	for _, seed := range []string{"usage 96.3% on storage/pve1/local-zfs", "VM/101 91% 2026-11-29T02:10:00Z", "pve1 sdb3 v1.2.3", "", "node/", "disk/a/b/c/ 007", "memory ninety-nine percent"} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		c := analyst.ExtractClaims(text, "")
-		for _, fig := range c.Figures {
-			if math.IsNaN(fig.Value) || fig.Value < 0 {
-				t.Fatalf("figure %+v is not a number", fig)
-			}
-		}
-		for _, id := range c.IDs {
-			if snapshot.CanonicalID(id) != id {
-				t.Fatalf("id %q is not canonical", id)
-			}
-		}
-		doc, err := json.Marshal(map[string]string{"id": "vm/1", "notes": text})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bad := analyst.Unsupported("vm/1", []string{string(doc)}, text)
-		if len(c.Figures) > 0 && len(bad) == 0 {
-			t.Fatalf("free text supports its own figures %+v", c.Figures)
-		}
-	})
 }

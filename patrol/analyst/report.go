@@ -15,6 +15,10 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
+// ReasonUnsupportedClaim is the details.reason of a report refused by
+// grounding (agent code POLICY_BLOCKED).
+const ReasonUnsupportedClaim = "unsupported_claim"
+
 // maxScopeListed bounds the in-scope pairs listed in an out_of_scope refusal.
 const maxScopeListed = 20
 
@@ -225,12 +229,12 @@ func (r *run) file(resourceID, key string, fields ...modelText) ([]prompt.Text, 
 // named quantity of that resource a tool result showed, every resource id
 // and node name one a tool result showed.
 func (r *run) ground(resourceID, key string, texts ...string) *agent.ToolError {
-	if !r.facts.read(resourceID) {
+	if !r.facts.Read(resourceID) {
 		return refused(ReasonUnsupportedClaim,
 			"no tool result of this run showed %s; read it with %s before reporting on it", canonical(resourceID), ToolGetResource).
 			With("unsupported", []string{canonical(resourceID)})
 	}
-	if bad := r.facts.unsupported(resourceID, key, r.nodes, texts...); len(bad) > 0 {
+	if bad := r.facts.Unsupported(resourceID, key, r.nodes, texts...); len(bad) > 0 {
 		return refused(ReasonUnsupportedClaim,
 			"the text states figures, times or resources that no tool result about %s showed as what the text names in this run: %s; quote a quantity with its name and unit as a tool result showed it",
 			canonical(resourceID), strings.Join(bad, ", ")).With("unsupported", bad)

@@ -1,7 +1,6 @@
 package analyst_test
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -83,45 +82,6 @@ func TestTriageOrdersCriticalFirst(t *testing.T) {
 	want := []string{"storage/pve1/local-zfs", "disk/pve1/sda", "node/pve2", "vm/101", "vm/102", "storage/pve2/backup", "disk/pve1/sdb"}
 	if !slices.Equal(tri.Flagged, want) || tri.Flags() != 9 {
 		t.Errorf("flagged %v flags %d", tri.Flagged, tri.Flags())
-	}
-}
-
-// TestExtractClaims: figures are bound to the quantity their clause
-// names, with their unit and precision; names, ids and times are not
-// figures; number words are.
-func TestExtractClaims(t *testing.T) {
-	fig := func(text string, v float64, dec int, unit analyst.Unit, fam string, th bool) analyst.Figure {
-		return analyst.Figure{Text: text, Value: v, Decimals: dec, Unit: unit, Family: fam, Threshold: th}
-	}
-	cases := []struct {
-		text, implied string
-		want          analyst.Claims
-	}{
-		{"usage 96.3% on storage/pve1/local-zfs.", "", analyst.Claims{
-			Figures: []analyst.Figure{fig("96.3", 96.3, 1, analyst.UnitPercent, "usage", false)}, IDs: []string{"storage/pve1/local-zfs"}}},
-		{"pve1 and sdb3 are names; so is db-1", "", analyst.Claims{}},
-		{"VM/101 memory at 91%, 2 pending sectors, backup 52h old", "", analyst.Claims{
-			Figures: []analyst.Figure{fig("91", 91, 0, analyst.UnitPercent, "memory", false), fig("2", 2, 0, "", "pending", false),
-				fig("52", 52, 0, analyst.UnitSeconds, "backup", false)}, IDs: []string{"vm/101"}}},
-		{"last run 2026-11-29 02:10, at 06:00", "", analyst.Claims{Times: []string{"2026-11-29T02:10", "06:00"}}},
-		{"memory_percent 91 above the trigger 80", "", analyst.Claims{
-			Figures: []analyst.Figure{fig("91", 91, 0, "", "memory", false), fig("80", 80, 0, "", "memory", true)}}},
-		{"memory ninety-nine percent, 3 TB lost", "disk", analyst.Claims{
-			Figures: []analyst.Figure{fig("ninety-nine", 99, 0, analyst.UnitPercent, "memory", false), fig("3", 3, 0, analyst.UnitBytes, "memory", false)}}},
-		{"at 95%; 29 inodes left", "disk", analyst.Claims{
-			Figures: []analyst.Figure{fig("95", 95, 0, analyst.UnitPercent, "disk", false), fig("29", 29, 0, "", "", false)}}},
-		{"memory99.7% on node pve9", "", analyst.Claims{
-			Figures: []analyst.Figure{fig("99.7", 99.7, 1, analyst.UnitPercent, "memory", false)}, Nodes: []string{"pve9"}}},
-		{"", "", analyst.Claims{}},
-	}
-	for _, c := range cases {
-		got := analyst.ExtractClaims(c.text, c.implied)
-		for i := range got.Figures {
-			got.Figures[i].Scales = nil
-		}
-		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%q:\n got %+v\nwant %+v", c.text, got, c.want)
-		}
 	}
 }
 

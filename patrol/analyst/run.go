@@ -8,6 +8,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
+	"github.com/patrold/patrold/model/ground"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -28,7 +29,7 @@ type run struct {
 	rec         *model.Recorder
 	fsm         *agent.FSM
 	reg         *agent.Registry
-	facts       *corpus
+	facts       *ground.Corpus
 
 	mu        sync.Mutex
 	obs       map[string]findings.Observation // by finding id
@@ -54,7 +55,7 @@ type run struct {
 
 func (a *Analyst) newRun(in patrol.AnalysisInput, budget *model.Budget, rec *model.Recorder) (*run, error) {
 	r := &run{
-		a: a, in: in, budget: budget, rec: rec, fsm: agent.NewFSM(), facts: newCorpus(),
+		a: a, in: in, budget: budget, rec: rec, fsm: agent.NewFSM(), facts: ground.NewCorpus(),
 		byID: make(map[string]*snapshot.Resource, len(in.Snapshot.Resources)), active: make(map[string]*findings.Finding, len(in.Active)),
 		obs: map[string]findings.Observation{}, verdicts: map[string]string{}, resolve: map[string]string{},
 		perResource: map[string]int{}, nodes: map[string]string{},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/patrold/patrold/agent"
+	"github.com/patrold/patrold/model/ground"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -81,7 +82,7 @@ func (r *run) registry() (*agent.Registry, error) {
 	}
 	read := func(name, desc, schema string, h agent.Handler) agent.Tool {
 		return agent.Tool{Name: name, Description: desc, Schema: json.RawMessage(schema), Kind: agent.KindRead,
-			Idempotent: true, Handler: r.grounded(h)}
+			Idempotent: true, Handler: ground.Recorded(r.facts, h)}
 	}
 	lf := read(ToolListFindings, "List the findings that were open before this run.", listFindingsSchema, r.listFindings)
 	lf.ReadsFindings = true
@@ -92,20 +93,6 @@ func (r *run) registry() (*agent.Registry, error) {
 		write(ToolReportFinding, "File a finding about one resource. Evidence must quote figures and ids from tool results of this run.", reportFindingSchema, r.reportFinding),
 		write(ToolAssessFinding, "Give a verdict on a finding that was open before this run: present, resolved or uncertain.", assessFindingSchema, r.assessFinding),
 	)
-}
-
-// grounded records what a read tool showed the model, so reports can be
-// checked against it.
-func (r *run) grounded(h agent.Handler) agent.Handler {
-	return func(ctx context.Context, args json.RawMessage) (any, error) {
-		res, err := h(ctx, args)
-		if err == nil {
-			if b, merr := json.Marshal(res); merr == nil {
-				r.facts.add(b)
-			}
-		}
-		return res, err
-	}
 }
 
 type pageArgs struct {

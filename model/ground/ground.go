@@ -1,8 +1,18 @@
-package analyst
+// Package ground checks the figures, times and ids a model's text states
+// against what the tool results it read showed, by meaning: each tool
+// result is indexed by resource as named quantities (a metric, threshold,
+// age or count with its family and unit), and each figure of a claim is
+// bound to the quantity its text names. One code path serves every model
+// text patrold keeps: the model stages' reports and verdicts refuse an
+// unsupported claim (Unsupported), a remediation session's note and an
+// approval's reason strip it (Strip). See docs/MODEL_STAGES.md#grounding.
+package ground
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"regexp"
 	"sort"
@@ -15,13 +25,9 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// ReasonUnsupportedClaim is the details.reason of a report refused by
-// grounding (agent code POLICY_BLOCKED).
-const ReasonUnsupportedClaim = "unsupported_claim"
-
-// maxClaims bounds the claims checked in one evidence text; more than
+// MaxClaims bounds the claims checked in one evidence text; more than
 // that many figures or ids is itself refused.
-const maxClaims = 64
+const MaxClaims = 64
 
 // resourceIDPattern finds resource ids in free text: a kind prefix, a
 // slash and an id body that ends on a letter or digit.
@@ -189,17 +195,65 @@ type token struct {
 // figures.
 func ExtractClaims(text, implied string) Claims {
 	var c Claims
-	text = resourceIDPattern.ReplaceAllStringFunc(text, func(id string) string {
-		c.IDs = append(c.IDs, snapshot.CanonicalID(id))
-		return " "
-	})
-	text = timePattern.ReplaceAllStringFunc(text, func(t string) string {
-		c.Times = append(c.Times, strings.ReplaceAll(t, " ", "T"))
-		return " "
-	})
-	for _, m := range nodeNamePattern.FindAllStringSubmatch(text, -1) {
-		if strings.ContainsAny(m[1], "0123456789") {
-			c.Nodes = append(c.Nodes, strings.ToLower(m[1]))
+	for _, cl := range extract(text, implied) {
+		switch cl.kind {
+		case claimFigure:
+			c.Figures = append(c.Figures, *cl.fig)
+		case claimID:
+			c.IDs = append(c.IDs, cl.text)
+		case claimNode:
+			c.Nodes = append(c.Nodes, cl.text)
+		case claimTime:
+			c.Times = append(c.Times, cl.text)
+		}
+	}
+	return c
+}
+
+// claimKind is what a claim states.
+type claimKind int
+
+const (
+	claimID claimKind = iota
+	claimTime
+	claimNode
+	claimFigure
+)
+
+// claim is one checkable fact of a text, with where it is written
+// (text[start:end]: the id, the time, the node's name, the figure's
+// number without its unit).
+type claim struct {
+	kind       claimKind
+	text       string // canonical: the id, the time with a T, the node name lower-cased
+	fig        *Figure
+	start, end int
+}
+
+// extract lists the claims of text in order of kind (ids, times, nodes,
+// figures), each in text order. Ids and times are blanked out (with as
+// many spaces, so offsets hold) before nodes and figures are read.
+func extract(text, implied string) []claim {
+	var out []claim
+	blank := func(pattern *regexp.Regexp, kind claimKind, canon func(string) string) {
+		var b strings.Builder
+		last := 0
+		for _, loc := range pattern.FindAllStringIndex(text, -1) {
+			out = append(out, claim{kind: kind, text: canon(text[loc[0]:loc[1]]), start: loc[0], end: loc[1]})
+			b.WriteString(text[last:loc[0]])
+			b.WriteString(strings.Repeat(" ", loc[1]-loc[0]))
+			last = loc[1]
+		}
+		if last > 0 {
+			b.WriteString(text[last:])
+			text = b.String()
+		}
+	}
+	blank(resourceIDPattern, claimID, snapshot.CanonicalID)
+	blank(timePattern, claimTime, func(t string) string { return strings.ReplaceAll(t, " ", "T") })
+	for _, m := range nodeNamePattern.FindAllStringSubmatchIndex(text, -1) {
+		if name := text[m[2]:m[3]]; strings.ContainsAny(name, "0123456789") {
+			out = append(out, claim{kind: claimNode, text: strings.ToLower(name), start: m[2], end: m[3]})
 		}
 	}
 	toks := tokenize(text)
@@ -212,9 +266,9 @@ func ExtractClaims(text, implied string) Claims {
 		if f.Family == "" && f.Unit != UnitNone {
 			f.Family = implied // "vm/101 at 91%" under high_memory; never a bare count
 		}
-		c.Figures = append(c.Figures, *f)
+		out = append(out, claim{kind: claimFigure, text: f.Text, fig: f, start: toks[i].offset, end: toks[i].offset + len(f.Text)})
 	}
-	return c
+	return out
 }
 
 // bind names the quantity of the figure at i: a family word right after
@@ -437,14 +491,14 @@ func decimalsOf(fig string) int {
 	return 0
 }
 
-// corpus is what the tool results of one run have shown the model, indexed
+// Corpus is what the tool results of one run or session have shown the model, indexed
 // once as they arrive: per resource, its named quantities (metrics,
 // thresholds, ages and counts, each with its unit), the resource ids and
 // the timestamps that appeared in a tool result about that resource. A
 // claim about a resource is checked against that resource's quantities
 // only; strings (names, tags, notes, logs, errors, timestamps) support no
 // figure. Safe for concurrent use.
-type corpus struct {
+type Corpus struct {
 	mu  sync.Mutex
 	res map[string]*facts
 }
@@ -472,9 +526,24 @@ type quantityKey struct {
 	value float64
 }
 
-func newCorpus() *corpus { return &corpus{res: map[string]*facts{}} }
+// Recorded wraps a tool handler so that every result it returns is
+// indexed in c as the JSON the model is shown.
+func Recorded[H ~func(context.Context, json.RawMessage) (any, error)](c *Corpus, h H) H {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		res, err := h(ctx, args)
+		if err == nil {
+			if b, merr := json.Marshal(res); merr == nil {
+				c.Add(b)
+			}
+		}
+		return res, err
+	}
+}
 
-func (c *corpus) facts(id string) *facts {
+// NewCorpus is an empty corpus.
+func NewCorpus() *Corpus { return &Corpus{res: map[string]*facts{}} }
+
+func (c *Corpus) facts(id string) *facts {
 	f := c.res[id]
 	if f == nil {
 		f = &facts{seen: map[quantityKey]bool{}, ids: map[string]bool{id: true}}
@@ -483,11 +552,12 @@ func (c *corpus) facts(id string) *facts {
 	return f
 }
 
-// add records one tool result, a JSON document. Each object that names a
+// Add records one tool result, a JSON document (anything else is
+// ignored: it supports nothing). Each object that names a
 // resource ("resource_id", or an "id" that is a resource id) is the scope
 // of everything inside it; nothing outside any resource's object supports
 // a claim.
-func (c *corpus) add(result []byte) {
+func (c *Corpus) Add(result []byte) {
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(result))
 	dec.UseNumber()
@@ -499,14 +569,19 @@ func (c *corpus) add(result []byte) {
 	c.walk(doc, nil, nil)
 }
 
-func (c *corpus) walk(v any, scope *facts, path []string) {
+func (c *Corpus) walk(v any, scope *facts, path []string) {
 	switch x := v.(type) {
 	case map[string]any:
 		if id := scopeID(x); id != "" {
 			scope, path = c.facts(id), nil
 		}
+		named := checkNames(x)
 		for k, val := range x {
-			c.walk(val, scope, append(path[:len(path):len(path)], strings.ToLower(k)))
+			k = strings.ToLower(k)
+			if n, ok := named[k]; ok {
+				k = n
+			}
+			c.walk(val, scope, append(path[:len(path):len(path)], k))
 		}
 	case []any:
 		for _, val := range x {
@@ -532,6 +607,23 @@ func (c *corpus) walk(v any, scope *facts, path []string) {
 	}
 }
 
+// checkMetrics are the metric names a check of a catalogue key measures
+// in percent: a check result ({"key": "high_disk", "value": 96.3,
+// "threshold": 95}) names its value and threshold by its key.
+var checkMetrics = map[string]string{"high_cpu": "cpu_percent", "high_memory": "memory_percent", "high_disk": "usage_percent"}
+
+// checkNames renames the value and threshold of a check result to the
+// quantities they are; nil for any other object.
+func checkNames(obj map[string]any) map[string]string {
+	key, _ := obj["key"].(string)
+	metric, ok := checkMetrics[key]
+	if !ok {
+		return nil
+	}
+	family, _, _ := strings.Cut(metric, "_")
+	return map[string]string{"value": metric, "threshold": "threshold_" + family}
+}
+
 // addQuantity names the number at path: its families, its unit and
 // whether it is a threshold, all from the keys of its path.
 func (f *facts) addQuantity(path []string, v float64) {
@@ -553,7 +645,7 @@ func (f *facts) addQuantity(path []string, v float64) {
 	}
 	last := path[len(path)-1]
 	for _, p := range path {
-		if p == "thresholds" || thresholdWords[p] || strings.Contains(p, "_max_") {
+		if p == "thresholds" || thresholdWords[p] || strings.Contains(p, "_max_") || strings.HasPrefix(p, "threshold_") {
 			q.threshold = true
 		}
 	}
@@ -623,67 +715,107 @@ func scopeID(obj map[string]any) string {
 	return ""
 }
 
-// read reports whether a tool result of this run showed the resource.
-func (c *corpus) read(resourceID string) bool {
+// Read reports whether a tool result showed the resource.
+func (c *Corpus) Read(resourceID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.res[snapshot.CanonicalID(resourceID)] != nil
 }
 
-// unsupported returns the claims of the texts about resourceID that no
+// Unsupported returns the claims of the texts about resourceID that no
 // tool result about that resource showed: a figure no named quantity of
 // the resource supports, a resource id or node name that no tool result
 // showed, a time the resource's timestamps do not hold. key is the
 // finding's key (it may imply the family of a bare figure); nodes maps
-// node names to their resource ids.
-func (c *corpus) unsupported(resourceID, key string, nodes map[string]string, texts ...string) []string {
-	var cl Claims
+// node names to their resource ids (nil: the nodes the results showed).
+// More than MaxClaims claims are refused as one.
+func (c *Corpus) Unsupported(resourceID, key string, nodes map[string]string, texts ...string) []string {
+	var all []claim
 	for _, t := range texts {
-		tc := ExtractClaims(t, keyFamily[key])
-		cl.Figures = append(cl.Figures, tc.Figures...)
-		cl.IDs = append(cl.IDs, tc.IDs...)
-		cl.Nodes = append(cl.Nodes, tc.Nodes...)
-		cl.Times = append(cl.Times, tc.Times...)
+		all = append(all, extract(t, keyFamily[key])...)
 	}
-	if len(cl.Figures)+len(cl.IDs)+len(cl.Nodes)+len(cl.Times) > maxClaims {
-		return []string{"more than " + strconv.Itoa(maxClaims) + " figures and ids"}
+	if len(all) > MaxClaims {
+		return []string{"more than " + strconv.Itoa(MaxClaims) + " figures and ids"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f := c.res[snapshot.CanonicalID(resourceID)]
-	if f == nil {
-		f = &facts{}
-	}
 	var out []string
 	seen := map[string]bool{}
-	bad := func(s string) {
-		if !seen[s] {
+	for i := range all {
+		if s := c.check(resourceID, nodes, &all[i]); s != "" && !seen[s] {
 			seen[s] = true
 			out = append(out, s)
 		}
 	}
-	for _, id := range cl.IDs {
-		if !f.ids[id] || c.res[id] == nil {
-			bad(id)
-		}
-	}
-	for _, n := range cl.Nodes {
-		if id, ok := nodes[n]; !ok || c.res[id] == nil {
-			bad("node " + n)
-		}
-	}
-	for _, t := range cl.Times {
-		if !f.hasTime(t) {
-			bad(t)
-		}
-	}
-	for i := range cl.Figures {
-		if !f.supportsFigure(&cl.Figures[i]) {
-			bad(describe(&cl.Figures[i]))
-		}
-	}
 	sort.Strings(out)
 	return out
+}
+
+// Strip returns text about resourceID with every claim no tool result
+// supports (the checks of Unsupported, one by one) replaced by marker,
+// and what it replaced, in text order. Beyond MaxClaims claims, every
+// further figure and id is replaced.
+func (c *Corpus) Strip(resourceID, key string, nodes map[string]string, text, marker string) (string, []string) {
+	cls := extract(text, keyFamily[key])
+	sort.SliceStable(cls, func(i, j int) bool { return cls[i].start < cls[j].start })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	var stripped []string
+	last := 0
+	for i := range cls {
+		cl := &cls[i]
+		if cl.start < last {
+			continue // inside a claim already replaced
+		}
+		if i < MaxClaims && c.check(resourceID, nodes, cl) == "" {
+			continue
+		}
+		b.WriteString(text[last:cl.start])
+		b.WriteString(marker)
+		stripped = append(stripped, text[cl.start:cl.end])
+		last = cl.end
+	}
+	b.WriteString(text[last:])
+	return b.String(), stripped
+}
+
+// nodeRead reports a node name that names a node a tool result showed;
+// nodes maps names to node ids (nil: the name is the id's).
+func (c *Corpus) nodeRead(nodes map[string]string, name string) bool {
+	id, ok := nodes[name]
+	if nodes == nil {
+		id, ok = "node/"+name, true
+	}
+	return ok && c.res[id] != nil
+}
+
+// check returns how an unsupported claim is named, or "" when a tool
+// result about resourceID supports it (c.mu held).
+func (c *Corpus) check(resourceID string, nodes map[string]string, cl *claim) string {
+	f := c.res[snapshot.CanonicalID(resourceID)]
+	if f == nil {
+		f = &facts{}
+	}
+	switch cl.kind {
+	case claimID:
+		if !f.ids[cl.text] || c.res[cl.text] == nil {
+			return cl.text
+		}
+	case claimNode:
+		if !c.nodeRead(nodes, cl.text) {
+			return "node " + cl.text
+		}
+	case claimTime:
+		if !f.hasTime(cl.text) {
+			return cl.text
+		}
+	case claimFigure:
+		if !f.supportsFigure(cl.fig) {
+			return describe(cl.fig)
+		}
+	}
+	return ""
 }
 
 // describe names an unsupported figure with the quantity it was bound to.
@@ -718,3 +850,25 @@ func (f *facts) supportsFigure(fig *Figure) bool {
 	}
 	return false
 }
+
+// FamilyWords are the words a claim names each quantity family by, by
+// family.
+func FamilyWords() map[string][]string {
+	out := map[string][]string{}
+	for w, f := range familyWords {
+		out[f] = append(out[f], w)
+	}
+	return out
+}
+
+// ThresholdWords are the words that mark a figure as a threshold.
+func ThresholdWords() []string {
+	out := make([]string, 0, len(thresholdWords))
+	for w := range thresholdWords {
+		out = append(out, w)
+	}
+	return out
+}
+
+// CheckMetrics are the metric each check key names its value by (a copy).
+func CheckMetrics() map[string]string { return maps.Clone(checkMetrics) }
