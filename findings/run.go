@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/patrold/patrold/snapshot"
 )
 
 // RunRecord is the stored record of one patrol run.
@@ -56,6 +58,10 @@ type RunInput struct {
 	// run detected (CheckDetected).
 	Resolve map[string]string
 	Policy  PublishPolicy
+	// InScope, when set, is the scope of a scoped run: an active finding
+	// whose resource (canonical id) it refuses is left as it is, never
+	// resolved, whatever the snapshot lacks.
+	InScope func(resourceID string) bool
 }
 
 // FinishFunc completes the run record from the changes, inside the
@@ -84,6 +90,9 @@ type RunSummary struct {
 // Resolution decides whether an active finding that was not observed this
 // run resolves, and why ("" keeps it open).
 func (in RunInput) Resolution(f *Finding) string {
+	if in.InScope != nil && !in.InScope(snapshot.CanonicalID(f.ResourceID)) {
+		return "" // outside a scoped run: this run knows nothing of it
+	}
 	check := CheckAbsent
 	if in.Check != nil {
 		check = in.Check(f)

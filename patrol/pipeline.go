@@ -40,6 +40,11 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		return err
 	}
 	rep.Source = snap.Source
+	var inScope map[string]bool
+	if len(ro.Scope) > 0 {
+		snap, inScope = scopeSnapshot(snap, ro.Scope)
+		rep.Scope = &Scope{Resources: canonicalIDs(ro.Scope), Reason: ro.Reason, Patrolled: len(snap.Resources)}
+	}
 	if !snap.TakenAt.IsZero() {
 		t := snap.TakenAt
 		rep.TakenAt = &t
@@ -188,6 +193,9 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		Observations: obs, Complete: complete, Reconcile: true,
 		Check: checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources)), Policy: set.Publish,
 	}
+	if inScope != nil {
+		in.InScope = func(id string) bool { return inScope[id] }
+	}
 	if an != nil {
 		in.Resolve = an.Resolve
 		rep.exchange = an.Exchange
@@ -250,8 +258,8 @@ func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOp
 // otherwise (a given snapshot, another source, or active findings that
 // cannot be read now: the run then detects after the collection).
 func (r *Runner) streamFor(ctx context.Context, set Settings, ro RunOptions) *detectStream {
-	if ro.Snapshot != nil {
-		return nil
+	if ro.Snapshot != nil || len(ro.Scope) > 0 {
+		return nil // a scoped run detects over its scope, after collection
 	}
 	if _, ok := set.Source.(snapshot.KeptSource); !ok {
 		return nil

@@ -55,8 +55,10 @@ const (
 
 // Report is the run report (docs/PATROL_ARCHITECTURE.md).
 type Report struct {
-	RunID            string             `json:"run_id"`
-	Trigger          Trigger            `json:"trigger"`
+	RunID   string  `json:"run_id"`
+	Trigger Trigger `json:"trigger"`
+	// Scope is set for a scoped run.
+	Scope            *Scope             `json:"scope,omitempty"`
 	Status           string             `json:"status"`
 	StatusReasons    []string           `json:"status_reasons"`
 	Analysis         string             `json:"analysis"`

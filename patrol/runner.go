@@ -186,6 +186,12 @@ type RunOptions struct {
 	// so a run over a stored snapshot is reproducible; collected
 	// snapshots are always probed.
 	Probe bool
+	// Scope, when set, makes the run a scoped run: it detects and files
+	// only for these resources, their parents and their children, and
+	// never resolves a finding outside them. Reason says why (the report
+	// records both).
+	Scope  []string
+	Reason string
 }
 
 // Run executes one patrol run. It returns ErrBusy (as *BusyError) when a

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Show that every rule of incident handling is tested: inhibition (each
 rule, the severity a full storage needs, held findings kept from the
-stream and from investigation, release by the sweep). Each mutation
-removes one rule; its tests must fail."""
+stream and from investigation, release by the sweep) and the scope of a
+scoped run (nothing outside it resolved, nothing outside it patrolled).
+Each mutation removes one rule; its tests must fail."""
 from mutations import run
 
 FINDINGS = ["./findings", "-run", "TestInhibitRules|TestGateRefusesInhibited"]
 STREAM = ["./daemon", "-run", "TestInhibition"]
+SCOPE = ["./patrol", "-run", "TestScopedRun"]
 
 MUTATIONS = [
     ("inhibit-node-offline", "findings/inhibit.go",
@@ -35,6 +37,14 @@ MUTATIONS = [
      "_ = explained", STREAM),
     ("sweep-releases", "store/sweep.go",
      "if orphans[f.ID] {", "if false && orphans[f.ID] {", STREAM),
+    ("scope-resolves-nothing-else", "findings/run.go",
+     "if in.InScope != nil && !in.InScope(snapshot.CanonicalID(f.ResourceID)) {",
+     "if false && in.InScope != nil && !in.InScope(snapshot.CanonicalID(f.ResourceID)) {", SCOPE),
+    ("scope-absent-is-outside", "patrol/scope.go",
+     "return out, present", "return out, scope", SCOPE),
+    ("scope-filters-snapshot", "patrol/scope.go",
+     "\t\tif scope[snap.Resources[i].ID] {\n\t\t\tout.Resources",
+     "\t\tif true {\n\t\t\tout.Resources", SCOPE),
     ("pipeline-inhibits", "patrol/pipeline.go",
      "\tinhibit(obs, byID)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
 ]
