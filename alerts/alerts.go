@@ -36,10 +36,15 @@ const (
 	// The threshold falls, like wear.
 	DefaultForecastDays     = 30.0
 	DefaultForecastDaysCrit = 7.0
-	DefaultClearMargin      = 5.0
-	DefaultBackupMaxAge     = 48 * time.Hour
-	maxPercent              = 100.0
-	noCritical              = 0.0
+	// Failing items of a backup datastore (jobs whose last run failed,
+	// snapshots whose last verification failed), opened at or above the
+	// trigger; a count clears at the trigger itself (no margin).
+	DefaultBackupJobs     = 1.0
+	DefaultBackupJobsCrit = 3.0
+	DefaultClearMargin    = 5.0
+	DefaultBackupMaxAge   = 48 * time.Hour
+	maxPercent            = 100.0
+	noCritical            = 0.0
 )
 
 // ThresholdSetting is one configured threshold; nil fields are unset and fall
@@ -70,6 +75,9 @@ type StorageSettings struct {
 	Usage ThresholdSetting `koanf:"usage" json:"usage" yaml:"usage"`
 	// Forecast is days to a full pool (falls).
 	Forecast ThresholdSetting `koanf:"forecast" json:"forecast" yaml:"forecast"`
+	// BackupJobs counts a backup datastore's failing jobs and failed
+	// verifications (rises; clear defaults to the trigger).
+	BackupJobs ThresholdSetting `koanf:"backup_jobs" json:"backup_jobs" yaml:"backup_jobs"`
 }
 
 // DiskSettings are thresholds for disks. Temperature is in °C and rises
@@ -128,6 +136,7 @@ type Thresholds struct {
 	Temperature  Threshold // disk temperature_c, rising
 	Wear         Threshold // disk wearout_percent (life left), falling
 	Forecast     Threshold // days to full of storage or a guest disk, falling
+	BackupJobs   Threshold // failing jobs and verifications of a backup datastore, rising
 	BackupMaxAge time.Duration
 }
 
@@ -204,6 +213,7 @@ func builtinSet() thresholdSets {
 		storage: Thresholds{
 			Disk:         Threshold{Trigger: DefaultStorageUsage, Clear: DefaultStorageUsage - DefaultClearMargin, Critical: DefaultStorageCrit},
 			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
+			BackupJobs:   Threshold{Trigger: DefaultBackupJobs, Clear: DefaultBackupJobs, Critical: DefaultBackupJobsCrit},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		disk: Thresholds{
@@ -254,6 +264,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 	case kind == snapshot.KindStorage:
 		out.Disk = apply(out.Disk, s.Storage.Usage)
 		out.Forecast = applyFalling(out.Forecast, s.Storage.Forecast)
+		out.BackupJobs = applyDir(out.BackupJobs, s.Storage.BackupJobs, 0)
 	case kind == snapshot.KindDisk:
 		out.Temperature = apply(out.Temperature, s.Disk.Temperature)
 		out.Wear = applyFalling(out.Wear, s.Disk.Wear)
@@ -307,6 +318,19 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 			errs = append(errs, fmt.Sprintf("%s.critical: %g must be above trigger %g", k, t.Critical, t.Trigger))
 		}
 	}
+	// A count: clear may equal the trigger (held until it falls below).
+	checkCount := func(name string, set ThresholdSetting, t Threshold) {
+		k := key + "." + name
+		if !inRange(k, set) {
+			return
+		}
+		if t.Clear > t.Trigger {
+			errs = append(errs, fmt.Sprintf("%s.clear: %g must be at most trigger %g", k, t.Clear, t.Trigger))
+		}
+		if t.Critical != noCritical && t.Critical <= t.Trigger {
+			errs = append(errs, fmt.Sprintf("%s.critical: %g must be above trigger %g", k, t.Critical, t.Trigger))
+		}
+	}
 	check("node.cpu", s.Node.CPU, eff.node.CPU)
 	check("node.memory", s.Node.Memory, eff.node.Memory)
 	check("guest.cpu", s.Guest.CPU, eff.guest.CPU)
@@ -315,6 +339,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	check("storage.usage", s.Storage.Usage, eff.storage.Disk)
 	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
 	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)
+	checkCount("storage.backup_jobs", s.Storage.BackupJobs, eff.storage.BackupJobs)
 	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)
 	checkFalling("disk.wear", s.Disk.Wear, eff.disk.Wear)
 	if s.Backup.MaxAge != nil && *s.Backup.MaxAge <= 0 {

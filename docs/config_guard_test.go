@@ -267,6 +267,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("storage.usage", storage.Disk)
 	put("guest.forecast", guest.Forecast)
 	put("storage.forecast", storage.Forecast)
+	put("storage.backup_jobs", storage.BackupJobs)
 	put("disk.temperature", disk.Temperature)
 	put("disk.wear", disk.Wear)
 	out["alerts.defaults.backup.max_age"] = cfgShortDuration(node.BackupMaxAge)

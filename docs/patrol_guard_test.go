@@ -335,17 +335,22 @@ func patrolDocCheckConstants(doc, docName, block string, consts map[string]patro
 // patrolDocThresholdConsts maps each documented setting to the alerts
 // constants of its trigger and critical ("" when it has none).
 var patrolDocThresholdConsts = map[string][2]string{
-	"node.cpu":         {"DefaultNodeCPU", ""},
-	"node.memory":      {"DefaultNodeMemory", ""},
-	"guest.cpu":        {"DefaultGuestCPU", ""},
-	"guest.memory":     {"DefaultGuestMemory", ""},
-	"guest.disk":       {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
-	"storage.usage":    {"DefaultStorageUsage", "DefaultStorageCrit"},
-	"disk.temperature": {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
-	"disk.wear":        {"DefaultDiskWear", "DefaultDiskWearCrit"},
-	"guest.forecast":   {"DefaultForecastDays", "DefaultForecastDaysCrit"},
-	"storage.forecast": {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"node.cpu":            {"DefaultNodeCPU", ""},
+	"node.memory":         {"DefaultNodeMemory", ""},
+	"guest.cpu":           {"DefaultGuestCPU", ""},
+	"guest.memory":        {"DefaultGuestMemory", ""},
+	"guest.disk":          {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
+	"storage.usage":       {"DefaultStorageUsage", "DefaultStorageCrit"},
+	"disk.temperature":    {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
+	"disk.wear":           {"DefaultDiskWear", "DefaultDiskWearCrit"},
+	"guest.forecast":      {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"storage.forecast":    {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"storage.backup_jobs": {"DefaultBackupJobs", "DefaultBackupJobsCrit"},
 }
+
+// patrolDocCounts are the settings that count failing items: their clear
+// is the trigger itself.
+var patrolDocCounts = map[string]bool{"storage.backup_jobs": true}
 
 // patrolDocFalling are the settings whose threshold falls: their clear is
 // trigger + DefaultClearMargin.
@@ -396,6 +401,9 @@ func patrolDocCheckThresholds(doc string, consts map[string]patrolDocConst) []st
 		margin := -value("DefaultClearMargin")
 		if patrolDocFalling[setting] {
 			margin = -margin
+		}
+		if patrolDocCounts[setting] {
+			margin = 0
 		}
 		want := []string{strconv.FormatFloat(trigger, 'g', -1, 64), strconv.FormatFloat(trigger+margin, 'g', -1, 64), "none"}
 		if c[1] != "" {

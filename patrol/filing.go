@@ -27,6 +27,7 @@ var titles = map[signals.Type]string{
 	signals.TypeDiskTemperature:  "Disk %s is running hot",
 	signals.TypeDiskWear:         "Disk %s is wearing out",
 	signals.TypeZFSPoolDegraded:  "ZFS pool %s is not healthy",
+	signals.TypeBackupJobFailed:  "Backup datastore %s has failing jobs or verifications",
 	signals.TypeCapacityForecast: "%s is filling up",
 }
 
@@ -52,6 +53,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeDiskTemperature:  "Check the cooling and airflow around the disk and the load on it; sustained heat shortens its life.",
 	signals.TypeDiskWear:         "Plan the disk's replacement before its life runs out; make sure backups of the data on it are current.",
 	signals.TypeZFSPoolDegraded:  "Run zpool status on the node, replace or reattach the failing device and scrub the pool; zpool clear once it is fixed.",
+	signals.TypeBackupJobFailed:  "Open the failed job's last task log on the backup server; for failed verifications, take a new backup of the guest and verify it again.",
 	signals.TypeCapacityForecast: "Find what is growing (backups, snapshots, logs) and prune it or add capacity before the projected date.",
 }
 

@@ -95,7 +95,7 @@ MUTATIONS += [
     ("disk-wear-edge", "signals/health.go",
      "\t\t\treturn v <= x\n", "\t\t\treturn v < x\n", SIG + ["-run", "TestDiskWear"]),
     ("disk-level-hysteresis", "signals/health.go",
-     "case reached(t.Clear) && active[", "case false && active[", SIG + ["-run", "TestDisk"]),
+     "case reached(t.Clear) && active:", "case false && active:", SIG + ["-run", "TestDisk"]),
     ("disk-level-critical", "signals/health.go",
      "if t.Critical > 0 && reached(t.Critical) {", "if false {", SIG + ["-run", "TestDisk"]),
     ("wear-clear-falls", "alerts/alerts.go",
@@ -113,6 +113,31 @@ MUTATIONS += [
      'if errs > 0 && severity == "" {', "if false {", SIG + ["-run", "TestZFSPoolDegraded"]),
     ("zfs-pool", "signals/signals.go",
      "if s, ok := zfsPool(r); ok {", "if s, ok := zfsPool(r); ok && false {", SIG + ["-run", "TestZFSPoolDegraded"]),
+]
+
+# backup_job_failed (a backup datastore's jobs and verifications).
+MUTATIONS += [
+    ("backup-job-failed", "signals/signals.go",
+     "out = appendBackupJobs(out, r, t.BackupJobs, active)", "_ = appendBackupJobs", SIG + ["-run", "TestBackupJobFailed"]),
+    ("backup-job-failed-jobs", "signals/health.go",
+     "if j.LastStatus == snapshot.BackupFailed {", "if false {", SIG + ["-run", "TestBackupJobFailed"]),
+    ("backup-job-failed-verifications", "signals/health.go",
+     "n := len(jobs) + len(bs.VerifyFailed)", "n := len(jobs)", SIG + ["-run", "TestBackupJobFailed"]),
+    ("backup-job-failed-hysteresis", "signals/health.go",
+     "level(float64(n), t, false, active[Key{Type: TypeBackupJobFailed, ResourceID: r.ID}])", "level(float64(n), t, false, false)",
+     SIG + ["-run", "TestBackupJobFailed"]),
+    ("backup-job-failed-evaluated", "signals/signals.go",
+     "return r.Kind == snapshot.KindStorage && r.BackupStore != nil", "return r.Kind == snapshot.KindStorage",
+     SIG + ["-run", "TestBackupJobFailed"]),
+    ("backup-jobs-clear-at-trigger", "alerts/alerts.go",
+     "out.BackupJobs = applyDir(out.BackupJobs, s.Storage.BackupJobs, 0)", "out.BackupJobs = apply(out.BackupJobs, s.Storage.BackupJobs)",
+     SIG + ["-run", "TestBackupJob"]),
+    ("decoder-reads-backup-store", "snapshot/fast.go",
+     '\t"backup_store": fBackupStore,\n', "\n", ["./snapshot", "-run", "TestBackupStoreField"]),
+    ("backup-store-job-type", "snapshot/wire.go",
+     "case !slices.Contains(JobTypes, job.Type):", "case false:", ["./snapshot", "-run", "TestBackupStoreField"]),
+    ("backup-jobs-clear-rule", "alerts/alerts.go",
+     "if t.Clear > t.Trigger {", "if false {", SIG + ["-run", "TestBackupJobsThresholdRules"]),
 ]
 
 # capacity_forecast and its stored history.

@@ -21,28 +21,12 @@ func appendLevel(out []Signal, r *snapshot.Resource, typ Type, reading *int64, t
 	if reading == nil || t.Trigger <= 0 {
 		return out
 	}
-	v := float64(*reading)
-	// reached reports whether v is at or past x in the bad direction.
-	reached := func(x float64) bool {
-		if falling {
-			return v <= x
-		}
-		return v >= x
-	}
-	held := false
-	switch {
-	case reached(t.Trigger):
-	case reached(t.Clear) && active[Key{Type: typ, ResourceID: r.ID}]:
-		held = true
-	default:
+	severity, threshold, held, ok := level(float64(*reading), t, falling, active[Key{Type: typ, ResourceID: r.ID}])
+	if !ok {
 		return out
 	}
-	severity, threshold := SeverityWarning, t.Trigger
-	if t.Critical > 0 && reached(t.Critical) {
-		severity, threshold = SeverityCritical, t.Critical
-	}
 	s := newSignal(r, typ, severity)
-	s.Value, s.Threshold = v, threshold
+	s.Value, s.Threshold = float64(*reading), threshold
 	field, what, unit, edge := "temperature_c", "at", " °C", "at or above"
 	if falling {
 		field, what, unit, edge = "wearout_percent", "has", "% life left", "at or below"
@@ -56,6 +40,85 @@ func appendLevel(out []Signal, r *snapshot.Resource, typ Type, reading *int64, t
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
 		s.Summary = fmt.Sprintf("disk %s %s %d%s, still %s clear %s after reaching %s", display(r), what, *reading, unit, edge, g(t.Clear), g(t.Trigger))
+	}
+	return append(out, s)
+}
+
+// level judges v against t, rising or falling, for a signal that was
+// open before (active) or not: ok when it opens or is held (held: only
+// by hysteresis), critical at or past critical.
+func level(v float64, t alerts.Threshold, falling, active bool) (severity string, threshold float64, held, ok bool) {
+	// reached reports whether v is at or past x in the bad direction.
+	reached := func(x float64) bool {
+		if falling {
+			return v <= x
+		}
+		return v >= x
+	}
+	switch {
+	case reached(t.Trigger):
+	case reached(t.Clear) && active:
+		held = true
+	default:
+		return "", 0, false, false
+	}
+	severity, threshold = SeverityWarning, t.Trigger
+	if t.Critical > 0 && reached(t.Critical) {
+		severity, threshold = SeverityCritical, t.Critical
+	}
+	return severity, threshold, held, true
+}
+
+// appendBackupJobs: a backup datastore's failing items (jobs whose last
+// run failed, backup snapshots whose last verification failed) counted
+// against storage.backup_jobs, rising, with hysteresis.
+func appendBackupJobs(out []Signal, r *snapshot.Resource, t alerts.Threshold, active Active) []Signal {
+	bs := r.BackupStore
+	if bs == nil || t.Trigger <= 0 {
+		return out
+	}
+	var jobs []string
+	lastError := ""
+	for _, j := range bs.Jobs {
+		if j.LastStatus == snapshot.BackupFailed {
+			jobs = append(jobs, j.Type+" "+j.ID)
+			if lastError == "" {
+				lastError = j.LastError
+			}
+		}
+	}
+	n := len(jobs) + len(bs.VerifyFailed)
+	severity, threshold, held, ok := level(float64(n), t, false, active[Key{Type: TypeBackupJobFailed, ResourceID: r.ID}])
+	if !ok {
+		return out
+	}
+	s := newSignal(r, TypeBackupJobFailed, severity)
+	s.Value, s.Threshold = float64(n), threshold
+	s.Evidence = map[string]any{"failed_jobs": len(jobs), "verify_failed": len(bs.VerifyFailed), "trigger": t.Trigger, "clear": t.Clear}
+	if t.Critical > 0 {
+		s.Evidence["critical"] = t.Critical
+	}
+	var parts []string
+	if len(jobs) > 0 {
+		s.Evidence["jobs"] = clip(strings.Join(jobs, ", "), MaxNameRunes)
+		parts = append(parts, fmt.Sprintf("last run failed: %s", strings.Join(jobs, ", ")))
+	}
+	if lastError != "" {
+		s.Evidence["last_error"] = clip(lastError, MaxNameRunes)
+	}
+	if len(bs.VerifyFailed) > 0 {
+		s.Evidence["first_verify_failed"] = clip(bs.VerifyFailed[0], MaxNameRunes)
+		parts = append(parts, fmt.Sprintf("%d backup snapshots failed verification", len(bs.VerifyFailed)))
+	}
+	if n == 0 {
+		parts = append(parts, "nothing failing now")
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	s.Summary = fmt.Sprintf("backup datastore %s: %s (%d failing, at or above %s)", display(r), strings.Join(parts, "; "), n, g(threshold))
+	if held {
+		s.Evidence["held_by_hysteresis"] = true
+		s.Summary = fmt.Sprintf("backup datastore %s: %s (%d failing, still at or above clear %s after reaching %s)",
+			display(r), strings.Join(parts, "; "), n, g(t.Clear), g(t.Trigger))
 	}
 	return append(out, s)
 }

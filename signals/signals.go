@@ -28,12 +28,13 @@ const (
 	TypeDiskWear         Type = "disk_wear"
 	TypeZFSPoolDegraded  Type = "zfs_pool_degraded"
 	TypeCapacityForecast Type = "capacity_forecast"
+	TypeBackupJobFailed  Type = "backup_job_failed"
 )
 
 // Types lists the catalogue in detection order.
 var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
-	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast,
+	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 }
 
 // Severities a signal can carry.
@@ -58,7 +59,7 @@ func (t Type) Category() string {
 		return CategoryPerformance
 	case TypeHighDisk, TypeCapacityForecast:
 		return CategoryCapacity
-	case TypeBackupFailed, TypeBackupStale:
+	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed:
 		return CategoryBackup
 	default:
 		// smart_failure, guest_unreachable, node_offline,
@@ -165,6 +166,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := zfsPool(r); ok {
 			out = append(out, s)
 		}
+		out = appendBackupJobs(out, r, t.BackupJobs, active)
 	}
 	return out
 }
@@ -216,6 +218,8 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		return r.Kind == snapshot.KindDisk && r.Smart != nil && r.Smart.WearoutPercent != nil
 	case TypeZFSPoolDegraded:
 		return r.Kind == snapshot.KindStorage && r.ZFS != nil && zfsStateKnown(r.ZFS.State)
+	case TypeBackupJobFailed:
+		return r.Kind == snapshot.KindStorage && r.BackupStore != nil
 	}
 	return false
 }

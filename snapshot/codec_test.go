@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/patrold/patrold/snapshot"
 )
@@ -233,5 +234,35 @@ func TestDiskAndPoolFields(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, wantProbs) {
 		t.Errorf("problems\n%q\nwant\n%q", got, wantProbs)
+	}
+}
+
+// TestBackupStoreField: a datastore's jobs and failed verifications
+// decode whole (the streaming decoder hands the resource to the
+// reference one), and a job without id or of an unknown type drops it.
+func TestBackupStoreField(t *testing.T) {
+	doc := `{"version":1,"resources":[
+{"id":"storage/pbs1/store1","kind":"storage","status":"online","metrics":{"usage_percent":50},
+ "backup_store":{"jobs":[{"id":"v-1","type":"verify","last_status":"failed","last_error":"verification failed","last_finished_at":"2026-11-30T02:00:00Z"},
+  {"id":"store1","type":"gc","last_status":"ok"}],"verify_failed":["vm/100/2026-11-30T02:00:00Z"]}},
+{"id":"storage/pbs1/store2","kind":"storage","backup_store":{"jobs":[{"id":" ","type":"verify"}]}},
+{"id":"storage/pbs1/store3","kind":"storage","backup_store":{"jobs":[{"id":"x","type":"backup"}]}}]}`
+	snap, problems, err := snapshot.Decode([]byte(doc), snapshot.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	want := []snapshot.Resource{{ID: "storage/pbs1/store1", Kind: snapshot.KindStorage, Status: "online", Metrics: snapshot.Metrics{{Name: "usage_percent", Value: 50}},
+		BackupStore: &snapshot.BackupStore{Jobs: []snapshot.Job{{ID: "v-1", Type: "verify", LastStatus: snapshot.BackupFailed, LastError: "verification failed", LastFinishedAt: &at},
+			{ID: "store1", Type: "gc", LastStatus: snapshot.BackupOK}}, VerifyFailed: []string{"vm/100/2026-11-30T02:00:00Z"}}}}
+	if !reflect.DeepEqual(snap.Resources, want) {
+		t.Fatalf("resources:\n got %+v\nwant %+v", snap.Resources, want)
+	}
+	wantProblems := []snapshot.Problem{
+		{ID: "storage/pbs1/store2", Index: 1, Field: "backup_store.jobs[0].id", Problem: "required"},
+		{ID: "storage/pbs1/store3", Index: 2, Field: "backup_store.jobs[0].type", Problem: `"backup" is not one of verify, prune, gc, sync`},
+	}
+	if !reflect.DeepEqual(problems, wantProblems) {
+		t.Fatalf("problems:\n got %+v\nwant %+v", problems, wantProblems)
 	}
 }

@@ -76,13 +76,15 @@ const (
 	fLogs
 	fZFS
 	fParents
+	fBackupStore
 )
 
 var resourceKeys = map[string]int{
 	"id": fID, "kind": fKind, "name": fName, "parent": fParent, "status": fStatus, "tags": fTags,
 	"labels": fLabels, "metrics": fMetrics, "addresses": fAddresses, "reachable": fReachable,
 	"backup": fBackup, "smart": fSmart, "notes": fNotes, "logs": fLogs, "zfs": fZFS,
-	"parents": fParents,
+	"parents":      fParents,
+	"backup_store": fBackupStore,
 }
 
 var backupKeys = map[string]int{"last_status": 1, "last_finished_at": 2, "last_success_at": 4, "last_error": 8, "storage": 16}
@@ -151,6 +153,10 @@ func (p *fastParser) parse(raw []byte) bool {
 			r.Smart, ok = p.smart()
 		case fZFS:
 			r.ZFS, ok = p.zfs()
+		case fBackupStore:
+			// Rare (one per backup datastore): the reference decoder
+			// reads it.
+			return false
 		}
 		if !ok {
 			return false

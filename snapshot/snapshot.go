@@ -102,8 +102,11 @@ type Resource struct {
 	Backup    *Backup           `json:"backup,omitempty"`
 	Smart     *Smart            `json:"smart,omitempty"`
 	ZFS       *ZFS              `json:"zfs,omitempty"`
-	Notes     string            `json:"notes,omitempty"`
-	Logs      []string          `json:"logs,omitempty"`
+	// BackupStore is set on a storage resource that is a backup datastore
+	// whose jobs and verifications its source read (a PBS datastore).
+	BackupStore *BackupStore `json:"backup_store,omitempty"`
+	Notes       string       `json:"notes,omitempty"`
+	Logs        []string     `json:"logs,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -197,6 +200,33 @@ type ZFS struct {
 	WriteErrors    int64  `json:"write_errors,omitempty"`
 	ChecksumErrors int64  `json:"checksum_errors,omitempty"`
 }
+
+// BackupStore is what keeps a backup datastore sound: the last runs of
+// its jobs and the backup snapshots whose last verification failed.
+type BackupStore struct {
+	Jobs []Job `json:"jobs,omitempty"`
+	// VerifyFailed names the backup snapshots ("vm/100/2026-11-30T02:00:00Z")
+	// whose last verification failed, at most MaxVerifyFailed of them.
+	VerifyFailed []string `json:"verify_failed,omitempty"`
+}
+
+// MaxVerifyFailed bounds BackupStore.VerifyFailed.
+const MaxVerifyFailed = 100
+
+// Job is the last run of one scheduled datastore job.
+type Job struct {
+	ID   string `json:"id"`
+	Type string `json:"type"` // one of JobTypes
+	// LastStatus is one of the backup statuses (ok, failed, warning,
+	// running, unknown); empty: it has not run.
+	LastStatus     string     `json:"last_status,omitempty"`
+	LastFinishedAt *time.Time `json:"last_finished_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+}
+
+// JobTypes are the datastore jobs: verification, pruning, garbage
+// collection and sync.
+var JobTypes = []string{"verify", "prune", "gc", "sync"}
 
 // Metric returns the sustained value of a metric: the _avg value when
 // present, else the current value. ok is false when neither is present.

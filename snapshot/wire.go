@@ -40,8 +40,11 @@ type resourceWire struct {
 	Backup    *Backup             `json:"backup"`
 	Smart     *Smart              `json:"smart"`
 	ZFS       *ZFS                `json:"zfs"`
-	Notes     string              `json:"notes"`
-	Logs      []string            `json:"logs"`
+	// BackupStore is decoded here alone: the streaming decoder hands a
+	// resource that has one to this decoder.
+	BackupStore *BackupStore `json:"backup_store"`
+	Notes       string       `json:"notes"`
+	Logs        []string     `json:"logs"`
 }
 
 // decodeV1 is the reflection decoder (encoding/json v1) of the whole
@@ -168,7 +171,7 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 		ID: CanonicalID(*w.ID), Kind: kind, Name: w.Name, Parent: w.Parent, Parents: canonicalIDs(w.Parents),
 		Status: strings.ToLower(w.Status),
 		Tags:   w.Tags, Labels: w.Labels, Addresses: w.Addresses, Reachable: w.Reachable,
-		Backup: w.Backup, Smart: w.Smart, ZFS: w.ZFS, Notes: w.Notes, Logs: w.Logs,
+		Backup: w.Backup, Smart: w.Smart, ZFS: w.ZFS, BackupStore: w.BackupStore, Notes: w.Notes, Logs: w.Logs,
 	}
 	if len(w.Metrics) > 0 {
 		r.Metrics = make(Metrics, 0, len(w.Metrics))
@@ -209,6 +212,20 @@ func decodeResource(raw json.RawMessage, i int, strict bool) (*Resource, []Probl
 			}
 		}
 	}
+	if bs := r.BackupStore; bs != nil {
+		for j, job := range bs.Jobs {
+			key := fmt.Sprintf("backup_store.jobs[%d]", j)
+			switch {
+			case strings.TrimSpace(job.ID) == "":
+				return fail(key+".id", "required")
+			case !slices.Contains(JobTypes, job.Type):
+				return fail(key+".type", fmt.Sprintf("%q is not one of %s", job.Type, strings.Join(JobTypes, ", ")))
+			}
+		}
+		if len(bs.VerifyFailed) > MaxVerifyFailed {
+			return fail("backup_store.verify_failed", fmt.Sprintf("more than %d snapshots", MaxVerifyFailed))
+		}
+	}
 	if strict {
 		warnings = append(warnings, enumWarnings(r, i)...)
 	}
@@ -246,6 +263,15 @@ func enumWarnings(r *Resource, i int) []Problem {
 		case "", BackupOK, BackupFailed, BackupRunning, BackupWarning, BackupUnknown:
 		default:
 			warn("backup.last_status", fmt.Sprintf("unrecognised status %q", b.LastStatus))
+		}
+	}
+	if bs := r.BackupStore; bs != nil {
+		for j, job := range bs.Jobs {
+			switch job.LastStatus {
+			case "", BackupOK, BackupFailed, BackupRunning, BackupWarning, BackupUnknown:
+			default:
+				warn(fmt.Sprintf("backup_store.jobs[%d].last_status", j), fmt.Sprintf("unrecognised status %q", job.LastStatus))
+			}
 		}
 	}
 	for j, a := range r.Addresses {
