@@ -363,12 +363,12 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "patrold.db")
-	seed, err := cluster.FetchSeed(ctx, b.b.Conn(), b.b.JetStream(), b.b.Prefix(), dst)
+	seed, err := cluster.FetchSeed(ctx, b.b.Conn(), b.b.JetStream(), b.b.Guard(), b.b.Prefix(), dst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bst, _ := b.st.ReplicaStatus(ctx)
-	if seed.Origin != "b" || seed.AppliedSeq != bst.AppliedSeq || seed.Bytes == 0 {
+	if seed.Origin != "b" || seed.Signer != "k1" || len(seed.SHA256) != 64 || seed.AppliedSeq != bst.AppliedSeq || seed.Bytes == 0 {
 		t.Fatalf("seed %+v, b at %+v", seed, bst)
 	}
 	st, err := store.Open(ctx, dst)
@@ -395,8 +395,14 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || len(got) != 2 { // vm-2 resolved in the second run
 		t.Fatalf("seeded replica findings %+v, want %+v", got, want)
 	}
+	// A request not signed with the deployment key gets no copy.
+	unsigned := filepath.Join(t.TempDir(), "unsigned.db")
+	if _, err := cluster.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), nil, b.b.Prefix(), unsigned); err == nil ||
+		err.Error() != "seed: b refused: seed request refused: message refused: unsigned" {
+		t.Fatalf("unsigned seed request: %v", err)
+	}
 	// A replica that is not caught up refuses to serve a copy.
-	if _, err := cluster.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), "nobody", filepath.Join(t.TempDir(), "x.db")); err == nil ||
+	if _, err := cluster.FetchSeed(ctx, a.b.Conn(), a.b.JetStream(), a.b.Guard(), "nobody", filepath.Join(t.TempDir(), "x.db")); err == nil ||
 		!strings.Contains(err.Error(), "no patrold instance of the cluster answers on patrold_seed.nobody") {
 		t.Fatalf("seed with nobody serving: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 )
 
@@ -91,22 +92,29 @@ func (r *recorder) Write(p []byte) (int, error) {
 // every other request to the writer; the writer answers forwarded
 // requests through next while it is the writer.
 func (r *Member) Forwarding(next http.Handler) http.Handler {
-	c := &clusterHTTP{m: r, log: r.log, next: next, nc: r.o.Bus.Conn(), subj: contracts.ForwardSubject(r.o.Bus.Prefix())}
+	c := &clusterHTTP{log: r.log, next: next, nc: r.o.Bus.Conn(), subj: contracts.ForwardSubject(r.o.Bus.Prefix()),
+		guard: r.o.Bus.Guard(), instance: r.instance, writer: r.o.Leadership.IsWriter, lagNow: r.Lag}
 	r.WhileWriter(c.serveForwarded)
 	return c
 }
 
-// clusterHTTP wraps the API of a clustered instance.
+// clusterHTTP wraps the API of a clustered instance. Forwarded requests
+// and their answers are signed with the deployment key: the writer
+// serves only a request that verifies, and a standby passes on only an
+// answer the writer signed for its request.
 type clusterHTTP struct {
-	m    *Member
-	log  *slog.Logger
-	next http.Handler
-	nc   *nats.Conn
-	subj string
+	log      *slog.Logger
+	next     http.Handler
+	nc       *nats.Conn
+	subj     string
+	guard    *bus.Guard
+	instance string
+	writer   func() bool
+	lagNow   func(context.Context) *Lag
 
-	lagMu sync.Mutex
-	lag   *Lag
-	lagAt time.Time
+	lagMu   sync.Mutex
+	lastLag *Lag
+	lagAt   time.Time
 }
 
 func readOnly(method string) bool {
@@ -114,7 +122,7 @@ func readOnly(method string) bool {
 }
 
 func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	writer := c.m.o.Leadership.IsWriter()
+	writer := c.writer()
 	role := "standby"
 	if writer {
 		role = "leader"
@@ -133,19 +141,19 @@ func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *clusterHTTP) setLag(ctx context.Context, h http.Header) {
 	c.lagMu.Lock()
 	defer c.lagMu.Unlock()
-	if c.lag == nil || time.Since(c.lagAt) > lagCacheFor {
+	if c.lastLag == nil || time.Since(c.lagAt) > lagCacheFor {
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
-		c.lag = c.m.Lag(lctx)
+		c.lastLag = c.lagNow(lctx)
 		cancel()
 		c.lagAt = time.Now()
 	}
-	if c.lag == nil {
+	if c.lastLag == nil {
 		return
 	}
-	h.Set(HeaderReplicaSeq, strconv.FormatUint(c.lag.AppliedSeq, 10))
-	h.Set(HeaderReplicaLast, strconv.FormatUint(c.lag.LastSeq, 10))
-	if c.lag.AppliedAt != nil {
-		h.Set(HeaderReplicaAgeMS, strconv.FormatInt(time.Since(*c.lag.AppliedAt).Milliseconds(), 10))
+	h.Set(HeaderReplicaSeq, strconv.FormatUint(c.lastLag.AppliedSeq, 10))
+	h.Set(HeaderReplicaLast, strconv.FormatUint(c.lastLag.LastSeq, 10))
+	if c.lastLag.AppliedAt != nil {
+		h.Set(HeaderReplicaAgeMS, strconv.FormatInt(time.Since(*c.lastLag.AppliedAt).Milliseconds(), 10))
 	}
 }
 
@@ -162,7 +170,16 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, c.subj, data)
+	req := nats.NewMsg(c.subj)
+	req.Data = data
+	c.guard.Sign(req)
+	msg, err := c.nc.RequestMsgWithContext(ctx, req)
+	if err == nil {
+		if verr := c.guard.CheckAnswer(contracts.StemForward, req, msg); verr != nil {
+			writeAPIError(w, http.StatusBadGateway, api.CodeInternal, "the leader's answer is not authenticated with the deployment key: "+verr.Error(), nil)
+			return
+		}
+	}
 	if err != nil {
 		c.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeAPIError(w, http.StatusServiceUnavailable, api.CodeNotReady, "this instance is a standby and no leader answered: "+err.Error(),
@@ -189,7 +206,12 @@ func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 	sub, err := c.nc.Subscribe(c.subj, func(m *nats.Msg) {
 		var resp contracts.ForwardResponse
 		r, err := decodeForwarded(m.Data)
-		if err != nil {
+		if verr := c.guard.CheckNow(contracts.StemForward, m); verr != nil {
+			// Never served: what the request would change stays as it was.
+			rec := &recorder{header: http.Header{}}
+			writeAPIError(rec, http.StatusUnauthorized, api.CodeUnauthorized, "forwarded request refused: "+verr.Error(), nil)
+			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+		} else if err != nil {
 			rec := &recorder{header: http.Header{}}
 			writeAPIError(rec, http.StatusBadRequest, api.CodeInvalidRequest, err.Error(), nil)
 			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
@@ -199,11 +221,13 @@ func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 			if rec.status == 0 {
 				rec.status = http.StatusOK
 			}
-			rec.header.Set(HeaderForwardedBy, c.m.instance)
+			rec.header.Set(HeaderForwardedBy, c.instance)
 			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 		}
 		data, _ := json.Marshal(resp)
-		if err := m.Respond(data); err != nil {
+		ans := &nats.Msg{Subject: m.Reply, Data: data}
+		c.guard.SignAnswer(m, ans)
+		if err := m.RespondMsg(ans); err != nil {
 			c.log.Warn("answer a forwarded request", "err", err)
 		}
 	})

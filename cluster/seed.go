@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
 )
 
@@ -50,9 +54,20 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 // temporary copy; replicas sizes the object store bucket.
 func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, replicas int, ready func(context.Context) error) error {
 	sub, err := nc.QueueSubscribe(contracts.SeedSubject(f.o.Prefix), contracts.SeedQueue, func(m *nats.Msg) {
-		seed := f.seed(ctx, dir, replicas, ready)
+		var seed contracts.Seed
+		if err := f.o.Guard.CheckNow(contracts.StemSeed, m); err != nil {
+			// A copy of the database goes only to a holder of the key.
+			seed = contracts.Seed{Origin: f.o.Instance, Error: "seed request refused: " + err.Error()}
+		} else {
+			seed = f.seed(ctx, dir, replicas, ready)
+		}
+		if auth := f.o.Guard.Auth(); auth != nil {
+			seed.Signer = auth.KeyID()
+		}
 		data, _ := json.Marshal(seed)
-		if err := m.Respond(data); err != nil {
+		ans := &nats.Msg{Subject: m.Reply, Data: data}
+		f.o.Guard.SignAnswer(m, ans)
+		if err := m.RespondMsg(ans); err != nil {
 			f.log.Warn("answer a seed request", "err", err)
 		}
 	})
@@ -79,6 +94,10 @@ func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready fun
 	if err != nil {
 		return fail(err)
 	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return fail(err)
+	}
 	obs, err := f.o.JetStream.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: contracts.SeedBucket, TTL: seedTTL,
 		Replicas: max(replicas, 1), Description: "patrold database copies for new replicas"})
 	if err != nil {
@@ -93,19 +112,41 @@ func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready fun
 		return fail(fmt.Errorf("seed upload: %w", err))
 	}
 	f.log.Info("seed copy served", "object", name, "applied_seq", st.AppliedSeq, "bytes", info.Size)
-	return contracts.Seed{Object: name, Origin: f.o.Instance, AppliedSeq: st.AppliedSeq, Bytes: int64(info.Size)}
+	return contracts.Seed{Object: name, Origin: f.o.Instance, AppliedSeq: st.AppliedSeq, Bytes: int64(info.Size), SHA256: sum}
+}
+
+func fileSHA256(path string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // FetchSeed asks the cluster for a database copy and writes it to dst
 // (which must not exist), then removes the object. The caller checks and
-// installs the file.
-func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, prefix, dst string) (contracts.Seed, error) {
+// installs the file. With g, the request is signed, the answer must be
+// signed by the serving instance for it, and the copy must hash to the
+// answer's SHA-256 (else dst is removed).
+func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, g *bus.Guard, prefix, dst string) (contracts.Seed, error) {
 	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 		return contracts.Seed{}, fmt.Errorf("seed: %s already exists", dst)
 	}
 	ctx, cancel := context.WithTimeout(ctx, SeedTimeout)
 	defer cancel()
-	msg, err := nc.RequestWithContext(ctx, contracts.SeedSubject(prefix), nil)
+	req := nats.NewMsg(contracts.SeedSubject(prefix))
+	g.Sign(req)
+	msg, err := nc.RequestMsgWithContext(ctx, req)
+	if err == nil {
+		if verr := g.CheckAnswer(contracts.StemSeed, req, msg); verr != nil {
+			return contracts.Seed{}, fmt.Errorf("seed: the answer is not signed with the deployment key: %w", verr)
+		}
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return contracts.Seed{}, fmt.Errorf("seed: no patrold instance of the cluster answers on %s", contracts.SeedSubject(prefix))
 	}
@@ -131,5 +172,15 @@ func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, prefi
 		return seed, fmt.Errorf("seed download %s: %w", seed.Object, err)
 	}
 	_ = obs.Delete(ctx, seed.Object) // else it expires with the bucket's TTL
+	if g != nil {
+		sum, err := fileSHA256(dst)
+		if err == nil && sum != seed.SHA256 {
+			err = fmt.Errorf("sha256 %s, the signed answer says %q", sum, seed.SHA256)
+		}
+		if err != nil {
+			os.Remove(dst)
+			return seed, fmt.Errorf("seed copy from %s: %w", seed.Origin, err)
+		}
+	}
 	return seed, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/patrold/patrold/bus"
 )
 
 // SeedResult is what installing a seed copy did (`patrold db seed`).
@@ -19,6 +21,9 @@ type SeedResult struct {
 	AppliedSeq uint64 `json:"applied_seq"` // the state stream sequence the copy resumes after
 	Bytes      int64  `json:"bytes"`
 	Backup     string `json:"backup,omitempty"` // where the replaced database went
+	// Signer is the deployment key id the serving instance signed its
+	// answer (and the copy's SHA-256) with.
+	Signer string `json:"signer,omitempty"`
 }
 
 // SeedTarget checks the database a seed copy would replace: an existing
@@ -42,6 +47,9 @@ type SeedInstall struct {
 	Verify func(ctx context.Context, path string) error
 	Now    func() time.Time
 	Log    *slog.Logger
+	// Guard signs the request and checks the answer and the copy
+	// (FetchSeed).
+	Guard *bus.Guard
 }
 
 // InstallSeed fetches a copy of a caught-up instance's database over nc
@@ -57,7 +65,7 @@ func InstallSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, pre
 	for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
 		_ = os.Remove(p)
 	}
-	seed, err := FetchSeed(ctx, nc, js, prefix, tmp)
+	seed, err := FetchSeed(ctx, nc, js, o.Guard, prefix, tmp)
 	if err != nil {
 		return SeedResult{}, err
 	}
@@ -65,7 +73,7 @@ func InstallSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, pre
 		os.Remove(tmp)
 		return SeedResult{}, fmt.Errorf("seed copy from %s: %w", seed.Origin, err)
 	}
-	res := SeedResult{Database: db, Origin: seed.Origin, AppliedSeq: seed.AppliedSeq, Bytes: seed.Bytes}
+	res := SeedResult{Database: db, Origin: seed.Origin, AppliedSeq: seed.AppliedSeq, Bytes: seed.Bytes, Signer: seed.Signer}
 	if o.Exists {
 		res.Backup = fmt.Sprintf("%s.before-seed-%d", db, o.Now().Unix())
 		if err := os.Rename(db, res.Backup); err != nil {
@@ -80,7 +88,7 @@ func InstallSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, pre
 	if err := os.Rename(tmp, db); err != nil {
 		return SeedResult{}, fmt.Errorf("install the seed copy: %w", err)
 	}
-	o.Log.Info("database seeded", "database", db, "origin", seed.Origin, "applied_seq", seed.AppliedSeq, "bytes", seed.Bytes,
-		"backup", res.Backup)
+	o.Log.Info("database seeded", "database", db, "origin", seed.Origin, "signer", seed.Signer, "applied_seq", seed.AppliedSeq,
+		"bytes", seed.Bytes, "backup", res.Backup)
 	return res, nil
 }

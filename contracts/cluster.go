@@ -88,7 +88,12 @@ type Seed struct {
 	Origin     string `json:"origin"`
 	AppliedSeq uint64 `json:"applied_seq"`
 	Bytes      int64  `json:"bytes"`
-	Error      string `json:"error,omitempty"`
+	// SHA256 is the hex SHA-256 of the copy: the answer is signed with
+	// the deployment key, so the copy downloaded must hash to it.
+	SHA256 string `json:"sha256,omitempty"`
+	// Signer is the id of the deployment key the answer is signed with.
+	Signer string `json:"signer,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Session calls: a standalone assistant worker keeps its sessions in the

@@ -34,7 +34,7 @@ func (r *Root) Seed(ctx context.Context, force bool) (cluster.SeedResult, error)
 	}
 	defer b.Close()
 	return cluster.InstallSeed(ctx, b.Conn(), b.JetStream(), b.Prefix(), cluster.SeedInstall{
-		DB: db, Exists: exists, Verify: checkCopy, Now: r.o.Now, Log: r.log})
+		DB: db, Exists: exists, Verify: checkCopy, Now: r.o.Now, Log: r.log, Guard: b.Guard()})
 }
 
 // checkCopy opens the copy at path (migrating it) and runs the store's

@@ -194,6 +194,9 @@ func (a *Auth) VerifyAnswer(reqSubject string, req map[string][]string, h map[st
 	return a.remember(first(h, HeaderNonce), time.Unix(0, ns))
 }
 
+// KeyID is the id of the signing key.
+func (a *Auth) KeyID() string { return a.keys[0].ID }
+
 // Now is the Auth's clock (the reference time of a call).
 func (a *Auth) Now() time.Time { return a.now() }
 

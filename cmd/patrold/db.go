@@ -102,7 +102,8 @@ func newDBCmd(a *app) *cobra.Command {
 			if seedOut == "json" {
 				return a.printJSON(res)
 			}
-			fmt.Fprintf(a.stdout, "database %s: seeded from %s at state sequence %d (%d bytes)\n", res.Database, res.Origin, res.AppliedSeq, res.Bytes)
+			fmt.Fprintf(a.stdout, "database %s: seeded from %s (signed with key %s) at state sequence %d (%d bytes)\n", res.Database, res.Origin,
+				res.Signer, res.AppliedSeq, res.Bytes)
 			if res.Backup != "" {
 				fmt.Fprintf(a.stdout, "the replaced database is kept as %s\n", res.Backup)
 			}

@@ -154,7 +154,7 @@ func TestDaemonReplicationRuleFailsOnViolation(t *testing.T) {
 		"clean.go":        "package daemon\n\nfunc h() { st.Open(ctx) }\n",
 		"sub/capture.go":  "package sub\n\nfunc i() { st.EnableCapture(ctx) }\n",
 		"wiring_other.go": "package daemon\n\nfunc j() { m.Start(ctx); m.WhileWriter(fn) }\n",
-		"seed.go":         "package daemon\n\nfunc s() { cluster.InstallSeed(ctx, nc, js, p, o); cluster.FetchSeed(ctx, nc, js, p, tmp) }\n",
+		"seed.go":         "package daemon\n\nfunc s() { cluster.InstallSeed(ctx, nc, js, p, o); cluster.FetchSeed(ctx, nc, js, g, p, tmp) }\n",
 	})
 	got, err := replicationCalls(dir, clusterBehaviour())
 	if err != nil {
