@@ -39,6 +39,8 @@ type Store interface {
 	Get(ctx context.Context, id string) (findings.Finding, error)
 	Events(ctx context.Context, id string) ([]findings.Event, error)
 	Investigations(ctx context.Context, id string) ([]findings.InvestigationRecord, error)
+	// Session returns a stored remediation session with its transcript.
+	Session(ctx context.Context, id string) (records.SessionRecord, error)
 	Act(ctx context.Context, id string, req findings.ActionRequest, now time.Time) (findings.Finding, error)
 	RunsPage(ctx context.Context, page findings.Page) ([]findings.RunRecord, string, error)
 	Run(ctx context.Context, id string) (findings.RunRecord, error)

@@ -3,6 +3,9 @@ package api
 import (
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/internal/confcheck"
@@ -21,6 +24,39 @@ type HTTPConfig struct {
 	ReadTimeout       time.Duration `koanf:"read_timeout" yaml:"read_timeout"`
 	// Pprof serves /debug/pprof/ to admin tokens (off by default).
 	Pprof bool `koanf:"pprof" yaml:"pprof"`
+	// PublicURL is the web pages' address as a browser reaches it (behind
+	// a proxy, say); alert links and event datarefs are built on it.
+	// "": http://<listen>, with the host's name for a wildcard host.
+	PublicURL string `koanf:"public_url" yaml:"public_url"`
+}
+
+// FindingPagePath is the web page of one finding under the public URL.
+const FindingPagePath = "/ui/findings/"
+
+// BaseURL is the public URL without a trailing slash: PublicURL when set,
+// else derived from Listen (a wildcard or empty host becomes this
+// machine's name).
+func (c HTTPConfig) BaseURL() string {
+	if c.PublicURL != "" {
+		return strings.TrimRight(c.PublicURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return "http://" + c.Listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		} else {
+			host = "localhost"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// FindingURL is the web page of finding id.
+func (c HTTPConfig) FindingURL(id string) string {
+	return c.BaseURL() + FindingPagePath + url.PathEscape(id)
 }
 
 // TokenConfig is one API bearer token, given inline or (better) in a file.
@@ -47,6 +83,19 @@ func (c HTTPConfig) Validate() error {
 	var p confcheck.Problems
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		p.Addf("http.listen", "%q is not host:port", c.Listen)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		switch {
+		case err != nil:
+			p.Addf("http.public_url", "%q is not a URL", c.PublicURL)
+		case u.Scheme != "http" && u.Scheme != "https":
+			p.Addf("http.public_url", "scheme %q must be http or https", u.Scheme)
+		case u.Host == "":
+			p.Add("http.public_url", "host is missing")
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			p.Add("http.public_url", "must carry no credentials, query or fragment")
+		}
 	}
 	if c.MaxBodyBytes <= 0 {
 		p.Add("http.max_body_bytes", "must be positive")

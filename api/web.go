@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -387,7 +388,15 @@ func (w *webUI) findingPage(r *http.Request, d *pageData) (string, int, error) {
 	}
 	inv := make([]map[string]any, 0, len(invs))
 	for _, v := range invs {
-		inv = append(inv, map[string]any{"Attempt": v.Attempt, "Started": stamp(v.StartedAt), "Outcome": v.Outcome, "Summary": v.Summary})
+		row := map[string]any{"Attempt": v.Attempt, "Started": stamp(v.StartedAt), "Outcome": v.Outcome, "Summary": v.Summary}
+		if v.SessionID != "" {
+			t, err := w.transcript(r.Context(), v.SessionID)
+			if err != nil {
+				return "", 0, err
+			}
+			row["Transcript"] = t
+		}
+		inv = append(inv, row)
 	}
 	d.Title = f.Title
 	d.Body = map[string]any{"Finding": map[string]any{"ID": f.ID, "ResourceID": f.ResourceID, "ResourceName": f.ResourceName, "Key": f.Key,
@@ -488,4 +497,33 @@ func (w *webUI) decide(rw http.ResponseWriter, r *http.Request) {
 	s.flash = flash
 	w.mu.Unlock()
 	http.Redirect(sw, r, "/ui/approvals", http.StatusSeeOther)
+}
+
+// transcriptView is a stored session transcript as the finding page
+// shows it (docs/ASSISTANT.md "Transcript"); Unreadable when the stored
+// JSON does not decode.
+type transcriptView struct {
+	*assistant.Transcript
+	SessionID  string
+	Unreadable bool
+}
+
+// transcript loads one session's transcript; a session that is gone or
+// has none yet (still running) shows none.
+func (w *webUI) transcript(ctx context.Context, sessionID string) (*transcriptView, error) {
+	rec, err := w.a.opts.Store.Session(ctx, sessionID)
+	if errors.Is(err, findings.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Transcript == "" {
+		return nil, nil
+	}
+	var t assistant.Transcript
+	if json.Unmarshal([]byte(rec.Transcript), &t) != nil {
+		return &transcriptView{Transcript: &assistant.Transcript{}, SessionID: sessionID, Unreadable: true}, nil
+	}
+	return &transcriptView{Transcript: &t, SessionID: sessionID}, nil
 }

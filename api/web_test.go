@@ -185,3 +185,56 @@ func TestWebWithoutTokens(t *testing.T) {
 		t.Fatalf("an anonymous decision: %d", code)
 	}
 }
+
+// TestWebFindingShowsTheTranscript: the finding page shows every step of
+// an investigation's stored transcript, its final answer and what was
+// stripped; hostile text in the answer renders inert.
+func TestWebFindingShowsTheTranscript(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	id := e.ids["cpu"]
+	draft := func(f *findings.Finding, attempt int, epoch uint64) findings.OutboxDraft {
+		return findings.OutboxDraft{Subject: "remediation.requests", Type: "patrold.remediation.request", ResourceID: f.ResourceID,
+			Data: map[string]any{"finding_id": f.ID, "attempt": attempt}}
+	}
+	if _, err := e.store.RequestInvestigations(ctx, []string{id}, findings.DefaultGate(), findings.AutonomyFull, e.now, draft); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.StartSession(ctx, "sess-1", id, 1, "model", e.now); err != nil {
+		t.Fatal(err)
+	}
+	transcript := `{"session_id":"sess-1","finding_id":"` + id + `","driver":"model","outcome":"fix_verified","final_state":"DONE",` +
+		`"steps":[{"turn":1,"tool":"get_resource","kind":"read","status":"ok","code":"","state_before":"START","state_after":"ESTABLISHED"},` +
+		`{"turn":2,"tool":"restart_service","kind":"write","status":"ok","code":"","state_before":"ESTABLISHED","state_after":"VERIFYING"}],` +
+		`"final_answer":"Restarted pveproxy <script>alert(1)</script>","final_answer_blocked":0,"note_stripped":["97%"]}`
+	if err := e.store.FinishSession(ctx, "sess-1", records.SessionEnd{Outcome: "fix_verified", Summary: "restarted", FinishedAt: e.now, Transcript: []byte(transcript)}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.store.RecordOutcome(ctx, findings.Outcome{FindingID: id, SessionID: "sess-1", Attempt: 1, Outcome: findings.OutcomeFixVerified, Summary: "restarted"}, e.now); !ok || err != nil {
+		t.Fatalf("outcome: %v %v", ok, err)
+	}
+	code, page, _ := webGet(t, webClient(t), e.srv.URL+"/ui/findings/"+id)
+	if code != http.StatusOK {
+		t.Fatalf("finding page: %d\n%s", code, page)
+	}
+	_, section, ok := strings.Cut(page, `<section class="transcript" id="transcript-sess-1">`)
+	section, _, ok2 := strings.Cut(section, "</section>")
+	if !ok || !ok2 {
+		t.Fatalf("no transcript section:\n%s", page)
+	}
+	want := `
+<h3>Attempt 1 transcript: session sess-1</h3>
+
+<p>Driver model, outcome fix_verified, final state DONE.</p>
+<table><thead><tr><th>Turn</th><th>Tool</th><th>Kind</th><th>Status</th><th>Code</th><th>State</th></tr></thead><tbody>
+<tr><td>1</td><td>get_resource</td><td>read</td><td>ok</td><td></td><td>START &rarr; ESTABLISHED</td></tr>
+<tr><td>2</td><td>restart_service</td><td>write</td><td>ok</td><td></td><td>ESTABLISHED &rarr; VERIFYING</td></tr>
+</tbody></table>
+<h4>Final answer</h4><pre class="final-answer">Restarted pveproxy &lt;script&gt;alert(1)&lt;/script&gt;</pre>
+<p>Stripped as ungrounded: 97%</p>
+
+`
+	if section != want {
+		t.Fatalf("transcript section\n%q\nwant\n%q", section, want)
+	}
+}

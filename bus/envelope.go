@@ -19,6 +19,11 @@ const HeaderContentType = "Content-Type"
 //
 // The body is contracts.AppendEnvelope: row.Data spliced in as stored.
 func EventMessage(prefix, source string, row contracts.OutboxEvent) (*nats.Msg, error) {
+	return EventMessageRef(prefix, source, "", row)
+}
+
+// EventMessageRef is EventMessage with the envelope's dataref ("": none).
+func EventMessageRef(prefix, source, dataref string, row contracts.OutboxEvent) (*nats.Msg, error) {
 	if !validRelative(row.Subject) {
 		return nil, fmt.Errorf("subject %q is not a relative NATS subject", row.Subject)
 	}
@@ -28,7 +33,7 @@ func EventMessage(prefix, source string, row contracts.OutboxEvent) (*nats.Msg, 
 	if len(row.Data) == 0 {
 		return nil, errors.New("data is empty")
 	}
-	body, err := contracts.AppendEnvelope(make([]byte, 0, len(row.Data)+192+len(row.ID)+len(source)+len(row.Type)+len(row.ResourceID)), row, source)
+	body, err := contracts.AppendEnvelopeRef(make([]byte, 0, len(row.Data)+192+len(row.ID)+len(source)+len(row.Type)+len(row.ResourceID)+len(dataref)), row, source, dataref)
 	if err != nil {
 		return nil, fmt.Errorf("encode envelope: %w", err)
 	}

@@ -42,6 +42,19 @@ func TestEnvelopeIsMarshalOfEvent(t *testing.T) {
 		if string(msg.Data) != string(want) {
 			t.Errorf("envelope\n%s\nencoding/json\n%s", msg.Data, want)
 		}
+		ev := contracts.NewEvent(row, "patrold/h<1>")
+		ev.DataRef = "http://h:9477/ui/findings/a%2Fb?<x>"
+		want, _ = json.Marshal(ev)
+		msg, err = EventMessageRef("patrol", "patrold/h<1>", ev.DataRef, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(msg.Data) != string(want) {
+			t.Errorf("envelope with dataref\n%s\nencoding/json\n%s", msg.Data, want)
+		}
+		if _, err := contracts.DecodeEvent(msg.Data); err != nil {
+			t.Errorf("an envelope with dataref does not decode: %v", err)
+		}
 	}
 	if _, err := EventMessage("patrol", "s", contracts.OutboxEvent{ID: "x", Subject: "runs.completed"}); err == nil || err.Error() != "data is empty" {
 		t.Errorf("empty data: %v", err)

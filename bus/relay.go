@@ -55,7 +55,9 @@ type RelayOptions struct {
 	JetStream Publisher
 	Prefix    string // subject prefix, e.g. "patrol"
 	Source    string // CloudEvents source; "" = contracts.DefaultSource()
-	Batch     int    // rows per publish window
+	// DataRef, when set, gives an event's dataref attribute ("": none).
+	DataRef   func(contracts.OutboxEvent) string
+	Batch     int // rows per publish window
 	Retention time.Duration
 	// Interval is the polling fallback between kicks.
 	Interval time.Duration
@@ -297,7 +299,11 @@ func (r *Relay) awaitAcks(ctx context.Context, rows []contracts.OutboxEvent, fut
 }
 
 func (r *Relay) message(row contracts.OutboxEvent) (*nats.Msg, error) {
-	m, err := EventMessage(r.opts.Prefix, r.opts.Source, row)
+	ref := ""
+	if r.opts.DataRef != nil {
+		ref = r.opts.DataRef(row)
+	}
+	m, err := EventMessageRef(r.opts.Prefix, r.opts.Source, ref, row)
 	if err == nil {
 		r.opts.Guard.Sign(m)
 	}

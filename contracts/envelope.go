@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -22,14 +23,17 @@ const (
 // Event is a CloudEvents 1.0 structured JSON envelope. Subject is the
 // resource id and is omitted when the event concerns no resource.
 type Event struct {
-	SpecVersion     string          `json:"specversion"`
-	ID              string          `json:"id"`
-	Source          string          `json:"source"`
-	Type            string          `json:"type"`
-	Time            time.Time       `json:"time"`
-	Subject         string          `json:"subject,omitempty"`
-	DataContentType string          `json:"datacontenttype"`
-	Data            json.RawMessage `json:"data"`
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Time            time.Time `json:"time"`
+	Subject         string    `json:"subject,omitempty"`
+	DataContentType string    `json:"datacontenttype"`
+	// DataRef is the CloudEvents dataref extension: where the data can
+	// be seen (a finding event's web page); omitted when there is none.
+	DataRef string          `json:"dataref,omitempty"`
+	Data    json.RawMessage `json:"data"`
 }
 
 // DefaultSource returns "patrold/<hostname>", or "patrold/unknown".
@@ -80,7 +84,7 @@ func (e *Event) Validate() error {
 // key must be a well-formed extension attribute name.
 var envelopeAttrs = map[string]bool{
 	"specversion": true, "id": true, "source": true, "type": true, "time": true,
-	"subject": true, "datacontenttype": true, "data": true, "dataschema": true,
+	"subject": true, "datacontenttype": true, "data": true, "dataschema": true, "dataref": true,
 }
 
 // DecodeEvent decodes and validates a structured envelope. Extension
@@ -182,6 +186,13 @@ func truncate(s string, n int) string {
 // and refuses anything else), and is not decoded or re-encoded here. The
 // result is byte for byte what encoding/json makes of NewEvent(row, source).
 func AppendEnvelope(b []byte, row OutboxEvent, source string) ([]byte, error) {
+	return AppendEnvelopeRef(b, row, source, "")
+}
+
+// AppendEnvelopeRef is AppendEnvelope with the dataref attribute ("":
+// none): byte for byte what encoding/json makes of NewEvent(row, source)
+// with DataRef set.
+func AppendEnvelopeRef(b []byte, row OutboxEvent, source, dataref string) ([]byte, error) {
 	b = append(b, `{"specversion":"`+SpecVersion+`","id":`...)
 	b = AppendJSONString(b, row.ID)
 	b = append(b, `,"source":`...)
@@ -198,7 +209,29 @@ func AppendEnvelope(b []byte, row OutboxEvent, source string) ([]byte, error) {
 		b = append(b, `,"subject":`...)
 		b = AppendJSONString(b, row.ResourceID)
 	}
-	b = append(b, `,"datacontenttype":"`+ContentTypeJSON+`","data":`...)
+	b = append(b, `,"datacontenttype":"`+ContentTypeJSON+`"`...)
+	if dataref != "" {
+		b = append(b, `,"dataref":`...)
+		b = AppendJSONString(b, dataref)
+	}
+	b = append(b, `,"data":`...)
 	b = append(b, row.Data...)
 	return append(b, '}'), nil
+}
+
+// FindingID returns the finding id of a finding event's row (its
+// data.finding.id); false for any other event or data without one.
+func FindingID(row OutboxEvent) (string, bool) {
+	if !strings.HasPrefix(row.Type, TypeFindingPrefix) {
+		return "", false
+	}
+	var d struct {
+		Finding struct {
+			ID string `json:"id"`
+		} `json:"finding"`
+	}
+	if json.Unmarshal(row.Data, &d) != nil || d.Finding.ID == "" {
+		return "", false
+	}
+	return d.Finding.ID, true
 }

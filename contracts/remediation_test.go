@@ -118,3 +118,23 @@ func TestDecodeRequestNamesTheField(t *testing.T) {
 		t.Error("a request under the outcome type was accepted")
 	}
 }
+
+// TestFindingID: only a finding event's row names a finding (its
+// data.finding.id); a run event, a finding event without an id and data
+// that is not JSON name none.
+func TestFindingID(t *testing.T) {
+	for _, tc := range []struct {
+		row  OutboxEvent
+		want string
+	}{
+		{OutboxEvent{Type: "patrold.finding.opened", Data: json.RawMessage(`{"finding":{"id":"3f1c"},"reason":"first"}`)}, "3f1c"},
+		{OutboxEvent{Type: "patrold.run.completed", Data: json.RawMessage(`{"finding":{"id":"3f1c"}}`)}, ""},
+		{OutboxEvent{Type: "patrold.finding.resolved", Data: json.RawMessage(`{"finding":{}}`)}, ""},
+		{OutboxEvent{Type: "patrold.finding.resolved", Data: json.RawMessage(`{"finding":`)}, ""},
+	} {
+		got, ok := FindingID(tc.row)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s %s: %q %v, want %q", tc.row.Type, tc.row.Data, got, ok, tc.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/cluster"
@@ -80,7 +81,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	m := &messaging{bus: b, log: d.log}
 	fail := func(err error) (*messaging, error) { return nil, errors.Join(err, b.Close()) }
 	m.relay, err = bus.NewRelay(bus.RelayOptions{
-		Outbox: d.store, JetStream: b.JetStream(), Prefix: b.Prefix(), Source: b.Source(),
+		Outbox: d.store, JetStream: b.JetStream(), Prefix: b.Prefix(), Source: b.Source(), DataRef: findingDataRef(cfg.HTTP),
 		Batch: cfg.NATS.Outbox.Batch, Retention: cfg.NATS.Outbox.Retention, Logger: d.log, Registerer: d.opts.Registerer,
 		Guard: b.Guard(),
 	})
@@ -196,7 +197,7 @@ func startNotify(ctx context.Context, cfg *config.Config, b *bus.Bus, d *Daemon)
 	if !cfg.Notify.InServe || len(cfg.Notify.Sinks) == 0 {
 		return nil, nil
 	}
-	r, err := notify.New(notify.RunnerOptions{Options: cfg.Notify, JetStream: b.JetStream(), Prefix: b.Prefix(),
+	r, err := notify.New(notify.RunnerOptions{Options: notifyOptions(cfg), JetStream: b.JetStream(), Prefix: b.Prefix(),
 		Stream: b.StreamName(), Logger: d.log, Registerer: d.opts.Registerer, Now: d.opts.Now})
 	if err != nil {
 		return nil, err
@@ -265,4 +266,15 @@ func (d *Daemon) handleOutcome(ctx context.Context, o *contracts.RemediationOutc
 func (d *Daemon) conditionCheck() outcome.Check {
 	return assistant.ConditionCheck(d.store.Get, func() snapshot.Source { return d.settings.Load().Source },
 		func() signals.Thresholds { return d.settings.Load().Policy })
+}
+
+// findingDataRef points a finding event's dataref at the finding's web
+// page under http.public_url; other events have none.
+func findingDataRef(h api.HTTPConfig) func(contracts.OutboxEvent) string {
+	return func(row contracts.OutboxEvent) string {
+		if id, ok := contracts.FindingID(row); ok {
+			return h.FindingURL(id)
+		}
+		return ""
+	}
 }

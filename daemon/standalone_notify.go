@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/notify"
 )
@@ -36,7 +38,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 		return err
 	}
 	r.td.push("nats", func(context.Context) error { return b.Close() })
-	nr, err := notify.New(notify.RunnerOptions{Options: cfg.Notify, JetStream: b.JetStream(), Prefix: b.Prefix(),
+	nr, err := notify.New(notify.RunnerOptions{Options: notifyOptions(cfg), JetStream: b.JetStream(), Prefix: b.Prefix(),
 		Stream: b.StreamName(), Logger: r.log, Registerer: r.o.Registerer, Now: r.o.Now})
 	if err != nil {
 		return err
@@ -79,4 +81,17 @@ func (r *Root) healthMux(ready func() error) *http.ServeMux {
 		})
 	}
 	return mux
+}
+
+// notifyOptions is the notify section with every Alertmanager sink's
+// link defaulted to the finding's web page under http.public_url.
+func notifyOptions(cfg *config.Config) notify.Options {
+	o := cfg.Notify
+	o.Sinks = slices.Clone(o.Sinks)
+	for i := range o.Sinks {
+		if o.Sinks[i].Kind == notify.KindAlertmanager && o.Sinks[i].Alertmanager.Link == "" {
+			o.Sinks[i].Alertmanager.Link = cfg.HTTP.BaseURL() + api.FindingPagePath + "{finding_id}"
+		}
+	}
+	return o
 }

@@ -14,6 +14,8 @@ FINDING_SCHEMA = "docs/schemas/patrold.finding.v1.json"
 CLI = ["./cmd/patrold"]
 WEB = ["./api", "-run", "TestWeb"]
 DIST = ["./internal/dist", "-run", "TestMakeDistInstalls"]
+LINKS = ["./daemon", "-run", "TestNotifyInServe"]
+PUBLIC = ["./api", "-run", "TestFindingURL|TestPublicURL"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -73,6 +75,18 @@ MUTATIONS = [
      '\tsystemd-sysusers ${DPKG_ROOT:+--root="$DPKG_ROOT"} patrold.conf\n', "", DIST),
     ("schema-requires-recurrence", FINDING_SCHEMA,
      '"required": ["finding", "reason", "recurrence"]', '"required": ["finding", "reason"]', DOCS),
+    ("alert-link-defaults-to-page", "daemon/notify.go",
+     'o.Sinks[i].Kind == notify.KindAlertmanager && o.Sinks[i].Alertmanager.Link == ""', "false", LINKS),
+    ("dataref-wired", "daemon/messaging.go", " DataRef: findingDataRef(cfg.HTTP),", "", LINKS),
+    ("dataref-in-envelope", "contracts/envelope.go", '\tif dataref != "" {', "\tif false {", ["./bus", "-run", "TestEnvelopeIsMarshalOfEvent"]),
+    ("dataref-findings-only", "contracts/envelope.go", "if !strings.HasPrefix(row.Type, TypeFindingPrefix) {", "if !strings.HasPrefix(row.Type, TypeFindingPrefix) && false {",
+     ["./contracts", "-run", "TestFindingID"]),
+    ("public-url-used", "api/config.go", '\tif c.PublicURL != "" {\n\t\treturn', '\tif false {\n\t\treturn', PUBLIC),
+    ("public-url-wildcard-host", "api/config.go", 'host == "" || ip != nil && ip.IsUnspecified()', "ip != nil && false", PUBLIC),
+    ("public-url-path-escaped", "api/config.go", "FindingPagePath + url.PathEscape(id)", "FindingPagePath + id", PUBLIC),
+    ("public-url-scheme", "api/config.go", 'case u.Scheme != "http" && u.Scheme != "https":', "case false:", PUBLIC),
+    ("public-url-no-credentials", "api/config.go", 'case u.User != nil || u.RawQuery != "" || u.Fragment != "":', "case false:", PUBLIC),
+    ("page-shows-transcript", "api/web.go", '\t\t\trow["Transcript"] = t\n', "\t\t\t_ = t\n", WEB),
 ]
 
 if __name__ == "__main__":
