@@ -56,6 +56,9 @@ type Daemon interface {
 	// finish; the run must not depend on ctx (the request's context). When
 	// a run is in progress it returns *patrol.BusyError.
 	TriggerRun(ctx context.Context) (runID string, err error)
+	// TriggerScopedRun is TriggerRun for a scoped run over resources
+	// (checked by patrol.CheckScope), with the reason it was asked for.
+	TriggerScopedRun(ctx context.Context, resources []string, reason string) (runID string, err error)
 	// Reload re-reads and applies the configuration.
 	Reload() error
 	// Status is served as JSON at GET /api/v1/status.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
 )
 
 // actionWire is the body of POST /api/v1/findings/{id}/{action}. Pointers
@@ -156,4 +157,34 @@ func decodeSilence(body []byte, now time.Time, actor string) (findings.Silence, 
 		return sil, validationError(err)
 	}
 	return sil, nil
+}
+
+// RunRequest is the optional body of POST /api/v1/runs: resources make
+// the run a scoped run over them (their parents and children too),
+// reason says why (docs/API.md#scoped-runs).
+type RunRequest struct {
+	Resources []string `json:"resources,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
+// decodeRunRequest decodes and checks a run request; an empty body is a
+// full run.
+func decodeRunRequest(body []byte) (RunRequest, *Error) {
+	var req RunRequest
+	if isEmptyBody(body) {
+		return req, nil
+	}
+	if e := strictDecode(body, &req, ""); e != nil {
+		return req, e
+	}
+	if req.Resources == nil && req.Reason != "" {
+		return req, invalid("resources", "required with reason (a full run takes no body)")
+	}
+	if req.Resources != nil && len(req.Resources) == 0 {
+		return req, invalid("resources", "empty (omit the body for a full run)")
+	}
+	if err := patrol.CheckScope(req.Resources, req.Reason); err != nil {
+		return req, validationError(err)
+	}
+	return req, nil
 }

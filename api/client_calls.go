@@ -125,6 +125,16 @@ func (c *Client) TriggerRun(ctx context.Context) (string, error) {
 	return out.RunID, nil
 }
 
+// TriggerScopedRun starts a scoped run over resources, for reason, and
+// returns its id; busy as TriggerRun.
+func (c *Client) TriggerScopedRun(ctx context.Context, resources []string, reason string) (string, error) {
+	var out TriggerResponse
+	if err := c.do(ctx, http.MethodPost, "/api/v1/runs", nil, RunRequest{Resources: resources, Reason: reason}, &out); err != nil {
+		return "", err
+	}
+	return out.RunID, nil
+}
+
 // Silences lists silences, only those in force when activeOnly.
 func (c *Client) Silences(ctx context.Context, activeOnly bool) ([]findings.Silence, error) {
 	q := url.Values{}

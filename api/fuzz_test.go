@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
 )
 
 // checkDecodeError asserts the shape every decoder error must have.
@@ -76,6 +77,26 @@ func FuzzDecodeSilence(f *testing.F) {
 		}
 		if !sil.EndsAt.After(sil.StartsAt) || sil.Author == "" {
 			t.Fatalf("accepted silence %+v", sil)
+		}
+	})
+}
+
+func FuzzDecodeRunRequest(f *testing.F) {
+	for _, s := range []string{"", "{}", `{"resources":["vm/1"],"reason":"alert"}`, `{"resources":[]}`, `{"reason":"x"}`,
+		`{"resources":[""]}`, `{"resources":["vm/\u0007"]}`, `{"resources":"vm/1"}`, `{"resources":[1]}`, `{"resources":["a"],"x":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, e := decodeRunRequest(body)
+		if e != nil {
+			checkDecodeError(t, e)
+			return
+		}
+		if req.Reason != "" && len(req.Resources) == 0 {
+			t.Fatalf("a reason without resources accepted: %+v", req)
+		}
+		if err := patrol.CheckScope(req.Resources, req.Reason); err != nil {
+			t.Fatalf("accepted %+v, which CheckScope refuses: %v", req, err)
 		}
 	})
 }

@@ -39,6 +39,7 @@ type fakeDaemon struct {
 	mu        sync.Mutex
 	busy      string // current run id when busy
 	triggered []string
+	scoped    []string // "id resources reason" of each scoped run
 	reloads   int
 	reloadErr error
 	readyErr  error
@@ -53,6 +54,16 @@ func (d *fakeDaemon) TriggerRun(context.Context) (string, error) {
 	id := fmt.Sprintf("run-%d", len(d.triggered)+1)
 	d.triggered = append(d.triggered, id)
 	return id, nil
+}
+
+func (d *fakeDaemon) TriggerScopedRun(ctx context.Context, resources []string, reason string) (string, error) {
+	id, err := d.TriggerRun(ctx)
+	if err == nil {
+		d.mu.Lock()
+		d.scoped = append(d.scoped, fmt.Sprintf("%s %q %q", id, resources, reason))
+		d.mu.Unlock()
+	}
+	return id, err
 }
 
 func (d *fakeDaemon) Reload() error {

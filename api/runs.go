@@ -75,10 +75,17 @@ func (a *API) triggerRun(w http.ResponseWriter, r *http.Request, c *call) error 
 	if e != nil {
 		return e
 	}
-	if e := decodeEmpty(body); e != nil {
+	req, e := decodeRunRequest(body)
+	if e != nil {
 		return e
 	}
-	id, err := a.opts.Daemon.TriggerRun(r.Context())
+	var id string
+	var err error
+	if len(req.Resources) > 0 {
+		id, err = a.opts.Daemon.TriggerScopedRun(r.Context(), req.Resources, req.Reason)
+	} else {
+		id, err = a.opts.Daemon.TriggerRun(r.Context())
+	}
 	var busy *patrol.BusyError
 	if errors.As(err, &busy) {
 		c.target = busy.CurrentRunID

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,33 @@ func TestTriggerRunThenBusy(t *testing.T) {
 		t.Fatalf("daemon admitted %d runs, want 1", n)
 	}
 	e.expectError("POST", "/api/v1/runs", adminSecret, `{"trigger":"x"}`, http.StatusBadRequest, api.CodeInvalidRequest, "trigger")
+}
+
+// TestTriggerScopedRun: a body naming resources starts a scoped run with
+// its reason; an unfit body is refused naming the field, and starts
+// nothing.
+func TestTriggerScopedRun(t *testing.T) {
+	e := newEnv(t, testTokens, nil)
+	got, out, _ := e.do("POST", "/api/v1/runs", adminSecret, `{"resources":["vm/101","node/pve1"],"reason":"alert HostDown"}`)
+	if got != http.StatusAccepted || out["run_id"] != "run-1" {
+		t.Fatalf("scoped trigger: %d %v", got, out)
+	}
+	for _, c := range []struct{ body, field string }{
+		{`{"resources":[]}`, "resources"},
+		{`{"reason":"why"}`, "resources"},
+		{`{"resources":["vm/1",""]}`, "resources[1]"},
+		{`{"resources":["vm/1\u0007"]}`, "resources[0]"},
+		{`{"resources":["vm/1"],"reason":"a\nb"}`, "reason"},
+		{`{"resources":"vm/1"}`, "resources"},
+		{`{"resources":["vm/1"],"trigger":"x"}`, "trigger"},
+	} {
+		e.expectError("POST", "/api/v1/runs", adminSecret, c.body, http.StatusBadRequest, api.CodeInvalidRequest, c.field)
+	}
+	e.daemon.mu.Lock()
+	defer e.daemon.mu.Unlock()
+	if want := []string{`run-1 ["vm/101" "node/pve1"] "alert HostDown"`}; !slices.Equal(e.daemon.scoped, want) || len(e.daemon.triggered) != 1 {
+		t.Fatalf("scoped runs %q (triggered %v), want %q", e.daemon.scoped, e.daemon.triggered, want)
+	}
 }
 
 func TestRunsListAndReport(t *testing.T) {

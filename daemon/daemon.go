@@ -332,7 +332,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 // runInBackground starts a scheduled or startup run; a busy runner skips
 // it (the runner counts skipped ticks).
 func (d *Daemon) runInBackground(trigger patrol.Trigger) {
-	if _, err := d.startRun(trigger); err != nil {
+	if _, err := d.startRun(trigger, patrol.RunOptions{}); err != nil {
 		if errors.Is(err, patrol.ErrBusy) {
 			d.log.Info("run skipped: another run is in progress", "trigger", trigger, "err", err)
 			return

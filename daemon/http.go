@@ -101,11 +101,17 @@ func (d *Daemon) capabilities() any {
 // TriggerRun admits a run now and returns its id; the run outlives the
 // request. While a run is in progress it returns *patrol.BusyError.
 func (d *Daemon) TriggerRun(ctx context.Context) (string, error) {
-	return d.startRun(patrol.TriggerAPI)
+	return d.startRun(patrol.TriggerAPI, patrol.RunOptions{})
+}
+
+// TriggerScopedRun admits a scoped run over resources now (as
+// TriggerRun).
+func (d *Daemon) TriggerScopedRun(ctx context.Context, resources []string, reason string) (string, error) {
+	return d.startRun(patrol.TriggerAPI, patrol.RunOptions{Scope: resources, Reason: reason})
 }
 
 // startRun admits a run under the daemon's lifetime context.
-func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
+func (d *Daemon) startRun(trigger patrol.Trigger, ro patrol.RunOptions) (string, error) {
 	if err := d.storeWritable(); err != nil {
 		d.dbLost(err)
 		return "", err
@@ -118,7 +124,7 @@ func (d *Daemon) startRun(trigger patrol.Trigger) (string, error) {
 	ctx := d.runCtx
 	d.wg.Add(1)
 	d.mu.Unlock()
-	id, err := d.runner.Start(ctx, trigger, patrol.RunOptions{}, func(rep *patrol.Report, err error) {
+	id, err := d.runner.Start(ctx, trigger, ro, func(rep *patrol.Report, err error) {
 		defer d.wg.Done()
 		if err != nil {
 			d.log.Error("run failed", "trigger", trigger, "err", err)

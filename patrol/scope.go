@@ -1,13 +1,50 @@
 package patrol
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/patrold/patrold/snapshot"
 )
 
-// MaxScopeResources bounds the resources a scoped run may name.
-const MaxScopeResources = 1000
+// Bounds of a scoped run's request.
+const (
+	// MaxScopeResources bounds the resources a scoped run may name.
+	MaxScopeResources = 1000
+	// MaxScopeReasonBytes bounds the reason it gives.
+	MaxScopeReasonBytes = 1024
+)
+
+// CheckScope names, as "field: problem" lines, what makes a scoped run's
+// request unfit: resources must be at most MaxScopeResources resource
+// ids (not blank, IDProblem finds nothing), and the reason printable
+// UTF-8 of at most MaxScopeReasonBytes. nil when it is fit.
+func CheckScope(resources []string, reason string) error {
+	var errs []error
+	if len(resources) > MaxScopeResources {
+		errs = append(errs, fmt.Errorf("resources: %d resources, at most %d", len(resources), MaxScopeResources))
+	}
+	for i, id := range resources[:min(len(resources), MaxScopeResources)] {
+		switch {
+		case strings.TrimSpace(id) == "":
+			errs = append(errs, fmt.Errorf("resources[%d]: empty", i))
+		case snapshot.IDProblem(id) != "":
+			errs = append(errs, fmt.Errorf("resources[%d]: %s", i, snapshot.IDProblem(id)))
+		}
+	}
+	switch {
+	case len(reason) > MaxScopeReasonBytes:
+		errs = append(errs, fmt.Errorf("reason: longer than %d bytes", MaxScopeReasonBytes))
+	case !utf8.ValidString(reason):
+		errs = append(errs, errors.New("reason: not valid UTF-8"))
+	case strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		errs = append(errs, errors.New("reason: control characters"))
+	}
+	return errors.Join(errs...)
+}
 
 // Scope is what a scoped run was asked to look at, as its report records
 // it: the resources named (canonical ids), why, and how many resources

@@ -32,8 +32,9 @@ import (
 )
 
 func newRunCmd(a *app) *cobra.Command {
-	var snapPath, output, replay string
+	var snapPath, output, replay, reason string
 	var doProbe, all bool
+	var resources []string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one patrol now and print the run report",
@@ -53,6 +54,12 @@ func newRunCmd(a *app) *cobra.Command {
 				}
 				oneShotGC(snapFile, a.getenv)
 			}
+			if err := patrol.CheckScope(resources, reason); err != nil {
+				return usage(fmt.Errorf("--resource/--reason: %w", err))
+			}
+			if reason != "" && len(resources) == 0 {
+				return usage(errors.New("--reason: only with --resource (a scoped run)"))
+			}
 			var ro patrol.RunOptions
 			if snapPath != "" {
 				// Decode before the store is opened: a rejected document
@@ -66,6 +73,7 @@ func newRunCmd(a *app) *cobra.Command {
 				}
 				ro = patrol.RunOptions{Snapshot: snap, Problems: probs, Probe: doProbe}
 			}
+			ro.Scope, ro.Reason = resources, reason
 			root, err := a.newRoot()
 			if err != nil {
 				return err
@@ -77,7 +85,7 @@ func newRunCmd(a *app) *cobra.Command {
 				if snapPath != "" || replay != "" {
 					return fmt.Errorf("%w; --snapshot and --replay run only without a daemon (stop it, or use a copy of data_dir)", err)
 				}
-				rep, err := runThroughDaemon(cmd.Context(), cfg, held)
+				rep, err := runThroughDaemon(cmd.Context(), cfg, held, resources, reason)
 				if err != nil {
 					return err
 				}
@@ -102,6 +110,8 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&snapPath, "snapshot", "", "patrol this snapshot file instead of the configured source")
 	cmd.Flags().StringVar(&replay, "replay", "", "re-execute the model stages against the recorded exchange of run ID (use with the same --snapshot)")
 	cmd.Flags().BoolVar(&doProbe, "probe", false, "with --snapshot: also probe guest addresses (off: the run is reproducible)")
+	cmd.Flags().StringArrayVar(&resources, "resource", nil, "a scoped run: patrol only this resource (repeatable), its parents and children, and resolve nothing else")
+	cmd.Flags().StringVar(&reason, "reason", "", "with --resource: why the scoped run was asked for (recorded in the report)")
 	cmd.Flags().BoolVar(&all, "all", false, "text output: list every finding, the unchanged ones too (default: their counts)")
 	outputFlag(cmd, &output)
 	return cmd
@@ -136,7 +146,7 @@ const (
 // runThroughDaemon asks the daemon holding data_dir to run a patrol (its
 // run lock: a run in progress is refused, never overlapped), waits for the
 // run to end and returns its report.
-func runThroughDaemon(ctx context.Context, cfg *config.Config, held *dirlock.HeldError) (*patrol.Report, error) {
+func runThroughDaemon(ctx context.Context, cfg *config.Config, held *dirlock.HeldError, scope []string, reason string) (*patrol.Report, error) {
 	addr := cfg.HTTP.Listen
 	if held.Holder != nil && held.Holder.API != "" {
 		addr = held.Holder.API
@@ -149,7 +159,12 @@ func runThroughDaemon(ctx context.Context, cfg *config.Config, held *dirlock.Hel
 	if err != nil {
 		return nil, err
 	}
-	id, err := c.TriggerRun(ctx)
+	var id string
+	if len(scope) > 0 {
+		id, err = c.TriggerScopedRun(ctx, scope, reason)
+	} else {
+		id, err = c.TriggerRun(ctx)
+	}
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Code == api.CodePatrolAlreadyRunning {
 		return nil, fmt.Errorf("the daemon holding %s is running %s; not started (runs never overlap)", cfg.DataDir, ae.CurrentRunID)
@@ -225,6 +240,13 @@ func printReport(w io.Writer, rep *patrol.Report, all bool) {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, rep.Resources[string(k)]))
 	}
 	fmt.Fprintf(w, "resources: %s\n", strings.Join(kinds, ", "))
+	if sc := rep.Scope; sc != nil {
+		fmt.Fprintf(w, "scope: %s (%d patrolled)", termsafe.Field(strings.Join(sc.Resources, ", ")), sc.Patrolled)
+		if sc.Reason != "" {
+			fmt.Fprintf(w, "  reason: %s", termsafe.Field(sc.Reason))
+		}
+		fmt.Fprintln(w)
+	}
 	for _, p := range rep.InvalidResources {
 		fmt.Fprintf(w, "invalid: %s\n", termsafe.Field(p.String()))
 	}
