@@ -17,11 +17,13 @@ import (
 // codeLike matches string literals shaped like a structured code.
 var codeLike = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
 
-// checkCodes parses the package's non-test sources (file name -> text) and
-// reports (1) code-shaped string literals outside const declarations that
-// are not declared codes, (2) string literals given where a Code is expected
-// (composite literal field Code, or a Code(...) conversion), and (3)
-// declared codes never referenced outside the declaring file.
+// checkCodes parses the package's non-test sources (file name -> text)
+// and reports:
+//  1. code-shaped string literals outside const declarations that are not
+//     declared codes;
+//  2. string literals given where a Code is expected (composite literal
+//     field Code, or a Code(...) conversion);
+//  3. declared codes never referenced outside the declaring file.
 func checkCodes(files map[string]string) []string {
 	fset := token.NewFileSet()
 	parsed := map[string]*ast.File{}

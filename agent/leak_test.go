@@ -100,9 +100,10 @@ func TestPrecheckWellFormed(t *testing.T) {
 }
 
 // TestLeakedCallsRunThroughThePrechecks: a call written into the text is
-// made through the same pre-checks as a proper one, the stored reply holds
-// the call and not its text, a cut-off call gets MALFORMED_TOOL_CALL back,
-// and a leaked write is judged by the same checks as a proper one.
+// made through the same pre-checks as a proper one. The stored reply
+// holds the call and not its text. A cut-off call gets
+// MALFORMED_TOOL_CALL back. A leaked write is judged by the same checks
+// as a proper one.
 func TestLeakedCallsRunThroughThePrechecks(t *testing.T) {
 	var cnt calls
 	p := &scripted{turns: []model.Response{

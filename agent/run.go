@@ -114,8 +114,8 @@ func (s *Session) Run(ctx context.Context, messages []model.Message) (*Result, e
 }
 
 // Bounds on what a session keeps of a model reply (its conversation is
-// stored, persisted with approvals and sent back): the text is cut at
-// MaxToolResultChars characters and an argument object larger than
+// stored, persisted with approvals and sent back). The text is cut at
+// MaxToolResultChars characters. An argument object larger than
 // MaxStoredArgumentBytes is replaced by a note of its size. The calls
 // themselves are judged on what the model sent (and an oversized argument
 // fails the schema bounds anyway).

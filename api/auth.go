@@ -145,7 +145,7 @@ func newAuthTable(tokens []Token) *authTable {
 }
 
 // lookup finds the token presented in r. It compares SHA-256 digests in
-// constant time and visits every entry, so neither the length of a secret
+// constant time and visits every entry. So neither the length of a secret
 // nor which entry matched shows in the timing. ok is false when a header
 // was given and matched nothing; present is false when there was none.
 func (t *authTable) lookup(r *http.Request) (who identity, present, ok bool) {

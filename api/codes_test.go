@@ -15,10 +15,12 @@ import (
 )
 
 // checkCodes parses the package's non-test sources (name -> text) and
-// reports (1) declared codes never referenced outside codes.go, (2) string
-// literals outside codes.go equal to a declared code's value (a code must
-// be emitted through its constant) and (3) Code(...) conversions outside
-// codes.go (a way to emit an undeclared code).
+// reports:
+//  1. declared codes never referenced outside codes.go;
+//  2. string literals outside codes.go equal to a declared code's value (a
+//     code must be emitted through its constant);
+//  3. Code(...) conversions outside codes.go (a way to emit an undeclared
+//     code).
 func checkCodes(files map[string]string) []string {
 	fset := token.NewFileSet()
 	declared := map[string]string{} // identifier -> value

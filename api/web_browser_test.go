@@ -106,10 +106,11 @@ func browser(t *testing.T) context.Context {
 
 const hostile = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`
 
-// TestWebPagesInABrowser drives the pages in headless Chromium: the login,
-// the findings list, a finding whose names are hostile markup (rendered as
-// text: no script runs, no element is injected), an approval approved
-// through its form, and a cross-site form post that is refused.
+// TestWebPagesInABrowser drives the pages in headless Chromium. It goes
+// through the login, the findings list and a finding whose names are
+// hostile markup (rendered as text: no script runs, no element is
+// injected). Then an approval is approved through its form, and a
+// cross-site form post is refused.
 func TestWebPagesInABrowser(t *testing.T) {
 	var e *env
 	e = newEnv(t, testTokens, func(o *api.Options) {

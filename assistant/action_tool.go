@@ -17,13 +17,16 @@ const actionTimeoutMargin = 5 * time.Second
 const MaxReasonBytes = 512
 
 // actionTool declares run_action: one write tool whose `action` argument
-// picks a declared action. Every case is an infrastructure write; a
-// missing or unknown action is a write too (fail closed) and is refused by
-// the schema before anything runs. Without declared actions there is no
-// run_action tool. The env is its Authority: the registry's pre-check asks
-// it, in order, whether the target was resolved, whether its kind and the
-// finding's signal are declared, what autonomy and risk allow, whether an
-// operator approved, and whether the condition is still present live.
+// picks a declared action. Every case is an infrastructure write. A
+// missing or unknown action is a write too (fail closed) and is refused
+// by the schema before anything runs. Without declared actions there is
+// no run_action tool. The env is its Authority. The registry's pre-check
+// asks it, in order:
+// - whether the target was resolved;
+// - whether its kind and the finding's signal are declared;
+// - what autonomy and risk allow;
+// - whether an operator approved;
+// - whether the condition is still present live.
 func (e *env) actionTool() (agent.Tool, bool) {
 	if len(e.a.actions) == 0 {
 		return agent.Tool{}, false

@@ -135,10 +135,14 @@ const (
 	DecisionBlocked  Decision = "blocked"
 )
 
-// Decide applies docs/ASSISTANT.md#autonomy: monitor never writes; approval waits for
-// an operator on every write; assisted runs low-risk actions and waits on
-// the rest; full runs everything not declared never. risk never, an
-// unknown risk or an unknown autonomy is blocked (fail closed).
+// Decide applies docs/ASSISTANT.md#autonomy:
+// - monitor never writes;
+// - approval waits for an operator on every write;
+// - assisted runs low-risk actions and waits on the rest;
+// - full runs everything not declared never.
+//
+// Risk never, an unknown risk or an unknown autonomy is blocked (fail
+// closed).
 func Decide(autonomy findings.Autonomy, risk Risk) Decision {
 	if risk == RiskNever || !slices.Contains(Risks, risk) {
 		return DecisionBlocked

@@ -1,10 +1,14 @@
 // Package assistant runs gated remediation sessions for findings that
-// passed the investigation gate: the remediation tool profile (read tools
-// that re-collect live state, the declared actions as one write tool), the
-// action executor and its risk policy, operator approvals that park a
-// session and resume it from its persisted state machine, the playbook
-// driver used when no model is configured, the session transcript, and the
-// NATS worker that consumes remediation requests and publishes outcomes.
+// passed the investigation gate. It holds:
+//   - the remediation tool profile (read tools that re-collect live state,
+//     the declared actions as one write tool);
+//   - the action executor and its risk policy;
+//   - operator approvals that park a session and resume it from its
+//     persisted state machine;
+//   - the playbook driver used when no model is configured;
+//   - the session transcript;
+//   - the NATS worker that consumes remediation requests and publishes
+//     outcomes.
 //
 // Every call goes through the agent registry and state machine: a session
 // cannot write without a validated target, cannot write twice without

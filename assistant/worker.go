@@ -115,12 +115,12 @@ func (w *Worker) ConsumerOptions() bus.ConsumerOptions {
 }
 
 // RequestConsumerOptions is the shared request consumer every worker of a
-// deployment uses (in-serve or standalone; the daemon creates it at start,
-// so requests published before a standalone worker first connects wait
-// for it): one session in flight per investigation.max_concurrent across
-// all workers, redelivered only after a session's whole deadline (its
-// timeout, storing its end, waiting out storeRetry). Zero values take the
-// defaults.
+// deployment uses, in-serve or standalone. The daemon creates it at
+// start, so requests published before a standalone worker first connects
+// wait for it. It allows one session in flight per
+// investigation.max_concurrent across all workers. It redelivers only
+// after a session's whole deadline: its timeout, storing its end, waiting
+// out storeRetry. Zero values take the defaults.
 func RequestConsumerOptions(stream, subject string, sessionTimeout, storeRetry time.Duration, maxConcurrent int) bus.ConsumerOptions {
 	if sessionTimeout <= 0 {
 		sessionTimeout = DefaultSessionTimeout

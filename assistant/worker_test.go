@@ -228,11 +228,11 @@ func (s *flakyStore) FinishSession(ctx context.Context, id string, end records.S
 	return s.Store.FinishSession(ctx, id, end)
 }
 
-// A session that ends while no writer takes its end (a failover under way)
-// keeps its result and stores it once the store answers again, within
-// StoreRetry: the action ran once, the outcome is the real one and is
-// published once. Without StoreRetry the end is an error (and the request
-// is redelivered).
+// A session that ends while no writer takes its end (a failover under
+// way) keeps its result. It stores it once the store answers again,
+// within StoreRetry. The action ran once, and the outcome is the real one
+// and is published once. Without StoreRetry the end is an error (and the
+// request is redelivered).
 func TestSessionEndWaitsForTheStore(t *testing.T) {
 	fx := newFixture(t)
 	flaky := &flakyStore{Store: fx.st, refuse: 3}

@@ -31,17 +31,20 @@ func eventBytes(rows []contracts.OutboxEvent) float64 {
 	return float64(n) / float64(len(rows))
 }
 
-// BenchmarkOutboxPublish10k is the full outbox path with the findings
-// store itself: write 10k rows to its outbox table (one transaction), then
-// Flush: read windows in Seq order (the rows this store just wrote come
-// from its memory, checked against the window's seqs and ids), build each
-// message, publish asynchronously with Nats-Msg-Id with the next window in
-// flight while the acks of the previous arrive, mark each window sent (one
-// small row). sent=N first fills the table with N ~1 KB rows already sent:
-// they must not slow the relay (its reads search the primary key above the
-// sent mark). enqueue-ms is the store's share; cpu-ms is the CPU time of
-// the whole process (client, store and embedded server), which other work
-// on the machine does not stretch.
+// BenchmarkOutboxPublish10k is the full outbox path with the findings store
+// itself. It writes 10k rows to the store's outbox table in one
+// transaction, then flushes:
+//   - read windows in Seq order (the rows this store just wrote come from its
+//     memory, checked against the window's seqs and ids);
+//   - build each message and publish it asynchronously with Nats-Msg-Id, the
+//     next window in flight while the acks of the previous arrive;
+//   - mark each window sent (one small row).
+//
+// sent=N first fills the table with N ~1 KB rows already sent. They must
+// not slow the relay: its reads search the primary key above the sent
+// mark. The enqueue-ms figure is the store's share. The cpu-ms figure is
+// the CPU time of the whole process (client, store and embedded server),
+// which other work on the machine does not stretch.
 func BenchmarkOutboxPublish10k(b *testing.B) {
 	for _, c := range []struct{ batch, sent int }{{DefaultOutboxBatch, 0}, {1000, 0}, {DefaultOutboxBatch, 100_000}} {
 		b.Run(fmt.Sprintf("batch=%d/sent=%d", c.batch, c.sent), func(b *testing.B) {
@@ -175,9 +178,9 @@ func barePass(b *testing.B, js jetstream.JetStream, rows []contracts.OutboxEvent
 }
 
 // BenchmarkOutboxVsBare10k runs the two side by side, one pass of each in
-// every iteration (the same 10k events, under ids of their own), so load
-// from other work on the machine falls on both alike: outbox-ms and
-// bare-ms are their times per pass, x-bare the ratio of their sums.
+// every iteration (the same 10k events, under ids of their own). So load
+// from other work on the machine falls on both alike. outbox-ms and bare-ms
+// are their times per pass, x-bare the ratio of their sums.
 func BenchmarkOutboxVsBare10k(b *testing.B) {
 	for _, batch := range []int{DefaultOutboxBatch, 1000} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {

@@ -54,9 +54,9 @@ func TestStartTogetherOnFreshCluster(t *testing.T) {
 }
 
 // TestLeaseSurvivesBucketServerLoss: with Replicas 3 the lease bucket lives
-// on every server of a three-node cluster, so shutting down the server
-// that leads the bucket's stream leaves a leader within a few TTLs (an R1
-// bucket would be gone with it, and nobody could lead again).
+// on every server of a three-node cluster. So shutting down the server that
+// leads the bucket's stream leaves a leader within a few TTLs. An R1 bucket
+// would be gone with it, and nobody could lead again.
 func TestLeaseSurvivesBucketServerLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")

@@ -50,11 +50,11 @@ type LeaseOptions struct {
 
 // Lease is a leader lease on a JetStream KV key whose bucket has a TTL. The
 // holder renews every TTL/3 with a revision-checked update; others try to
-// create the key every TTL/5 and succeed once it expired or was released.
-// A holder counts itself leader only until TTL after the start of its last
-// successful write, which is never later than the server expires the key,
-// so two instances are never leader at once (clocks running at the same
-// rate assumed).
+// create the key every TTL/5 and succeed once it expired or was released. A
+// holder counts itself leader only until TTL after the start of its last
+// successful write. That is never later than the server expires the key, so
+// two instances are never leader at once (clocks running at the same rate
+// assumed).
 type Lease struct {
 	js  KeyValueStores
 	o   LeaseOptions
@@ -120,12 +120,13 @@ func (l *Lease) Term() uint64 {
 	return l.term
 }
 
-// Run creates the bucket, then acquires and renews the lease until ctx
-// ends or Close is called. It does not release the key; Close does. A
-// bucket creation that fails is retried (at once after no answer within
-// streamAttemptTimeout: a clustered JetStream may leave concurrent creates
-// of one bucket unanswered; TTL/3 later after an error), so a JetStream
-// that is not ready yet delays the lease instead of ending it.
+// Run creates the bucket, then acquires and renews the lease until ctx ends
+// or Close is called. It does not release the key; Close does. A bucket
+// creation that fails is retried, so a JetStream that is not ready yet
+// delays the lease instead of ending it:
+//   - at once after no answer within streamAttemptTimeout (a clustered
+//     JetStream may leave concurrent creates of one bucket unanswered);
+//   - TTL/3 later after an error.
 func (l *Lease) Run(ctx context.Context) error {
 	var kv jetstream.KeyValue
 	for {

@@ -92,11 +92,11 @@ func (f *Follower) EnableCapture(ctx context.Context, epoch uint64) error {
 	return f.o.Store.EnableCapture(ctx, contracts.SubjectStateChanges, f.o.Instance, epoch)
 }
 
-// AwaitEpoch returns once the database applied an epoch marker of at least
-// epoch from the stream (Run must be running), or with ctx's error: a new
-// writer waits for its own marker, so every change of an older writer that
-// precedes it in the stream is applied before its first write and every
-// one after it is fenced, on every replica alike.
+// AwaitEpoch returns once the database applied an epoch marker of at
+// least epoch from the stream (Run must be running), or with ctx's error.
+// A new writer waits for its own marker. So every change of an older
+// writer that precedes it in the stream is applied before its first
+// write. Every one after it is fenced, on every replica alike.
 func (f *Follower) AwaitEpoch(ctx context.Context, epoch uint64) error {
 	return f.await(ctx, func(st records.ReplicaStatus) error {
 		if st.AppliedEpoch >= epoch {

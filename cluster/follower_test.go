@@ -222,9 +222,9 @@ func TestStandbyAppliesLeaderStateInOrderOnce(t *testing.T) {
 }
 
 // Split brain: writer a (epoch 5) keeps writing after b took over with
-// epoch 9. b's epoch marker is b's first change on the stream; every
+// epoch 9. b's epoch marker is b's first change on the stream. Every
 // change of a after it is fenced on every replica (b itself and the
-// standby c), so a's late acknowledgement reaches no replica and all
+// standby c). So a's late acknowledgement reaches no replica, and all
 // replicas agree.
 func TestDeposedWriterIsFenced(t *testing.T) {
 	ctx := context.Background()
@@ -342,10 +342,10 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 	}
 }
 
-// A replica that cannot catch up is seeded from a caught-up one: the copy
-// holds the state the stream no longer has, resumes the stream where the
-// copy stood, carries no outbox and no capture, and ends equal to the
-// writer.
+// A replica that cannot catch up is seeded from a caught-up one. The copy
+// holds the state the stream no longer has and resumes the stream where
+// the copy stood. It carries no outbox and no capture, and ends equal to
+// the writer.
 func TestSeedFromACaughtUpReplica(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")

@@ -57,13 +57,14 @@ type Options struct {
 	Registerer prometheus.Registerer // nil: no metrics
 }
 
-// Member runs a clustered instance's side of the shared state: the
-// follower applying the leader's state changes (always, so a standby stays
-// warm and a leader's own sequence advances), and on every change of
-// leadership the switch between the two roles. An instance that wins the
-// lease is not the writer until its database has applied the stream's last
-// state change; then it captures its own changes and runs what only the
-// writer runs (WhileWriter). One that loses the lease stops both at once.
+// Member runs a clustered instance's side of the shared state. The
+// follower applies the leader's state changes always, so a standby stays
+// warm and a leader's own sequence advances. On every change of
+// leadership, Member switches between the two roles. An instance that
+// wins the lease is not the writer until its database has applied the
+// stream's last state change. Then it captures its own changes and runs
+// what only the writer runs (WhileWriter). One that loses the lease stops
+// both at once.
 type Member struct {
 	o        Options
 	log      *slog.Logger
@@ -184,14 +185,16 @@ func (r *Member) goRun(fn func()) {
 	}()
 }
 
-// fence runs before the relay starts. Events left unsent in the outbox
-// with state changes among them (a writer killed between its commit and
-// the publish) are dropped, remediation outcomes excepted, when, once
-// caught up, the stream's last change came from another instance: a newer
-// writer wrote since, and replaying older row images over its rows would
-// undo them (and their finding events repeat its own). When this instance
-// wrote last they are still the newest and are published. Unable to tell
-// (no stream), they are kept.
+// fence runs before the relay starts. It looks at events left unsent in
+// the outbox with state changes among them (a writer killed between its
+// commit and the publish). Once caught up:
+//   - when the stream's last change came from another instance, they are
+//     dropped, remediation outcomes excepted: a newer writer wrote since,
+//     and replaying older row images over its rows would undo them (and
+//     their finding events repeat its own);
+//   - when this instance wrote last, they are still the newest and are
+//     published;
+//   - unable to tell (no stream), they are kept.
 func (r *Member) fence(ctx context.Context) {
 	n, err := r.o.Store.UnsentState(ctx)
 	if err != nil || n == 0 {

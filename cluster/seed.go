@@ -19,14 +19,19 @@ import (
 	"github.com/patrold/patrold/contracts"
 )
 
-// Seeding (`patrold db seed`): a new or re-seeded instance asks any caught-up
-// instance of the cluster for a copy of its database over NATS
-// request/reply on contracts.SeedSubject(prefix) (queue group contracts.SeedQueue); the
-// answering instance writes a consistent copy (store.SeedCopy) into the
-// JetStream object store bucket contracts.SeedBucket and answers with its name, and
-// the new instance downloads it. The copy resumes the state stream where
-// the answering database stood, so it is for replicas that joined after
-// the stream's first changes aged out, or that diverged.
+// Seeding (`patrold db seed`) copies a database from one instance to
+// another:
+//   - a new or re-seeded instance asks any caught-up instance of the
+//     cluster for a copy over NATS request/reply on
+//     contracts.SeedSubject(prefix) (queue group contracts.SeedQueue);
+//   - the answering instance writes a consistent copy (store.SeedCopy) into
+//     the JetStream object store bucket contracts.SeedBucket and answers
+//     with its name;
+//   - the new instance downloads it.
+//
+// The copy resumes the state stream where the answering database stood.
+// So it is for replicas that joined after the stream's first changes aged
+// out, or that diverged.
 const (
 	seedTTL = time.Hour
 	// SeedTimeout bounds a whole seed request (copy and upload).

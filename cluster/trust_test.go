@@ -79,10 +79,10 @@ func wantRefused(g prometheus.Gatherer, want map[[2]string]float64) error {
 
 // Item 2 of the bus attack: state changes forged from the stream's last
 // one (the epoch and change number read off it, the finding retitled and
-// dismissed) are refused by the standby unless signed with the deployment
-// key: unsigned, wrong-key, stale and replayed copies leave its database
-// as it was (the applied sequence advances past each, nothing else), and
-// the writer's next change still applies, with no gap.
+// dismissed). The standby refuses them unless signed with the deployment
+// key. Unsigned, wrong-key, stale and replayed copies leave its database
+// as it was: the applied sequence advances past each, nothing else. The
+// writer's next change still applies, with no gap.
 func TestForgedStateChangesRefused(t *testing.T) {
 	ctx := context.Background()
 	o := bus.DefaultOptions()

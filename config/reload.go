@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 )
 
-// Reloader coordinates configuration reloads: it holds the configuration
-// in force, re-reads it on Reload, warns about the keys that take effect
-// only after a restart, and hands the new configuration to Apply; on any
+// Reloader coordinates configuration reloads. It holds the configuration in
+// force and re-reads it on Reload. It warns about the keys that take effect
+// only after a restart, and hands the new configuration to Apply. On any
 // error the previous configuration stays in force.
 type Reloader struct {
 	cur   atomic.Pointer[Config]

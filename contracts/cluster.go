@@ -158,11 +158,11 @@ type StateChange struct {
 // OpEpoch is the op of a new writer's epoch marker.
 const OpEpoch = "epoch"
 
-// OpTouch is a re-detection of many unchanged findings in one change:
-// table "findings", row {"raised": {id: times raised, ...},
-// "last_seen_at": T, "last_run_id": R}; applying it runs the writer's own
-// update (last seen, last run, and each finding's times raised as the
-// writer decided it) on those findings.
+// OpTouch is a re-detection of many unchanged findings in one change. Its
+// table is "findings", its row {"raised": {id: times raised, ...},
+// "last_seen_at": T, "last_run_id": R}. Applying it runs the writer's own
+// update on those findings: last seen, last run, and each finding's times
+// raised as the writer decided it.
 const OpTouch = "touch"
 
 // SkipTable is the table of a change that only advances the applied

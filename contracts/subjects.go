@@ -1,7 +1,8 @@
-// Package contracts holds what patrold puts on the wire and what the other
-// side may rely on: the NATS subjects and CloudEvents types of every
-// published event, the CloudEvents envelope, the outbox row the relay
-// publishes, and the remediation request and outcome with their enums.
+// Package contracts holds what patrold puts on the wire and what the
+// other side may rely on. That is the NATS subjects and CloudEvents types
+// of every published event, and the CloudEvents envelope. It is also the
+// outbox row the relay publishes, and the remediation request and outcome
+// with their enums.
 //
 // It is a leaf: it imports the standard library only, so the findings
 // store, the patrol pipeline and the assistant can build events without

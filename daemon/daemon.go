@@ -311,10 +311,10 @@ func (d *Daemon) releaseMemory() {
 }
 
 // Stop refuses new runs and stops every started part in reverse order of
-// Start: the scheduler, the API, the assistant worker, the runs in progress
-// (which finish until ctx is done, then are cancelled and wait for their
-// error record), NATS (flushing the outbox) and the store. It is
-// idempotent and joins every error.
+// Start. That is the scheduler, the API, the assistant worker, the runs
+// in progress, NATS (flushing the outbox) and the store. The runs finish
+// until ctx is done, then are cancelled and wait for their error record.
+// It is idempotent and joins every error.
 func (d *Daemon) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started || d.stopped {

@@ -70,9 +70,9 @@ func (d *Daemon) dbLost(err error) {
 
 // checkHistory refuses to start a single instance on a new or empty
 // database while the events stream already holds finding events this
-// source published: the first run would announce every finding opened a
-// second time, and acknowledgements and history would be gone without a
-// word. created is whether this start created the database file.
+// source published. The first run would announce every finding opened a
+// second time. Acknowledgements and history would be gone without a word.
+// created is whether this start created the database file.
 func (d *Daemon) checkHistory(ctx context.Context, created bool) error {
 	if d.opts.AcceptNewDatabase || d.root.Leadership().Clustered() {
 		return nil

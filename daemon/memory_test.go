@@ -23,7 +23,7 @@ func heapFree() uint64 {
 }
 
 // TestRunGivesItsPeakBack: when a run has ended (RunNow returns after the
-// release), the Go heap keeps almost no free memory from the OS: the
+// release), the Go heap keeps almost no free memory from the OS. The
 // run's peak (a 50k-resource fleet decoded, detected and committed, tens
 // of MB) is not kept resident until the next run.
 func TestRunGivesItsPeakBack(t *testing.T) {

@@ -43,8 +43,8 @@ func stoppedParts(log string) []string {
 
 // TestHalfStartedDaemonStopsWhatItStarted: the API fails to start (its
 // port is taken) after the store, NATS, the run context and the assistant
-// worker were started; Start stops each of them, last started first,
-// closes the store, and a later Stop does nothing more.
+// worker were started. Start stops each of them, last started first, and
+// closes the store. A later Stop does nothing more.
 func TestHalfStartedDaemonStopsWhatItStarted(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

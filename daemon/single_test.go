@@ -127,8 +127,8 @@ func storedRunIDs(t *testing.T, cfg *config.Config) []string {
 }
 
 // TestSingleInstanceSchedulesWhileNATSIsDown: without a cluster section
-// there is no lease, so an outage of the (external) NATS for three
-// schedule intervals stops nothing: every scheduled run happens, their
+// there is no lease. So an outage of the (external) NATS for three
+// schedule intervals stops nothing. Every scheduled run happens, their
 // events wait in the outbox, and once NATS is back each arrives exactly
 // once.
 func TestSingleInstanceSchedulesWhileNATSIsDown(t *testing.T) {

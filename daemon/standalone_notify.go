@@ -16,11 +16,11 @@ import (
 	"github.com/patrold/patrold/notify"
 )
 
-// Notify runs the standalone notifier (`patrold notify`): it connects to
-// NATS, runs every configured sink until ctx ends, and serves /metrics and
-// /healthz on listen when set ("127.0.0.1:0" picks a port). ready, when
-// set, receives the metrics address ("" without listen) once the sinks'
-// consumers exist. What it starts is stopped by Close, last first.
+// Notify runs the standalone notifier (`patrold notify`). It connects to
+// NATS and runs every configured sink until ctx ends. It serves /metrics
+// and /healthz on listen when set ("127.0.0.1:0" picks a port). ready,
+// when set, receives the metrics address ("" without listen) once the
+// sinks' consumers exist. What it starts is stopped by Close, last first.
 func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string)) error {
 	cfg := r.cfg
 	if len(cfg.Notify.Sinks) == 0 {

@@ -21,15 +21,16 @@ import (
 )
 
 // Worker runs a standalone assistant worker (`patrold worker`): a process
-// with no database and no data_dir. It takes remediation requests from the
-// shared durable consumer (beside the in-serve workers, if any), runs each
-// session through the registry like an in-serve worker, keeps its sessions,
-// approvals and spend in the writer's store over NATS (cluster/sessions) and
-// publishes outcomes straight to JetStream (the message id makes a
-// republished outcome a duplicate). With no writer answering, a request is
-// redelivered later; nothing is lost. It serves /metrics, /healthz and
-// /readyz on listen when set; ready, when set, receives that address once
-// the request consumer exists. Close stops what it started.
+// with no database and no data_dir. It takes remediation requests from
+// the shared durable consumer, beside the in-serve workers if any. It
+// runs each session through the registry like an in-serve worker. It
+// keeps its sessions, approvals and spend in the writer's store over NATS
+// (cluster/sessions). It publishes outcomes straight to JetStream; the
+// message id makes a republished outcome a duplicate. With no writer
+// answering, a request is redelivered later; nothing is lost. It serves
+// /metrics, /healthz and /readyz on listen when set; ready, when set,
+// receives that address once the request consumer exists. Close stops
+// what it started.
 func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string)) error {
 	cfg := r.cfg
 	bo, err := clientBusOptions(cfg, "worker")

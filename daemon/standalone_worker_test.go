@@ -22,11 +22,12 @@ import (
 	"github.com/patrold/patrold/patrol"
 )
 
-// TestStandaloneWorker: the daemon runs no worker of its own; a standalone
-// worker with no database (its data_dir never exists) takes the request,
-// runs the action, verifies it, keeps its session in the daemon's store
-// over NATS and publishes fix_verified, which resolves the finding. A
-// request published before the worker first connected waits for it.
+// TestStandaloneWorker: the daemon runs no worker of its own. A
+// standalone worker with no database (its data_dir never exists) takes
+// the request, runs the action and verifies it. It keeps its session in
+// the daemon's store over NATS and publishes fix_verified, which resolves
+// the finding. A request published before the worker first connected
+// waits for it.
 func TestStandaloneWorker(t *testing.T) {
 	dir, common := remediationFleet(t)
 	common = "log: {level: info}\n" + common

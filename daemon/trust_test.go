@@ -25,11 +25,11 @@ import (
 	"github.com/patrold/patrold/store/storetest"
 )
 
-// Item 1 of the bus attack, through a running daemon: while a real
-// session is open, an outcome with an invented session id changes
-// nothing, and the session's own fix_verified claim while the pool is
-// still full is recorded as fix_verification_failed (the daemon's check
-// measured it), the finding staying open.
+// Item 1 of the bus attack, through a running daemon, while a real
+// session is open. An outcome with an invented session id changes
+// nothing. The session's own fix_verified claim while the pool is still
+// full is recorded as fix_verification_failed (the daemon's check
+// measured it), and the finding stays open.
 func TestForgedFixOnTheBus(t *testing.T) {
 	dir, remediation := remediationFleet(t)
 	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
@@ -91,10 +91,10 @@ func TestForgedFixOnTheBus(t *testing.T) {
 	}
 }
 
-// Every other outcome attack through a running daemon: unsigned,
-// wrong-key, stale and replayed outcomes for the real session are
-// refused, counted by reason, and the database is byte for byte what it
-// was; the real session's own signed claim then applies.
+// Every other outcome attack through a running daemon. Unsigned,
+// wrong-key, stale and replayed outcomes for the real session are refused
+// and counted by reason. The database is byte for byte what it was. The
+// real session's own signed claim then applies.
 func TestUnauthenticatedOutcomesRefused(t *testing.T) {
 	dir, remediation := remediationFleet(t)
 	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +

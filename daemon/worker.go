@@ -15,11 +15,12 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// startWorker builds the assistant worker. With consume (assistant.enabled)
-// it consumes remediation requests from the shared durable consumer and
-// publishes outcomes, which the daemon's outcome consumer applies to the
-// findings; without, it only decides approvals through the API (those
-// standalone workers asked for) and sessions are left to them.
+// startWorker builds the assistant worker. With consume
+// (assistant.enabled) it consumes remediation requests from the shared
+// durable consumer and publishes outcomes; the daemon's outcome consumer
+// applies them to the findings. Without, it only decides approvals
+// through the API (those standalone workers asked for), and sessions are
+// left to them.
 func (d *Daemon) startWorker(ctx context.Context, cfg *config.Config, consume bool) error {
 	if d.msg == nil {
 		return fmt.Errorf("assistant.enabled needs NATS")

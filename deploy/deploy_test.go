@@ -1,7 +1,7 @@
-// Package deploy_test keeps the deployment files honest: the systemd unit
-// has every line the docs promise, the NATS example parses with the real
-// server, the dashboard is valid and its PromQL compiles, and every metric
-// they name is one the daemon exports.
+// Package deploy_test keeps the deployment files honest. The systemd unit
+// has every line the docs promise. The NATS example parses with the real
+// server. The dashboard is valid and its PromQL compiles. Every metric they
+// name is one the daemon exports.
 package deploy_test
 
 import (

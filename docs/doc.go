@@ -1,5 +1,6 @@
-// Package docs holds patrold's user and architecture documentation and the
-// guard tests that keep it true to the code: each guard derives the truth
-// from the Go source (constants, enumerations, declared codes) and checks the
-// documents against it in both directions where the set is enumerable.
+// Package docs holds patrold's user and architecture documentation and
+// the guard tests that keep it true to the code. Each guard derives the
+// truth from the Go source (constants, enumerations, declared codes). It
+// checks the documents against it, in both directions where the set is
+// enumerable.
 package docs

@@ -18,11 +18,14 @@ import (
 )
 
 // TestLifecycleEventsMatchSchemas drives findings through every published
-// part of their lifecycle in a real daemon (runs that open, resolve and
-// reopen; dismiss, undismiss, suppress, unsuppress, snooze, acknowledge,
-// resolve; a silence and a will_fix_later dismissal that expire in the
-// sweep) and validates every event that reaches NATS against the shipped
-// schema of its type with an independent JSON Schema validator.
+// part of their lifecycle in a real daemon:
+//   - runs that open, resolve and reopen;
+//   - dismiss, undismiss, suppress, unsuppress, snooze, acknowledge,
+//     resolve;
+//   - a silence and a will_fix_later dismissal that expire in the sweep.
+//
+// It validates every event that reaches NATS against the shipped schema
+// of its type, with an independent JSON Schema validator.
 func TestLifecycleEventsMatchSchemas(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

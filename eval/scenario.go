@@ -1,8 +1,8 @@
 // Package eval qualifies a model for patrold (docs/MODELS.md "Choosing a
 // model"). It runs the model through the patrol stage of a real run, on a
-// throwaway store, over a corpus of scenarios, and measures it against the
-// deterministic net: recall, precision, refused claims and calls, turns,
-// tokens, cost, wall time and the largest request.
+// throwaway store, over a corpus of scenarios. It measures the model
+// against the deterministic net: recall, precision, refused claims and
+// calls, turns, tokens, cost, wall time and the largest request.
 package eval
 
 import (

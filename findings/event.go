@@ -2,10 +2,11 @@ package findings
 
 import "time"
 
-// FindingEventData is the data of a finding event on NATS: the finding,
-// the run that caused the event (absent for events of the sweep or of an
-// operator action), why it was published, and which occurrence of the
-// finding this is. docs/NATS.md shows it; docs/schemas holds its schema.
+// FindingEventData is the data of a finding event on NATS. It holds the
+// finding and the run that caused the event (absent for events of the
+// sweep or of an operator action). It says why it was published, and
+// which occurrence of the finding this is. docs/NATS.md shows it;
+// docs/schemas holds its schema.
 type FindingEventData struct {
 	Finding EventFinding `json:"finding"`
 	RunID   string       `json:"run_id,omitempty"`

@@ -45,9 +45,9 @@ func explains(parent *Observation, childKey string) bool {
 }
 
 // Inhibit sets InhibitedBy on every observation whose cause is another
-// observation of the same run on one of its parents: the parent
-// finding's id. parents returns the topology parents of a resource id
-// (nil when it has none or is unknown). An observation is inhibited by
+// observation of the same run on one of its parents. It sets it to the
+// parent finding's id. parents returns the topology parents of a resource
+// id (nil when it has none or is unknown). An observation is inhibited by
 // the first parent, in parents order, whose finding explains it.
 // Observations are normalised first (their keys are canonical).
 //

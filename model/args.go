@@ -7,8 +7,8 @@ import (
 )
 
 // NormalizeArguments turns the argument text a model produced into valid
-// JSON: empty becomes {}, valid JSON is kept (compacted), and anything else
-// is kept as a JSON string so it survives recording and fails the tool's
+// JSON. Empty becomes {}, and valid JSON is kept (compacted). Anything else
+// is kept as a JSON string: it survives recording and fails the tool's
 // schema check (an object is required) instead of the whole turn.
 func NormalizeArguments(raw []byte) json.RawMessage {
 	trimmed := bytes.TrimSpace(raw)

@@ -93,8 +93,8 @@ func KindForStatus(status int) ErrorKind {
 }
 
 // ClassifyTransport classifies an error that came without an HTTP answer.
-// ctx is the caller's context: when it is done the call was canceled by
-// the caller (a run timeout included); a per-attempt timeout, a network
+// ctx is the caller's context. When it is done, the call was canceled by
+// the caller (a run timeout included). A per-attempt timeout, a network
 // timeout or a refused connection is transient.
 func ClassifyTransport(ctx context.Context, err error) ErrorKind {
 	if ctx.Err() != nil {

@@ -19,11 +19,11 @@ const (
 	tokensPerMillion      = 1_000_000
 )
 
-// EstimateTokens estimates the input tokens of req: the characters of the
-// system text, every message (content, tool call names and arguments) and
-// every tool definition (name, description, parameter schema), divided by
-// CharsPerToken and rounded up, plus MessageOverheadTokens per message and
-// per tool.
+// EstimateTokens estimates the input tokens of req. It counts the
+// characters of the system text, of every message (content, tool call names
+// and arguments) and of every tool definition (name, description, parameter
+// schema). It divides them by CharsPerToken, rounded up, and adds
+// MessageOverheadTokens per message and per tool.
 func EstimateTokens(req Request) int {
 	chars := len(req.System)
 	items := 1

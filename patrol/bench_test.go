@@ -135,13 +135,13 @@ func BenchmarkRun(b *testing.B) {
 }
 
 // BenchmarkRunVsDecode holds a run to the decode it starts with, side by
-// side, both from a file as in production: every iteration decodes the
-// file alone (what `patrold snapshot validate` does), then runs from it
-// through the file source (what the daemon does: detection starts while
-// the file decodes), and the benchmark reports the ratio of the two times
-// over all iterations (x-decode), so load from other work on the machine
-// falls on both alike. The goals: at most 1.2 at 1 % faults, 1.5 at 10 %,
-// at 100k resources.
+// side, both from a file as in production. Every iteration decodes the
+// file alone (what `patrold snapshot validate` does). It then runs from
+// it through the file source (what the daemon does: detection starts
+// while the file decodes). The benchmark reports the ratio of the two
+// times over all iterations (x-decode), so load from other work on the
+// machine falls on both alike. The goals: at most 1.2 at 1 % faults, 1.5
+// at 10 %, at 100k resources.
 func BenchmarkRunVsDecode(b *testing.B) {
 	pol, _ := alerts.New(alerts.Settings{})
 	for _, fc := range fleets(b) {

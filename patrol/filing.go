@@ -67,10 +67,10 @@ const (
 	maxEvidenceRunes = 4000
 )
 
-// safeSignals neutralises and caps the untrusted text signals carry (the
+// safeSignals neutralises and caps the untrusted text signals carry: the
 // resource's name, the summary that quotes it and a backup error, string
-// evidence), so that the report, finding text, events, the API and a
-// later prompt inherit no live instruction from a source.
+// evidence. So the report, finding text, events, the API and a later
+// prompt inherit no live instruction from a source.
 func safeSignals(sigs []signals.Signal, memo safeMemo) {
 	for i := range sigs {
 		safeSignal(&sigs[i], memo)

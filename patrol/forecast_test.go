@@ -31,7 +31,7 @@ func (b *brokenHistory) UsageSeries(ctx context.Context, ids []string) (map[stri
 
 // TestForecastThroughTheRun: on a new database the demo fleet's history
 // is backfilled, the run records its own usage, and capacity_forecast is
-// filed for the storage that fills; when the history fails the run is
+// filed for the storage that fills. When the history fails, the run is
 // degraded and the forecast finding is not resolved by its absence.
 func TestForecastThroughTheRun(t *testing.T) {
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))

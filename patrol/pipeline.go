@@ -254,9 +254,9 @@ func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOp
 }
 
 // streamFor starts detecting as the source decodes (detectStream), when
-// the run collects from a source that can hand its resources over; nil
-// otherwise (a given snapshot, another source, or active findings that
-// cannot be read now: the run then detects after the collection).
+// the run collects from a source that can hand its resources over. It is
+// nil otherwise: a given snapshot, another source, or active findings
+// that cannot be read now. The run then detects after the collection.
 func (r *Runner) streamFor(ctx context.Context, set Settings, ro RunOptions) *detectStream {
 	if ro.Snapshot != nil || len(ro.Scope) > 0 {
 		return nil // a scoped run detects over its scope, after collection
@@ -414,9 +414,9 @@ func indexResources(snap *snapshot.Snapshot) map[string]*snapshot.Resource {
 	return byID
 }
 
-// resourceIndex finds the resources of a snapshot by id. It indexes, in one
-// pass, only the ids the run asks about (the resources of its active
-// findings and of its signals), so a large fleet is not indexed whole; an
+// resourceIndex finds the resources of a snapshot by id. It indexes, in
+// one pass, only the ids the run asks about (the resources of its active
+// findings and of its signals). So a large fleet is not indexed whole. An
 // id outside that set (a finding activated after the keys were read)
 // indexes the whole snapshot, once. Either way get answers as a full
 // index would (the last resource with an id wins).

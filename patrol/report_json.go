@@ -11,13 +11,13 @@ import (
 	"github.com/patrold/patrold/signals"
 )
 
-// encodeReport is json.Marshal(rep), byte for byte, with the three long
-// lists (signals, unmatched signals, findings: most of a report, about
-// 7 MB at 10k findings) written by hand instead of by reflection, which
-// took 55 ms a run at that size. The rest of the report is encoded by
-// encoding/json with those lists empty, and the lists are put in the place
-// it left for them. Anything the hand-written form does not cover (a
-// value that is not a finite float, an evidence value of another kind)
+// encodeReport is json.Marshal(rep), byte for byte. The three long lists
+// (signals, unmatched signals, findings) are written by hand instead of
+// by reflection, which took 55 ms a run at 10k findings. They are most of
+// a report, about 7 MB at that size. The rest of the report is encoded by
+// encoding/json with those lists empty, and the lists are put in the
+// place it left for them. Anything the hand-written form does not cover
+// (a value that is not a finite float, an evidence value of another kind)
 // makes it fall back to json.Marshal of the whole report.
 // TestEncodeReportIsJSONMarshal holds the two to the same bytes.
 func encodeReport(rep *Report) ([]byte, error) {

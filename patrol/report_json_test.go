@@ -18,10 +18,10 @@ import (
 )
 
 // TestEncodeReportIsJSONMarshal holds the run report's hand-written lists
-// to encoding/json, byte for byte, over random reports: strings that need
-// escaping or are not UTF-8, floats across the exponent forms and not
-// finite, evidence of every kind (those written by hand and others, which
-// fall back), nil and empty lists.
+// to encoding/json, byte for byte, over random reports. They hold strings
+// that need escaping or are not UTF-8, and floats across the exponent
+// forms and not finite. They hold evidence of every kind (those written
+// by hand and others, which fall back), and nil and empty lists.
 func TestEncodeReportIsJSONMarshal(t *testing.T) {
 	text := rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", "plain", "a<b>&c", "q\"uote\\", "tab\t\n", "\u2028", "ünï", "\xff\xfe"}),
 		rapid.Map(rapid.SliceOf(rapid.Byte()), func(b []byte) string { return string(b) }))

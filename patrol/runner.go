@@ -81,10 +81,11 @@ type Options struct {
 	// ProgressEvery is how often a collection still running is logged
 	// (0: DefaultProgressEvery).
 	ProgressEvery time.Duration
-	// Release, when set, is called after each run, its report handed on
-	// (AfterCommit) and its snapshot garbage, before the run lock is
-	// released: a daemon gives the run's peak back to the OS there
-	// (ReleaseMemory), so it does not stay resident until the next run.
+	// Release, when set, is called after each run, once its report is
+	// handed on (AfterCommit) and its snapshot is garbage. It runs before
+	// the run lock is released. A daemon gives the run's peak back to the
+	// OS there (ReleaseMemory), so it does not stay resident until the
+	// next run.
 	Release func()
 }
 

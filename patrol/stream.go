@@ -16,18 +16,22 @@ import (
 // on another, on the core decoding leaves idle, and the resources the run
 // will look up are noted as they pass.
 //
-// What the stream made is a guess until the snapshot is decoded: it is
+// What the stream made is a guess until the snapshot is decoded. It is
 // used only where it is exactly what detecting the decoded snapshot makes
-// (result). The snapshot must hold the very resources the stream read
-// (snapshot.HeldFrom names the decoding whose batches the stream took
-// last: no duplicate dropped, no other decoding, and the batches of the
-// last "resources" array, all of them), detection's
-// hysteresis input must be the one read after the collection, a batch is
-// detected again when the snapshot's taken_at is not the one it was
-// detected at, and a resource the prober may have given a verdict since
-// (a probe candidate) is detected again. The attack is a document that
-// changes its mind late; TestStreamIsDetection holds the stream to plain
-// detection.
+// (result):
+//   - the snapshot must hold the very resources the stream read
+//     (snapshot.HeldFrom names the decoding whose batches the stream took
+//     last: no duplicate dropped, no other decoding, all the batches of the
+//     last "resources" array);
+//   - detection's hysteresis input must be the one read after the
+//     collection;
+//   - a batch is detected again when the snapshot's taken_at is not the one
+//     it was detected at;
+//   - a resource the prober may have given a verdict since (a probe
+//     candidate) is detected again.
+//
+// The attack is a document that changes its mind late;
+// TestStreamIsDetection holds the stream to plain detection.
 //
 // The stream keeps positions, not the batches: the snapshot's resources
 // may be copies of them (the slice grew), and what is detected again is
@@ -143,8 +147,8 @@ const (
 )
 
 // result is what the stream made of snap, now decoded (and probed, when
-// probed is set), when the snapshot holds what the stream read and active
-// is the hysteresis input it detected with; otherwise use is
+// probed is set). It is that when the snapshot holds what the stream read
+// and active is the hysteresis input it detected with. Otherwise use is
 // streamDiscarded, and the run detects snap whole. A batch detected at
 // another taken_at is detected again, and so is every probe candidate of
 // a probed snapshot (streamPartly).

@@ -26,11 +26,11 @@ import (
 // A streaming source lets detection start while the snapshot decodes
 // (patrol's detectStream). A document can change its mind after the
 // resources were handed over: a later taken_at, a second "resources"
-// array, a repeated id that drops earlier copies; the prober writes
-// verdicts into resources after they were detected, and an operator can
+// array, a repeated id that drops earlier copies. The prober writes
+// verdicts into resources after they were detected. An operator can
 // resolve a finding while the collection runs. Each attack below runs the
-// same document through a plain and a streaming source and wants the
-// same whole run report, with the signal the late word decides.
+// same document through a plain and a streaming source and wants the same
+// whole run report, with the signal the late word decides.
 
 // unreachableProber gives every probe candidate the verdict unreachable.
 type unreachableProber struct{}
@@ -339,8 +339,8 @@ func TestStreamBatchesAreTheDetection(t *testing.T) {
 
 // TestStreamSurvivesAGrowingSlice: a file whose resources are smaller
 // than the decoder's guess grows the resource slice after batches were
-// handed over, so the snapshot holds copies of them; the stream is used
-// whole all the same (it keeps positions, not the batches).
+// handed over. So the snapshot holds copies of them. The stream is used
+// whole all the same: it keeps positions, not the batches.
 func TestStreamSurvivesAGrowingSlice(t *testing.T) {
 	var rs []string
 	for i := range 3000 {

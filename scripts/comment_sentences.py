@@ -3,8 +3,9 @@
 limit (CONTRIBUTING.md: aim under 25 words; 40 is too many).
 
 A comment is a run of // lines (directives and indented code in doc
-comments left out). List items ("- ", "1. ") start a new sentence. A
-sentence ends at ".", "?" or "!" followed by a space or the end.
+comments left out). A blank comment line and a list item ("- ", "1. ")
+start a new sentence. A sentence ends at ".", "?" or "!" followed by a
+space or the end.
 
 Usage: scripts/comment_sentences.py [--limit N] [--list] [DIR]"""
 import os
@@ -16,22 +17,34 @@ ITEM = re.compile(r'^\s*(?:[-*]|\d+\.)\s+')
 
 
 def comments(path):
-    """Yield (line number, text) for each comment block of path."""
-    block, start = [], 0
+    """Yield (line number, text) for each comment block of path. A blank
+    comment line ends a paragraph, a list item starts one, and the lines
+    indented under a list item continue it."""
+    block, start, in_item = [], 0, False
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             s = line.strip()
             if s.startswith("//") and not s.startswith("//go:") and not s.startswith("//nolint"):
                 body = s[2:]
-                if body.startswith("\t") or body.startswith("    "):
-                    continue  # code in a doc comment
                 if not block:
                     start = n
-                block.append(body.strip() if not ITEM.match(body) else "\n" + body.strip())
+                if body.strip() == "":
+                    block.append("\n")
+                    in_item = False
+                elif ITEM.match(body):
+                    block.append("\n" + body.strip())
+                    in_item = True
+                elif in_item and body.startswith("  ") and not body.startswith("\t"):
+                    block.append(body.strip())
+                elif body.startswith("\t") or body.startswith("    "):
+                    continue  # code in a doc comment
+                else:
+                    block.append(body.strip())
+                    in_item = False
                 continue
             if block:
                 yield start, " ".join(block)
-                block = []
+                block, in_item = [], False
     if block:
         yield start, " ".join(block)
 

@@ -59,7 +59,7 @@ MUTATIONS = [
      '\t\t\t\tif fl.Tag != nil && reflect.StructTag(strings.Trim(fl.Tag.Value, "`")).Get("koanf") == "-" {\n',
      [ARCH, "-run", "TestConfigSectionRuleFailsOnViolation"]),
     ("config-section-in-config", "config/config.go",
-     "\tLog           logging.Config ", "\tLog           LogConfig ",
+     "logging.Config        `koanf:\"log\"", "LogConfig             `koanf:\"log\"",
      [ARCH, "-run", "TestConfigOwnsNoSection$"]),
 ]
 

@@ -137,9 +137,9 @@ type trend struct {
 	span        time.Duration
 }
 
-// theilSen fits a line to the points at or before now: the slope is the
+// theilSen fits a line to the points at or before now. The slope is the
 // median of the slopes between every two points, the intercept the median
-// of value - slope*time, so a few outliers (a spike, a cleanup) move it
+// of value - slope*time. So a few outliers (a spike, a cleanup) move it
 // little. It needs MinForecastPoints distinct times over MinForecastSpan.
 func theilSen(pts []Point, now time.Time) (trend, bool) {
 	ps := make([]Point, 0, len(pts))

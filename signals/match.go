@@ -31,9 +31,9 @@ func SeverityRank(s string) int {
 // Match splits signals into those matched by a finding filed this run and
 // those left unmatched. A finding matches a signal when it has the same
 // canonical resource id, the same category and a severity at least the
-// signal's: an info or watch finding never covers a warning, so a model
-// that files benign findings cannot hide real ones. The same matcher
-// serves production and the evaluation suite.
+// signal's. So an info or watch finding never covers a warning, and a
+// model that files benign findings cannot hide real ones. The same
+// matcher serves production and the evaluation suite.
 func Match(sigs []Signal, filed []Filed) (matched, unmatched []Signal) {
 	type key struct{ id, cat string }
 	cover := make(map[key]int, len(filed))

@@ -108,10 +108,10 @@ var _ Thresholds = (*alerts.Policy)(nil)
 // snapshot order, then catalogue order, and has at most one signal per
 // (type, resource).
 //
-// A large snapshot is detected in contiguous shares, one goroutine each
-// (the detectors are pure, and th and active are only read, so th must be
-// safe for concurrent use, as an *alerts.Policy is); the shares are joined
-// in snapshot order, so the result is the one a single pass gives.
+// A large snapshot is detected in contiguous shares, one goroutine each.
+// The detectors are pure, and th and active are only read, so th must be
+// safe for concurrent use (as an *alerts.Policy is). The shares are
+// joined in snapshot order, so the result is the one a single pass gives.
 func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
 	return shares.Join(len(snap.Resources), minDetectShare, func(lo, hi int) []Signal {
 		return DetectResources(snap.Resources[lo:hi], snap.TakenAt, th, active)

@@ -178,11 +178,14 @@ const (
 var docKeys = []string{"", "version", "taken_at", "source", "resources"}
 
 // decodeStream walks the document with a token decoder. It keeps the rules
-// of the v1 decoder it replaces: the first type error in document order
-// rejects the document (after the whole document is known to be valid
-// JSON), a later duplicate key wins, and the checks run in the same order.
-// Each resource element is read as one validated value and parsed in place
-// by the fast path; elements it does not keep go to decodeResource.
+// of the v1 decoder it replaces:
+//   - the first type error in document order rejects the document (after the
+//     whole document is known to be valid JSON);
+//   - a later duplicate key wins;
+//   - the checks run in the same order.
+//
+// Each resource element is read as one validated value and parsed in
+// place by the fast path; elements it does not keep go to decodeResource.
 func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Problem, error) {
 	d := jsontext.NewDecoder(r, tokenOpts...)
 	var decoding uint64

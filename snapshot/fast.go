@@ -12,11 +12,11 @@ import (
 
 // fastParser parses one resource object in place, from the bytes of a value
 // the tokenizer has already validated. It keeps a resource only when v1
-// would have kept the same resource, and it is conservative: anything it
-// does not handle itself (a key spelled with escapes or other case, a
-// duplicate key, a value of the wrong type, a number v1 cannot hold, a
-// failed check) makes parse return false, and the element goes to
-// decodeResource, which gives v1's verdict and words. So on its path no
+// would have kept the same resource. It is conservative: anything it does
+// not handle itself makes parse return false, and the element goes to
+// decodeResource, which gives v1's verdict and words. Such are a key
+// spelled with escapes or other case, a duplicate key, a value of the wrong
+// type, a number v1 cannot hold, or a failed check. So on its path no
 // problem text is built and nothing is decoded twice.
 type fastParser struct {
 	b      []byte
@@ -581,9 +581,9 @@ func (p *fastParser) backup() (*Backup, bool) {
 }
 
 // field reads the next key of an object whose known keys are keys and
-// returns its bit; bit 0 is an unknown key, already skipped as v1 would.
-// seen collects the bits read so far: a repeated key is not ok (the fast
-// path leaves such a resource to v1).
+// returns its bit. Bit 0 is an unknown key, already skipped as v1 would.
+// seen collects the bits read so far. A repeated key is not ok: the fast
+// path leaves such a resource to v1.
 func (p *fastParser) field(keys map[string]int, seen *int) (bit int, ok bool) {
 	k, ok := p.key()
 	if !ok {

@@ -82,9 +82,9 @@ type Snapshot struct {
 // Resource is one host, guest, storage pool or disk.
 //
 // A decoded resource may share what its fields refer to with other
-// resources of the same snapshot (the array of its metrics, its tags
-// slice, its backup times), so a fleet of a million costs a few hundred
-// bytes each: treat them as read-only, and copy before changing one.
+// resources of the same snapshot: the array of its metrics, its tags slice,
+// its backup times. So a fleet of a million costs a few hundred bytes each.
+// Treat them as read-only, and copy before changing one.
 type Resource struct {
 	ID     string `json:"id"`
 	Kind   Kind   `json:"kind"`
@@ -329,11 +329,10 @@ func CanonicalID(id string) string {
 // MaxIDBytes caps a resource id (and a parent id).
 const MaxIDBytes = 256
 
-// IDProblem says what makes id unfit to be a resource id, or "" when it
-// is fit: an id is shown on terminals, stored and published, so it must
-// be valid UTF-8 of printable characters only (no control, format or
-// bidi characters, no line or paragraph separators) and at most
-// MaxIDBytes long.
+// IDProblem says what makes id unfit to be a resource id, or "" when it is
+// fit. An id is shown on terminals, stored and published. So it must be
+// valid UTF-8 of printable characters only (no control, format or bidi
+// characters, no line or paragraph separators), at most MaxIDBytes long.
 func IDProblem(id string) string {
 	if len(id) > MaxIDBytes {
 		return fmt.Sprintf("longer than %d bytes", MaxIDBytes)
@@ -393,13 +392,16 @@ type KeptSource interface {
 	CollectKept(ctx context.Context, kept func(Handed)) (*Snapshot, []Problem, error)
 }
 
-// HeldFrom names the decoding (Handed.Decoding) whose batches s's
-// resources are exactly, in order: those it handed over since its last
-// batch at position 0, the same elements or their verbatim copies (the
-// slice grew), so what a consumer made of them is what it would make of
-// s.Resources. It is 0 when no decoding's are: s was decoded without
-// Kept, a duplicate was dropped, its last array handed nothing over, the
-// v1 decoder decoded it again, or it was built otherwise.
+// HeldFrom names the decoding (Handed.Decoding) whose batches s's resources
+// are exactly, in order. Those are the batches it handed over since its
+// last batch at position 0: the same elements, or their verbatim copies
+// (the slice grew). So what a consumer made of them is what it would make
+// of s.Resources. It is 0 when no decoding's are:
+// - s was decoded without Kept;
+// - a duplicate was dropped;
+// - its last array handed nothing over;
+// - the v1 decoder decoded it again;
+// - or it was built otherwise.
 func (s *Snapshot) HeldFrom() uint64 { return s.heldFrom }
 
 // UsagePoint is one stored usage sample of a resource: percent used at a
@@ -417,9 +419,9 @@ type UsageBackfiller interface {
 }
 
 // A CoveringSource is a Source of several that can tell what one of them
-// covers: whether the resource id is one the named source reported when
-// it last collected (known false: it has not collected yet, so it may
-// cover anything).
+// covers. It says whether the resource id is one the named source reported
+// when it last collected. Known is false when that source has not collected
+// yet: it may cover anything.
 type CoveringSource interface {
 	Covers(source, id string) (covered, known bool)
 }

@@ -216,11 +216,13 @@ func TestDuplicatePlaces(t *testing.T) {
 	}
 }
 
-// checkKept decodes data again handing resources over (DecodeOptions.Kept,
-// one and two at a time): the outcome is the one without a consumer, a
-// batch is never written after it was handed over, positions count the
-// resources of an array, and a snapshot that holds its batches holds
-// exactly those of its last array, in order.
+// checkKept decodes data again, handing resources over (DecodeOptions.Kept,
+// one and two at a time). It checks that:
+//   - the outcome is the one without a consumer;
+//   - a batch is never written after it was handed over;
+//   - positions count the resources of an array;
+//   - a snapshot that holds its batches holds exactly those of its last
+//     array, in order.
 func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wantProbs []Problem, wantErr error) {
 	t.Helper()
 	for _, n := range []int{1, 2} {
@@ -280,9 +282,9 @@ func checkKept(t *testing.T, data []byte, opts DecodeOptions, want *Snapshot, wa
 }
 
 // TestHeldFrom: a snapshot holds the batches its decoding handed over when
-// it has them all, those of its last array, copies or not; not when a
-// duplicate dropped some, when its last array handed none over, without a
-// consumer, nor built otherwise.
+// it has them all (those of its last array, copies or not). It does not
+// when a duplicate dropped some, or when its last array handed none over.
+// Nor does it without a consumer, nor when built otherwise.
 func TestHeldFrom(t *testing.T) {
 	vm := func(id string) string { return `{"id":"vm/` + id + `","kind":"vm"}` }
 	for _, c := range []struct {

@@ -309,10 +309,10 @@ func unknownFields[T any](raw []byte, i int, id string, _ T) []Problem {
 	return []Problem{p}
 }
 
-// dropDuplicates drops every copy of a repeated id, with a problem for
-// each naming its place in the resources array. problems are the decode's
-// (in array order), from which the place of each kept resource is
-// recovered: the decode keeps no index of its own.
+// dropDuplicates drops every copy of a repeated id, with a problem for each
+// naming its place in the resources array. problems are the decode's, in
+// array order. The place of each kept resource is recovered from them: the
+// decode keeps no index of its own.
 func dropDuplicates(rs []Resource, problems []Problem) ([]Resource, []Problem) {
 	if !mayRepeat(rs) {
 		return rs, problems

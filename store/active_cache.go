@@ -20,21 +20,21 @@ const MaxCachedActive = 100_000
 // with the findings version (migration 00012) they were left at. A steady
 // run re-detects most of them unchanged, so reading every one whole again
 // was most of its commit. The next commit uses the cache only while the
-// version in the database is still that one: any other change to the
-// findings table since (an operator action, an investigation, a sweep, a
-// replicated change, another process) moved it, and the commit reads the
+// version in the database is still that one. Any other change to the
+// findings table since moved it: an operator action, an investigation, a
+// sweep, a replicated change, another process. The commit then reads the
 // table as before. Nothing is trusted that the database does not confirm.
 type activeCache struct {
 	mu sync.Mutex
 	activeState
 }
 
-// activeState is what the cache holds, handed to a commit whole (take) and
-// back (put). What is built from byID travels with it and is kept only
-// while the commits change no finding's membership (a steady run only
-// re-detects) and byID came from the cache; a commit that read the table
-// (another writer moved the version) builds them again, since the other
-// writer may have swapped one finding for another.
+// activeState is what the cache holds, handed to a commit whole (take)
+// and back (put). What is built from byID travels with it. It is kept
+// only while the commits change no finding's membership (a steady run
+// only re-detects) and byID came from the cache. A commit that read the
+// table (another writer moved the version) builds them again, since the
+// other writer may have swapped one finding for another.
 type activeState struct {
 	byID    map[string]findings.Finding // nil: nothing cached
 	version int64
@@ -129,10 +129,10 @@ func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) (s
 	return st, len(st.byID) <= MaxCachedActive, nil
 }
 
-// leave applies a commit's changes to the cache it took: what is active
-// after the commit, as the database would read it back.
-// sameMembers is true when no finding joined or left the active ones
-// (the cached identity facts still hold).
+// leave applies a commit's changes to the cache it took. The cache then
+// holds what is active after the commit, as the database would read it
+// back. sameMembers is true when no finding joined or left the active
+// ones (the cached identity facts still hold).
 func leave(m map[string]findings.Finding, changes []findings.Change) (left map[string]findings.Finding, sameMembers bool) {
 	if m == nil {
 		return nil, false

@@ -248,8 +248,8 @@ func TestActiveCacheSeesEveryOtherWrite(t *testing.T) {
 }
 
 // replicate has a leader that holds what both stores of w hold (run-1 of
-// a and b) capture what write does, and applies the captured changes to
-// both stores, as a follower does; want are the ops of the findings and
+// a and b) capture what write does. It applies the captured changes to
+// both stores, as a follower does. want are the ops of the findings and
 // epoch changes it must have captured.
 func replicate(t *testing.T, w twin, want []string, write func(leader *store.Store)) {
 	t.Helper()
@@ -295,10 +295,10 @@ func replicate(t *testing.T, w twin, want []string, write func(leader *store.Sto
 
 // TestActiveCacheMatchesTheDatabase: over random sequences of runs
 // (findings appearing, changing severity and text, clearing, regressing)
-// and operator actions between them, a store that keeps its active
-// findings returns exactly the changes, and keeps exactly the rows, of one
-// that reads them every time (twin.commit compares both, and the cache
-// with the rows).
+// and operator actions between them. A store that keeps its active
+// findings returns exactly the changes, and keeps exactly the rows, of
+// one that reads them every time. twin.commit compares both, and the
+// cache with the rows.
 func TestActiveCacheMatchesTheDatabase(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		dir := t.TempDir()

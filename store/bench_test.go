@@ -8,11 +8,15 @@ import (
 	"github.com/patrold/patrold/findings"
 )
 
-// BenchmarkCommitRun measures CommitRun over n observations: a first run
-// (every finding new: inserted with its events and outbox rows), the steady
-// state (every finding re-detected unchanged: one touch statement) and a
-// regression run (every finding resolved before and observed again: the
-// stored history read in one lookup, each finding reopened and published).
+// BenchmarkCommitRun measures CommitRun over n observations in three
+// runs:
+//   - a first run: every finding new, inserted with its events and outbox
+//     rows;
+//   - the steady state: every finding re-detected unchanged, one touch
+//     statement;
+//   - a regression run: every finding resolved before and observed again,
+//     the stored history read in one lookup, each finding reopened and
+//     published.
 func BenchmarkCommitRun(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		obs := make([]findings.Observation, n)

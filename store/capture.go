@@ -29,11 +29,11 @@ var replicaSkipTables = map[string]bool{"outbox": true, "outbox_sent": true, "re
 var replicaSkipColumns = map[string]bool{"runs.report": true, "runs.exchange": true,
 	"remediation_sessions.transcript": true, "remediation_sessions.exchange": true}
 
-// captureTouch runs update (the touch of the findings in the JSON object
-// raised: id to times raised) and, when this database captures, replicates it as one numbered
-// touch change instead of one row image per finding: the row triggers are
-// held off for the update (applying = 1) and the change is queued in the
-// same transaction.
+// captureTouch runs update, the touch of the findings in the JSON object
+// raised (id to times raised). When this database captures, it replicates
+// the update as one numbered touch change instead of one row image per
+// finding. The row triggers are held off for the update (applying = 1),
+// and the change is queued in the same transaction.
 func captureTouch(ctx context.Context, tx *sql.Tx, raised []byte, lastSeen, runID string, update func() error) error {
 	var capture, applying int
 	var subject, origin string
@@ -145,14 +145,14 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// EnableCapture switches this database to leader capture: every row change
-// committed from now on (findings, their events, runs, operator actions,
-// silences, suppressions, investigations, sessions, approvals, audit) is
-// also written to the outbox, in the same transaction, as a state-change
-// event on subject, naming origin and epoch. The same transaction queues
-// the epoch marker, so the marker precedes every change this writer
-// captures. The triggers are rebuilt from the current schema on every
-// call.
+// EnableCapture switches this database to leader capture. Every row
+// change committed from now on is also written to the outbox, in the same
+// transaction, as a state-change event on subject, naming origin and
+// epoch. That covers findings, their events, runs, operator actions,
+// silences, suppressions, investigations, sessions, approvals and audit.
+// The same transaction queues the epoch marker, so the marker precedes
+// every change this writer captures. The triggers are rebuilt from the
+// current schema on every call.
 func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch uint64) error {
 	if subject == "" || origin == "" || epoch == 0 {
 		return errors.New("enable capture: subject, origin and epoch are required")
@@ -226,10 +226,11 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 }
 
 // DropUnsent deletes the events still waiting in the outbox, except those
-// of the types in keep, and returns how many went: a deposed writer's last
-// commits, which a newer writer superseded (replaying their row images
-// would overwrite newer rows; their finding events and requests would
-// repeat what the newer writer published for the same findings).
+// of the types in keep, and returns how many went. They are a deposed
+// writer's last commits, which a newer writer superseded. Replaying their
+// row images would overwrite newer rows. Their finding events and
+// requests would repeat what the newer writer published for the same
+// findings.
 func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 	q := "DELETE FROM outbox WHERE " + unsentCond
 	args := make([]any, 0, len(keep))

@@ -159,15 +159,15 @@ func finishAsync(finish findings.FinishFunc, changes []findings.Change) <-chan f
 	return out
 }
 
-// reconcile decides a run's changes from the active findings (by id, and
-// their ids in order: the order unobserved ones are resolved in) and, read
-// in one query for the run, the resolved history of the ids observed again
-// (a regression).
+// reconcile decides a run's changes from two inputs. One is the active
+// findings, by id and their ids in order (the order unobserved ones are
+// resolved in). The other, read in one query for the run, is the resolved
+// history of the ids observed again (a regression).
 func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, active map[string]findings.Finding, order []string) ([]findings.Change, error) {
 	// Normalising (each observation's identity, a hash) and observing are
-	// per observation: both run in shares, one per core; what depends on
-	// the order (the first observation of a finding wins, the changes keep
-	// the observations' order) is done in one pass between them.
+	// per observation: both run in shares, one per core. What depends on
+	// the order is done in one pass between them: the first observation
+	// of a finding wins, and the changes keep the observations' order.
 	all := slices.Clone(in.Observations)
 	allIDs := make([]string, len(all))
 	shares.Each(len(all), reconcileShare, func(lo, hi int) {
@@ -262,10 +262,10 @@ func findingsByID(ctx context.Context, q querier, ids []string) (map[string]*fin
 	return out, nil
 }
 
-// putRun writes the run record. The row StartRun wrote is updated in place
-// (not replaced: REPLACE deletes and re-inserts the row and its index
-// entries), and the report is bound as the bytes encoded once, cast to
-// TEXT in SQLite rather than copied into a Go string.
+// putRun writes the run record. The row StartRun wrote is updated in
+// place; it is not replaced, since REPLACE deletes and re-inserts the row
+// and its index entries. The report is bound as the bytes encoded once,
+// cast to TEXT in SQLite rather than copied into a Go string.
 func putRun(ctx context.Context, tx *sql.Tx, r findings.RunRecord) error {
 	report := []byte(r.Report)
 	if len(report) == 0 {
@@ -343,13 +343,13 @@ type touchedFinding struct {
 	raised int
 }
 
-// touch records a re-detection of many unchanged findings in one statement
-// (per chunk). In cluster capture it is replicated as one touch change per
-// chunk instead of a row image per finding (captureTouch). It sets each
-// finding's times raised to the value the run decided, not one more than
-// what a database holds, so a replica whose row had drifted (a write of a
-// deposed writer that never reached the stream) is brought back into line
-// by the next touch instead of staying one off for good.
+// touch records a re-detection of many unchanged findings in one
+// statement (per chunk). In cluster capture it is replicated as one touch
+// change per chunk instead of a row image per finding (captureTouch). It
+// sets each finding's times raised to the value the run decided, not one
+// more than what a database holds. So a replica whose row had drifted (a
+// write of a deposed writer that never reached the stream) is brought
+// back into line by the next touch, instead of staying one off for good.
 func touch(ctx context.Context, tx *sql.Tx, found []touchedFinding, now time.Time, runID string) error {
 	for len(found) > 0 {
 		chunk := found[:min(len(found), touchChunk)]

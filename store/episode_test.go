@@ -10,10 +10,10 @@ import (
 	"github.com/patrold/patrold/store"
 )
 
-// TestReopenedFindingStartsNewEpisode: after a fix the finding reopens;
-// its new request carries an attempt of its own (never the previous
-// episode's), a replayed outcome of the previous episode is not taken as
-// this one's, the new outcome is, and the finding does not stay
+// TestReopenedFindingStartsNewEpisode: after a fix the finding reopens.
+// Its new request carries an attempt of its own, never the previous
+// episode's. A replayed outcome of the previous episode is not taken as
+// this one's; the new outcome is. The finding does not stay
 // investigating.
 func TestReopenedFindingStartsNewEpisode(t *testing.T) {
 	st := openStore(t)

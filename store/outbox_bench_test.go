@@ -10,9 +10,9 @@ import (
 	"github.com/patrold/patrold/store/storetest"
 )
 
-// BenchmarkEnqueue10k: the store's half of the outbox path, 10k ~1 KB
-// events in one transaction (checked, inserted, committed, cached), then
-// the relay's reads and marks of them in windows of 256 (no NATS). sent=N
+// BenchmarkEnqueue10k: the store's half of the outbox path. It stores 10k
+// ~1 KB events in one transaction (checked, inserted, committed, cached).
+// Then the relay reads and marks them in windows of 256 (no NATS). sent=N
 // first stores N such events already sent.
 func BenchmarkEnqueue10k(b *testing.B) {
 	for _, sent := range []int{0, 100_000} {

@@ -15,14 +15,16 @@ import (
 const outboxCacheBytes = 16 << 20
 
 // outboxCache keeps the rows Enqueue committed, as PendingEvents would
-// read them back, so the relay publishes what this process just wrote
-// without reading it from SQLite again. It is only a shortcut: the
-// database decides which rows are pending (PendingEvents lists their seq
-// and id, and uses the cache only when it holds exactly that window), and
-// an outbox row never changes once written (seq is never reused), so a
-// cached row is what the database holds. Rows leave it when they are
-// marked sent, when unsent rows are dropped, and the cache never grows
-// past outboxCacheBytes.
+// read them back. So the relay publishes what this process just wrote
+// without reading it from SQLite again. It is only a shortcut:
+//   - the database decides which rows are pending (PendingEvents lists
+//     their seq and id, and uses the cache only when it holds exactly that
+//     window);
+//   - an outbox row never changes once written (seq is never reused), so a
+//     cached row is what the database holds.
+//
+// Rows leave it when they are marked sent and when unsent rows are
+// dropped. The cache never grows past outboxCacheBytes.
 type outboxCache struct {
 	mu    sync.Mutex
 	rows  []findings.OutboxEvent // ascending Seq

@@ -15,11 +15,11 @@ import (
 
 // TestPendingEventsFromTheCacheAreWhatTheDatabaseHolds: the rows a store
 // hands its relay from what it enqueued are, field for field, what a
-// second store on the same file (no cache) reads back, whatever else
-// writes or deletes rows in between: another writer's rows interleaved,
-// rows skipped as already present, data compacted on the way in, times in
-// another zone, windows marked sent, unsent rows dropped by another
-// process.
+// second store on the same file (no cache) reads back. That holds
+// whatever else writes or deletes rows in between: another writer's rows
+// interleaved, rows skipped as already present, data compacted on the way
+// in, times in another zone, windows marked sent, unsent rows dropped by
+// another process.
 func TestPendingEventsFromTheCacheAreWhatTheDatabaseHolds(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "p.db")
@@ -85,10 +85,11 @@ func TestPendingEventsFromTheCacheAreWhatTheDatabaseHolds(t *testing.T) {
 	compare("after the drop")
 }
 
-// TestPendingEventsTakeWhatThisProcessEnqueued: the relay's window of rows
-// this store just wrote comes from memory, not from the database: rows are
-// never rewritten once stored, so a change made behind the store's back
-// (here, to prove the point) is not seen until the rows were sent.
+// TestPendingEventsTakeWhatThisProcessEnqueued: the relay's window of
+// rows this store just wrote comes from memory, not from the database.
+// Rows are never rewritten once stored. So a change made behind the
+// store's back (here, to prove the point) is not seen until the rows were
+// sent.
 func TestPendingEventsTakeWhatThisProcessEnqueued(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)

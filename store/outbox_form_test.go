@@ -23,11 +23,11 @@ func compactEscaped(data []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// FuzzMarshalForm: whenever Enqueue skips the Compact and HTMLEscape passes,
-// those passes would have accepted the data and left it byte for byte as
-// it is, so the shortcut never changes what is stored or what is refused;
-// and the shortcut is taken for all such data that is valid UTF-8 and
-// nested no deeper than 1000 (what it does not follow itself).
+// FuzzMarshalForm: whenever Enqueue skips the Compact and HTMLEscape
+// passes, those passes would have accepted the data and left it byte for
+// byte as it is. So the shortcut never changes what is stored or what is
+// refused. And the shortcut is taken for all such data that is valid
+// UTF-8 and nested no deeper than 1000 (what it does not follow itself).
 func FuzzMarshalForm(f *testing.F) {
 	for _, s := range []string{
 		`{"a":1,"b":[true,null,"x"]}`, `{"note":"<b>"}`, `{ "a": 1 }`, "{\"a\":\"\u2028\"}", `{"a":"\"}`,

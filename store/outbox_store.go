@@ -60,12 +60,15 @@ func (w *outboxWriter) add(ctx context.Context, d findings.OutboxDraft) error {
 }
 
 // The sent mark: outbox_sent holds one row per window the relay marked,
-// the highest seq it acknowledged (every row at or below it was: the relay
-// marks only an unbroken prefix in seq order, and seq, an AUTOINCREMENT
-// key assigned under SQLite's write lock, only grows in commit order). The
-// unsent rows are those above the highest mark: a range of the primary
-// key. Marking a window sent writes one small row, not the window's ~1 KB
-// rows again.
+// the highest seq it acknowledged. Every row at or below it was
+// acknowledged:
+//   - the relay marks only an unbroken prefix in seq order;
+//   - seq, an AUTOINCREMENT key assigned under SQLite's write lock, only
+//     grows in commit order.
+//
+// The unsent rows are those above the highest mark: a range of the
+// primary key. Marking a window sent writes one small row, not the
+// window's ~1 KB rows again.
 const (
 	sentMarkSQL = "(SELECT coalesce(max(seq), 0) FROM outbox_sent)"
 	unsentCond  = "seq > " + sentMarkSQL
@@ -91,8 +94,8 @@ const (
 	pendingKeysSQL = "SELECT count(*), coalesce(group_concat(seq || ':' || octet_length(id) || ':' || id, ','), '') " +
 		"FROM (SELECT seq, id FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?)"
 	// pendingSpanSQL names the window by its size and its first and last
-	// seq: when those span exactly as many seqs as there are rows, the
-	// window is that run of seqs, and a seq names one row for good (it is
+	// seq. When those span exactly as many seqs as there are rows, the
+	// window is that run of seqs. A seq names one row for good (it is
 	// never reused), so the cache's rows of those seqs are the window.
 	pendingSpanSQL = "SELECT count(*), coalesce(min(seq), 0), coalesce(max(seq), 0) " +
 		"FROM (SELECT seq FROM outbox WHERE " + unsentAfterCond + " ORDER BY seq LIMIT ?)"

@@ -8,9 +8,9 @@ import (
 	"github.com/patrold/patrold/findings"
 )
 
-// The net has the last word: a finding whose condition this run's
+// The net has the last word. A finding whose condition this run's
 // detection produced stays open in a complete run, even with a (forged)
-// model verdict asking to resolve it; the same verdict on a condition
+// model verdict asking to resolve it. The same verdict on a condition
 // detection did not produce resolves it.
 func TestDetectedConditionIsNeverResolved(t *testing.T) {
 	st := openStore(t)

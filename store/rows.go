@@ -444,11 +444,12 @@ func parseTransitions(s string) []time.Time {
 // confirms them), it is shared by the calls until a finding joins or
 // leaves them.
 //
-// Without kept findings (a fresh process: `patrold run`, a daemon's first
-// run; or another writer moved the version) it reads the active findings
-// whole, once, and keeps them as a commit would have left them: the run
-// that asked commits next and needs them whole, and reads them back from
-// memory then (while the version confirms them) instead of a second time.
+// Without kept findings it reads the active findings whole, once, and
+// keeps them as a commit would have left them. That is a fresh process
+// (`patrold run`, a daemon's first run), or another writer moved the
+// version. The run that asked commits next and needs them whole. It then
+// reads them back from memory (while the version confirms them) instead
+// of a second time.
 func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
 	if keys, ok := s.active.keys(ctx, s.db); ok {
 		return keys, nil

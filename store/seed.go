@@ -11,12 +11,13 @@ import (
 )
 
 // SeedCopy writes a consistent copy of this database to path (which must
-// not exist) for another instance to start from (cluster mode, `patrold db
-// seed`): VACUUM INTO inside one read transaction, then, in the copy, the
-// outbox emptied (this instance's events are its own to publish) and the
-// capture state reset to a standby's, with the applied sequence, epoch and
-// change number kept, so the copy resumes the state stream where this
-// database stands. It returns the copy's replica status.
+// not exist) for another instance to start from (cluster mode, `patrold
+// db seed`). It runs VACUUM INTO inside one read transaction. In the copy
+// it then empties the outbox (this instance's events are its own to
+// publish) and resets the capture state to a standby's. The applied
+// sequence, epoch and change number are kept, so the copy resumes the
+// state stream where this database stands. It returns the copy's replica
+// status.
 func (s *Store) SeedCopy(ctx context.Context, path string) (records.ReplicaStatus, error) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		return records.ReplicaStatus{}, fmt.Errorf("seed copy: %s already exists", path)

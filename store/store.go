@@ -33,10 +33,10 @@ const CommitCacheKiB = 32768
 type Store struct {
 	db *sql.DB
 	// commitDB is the run commit's own connection, with a page cache
-	// (CommitCacheKiB) that holds a large run's writes (a 10k-finding
-	// report is about 7 MB) until the commit instead of spilling them to
-	// the log as they are made; the pool's connections keep SQLite's small
-	// default, so API readers do not each grow one.
+	// (CommitCacheKiB) that holds a large run's writes until the commit.
+	// A 10k-finding report is about 7 MB; it is not spilled to the log as
+	// it is made. The pool's connections keep SQLite's small default, so
+	// API readers do not each grow one.
 	commitDB *sql.DB
 	path     string
 	info     os.FileInfo // the file opened, for FileCheck

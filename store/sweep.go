@@ -9,11 +9,12 @@ import (
 	"github.com/patrold/patrold/findings"
 )
 
-// Sweep does the time-driven housekeeping in one transaction: retention
-// (resolved findings after resolvedRetention, dismissed ones 30 days after
-// last seen; suppressed ones are kept), will_fix_later reminders after 7
-// days, and re-evaluation of silences (a finding whose silence expired is
-// published if it never was, or if its severity moved while silenced).
+// Sweep does the time-driven housekeeping in one transaction:
+//   - retention: resolved findings after resolvedRetention, dismissed ones
+//     30 days after last seen (suppressed ones are kept);
+//   - will_fix_later reminders after 7 days;
+//   - re-evaluation of silences: a finding whose silence expired is
+//     published if it never was, or if its severity moved while silenced.
 func (s *Store) Sweep(ctx context.Context, now time.Time, resolvedRetention time.Duration, policy findings.PublishPolicy) (findings.SweepResult, error) {
 	var res findings.SweepResult
 	err := s.withTx(ctx, func(tx *sql.Tx) error {

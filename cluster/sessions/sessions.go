@@ -1,15 +1,16 @@
 // Package sessions lets an assistant worker with no database of its own
-// keep its sessions in the writer's: every call of assistant.Store (and
-// the runs' spend) is a NATS request on `patrold_sessions.<prefix>.<method>`,
-// served by a micro service on the writer alone (queue group
-// "patrold-writer"), so what a standalone worker records is committed
-// (and replicated) exactly like what an in-serve worker records.
+// keep its sessions in the writer's. Every call of assistant.Store (and
+// the runs' spend) is a NATS request on
+// `patrold_sessions.<prefix>.<method>`. A micro service on the writer
+// alone serves it (queue group "patrold-writer"). So what a standalone
+// worker records is committed (and replicated) exactly like what an
+// in-serve worker records.
 //
 // Core NATS, outside the patrol stream's `<prefix>.>`: nothing is kept on
 // the stream. With no writer the call fails (ErrNoWriter), the worker's
-// handler returns the error and JetStream redelivers the request later;
-// nothing half-done is left behind, as a session is recorded as started
-// before anything runs and its redelivery is handled by the worker.
+// handler returns the error and JetStream redelivers the request later.
+// Nothing half-done is left behind: a session is recorded as started
+// before anything runs, and its redelivery is handled by the worker.
 //
 // The wire is JSON per method, decoded strictly (unknown fields refused,
 // the field named). Errors travel in the micro error headers: code 404 is

@@ -31,11 +31,16 @@ import (
 const clusterTTL = 3 * time.Second
 
 // clusterYAML is the part of the configuration every instance and worker
-// shares: the example fleet with faults (a file, so every run sees the
-// same fleet), full autonomy (every finding gets one remediation request,
-// max_attempts 1), a harmless action for high_cpu and a gated one for
-// high_disk: it marks gate/started.<pid> and waits until gate/open exists
-// (at most 60 s), so those sessions are in flight when the leader dies.
+// shares:
+//   - the example fleet with faults (a file, so every run sees the same
+//     fleet);
+//   - full autonomy (every finding gets one remediation request,
+//     max_attempts 1);
+//   - a harmless action for high_cpu;
+//   - a gated one for high_disk: it marks gate/started.<pid> and waits
+//     until gate/open exists (at most 60 s), so those sessions are in
+//     flight when the leader dies.
+//
 // Neither action fixes anything: each request ends with one outcome.
 func clusterYAML(t *testing.T, gate string) string {
 	t.Helper()
@@ -138,14 +143,17 @@ func (in *instance) writer() bool {
 // TestClusterProcessFailover: three `patrold serve` processes in cluster
 // mode (no assistant) and two `patrold worker` processes on a three-node
 // JetStream cluster (R3 stream, embedded in the test process). Operators
-// ack and silence through the leader and through a standby; the leader is
-// killed with SIGKILL while it schedules and while two sessions run in the
-// workers; a survivor finishes a scheduled run within two lease TTLs with
-// every finding, ack and silence as they were, and takes the outcomes of
-// the two sessions; the stream holds one opened per finding and one
-// outcome per remediation request; every session ran in a worker; no
-// process drops an unknown finding; the killed instance restarts as a
-// standby and catches up.
+// ack and silence through the leader and through a standby. The leader is
+// killed with SIGKILL while it schedules and while two sessions run in
+// the workers. Then:
+//   - a survivor finishes a scheduled run within two lease TTLs with every
+//     finding, ack and silence as they were, and takes the outcomes of the
+//     two sessions;
+//   - the stream holds one opened per finding and one outcome per
+//     remediation request;
+//   - every session ran in a worker;
+//   - no process drops an unknown finding;
+//   - the killed instance restarts as a standby and catches up.
 func TestClusterProcessFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
@@ -430,10 +438,11 @@ func sessionsEnded(log string) []string {
 }
 
 // findingsDiff compares the findings a new leader lists with what the old
-// one listed: the same findings with the same values, but for what every
-// run moves forward (when each was last seen, how often, by which run)
-// and, for the findings whose remediation was in flight, the session's
-// progress (the same attempt, though). It names each differing field.
+// one listed. They are the same findings with the same values, but for
+// what every run moves forward (when each was last seen, how often, by
+// which run). For the findings whose remediation was in flight, the
+// session's progress also moves (the same attempt, though). It names each
+// differing field.
 func findingsDiff(got, want []api.FindingView, inFlight map[string]bool) string {
 	byID := map[string]api.FindingView{}
 	for _, g := range got {

@@ -20,8 +20,8 @@ func jsonIndent(t testing.TB, src []byte) string {
 }
 
 // TestIndentedIsJSONIndent: a run report printed by `run --output json`
-// is what printJSON (an indenting json.Encoder) printed, byte for byte:
-// a report with every list empty and one with strings that hold every
+// is what printJSON (an indenting json.Encoder) printed, byte for byte.
+// One report has every list empty. The other has strings that hold every
 // character the indenter must step over (quotes, escapes, brackets,
 // commas and colons in text).
 func TestIndentedIsJSONIndent(t *testing.T) {

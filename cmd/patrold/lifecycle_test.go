@@ -136,8 +136,8 @@ func startExternalNATS(t *testing.T) (string, func()) {
 }
 
 // TestKillNineThenRestartRunsAtStartup: a cluster-mode instance killed
-// with SIGKILL leaves its lease key behind; restarted, it is the same
-// instance (the name kept in data_dir), reclaims the key at once and its
+// with SIGKILL leaves its lease key behind. Restarted, it is the same
+// instance (the name kept in data_dir) and reclaims the key at once. Its
 // startup run happens within startup_delay, not after the 30 s lease TTL.
 func TestKillNineThenRestartRunsAtStartup(t *testing.T) {
 	url, _ := startExternalNATS(t)

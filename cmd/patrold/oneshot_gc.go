@@ -6,13 +6,13 @@ import (
 )
 
 // A one-shot run ends with its process, so the memory a run's garbage
-// holds is given back when it exits: collecting it along the way is CPU
+// holds is given back when it exits. Collecting it along the way is CPU
 // spent for nothing. oneShotGC has `patrold run` collect less often
-// (oneShotGCPercent instead of Go's 100) under a soft memory limit from
-// the snapshot file's size (oneShotLimit), which keeps the peak of a
-// large fleet where it was: docs/PATROL_ARCHITECTURE.md (Performance)
-// has the figures. GOGC or GOMEMLIMIT in the environment are the
-// operator's and are left alone.
+// (oneShotGCPercent instead of Go's 100). It sets a soft memory limit
+// from the snapshot file's size (oneShotLimit), which keeps the peak of a
+// large fleet where it was. docs/PATROL_ARCHITECTURE.md (Performance) has
+// the figures. GOGC or GOMEMLIMIT in the environment are the operator's
+// and are left alone.
 const (
 	oneShotGCPercent = 400
 	// oneShotLimitPerFile is the soft limit per byte of the file (1.8x:

@@ -98,9 +98,9 @@ func (p *proc) signal(sig os.Signal) {
 const testAdminToken = "process-test-admin-token"
 
 // serveConfig writes a configuration for a served daemon on a fresh
-// data_dir (API and embedded NATS on free ports, an admin token, no
-// assistant) plus extra YAML, which may set nats, schedule and assistant
-// itself, and returns its path and data_dir.
+// data_dir and returns its path and data_dir. It has the API and embedded
+// NATS on free ports, an admin token and no assistant. Extra YAML is
+// added, which may set nats, schedule and assistant itself.
 func serveConfig(t *testing.T, extra string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()

@@ -64,10 +64,10 @@ func TestRunTextCountsUnchanged(t *testing.T) {
 	}
 }
 
-// TestRunTextSteadyRun: a second run of the same snapshot changes nothing;
-// `patrold run` prints no finding line and the counts, `run --all` one
-// UNCHANGED line per finding of the JSON report, `runs show` (a stored
-// report, read whole) every line as --all does.
+// TestRunTextSteadyRun: a second run of the same snapshot changes
+// nothing. `patrold run` prints no finding line, only the counts. `run
+// --all` prints one UNCHANGED line per finding of the JSON report. `runs
+// show` (a stored report, read whole) prints every line as --all does.
 func TestRunTextSteadyRun(t *testing.T) {
 	c := newCLI(t, "")
 	if out, code := c.run("run", "--snapshot", "../../examples/small-faults.json"); code != 0 {

@@ -157,9 +157,9 @@ func decodeGraph(raw []byte) (graph, error) {
 }
 
 // touchSources stats every Go file and go.mod of the module. go test
-// caches a result keyed on the files the test itself opened or stat'ed, and
-// the graph comes from a child process: without this, an edit that breaks a
-// rule could be answered from the cache.
+// caches a result keyed on the files the test itself opened or stat'ed,
+// and the graph comes from a child process. Without this, an edit that
+// breaks a rule could be answered from the cache.
 func touchSources(root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

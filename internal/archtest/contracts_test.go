@@ -1,8 +1,8 @@
 package archtest
 
-// Rules of slice B (issue 12): where the message contracts live and who may
-// link the transport. The graph is the non-test build of every package of
-// the module, from `go list -deps -json ./...`; each rule also runs over a
+// Rules of slice B: where the message contracts live and who may link the
+// transport. The graph is the non-test build of every package of the
+// module, from `go list -deps -json ./...`. Each rule also runs over a
 // small synthetic graph that breaks it, so a rule that could never fail
 // fails its own test.
 

@@ -1,5 +1,5 @@
 // Package dirlock makes a data directory belong to one process at a time:
-// an advisory flock(2) on a lock file inside it, released by the kernel
+// an advisory flock(2) on a lock file inside it. The kernel releases it
 // when the holder exits, however it exits (kill -9 included), so a stale
 // lock cannot outlive its process. The holder writes who it is into the
 // file, so a refused process can name it.

@@ -57,9 +57,9 @@ func need(t *testing.T, name string) string {
 	return p
 }
 
-// TestMakeDistInstalls runs `make dist`, installs the .deb with dpkg into
-// a fresh root (never this machine's), and checks what it installed: a
-// stripped, version-stamped binary, the hardened unit that
+// TestMakeDistInstalls runs `make dist` and installs the .deb with dpkg
+// into a fresh root (never this machine's). It checks what it installed:
+// a stripped, version-stamped binary, the hardened unit that
 // systemd-analyze verify accepts, the default configuration, the patrold
 // user and its directories, a man page for every command, completions.
 func TestMakeDistInstalls(t *testing.T) {

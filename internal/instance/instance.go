@@ -1,7 +1,7 @@
 // Package instance gives a patrold instance a stable name: the configured
 // cluster.instance, or one generated on first start and kept in the data
-// directory, so a restarted instance (kill -9 included) is the same
-// instance and can reclaim what it held, such as its leader lease.
+// directory. So a restarted instance (kill -9 included) is the same
+// instance. It can reclaim what it held, such as its leader lease.
 package instance
 
 import (

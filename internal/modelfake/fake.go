@@ -1,9 +1,10 @@
 // Package modelfake holds fakes of an OpenAI-compatible chat completions
-// server and of the Anthropic messages API, for tests. They speak the real
-// wire formats on loopback (httptest), as server-sent events in small
-// chunks when a request asks for a stream, and misbehave the way weak
-// models do: tool calls written into the text, cut-off JSON arguments,
-// tools ignored, requests beyond the context window, slow answers.
+// server and of the Anthropic messages API, for tests. They speak the
+// real wire formats on loopback (httptest), as server-sent events in
+// small chunks when a request asks for a stream. They misbehave the way
+// weak models do: tool calls written into the text, cut-off JSON
+// arguments, tools ignored, requests beyond the context window, slow
+// answers.
 package modelfake
 
 import (

@@ -88,10 +88,10 @@ func binary(b *testing.B) string {
 }
 
 // fleetFile writes the generated fleet of n resources at the fault rate
-// once per test binary (`patrold demo export --seed 1 --at
-// 2026-11-29T06:00:00Z`, in its own process so this one stays small: a
-// child's peak resident set, as the kernel reports it, is at least its
-// parent's) and returns its path and size.
+// once per test binary, and returns its path and size. It runs `patrold
+// demo export --seed 1 --at 2026-11-29T06:00:00Z` in its own process, so
+// this one stays small: a child's peak resident set, as the kernel
+// reports it, is at least its parent's.
 func fleetFile(b *testing.B, n int, faults float64) (string, int64) {
 	b.Helper()
 	exe := binary(b)
@@ -126,9 +126,9 @@ func fleetFile(b *testing.B, n int, faults float64) (string, int64) {
 }
 
 // config writes a configuration on a fresh data_dir with extra YAML and
-// returns its path and data_dir: the API on a free port with an admin
-// token and profiles, embedded NATS on a free port, no schedule within
-// the benchmark, no assistant.
+// returns its path and data_dir. It has the API on a free port with an
+// admin token and profiles, and embedded NATS on a free port. It has no
+// schedule within the benchmark and no assistant.
 func config(b *testing.B, extra string) (string, string) {
 	b.Helper()
 	dir := b.TempDir()
@@ -206,12 +206,13 @@ func BenchmarkValidateVsJSON(b *testing.B) {
 	b.ReportMetric(float64(ours)/float64(plain), "x-json")
 }
 
-// BenchmarkOneShotRun holds a steady `patrold run` (the file source, every
-// finding re-detected: the data_dir has had one run of the same file) to
-// `patrold snapshot validate` of the file, CPU against CPU (x-validate;
-// goal at most 2.5), text output and JSON output, and reports the run's
-// peak resident set against the file (peak-x-file). At 1M resources and 1
-// % faults the goal is a peak of at most 2x the file.
+// BenchmarkOneShotRun holds a steady `patrold run` to `patrold snapshot
+// validate` of the file, CPU against CPU (x-validate; goal at most 2.5),
+// in text output and JSON output. The run uses the file source, every
+// finding re-detected (the data_dir has had one run of the same file). It
+// also reports the run's peak resident set against the file
+// (peak-x-file). At 1M resources and 1 % faults the goal is a peak of at
+// most 2x the file.
 func BenchmarkOneShotRun(b *testing.B) {
 	for _, c := range []struct {
 		n      int
@@ -241,13 +242,17 @@ func BenchmarkOneShotRun(b *testing.B) {
 
 // BenchmarkServeRun holds a steady run inside `patrold serve` (the file
 // source, triggered through the API, every finding re-detected) to
-// `patrold snapshot validate` of the file, the daemon's CPU per run
-// against validate's (x-validate; goal at most 1.5). After the runs it
-// reports the daemon's peak resident set against the file (peak-x-file;
-// goal at most 3), and, settle (60 s; PROCBENCH_SETTLE) after the last
-// run, its resident set against twice its live heap plus 50 MB
-// (settled-x-goal; goal at most 1), the live heap being the heap in use
-// after a collection (the heap profile's HeapAlloc with gc=1).
+// `patrold snapshot validate` of the file. It compares the daemon's CPU
+// per run against validate's (x-validate; goal at most 1.5). After the
+// runs it reports:
+//   - the daemon's peak resident set against the file (peak-x-file; goal at
+//     most 3);
+//   - settle (60 s; PROCBENCH_SETTLE) after the last run, its resident set
+//     against twice its live heap plus 50 MB (settled-x-goal; goal at most
+//     1).
+//
+// The live heap is the heap in use after a collection (the heap profile's
+// HeapAlloc with gc=1).
 func BenchmarkServeRun(b *testing.B) {
 	exe := binary(b)
 	path, size := fleetFile(b, 100_000, 0.1)
@@ -281,9 +286,9 @@ func BenchmarkServeRun(b *testing.B) {
 
 // BenchmarkIdleServe reports the resident set of `patrold serve` on its
 // defaults (the demo fleet, embedded NATS, SQLite) after its startup run,
-// settled (idle-MB; goal at most 40), and its two parts: anonymous memory
-// (idle-anon-MB) and file pages mapped, nearly all the binary's
-// (idle-file-MB).
+// settled (idle-MB; goal at most 40). It also reports its two parts:
+// anonymous memory (idle-anon-MB), and file pages mapped, nearly all the
+// binary's (idle-file-MB).
 func BenchmarkIdleServe(b *testing.B) {
 	exe := binary(b)
 	var total, anon, file int64

@@ -8,9 +8,9 @@ import (
 	"sync"
 )
 
-// Each calls fn over [0, n) in contiguous shares, one goroutine per core
-// when every share has at least min items (else in one call), and
-// returns when every share is done. fn must be safe to run on disjoint
+// Each calls fn over [0, n) in contiguous shares and returns when every
+// share is done. It runs one goroutine per core when every share has at
+// least min items, else one call. fn must be safe to run on disjoint
 // ranges at once.
 func Each(n, min int, fn func(lo, hi int)) {
 	split(n, min, func(_, lo, hi int) { fn(lo, hi) })

@@ -1,9 +1,10 @@
-// Package termsafe makes text safe to print on a terminal: control
+// Package termsafe makes text safe to print on a terminal. Control
 // characters (C0, DEL, C1: escape sequences, carriage returns,
 // backspaces) and format characters (bidi overrides, zero-width
-// characters) are written as visible escapes, so a value from a source or
+// characters) are written as visible escapes. So a value from a source or
 // a model cannot clear the screen, move the cursor, reorder what is shown
-// or forge a line. The CLI's text output goes through it (docs/FINDINGS.md).
+// or forge a line. The CLI's text output goes through it
+// (docs/FINDINGS.md).
 package termsafe
 
 import (

@@ -491,13 +491,13 @@ func decimalsOf(fig string) int {
 	return 0
 }
 
-// Corpus is what the tool results of one run or session have shown the model, indexed
-// once as they arrive: per resource, its named quantities (metrics,
-// thresholds, ages and counts, each with its unit), the resource ids and
-// the timestamps that appeared in a tool result about that resource. A
-// claim about a resource is checked against that resource's quantities
-// only; strings (names, tags, notes, logs, errors, timestamps) support no
-// figure. Safe for concurrent use.
+// Corpus is what the tool results of one run or session have shown the
+// model, indexed once as they arrive. Per resource, it holds the named
+// quantities (metrics, thresholds, ages and counts, each with its unit).
+// It also holds the resource ids and the timestamps that appeared in a
+// tool result about that resource. A claim about a resource is checked
+// against that resource's quantities only; strings (names, tags, notes,
+// logs, errors, timestamps) support no figure. Safe for concurrent use.
 type Corpus struct {
 	mu  sync.Mutex
 	res map[string]*facts
@@ -723,12 +723,14 @@ func (c *Corpus) Read(resourceID string) bool {
 }
 
 // Unsupported returns the claims of the texts about resourceID that no
-// tool result about that resource showed: a figure no named quantity of
-// the resource supports, a resource id or node name that no tool result
-// showed, a time the resource's timestamps do not hold. key is the
-// finding's key (it may imply the family of a bare figure); nodes maps
-// node names to their resource ids (nil: the nodes the results showed).
-// More than MaxClaims claims are refused as one.
+// tool result about that resource showed:
+//   - a figure no named quantity of the resource supports;
+//   - a resource id or node name that no tool result showed;
+//   - a time the resource's timestamps do not hold.
+//
+// key is the finding's key (it may imply the family of a bare figure);
+// nodes maps node names to their resource ids (nil: the nodes the results
+// showed). More than MaxClaims claims are refused as one.
 func (c *Corpus) Unsupported(resourceID, key string, nodes map[string]string, texts ...string) []string {
 	var all []claim
 	for _, t := range texts {

@@ -1,8 +1,9 @@
-// Package prompt builds the only prompt patrold sends to a model: the
-// policy as the sole system text, and every piece of untrusted text (tool
-// results, snapshot text, history) neutralised when it is read and fenced,
-// exactly once, with a nonce drawn fresh for every request. It also holds
-// the disclosure guard that withholds replies repeating the policy.
+// Package prompt builds the only prompt patrold sends to a model. The
+// policy is the sole system text. Every piece of untrusted text (tool
+// results, snapshot text, history) is neutralised when it is read and
+// fenced, exactly once, with a nonce drawn fresh for every request. It
+// also holds the disclosure guard that withholds replies repeating the
+// policy.
 package prompt
 
 import (

@@ -162,10 +162,10 @@ func eachRuleView(s string, fn func(r rule, v *view) bool) {
 var toolWords = []string{"call ", "invoke ", "use ", "the ", "report_finding ", "tool", "function", "mark ", "this ", "as ",
 	"resolved", "dismiss ", "all ", "alerts", "do not ", "report ", "everything ", "is ", "healthy", "never ", "flag "}
 
-// TestSignatureIsNecessary: a word the text holds is always let through by
-// the text's signature (it only skips searches that would fail), for words
-// cut from the text at any place and length and for every keyword and
-// needed word of the rules.
+// TestSignatureIsNecessary: a word the text holds is always let through
+// by the text's signature (it only skips searches that would fail). That
+// holds for words cut from the text at any place and length, and for
+// every keyword and needed word of the rules.
 func TestSignatureIsNecessary(t *testing.T) {
 	var words [][]byte
 	for _, r := range rules {

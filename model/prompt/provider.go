@@ -14,12 +14,12 @@ var ErrContextFull = errors.New("conversation no longer fits the context window"
 
 // Provider is the model.Provider an agent session (patrol stage or
 // Assistant session) talks to. The session keeps its own plain message
-// list; Provider folds every new message into one Conversation and sends
-// only what the composer renders: the policy as the only system text,
-// untrusted text and tool results neutralised and fenced with a fresh
-// nonce per request. Model text that repeats the policy is withheld before
-// it is sent back. Runtime prompts (verification reminders, "an operator
-// approved") are daemon text.
+// list. Provider folds every new message into one Conversation and sends
+// only what the composer renders. That is the policy as the only system
+// text, and untrusted text and tool results neutralised and fenced with a
+// fresh nonce per request. Model text that repeats the policy is withheld
+// before it is sent back. Runtime prompts (verification reminders, "an
+// operator approved") are daemon text.
 type Provider struct {
 	Next  model.Provider
 	Conv  *Conversation

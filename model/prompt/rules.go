@@ -67,7 +67,7 @@ func (r rule) withKeywords(words ...string) rule {
 
 // mayMatch reports whether text passes the rule's prefilters: one of its
 // keywords, and then (with needs) a word of every group of some pattern.
-// sig is text's signature: a word whose byte, or one of whose byte pairs,
+// sig is text's signature. A word whose byte, or one of whose byte pairs,
 // is not in it is not searched for.
 func (r rule) mayMatch(text []byte, sig *textSig) bool {
 	if len(r.keywords) > 0 && !anyWord(text, sig, r.keywords) {

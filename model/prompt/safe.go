@@ -14,15 +14,18 @@ const MaxNameRunes = 64
 // SafeText, capped at MaxNameRunes.
 func Name(s string) string { return SafeText(s, MaxNameRunes) }
 
-// SafeText returns untrusted s made fit for text patrold writes itself, so
-// that subscribers, the API, the CLI and a later prompt inherit no live
-// instruction: every instruction-like span is replaced by its marker (on the
-// raw text, and again once it is cleaned), invisible and control characters
-// are dropped, look-alike
-// letters are folded to the ASCII letter they imitate, a digit of any script
-// becomes its ASCII digit, runs of white space
-// become one space, and the result is capped at maxRunes runes (an ellipsis
-// marks the cut). Invalid UTF-8 becomes U+FFFD. The result is stable:
+// SafeText returns untrusted s made fit for text patrold writes itself.
+// So subscribers, the API, the CLI and a later prompt inherit no live
+// instruction:
+//   - every instruction-like span is replaced by its marker (on the raw
+//     text, and again once it is cleaned);
+//   - invisible and control characters are dropped;
+//   - look-alike letters are folded to the ASCII letter they imitate;
+//   - a digit of any script becomes its ASCII digit;
+//   - runs of white space become one space;
+//   - the result is capped at maxRunes runes (an ellipsis marks the cut).
+//
+// Invalid UTF-8 becomes U+FFFD. The result is stable:
 // SafeText(SafeText(s, n), n) == SafeText(s, n).
 func SafeText(s string, maxRunes int) string {
 	if maxRunes <= 0 {

@@ -9,12 +9,12 @@ import (
 )
 
 // NeutraliseDocument neutralises one untrusted document. A JSON document
-// (what every tool returns) is neutralised structurally: each string value
-// and object key is scanned as the raw text it decodes to, before any JSON
-// escaping can hide a span from a rule (`<` as \u003c, a line break as \n),
-// and the document is re-encoded with its key order kept and no HTML
-// escaping. Anything else is neutralised as plain text. Each rule counts
-// once per document in the metrics.
+// (what every tool returns) is neutralised structurally. Each string
+// value and object key is scanned as the raw text it decodes to, before
+// any JSON escaping can hide a span from a rule (`<` as \u003c, a line
+// break as \n). The document is re-encoded with its key order kept and no
+// HTML escaping. Anything else is neutralised as plain text. Each rule
+// counts once per document in the metrics.
 func (n *Neutraliser) NeutraliseDocument(doc string) Result {
 	var counts map[string]int
 	if !jsonDocument(doc) {

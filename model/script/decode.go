@@ -1,7 +1,7 @@
-// Package script holds the providers that need no model: the scripted
-// provider of docs/MODELS.md, which returns a fixed list of turns in order
-// whatever it is asked, and the replay provider, which re-plays a recorded
-// exchange (model.Recording) so a past run can be re-executed.
+// Package script holds the providers that need no model. The scripted
+// provider of docs/MODELS.md returns a fixed list of turns in order,
+// whatever it is asked. The replay provider re-plays a recorded exchange
+// (model.Recording), so a past run can be re-executed.
 package script
 
 import (

@@ -1,9 +1,10 @@
-// Package analyst is the model side of a patrol run (steps 2, 5-7, 9, 10
-// and 12 of docs/PATROL_ARCHITECTURE.md#run-pipeline): budget pre-flight,
-// triage, the seed context, the agentic detection loop, matching, the
-// evaluation pass over unmatched signals and the assessment sweep of
-// previously active findings. Everything it returns came from tool calls
-// that passed the checks; nothing is parsed from prose.
+// Package analyst is the model side of a patrol run: steps 2, 5-7, 9, 10
+// and 12 of docs/PATROL_ARCHITECTURE.md#run-pipeline. It does the budget
+// pre-flight, triage, the seed context, the agentic detection loop and
+// matching. It runs the evaluation pass over unmatched signals and the
+// assessment sweep of previously active findings. Everything it returns
+// came from tool calls that passed the checks; nothing is parsed from
+// prose.
 package analyst
 
 import (

@@ -206,10 +206,10 @@ func TestRunWithOpenAIWire(t *testing.T) {
 	}
 }
 
-// A run whose model spend crosses the per-run budget stops calling the model
-// after that turn, reports budget_exhausted (degraded), files every signal
-// the model did not, and records the spend in the runs table (the ledger the
-// day and 30-day budgets read).
+// A run whose model spend crosses the per-run budget stops calling the
+// model after that turn and reports budget_exhausted (degraded). It files
+// every signal the model did not. It records the spend in the runs table,
+// the ledger the day and 30-day budgets read.
 func TestRunStopsAtBudget(t *testing.T) {
 	big := model.Usage{InputTokens: 2000, OutputTokens: 10}
 	p, err := script.New(&script.Script{Turns: []script.Turn{

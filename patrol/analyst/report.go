@@ -123,8 +123,8 @@ func (r *run) capped(resourceID string) *agent.ToolError {
 
 // agrees refuses a model finding under a catalogue key (a signal type or
 // its alias) whose severity is above what detection gives for that
-// resource in this run: the signal's severity, or nothing when detection
-// evaluated the resource and found no signal.
+// resource in this run. That is the signal's severity, or nothing when
+// detection evaluated the resource and found no signal.
 func (r *run) agrees(res *snapshot.Resource, key string, sev findings.Severity) *agent.ToolError {
 	typ, ok := signals.Lookup(key)
 	if !ok {
@@ -201,9 +201,9 @@ type modelText struct {
 }
 
 // file is the one way model text reaches the store. Every field is
-// normalised first (prompt.SafeText: the fold that makes it safe, so
+// normalised first with prompt.SafeText. That fold makes it safe, so
 // compatibility digits, invisible and space-like characters are what they
-// look like), then the normalised texts pass the disclosure guard and
+// look like. Then the normalised texts pass the disclosure guard and
 // grounding, and exactly those texts are returned to be stored.
 //
 // The texts come back as prompt.Text, the only type the observation's
@@ -224,10 +224,10 @@ func (r *run) file(resourceID, key string, fields ...modelText) ([]prompt.Text, 
 	return out, nil
 }
 
-// ground checks a claim about one resource field by field: the
-// resource must have been read in this run, and every figure must be a
-// named quantity of that resource a tool result showed, every resource id
-// and node name one a tool result showed.
+// ground checks a claim about one resource field by field. The resource
+// must have been read in this run. Every figure must be a named quantity
+// of that resource a tool result showed, and every resource id and node
+// name one a tool result showed.
 func (r *run) ground(resourceID, key string, texts ...string) *agent.ToolError {
 	if !r.facts.Read(resourceID) {
 		return refused(ReasonUnsupportedClaim,
@@ -354,8 +354,8 @@ func reconfirm(f *findings.Finding, evidence prompt.Text) findings.Observation {
 	}
 }
 
-// confirmResolved is the deterministic check behind a resolved verdict:
-// the key is a catalogue signal of the finding's category, its detector
+// confirmResolved is the deterministic check behind a resolved verdict.
+// The key is a catalogue signal of the finding's category, its detector
 // had the data it needs on the resource in this snapshot, and no signal
 // of that type is present for it. Anything inconclusive fails closed.
 func (r *run) confirmResolved(f *findings.Finding) (bool, string) {

@@ -112,9 +112,9 @@ func Generate(o Options, at time.Time) *snapshot.Snapshot {
 }
 
 // Showcase sets, on a generated fleet, the faults a Proxmox operator asks
-// about first on its first two nodes, so the demo source (not Generate,
-// whose fleets benchmarks and the evaluation corpus use) shows every kind
-// of signal within its first runs:
+// about first on its first two nodes. So the demo source shows every kind
+// of signal within its first runs; Generate, whose fleets benchmarks and
+// the evaluation corpus use, does not call it:
 //   - node/pve1: disk sda runs hot (58 °C), disk sdb is worn (15 % left),
 //     pool local-zfs is DEGRADED with checksum errors in odd epochs, and
 //     storage backup fills steadily (capacity_forecast, with the history

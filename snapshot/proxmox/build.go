@@ -327,10 +327,10 @@ func leadingInt(s string) (int64, bool) {
 }
 
 // agentAddresses turns the agent's interfaces into host:port pairs for the
-// prober: loopback, link-local and unspecified addresses are left out, and
-// so are the interfaces of container networks inside the guest (bridgeLike):
-// their addresses (Docker's 172.17.0.1, weave's 10.42.0.1) are the same in
-// every guest that runs them, and on a patrol host running Docker itself
+// prober. Loopback, link-local and unspecified addresses are left out. So
+// are the interfaces of container networks inside the guest (bridgeLike).
+// Their addresses (Docker's 172.17.0.1, weave's 10.42.0.1) are the same in
+// every guest that runs them. On a patrol host running Docker itself,
 // 172.17.0.1:22 is that host, so a dead guest would probe as reachable.
 func agentAddresses(ifs agentInterfaces, port int) []string {
 	var out []string

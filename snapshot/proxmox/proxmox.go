@@ -1,8 +1,8 @@
 // Package proxmox is the snapshot source that reads a Proxmox VE cluster
-// (API version 8) directly: nodes, guests and storage from
-// /cluster/resources, disks and SMART data per node, backups from the backup
-// storages, the backup jobs and the vzdump tasks, and guest addresses from
-// the QEMU guest agent.
+// (API version 8) directly. It reads nodes, guests and storage from
+// /cluster/resources, and disks and SMART data per node. It reads backups
+// from the backup storages, the backup jobs and the vzdump tasks, and guest
+// addresses from the QEMU guest agent.
 //
 // The client is a small typed one over net/http (see docs/SOURCES.md for why
 // not github.com/luthermonson/go-proxmox). It authenticates with an API
@@ -11,9 +11,9 @@
 //
 // Failure of /cluster/resources fails the collection. Any other endpoint
 // that fails, and any node that is offline, is returned as a source-level
-// snapshot.Problem naming the node and the endpoint: the run is degraded
-// and incomplete, the rest of the cluster is still patrolled, and the
-// resources (or the resource parts) that depend on what could not be read
+// snapshot.Problem naming the node and the endpoint. The run is then
+// degraded and incomplete, and the rest of the cluster is still patrolled.
+// The resources (or resource parts) that depend on what could not be read
 // are left out rather than reported half-filled.
 package proxmox
 

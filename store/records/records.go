@@ -1,8 +1,8 @@
 // Package records holds the values the store's methods take and return
-// for sessions, approvals, the audit log, retention and replication: plain types with
-// no SQL, so the packages that consume a store (patrol, api, assistant)
-// declare their interfaces without linking the SQLite driver, and so
-// does the cluster package.
+// for sessions, approvals, the audit log, retention and replication. They
+// are plain types with no SQL. So the packages that consume a store
+// (patrol, api, assistant) declare their interfaces without linking the
+// SQLite driver, and so does the cluster package.
 package records
 
 import (

@@ -1,8 +1,8 @@
-// Package storetest helps tests of other packages look under the store:
-// a second SQLite handle on the store's file, for tests that write rows or
-// schema the store has no method for (a forged row, a failing trigger),
-// and draining the outbox as the relay would.
-// Only tests import it; it belongs to the store, the one owner of SQL.
+// Package storetest helps tests of other packages look under the store.
+// It gives a second SQLite handle on the store's file, for tests that
+// write rows or schema the store has no method for (a forged row, a
+// failing trigger). It drains the outbox as the relay would. Only tests
+// import it; it belongs to the store, the one owner of SQL.
 package storetest
 
 import (
