@@ -177,7 +177,11 @@ func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
 func (m *messaging) serveSessions(ctx context.Context, d *Daemon) {
 	g := m.bus.Guard()
 	refused := func(_, reason string) { g.Refused(contracts.StemSessions, reason) }
-	if err := sessions.ServeAuthenticated(ctx, m.bus.Conn(), m.bus.Prefix(), d.store, d.log, g.Auth(), refused); err != nil && ctx.Err() == nil {
+	var opts []sessions.Option
+	if c := d.Config().Model.Budget.PerRunUSD; c > 0 {
+		opts = append(opts, sessions.WithMaxCost(c))
+	}
+	if err := sessions.ServeAuthenticated(ctx, m.bus.Conn(), m.bus.Prefix(), d.store, d.log, g.Auth(), refused, opts...); err != nil && ctx.Err() == nil {
 		d.log.Error("session service stopped", "err", err)
 	}
 }

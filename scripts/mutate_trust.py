@@ -90,6 +90,12 @@ MUTATIONS = [
     ("seed-integrity-checked", "cluster/seed.go",
      "\t\tif err == nil && sum != seed.SHA256 {", "\t\tif false {",
      ["./cluster", "-run", "TestPoisonedSeedRefused"]),
+    ("session-cost-bounded", "cluster/sessions/sessions.go",
+     "if c := a.End.CostUSD; c < 0 || h.maxCost > 0 && c > h.maxCost {", "if c := a.End.CostUSD; false && c < 0 {",
+     ["./cluster/sessions", "-run", "TestSessionSpendCountsOnce"]),
+    ("session-ends-once", "store/sessions.go",
+     "WHERE id = ? AND finished_at IS NULL`", "WHERE id = ?`",
+     ["./cluster/sessions", "-run", "TestSessionSpendCountsOnce"]),
 ]
 
 if __name__ == "__main__":

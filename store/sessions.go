@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -23,9 +24,16 @@ func (s *Store) StartSession(ctx context.Context, id, findingID string, attempt 
 }
 
 // FinishSession stores a session's end.
+//
+// A session ends once: a second end (a retry after a lost answer) changes
+// nothing, so its spend is never counted twice. A negative or non-finite
+// cost is refused.
 func (s *Store) FinishSession(ctx context.Context, id string, end records.SessionEnd) error {
+	if end.CostUSD < 0 || math.IsNaN(end.CostUSD) || math.IsInf(end.CostUSD, 0) {
+		return fmt.Errorf("store session %s: cost_usd: %g must be a non-negative number", id, end.CostUSD)
+	}
 	_, err := s.db.ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ?,
-		exchange = CASE WHEN ? = '' THEN exchange ELSE ? END, cost_usd = cost_usd + ? WHERE id = ?`,
+		exchange = CASE WHEN ? = '' THEN exchange ELSE ? END, cost_usd = cost_usd + ? WHERE id = ? AND finished_at IS NULL`,
 		end.Outcome, end.Summary, fmtTime(end.FinishedAt), string(end.Transcript), string(end.Exchange), string(end.Exchange), end.CostUSD, id)
 	if err != nil {
 		return fmt.Errorf("store session %s: %w", id, err)

@@ -133,7 +133,8 @@ type Refused func(subject, reason string)
 // that does not verify is refused with code 401 and never reaches the
 // store; refused, when set, counts it) and every answer signed, bound to
 // its call. A nil auth verifies nothing.
-func ServeAuthenticated(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *slog.Logger, auth *msgauth.Auth, refused Refused) error {
+func ServeAuthenticated(ctx context.Context, nc *nats.Conn, prefix string, b Backend, log *slog.Logger, auth *msgauth.Auth, refused Refused,
+	opts ...Option) error {
 	svc, err := micro.AddService(nc, micro.Config{Name: contracts.SessionsService, Version: version, QueueGroup: contracts.SessionsQueue,
 		Description: "patrold assistant sessions, served by the writer"})
 	if err != nil {
@@ -142,6 +143,9 @@ func ServeAuthenticated(ctx context.Context, nc *nats.Conn, prefix string, b Bac
 	defer func() { _ = svc.Stop() }()
 	g := svc.AddGroup(contracts.SessionsSubject(prefix))
 	h := handlers{ctx: ctx, b: b, log: log, auth: auth, refused: refused, logged: &sync.Map{}}
+	for _, o := range opts {
+		o(&h)
+	}
 	for name, fn := range h.table() {
 		if err := g.AddEndpoint(name, micro.HandlerFunc(fn)); err != nil {
 			return fmt.Errorf("session service: endpoint %s: %w", name, err)
@@ -151,7 +155,19 @@ func ServeAuthenticated(ctx context.Context, nc *nats.Conn, prefix string, b Bac
 	return nil
 }
 
+// refusedArg is an argument the service refuses (code 400).
+type refusedArg struct{ error }
+
+// An Option tunes what the session service accepts.
+type Option func(*handlers)
+
+// WithMaxCost bounds the cost one session end may record (usd > 0; the
+// deployment's model.budget.per_run_usd, which bounds a session too): a
+// session end claiming more is refused and records nothing.
+func WithMaxCost(usd float64) Option { return func(h *handlers) { h.maxCost = usd } }
+
 type handlers struct {
+	maxCost float64 // 0: unbounded
 	ctx     context.Context
 	b       Backend
 	log     *slog.Logger
@@ -227,6 +243,9 @@ func (h handlers) table() map[string]func(micro.Request) {
 			if err := dispatched(ctx, b, s.FindingID, s.Attempt); err != nil {
 				return empty{}, err
 			}
+			if c := a.End.CostUSD; c < 0 || h.maxCost > 0 && c > h.maxCost {
+				return empty{}, refusedArg{fmt.Errorf("end.cost_usd: %g is outside 0..%g (model.budget.per_run_usd bounds one session)", c, h.maxCost)}
+			}
 			return empty{}, b.FinishSession(ctx, a.ID, a.End)
 		}),
 		contracts.SessionMethodSession: endpoint(h, func(ctx context.Context, a idArg) (records.SessionRecord, error) { return b.Session(ctx, a.ID) }),
@@ -297,6 +316,8 @@ func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func
 			ans.fail(codeNotFound, headerSafe(err.Error()))
 		case errors.Is(err, assistant.ErrNotDispatched):
 			ans.fail(codeNotDispatched, headerSafe(err.Error()))
+		case errors.As(err, new(refusedArg)):
+			ans.fail(codeRefused, headerSafe(err.Error()))
 		case err != nil:
 			h.log.Warn("session call failed", "subject", req.Subject(), "err", err)
 			ans.fail(codeFailed, headerSafe(err.Error()))

@@ -44,7 +44,7 @@ type rig struct {
 	dir    string
 }
 
-func newRig(t *testing.T, serve bool) *rig {
+func newRig(t *testing.T, serve bool, opts ...sessions.Option) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	srv := natstest.Server(t)
@@ -63,7 +63,9 @@ func newRig(t *testing.T, serve bool) *rig {
 	if serve {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- sessions.Serve(ctx, nc, prefix, st, slog.New(slog.DiscardHandler)) }()
+		go func() {
+			done <- sessions.ServeAuthenticated(ctx, nc, prefix, st, slog.New(slog.DiscardHandler), nil, nil, opts...)
+		}()
 		t.Cleanup(func() {
 			cancel()
 			if err := <-done; err != nil {
