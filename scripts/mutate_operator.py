@@ -75,7 +75,7 @@ MUTATIONS = [
      '\tsystemd-sysusers ${DPKG_ROOT:+--root="$DPKG_ROOT"} patrold.conf\n', "", DIST),
     ("schema-requires-recurrence", FINDING_SCHEMA,
      '"required": ["finding", "reason", "recurrence"]', '"required": ["finding", "reason"]', DOCS),
-    ("alert-link-defaults-to-page", "daemon/notify.go",
+    ("alert-link-defaults-to-page", "daemon/standalone_notify.go",
      'o.Sinks[i].Kind == notify.KindAlertmanager && o.Sinks[i].Alertmanager.Link == ""', "false", LINKS),
     ("dataref-wired", "daemon/messaging.go", " DataRef: findingDataRef(cfg.HTTP),", "", LINKS),
     ("dataref-in-envelope", "contracts/envelope.go", '\tif dataref != "" {', "\tif false {", ["./bus", "-run", "TestEnvelopeIsMarshalOfEvent"]),
@@ -87,6 +87,8 @@ MUTATIONS = [
     ("public-url-scheme", "api/config.go", 'case u.Scheme != "http" && u.Scheme != "https":', "case false:", PUBLIC),
     ("public-url-no-credentials", "api/config.go", 'case u.User != nil || u.RawQuery != "" || u.Fragment != "":', "case false:", PUBLIC),
     ("page-shows-transcript", "api/web.go", '\t\t\trow["Transcript"] = t\n', "\t\t\t_ = t\n", WEB),
+    ("readme-real-fleet-checked", "README.md", "  kind: proxmox\n  proxmox:\n    url: https://pve1.example:8006", "  kind: proxmox\n  proxmox:\n    url: ftp://pve1.example:8006",
+     ["./cmd/patrold", "-run", "TestReadmeRealFleetConfigsCheck"]),
 ]
 
 if __name__ == "__main__":

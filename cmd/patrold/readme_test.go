@@ -1,11 +1,20 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"maps"
+	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +153,76 @@ func TestReadmeQuickStartBesideMakeRun(t *testing.T) {
 			t.Errorf("the daemon logged: %s", l)
 		}
 	}
+}
+
+var realFleet = regexp.MustCompile("(?s)<!-- realfleet:(\\w+) -->\\n```yaml\\n(.*?)```")
+
+// TestReadmeRealFleetConfigsCheck: the README's Proxmox and Prometheus
+// configurations pass `patrold config check` as written. The one change:
+// /etc/patrold and /var/lib/patrold are a temporary directory, where the
+// token secret and a CA certificate are put as the README says.
+func TestReadmeRealFleetConfigsCheck(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]string{}
+	for _, m := range realFleet.FindAllSubmatch(readme, -1) {
+		blocks[string(m[1])] = string(m[2])
+	}
+	want := map[string][]string{
+		"proxmox":    {"kind: proxmox", "url: https://pve1.example:8006", "token_id: patrold@pve!patrol"},
+		"prometheus": {"kind: prometheus", "url: http://127.0.0.1:9090"},
+	}
+	if len(blocks) != len(want) {
+		t.Fatalf("README real-fleet blocks %v, want %d", slices.Sorted(maps.Keys(blocks)), len(want))
+	}
+	for kind, lines := range want {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			etc, lib := filepath.Join(dir, "etc"), filepath.Join(dir, "lib")
+			for _, d := range []string{etc, lib} {
+				if err := os.Mkdir(d, 0o750); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(etc, "pve.token"), []byte("0b7e-secret\n"), 0o400); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(etc, "pve-root-ca.pem"), selfSignedCA(t), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			text := strings.NewReplacer("/etc/patrold/", etc+"/", "/var/lib/patrold", lib).Replace(blocks[kind])
+			c := &cli{t: t, cfg: filepath.Join(etc, "patrold.yaml"), dir: dir}
+			if err := os.WriteFile(c.cfg, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, code := c.run("config", "check")
+			if code != 0 {
+				t.Fatalf("config check exit %d:\n%s\nconfiguration:\n%s", code, out, text)
+			}
+			for _, l := range lines {
+				if !strings.Contains(out, l) {
+					t.Errorf("config check does not show %q:\n%s", l, out)
+				}
+			}
+		})
+	}
+}
+
+// selfSignedCA is a PEM CA certificate, as pve-root-ca.pem is one.
+func selfSignedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Proxmox Virtual Environment"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
