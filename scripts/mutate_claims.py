@@ -62,7 +62,7 @@ MUTATIONS = [
      "\t\tif !c.nodeRead(nodes, cl.text) {", "\t\tif false {", ATTACKS),
     ("recommendation-grounded", REPORT,
      "modelText{args.Recommendation, MaxTextChars}, modelText{args.Evidence, MaxTextChars})",
-     "modelText{args.Evidence, MaxTextChars})\n\ttexts = append(texts[:2:2], args.Recommendation, texts[1])", ATTACKS),
+     "modelText{args.Evidence, MaxTextChars})\n\ttexts = append(texts[:2:2], prompt.Safe(args.Recommendation, MaxTextChars), texts[2])", ATTACKS),
     ("severity-below-signal", REPORT,
      "\t\tif signals.SeverityRank(string(sev)) > signals.SeverityRank(s.Severity) {", "\t\tif false {", ATTACKS),
     ("severity-none-below-trigger", REPORT,
