@@ -163,7 +163,7 @@ MUTATIONS += [
      "DELETE FROM usage_points WHERE at < ?", "DELETE FROM usage_points WHERE 0 AND at < ?",
      ["./store", "-run", "TestUsageSeries"]),
     ("usage-interval", "store/usage.go",
-     "WHERE resource_id = ?1 AND at > ?4)", "WHERE resource_id = ?1 AND 0 AND at > ?4)",
+     "WHERE resource_id = j.value AND at > ?2)", "WHERE resource_id = j.value AND 0 AND at > ?2)",
      ["./store", "-run", "TestUsageSeries"]),
 ]
 
@@ -174,7 +174,7 @@ MUTATIONS += [
     ("finding-node-of-parent", "patrol/filing.go",
      '\tcase strings.HasPrefix(r.Parent, "node/"):\n', "\tcase false:\n", ["./patrol", "-run", "TestForecastThroughTheRun"]),
     ("finding-node-stored", "store/rows.go",
-     "string(tags), f.Silenced, f.Attempt, f.ResourceNode}", 'string(tags), f.Silenced, f.Attempt, ""}',
+     "string(tags), f.Silenced, f.Attempt, f.ResourceNode, f.InhibitedBy}", 'string(tags), f.Silenced, f.Attempt, "", f.InhibitedBy}',
      ["./patrol", "-run", "TestForecastThroughTheRun"]),
 ]
 
