@@ -66,7 +66,7 @@ MUTATIONS = [
      "Registerer: d.opts.Registerer, Guard: b.Guard()})", "Registerer: d.opts.Registerer})",
      ["./daemon", "-run", "TestUnauthenticatedOutcomesRefused"]),
     ("daemon-sessions-authenticated", "daemon/messaging.go",
-     "d.log, g.Auth(), refused)", "d.log, nil, refused)",
+     "d.log, g.Auth(), refused, opts...)", "d.log, nil, refused, opts...)",
      ["./daemon", "-run", "TestStandaloneWorker"]),
     ("follower-verifies", "cluster/follower.go",
      "\tlogged := err != nil // the guard logs a sender once\n", "\terr = nil\n\tlogged := false\n",

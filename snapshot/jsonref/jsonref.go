@@ -36,6 +36,8 @@ type Resource struct {
 	Backup    *snapshot.Backup   `json:"backup,omitempty"`
 	Smart     *snapshot.Smart    `json:"smart,omitempty"`
 	ZFS       *snapshot.ZFS      `json:"zfs,omitempty"`
-	Notes     string             `json:"notes,omitempty"`
-	Logs      []string           `json:"logs,omitempty"`
+
+	BackupStore *snapshot.BackupStore `json:"backup_store,omitempty"`
+	Notes       string                `json:"notes,omitempty"`
+	Logs        []string              `json:"logs,omitempty"`
 }
