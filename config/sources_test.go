@@ -55,7 +55,7 @@ func TestSourcesListErrorsNameTheirKeys(t *testing.T) {
 		{"sources: [{kind: demo}]", "sources[0].name: required"},
 		{"sources: [{name: Big One, kind: demo}]", `sources[0].name: "Big One" must be 1-32 lower-case letters, digits, '_' or '-', starting with a letter or digit`},
 		{"sources: [{name: a, kind: demo}, {name: a, kind: demo}]", `sources[1].name: duplicate source name "a"`},
-		{"sources: [{name: a, kind: ftp}]", `sources[0].kind: "ftp" is not one of demo, file, exec, prometheus, proxmox`},
+		{"sources: [{name: a, kind: ftp}]", `sources[0].kind: "ftp" is not one of demo, file, exec, prometheus, proxmox, pbs`},
 		{"sources: [{name: a, kind: proxmox}]", "sources[0].proxmox.url: required (e.g. https://pve1.example:8006)"},
 		{"sources: [{name: a, kind: file}]", "sources[0].file.path: required when source.kind is file"},
 		{"sources: [{name: a, kind: demo, demo: {fault_rate: 2}}]", "sources[0].demo.fault_rate"},

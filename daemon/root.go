@@ -474,6 +474,10 @@ func buildOne(sc sources.Config, now func() time.Time, m sourceMetrics) (snapsho
 		o := sc.Proxmox
 		o.Now, o.Registerer, o.Metrics = now, m.reg, m.pve
 		return proxmox.New(o)
+	case "pbs":
+		o := sc.PBS
+		o.Now = now
+		return proxmox.NewPBS(o)
 	}
 	return nil, fmt.Errorf("source.kind: %q is not one of %s", sc.Kind, strings.Join(sources.Kinds, ", "))
 }

@@ -233,6 +233,21 @@ MUTATIONS += [
      "return p.Index < 0 && p.Field == FieldCollect && p.Source != \"\"", "return false", MULTI + ["-run", "TestAFailingSource"]),
 ]
 
+# The PBS source (docs/SOURCES.md#pbs).
+PBS = PVE + ["-run", "TestPBS"]
+MUTATIONS += [
+    ("pbs-failed-run", "snapshot/proxmox/pbs.go",
+     "out.LastStatus, out.LastError = snapshot.BackupFailed, clip(state)", "out.LastStatus = snapshot.BackupOK", PBS),
+    ("pbs-job-list-failed-leaves-out", "snapshot/proxmox/pbs.go",
+     "\t\t\tjobsKnown = false\n", "\n", PBS),
+    ("pbs-verify-failed", "snapshot/proxmox/pbs.go",
+     's.Verification.State != "failed"', 's.Verification.State == "never"', PBS),
+    ("pbs-disabled-skipped", "snapshot/proxmox/pbs.go",
+     'if j.Disabled || j.Store == "" {', 'if j.Store == "" {', PBS),
+    ("pbs-token-scheme", "snapshot/proxmox/client.go",
+     "if c.scheme == pbsScheme {", "if false {", PBS),
+]
+
 # ground-per-resource needs a stand-in that merges every resource's facts.
 ANY_FACTS = '''
 func (c *Corpus) any() *facts {

@@ -45,24 +45,50 @@ func (e *APIError) Is(target error) bool {
 type client struct {
 	base    *url.URL
 	http    *http.Client
+	key     string // the YAML section errors name: "source.proxmox"
+	scheme  string // the token scheme: "PVEAPIToken" or "PBSAPIToken"
 	tokenID string
 	file    string
 	timeout time.Duration
 	metrics *metrics
 }
 
-func newClient(o Options, tc *tls.Config, m *metrics) (*client, error) {
-	base, err := url.Parse(strings.TrimRight(o.URL, "/"))
+// endpoint is what a client is built from: the API of a PVE cluster or a
+// PBS server, which differ in the token header only.
+type endpoint struct {
+	key, scheme        string
+	url, tokenID, file string
+	timeout            time.Duration
+	concurrency        int
+	tls                TLSOptions
+}
+
+// The token schemes of the Authorization header: PVE joins id and secret
+// with "=", PBS with ":".
+const (
+	pveScheme = "PVEAPIToken"
+	pbsScheme = "PBSAPIToken"
+)
+
+func newClient(e endpoint) (*client, error) {
+	if _, err := readSecret(e.file); err != nil {
+		return nil, fmt.Errorf("%s.token_secret_file: %w", e.key, err)
+	}
+	tc, err := tlsConfig(e.tls, e.key)
 	if err != nil {
-		return nil, fmt.Errorf("source.proxmox.url: %w", err)
+		return nil, err
+	}
+	base, err := url.Parse(strings.TrimRight(e.url, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("%s.url: %w", e.key, err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
-	tr.MaxIdleConnsPerHost = o.Concurrency
+	tr.MaxIdleConnsPerHost = e.concurrency
 	return &client{base: base.JoinPath("api2", "json"), http: &http.Client{Transport: tr,
 		// The API never redirects; following one could send the token elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		tokenID: o.TokenID, file: o.TokenSecretFile, timeout: o.Timeout, metrics: m}, nil
+		key: e.key, scheme: e.scheme, tokenID: e.tokenID, file: e.file, timeout: e.timeout}, nil
 }
 
 // session is one collection's view of the client: the secret read once.
@@ -74,9 +100,13 @@ type session struct {
 func (c *client) session() (*session, error) {
 	secret, err := readSecret(c.file)
 	if err != nil {
-		return nil, fmt.Errorf("source.proxmox.token_secret_file: %w", err)
+		return nil, fmt.Errorf("%s.token_secret_file: %w", c.key, err)
 	}
-	return &session{c: c, header: "PVEAPIToken=" + c.tokenID + "=" + secret}, nil
+	sep := "="
+	if c.scheme == pbsScheme {
+		sep = ":"
+	}
+	return &session{c: c, header: c.scheme + "=" + c.tokenID + sep + secret}, nil
 }
 
 // get fetches one endpoint (path segments under /api2/json) and decodes
@@ -106,21 +136,21 @@ func (s *session) fetch(ctx context.Context, segments []string, query url.Values
 	case errors.Is(err, ErrFingerprintMismatch):
 		return fmt.Errorf("%s: tls: %w", endpoint, errors.Unwrap(err))
 	case errors.As(err, &cv):
-		return fmt.Errorf("%s: %w (set source.proxmox.tls.ca_file or tls.fingerprint for a self-signed cluster)", endpoint, cv)
+		return fmt.Errorf("%s: %w (set %s.tls.ca_file or tls.fingerprint for a self-signed server)", endpoint, cv, s.c.key)
 	case err != nil:
-		return fmt.Errorf("%s: %w: %v", endpoint, ErrNodeUnreachable, transportCause(err, s.c.timeout))
+		return fmt.Errorf("%s: %w: %v", endpoint, ErrNodeUnreachable, transportCause(err, s.c.timeout, s.c.key))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	if err != nil {
-		return fmt.Errorf("%s: %w: reading the answer: %v", endpoint, ErrNodeUnreachable, transportCause(err, s.c.timeout))
+		return fmt.Errorf("%s: %w: reading the answer: %v", endpoint, ErrNodeUnreachable, transportCause(err, s.c.timeout, s.c.key))
 	}
 	if len(body) > maxBodyBytes {
 		return fmt.Errorf("%s: answer larger than %d bytes", endpoint, maxBodyBytes)
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
-		return fmt.Errorf("%s: HTTP 401: %w for API token %q: check source.proxmox.token_id and the secret in source.proxmox.token_secret_file (%s)",
-			endpoint, ErrUnauthorized, s.c.tokenID, s.c.file)
+		return fmt.Errorf("%s: HTTP 401: %w for API token %q: check %s.token_id and the secret in %s.token_secret_file (%s)",
+			endpoint, ErrUnauthorized, s.c.tokenID, s.c.key, s.c.key, s.c.file)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return &APIError{Endpoint: endpoint, Status: resp.StatusCode, Message: apiMessage(resp, body)}
@@ -151,9 +181,9 @@ func escapeAll(segments []string) []string {
 	return out
 }
 
-func transportCause(err error, timeout time.Duration) string {
+func transportCause(err error, timeout time.Duration, key string) string {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("no answer within %s (source.proxmox.timeout)", timeout)
+		return fmt.Sprintf("no answer within %s (%s.timeout)", timeout, key)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -196,19 +196,12 @@ func New(opts Options) (*Source, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	if _, err := readSecret(opts.TokenSecretFile); err != nil {
-		return nil, fmt.Errorf("source.proxmox.token_secret_file: %w", err)
-	}
-	tc, err := tlsConfig(opts.TLS)
+	c, err := newClient(endpoint{key: "source.proxmox", scheme: pveScheme, url: opts.URL, tokenID: opts.TokenID,
+		file: opts.TokenSecretFile, timeout: opts.Timeout, concurrency: opts.Concurrency, tls: opts.TLS})
 	if err != nil {
 		return nil, err
 	}
-	m, err := opts.metrics()
-	if err != nil {
-		return nil, err
-	}
-	c, err := newClient(opts, tc, m)
-	if err != nil {
+	if c.metrics, err = opts.metrics(); err != nil {
 		return nil, err
 	}
 	return &Source{opts: opts, client: c}, nil

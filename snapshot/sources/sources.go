@@ -17,7 +17,7 @@ import (
 )
 
 // Kinds are the values source.kind accepts.
-var Kinds = []string{"demo", "file", "exec", "prometheus", "proxmox"}
+var Kinds = []string{"demo", "file", "exec", "prometheus", "proxmox", "pbs"}
 
 // Config is the source section.
 type Config struct {
@@ -27,6 +27,7 @@ type Config struct {
 	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
 	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
+	PBS        proxmox.PBSOptions `koanf:"pbs" yaml:"pbs"`
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
 	Probe probe.Options `koanf:"probe" yaml:"probe"`
@@ -35,7 +36,7 @@ type Config struct {
 // DefaultConfig is the source section's defaults: the demo source.
 func DefaultConfig() Config {
 	return Config{Kind: "demo", Demo: demo.DefaultOptions(), File: file.DefaultOptions(), Exec: exec.DefaultOptions(),
-		Prometheus: prometheus.DefaultOptions(), Proxmox: proxmox.DefaultOptions(), Probe: probe.DefaultOptions()}
+		Prometheus: prometheus.DefaultOptions(), Proxmox: proxmox.DefaultOptions(), PBS: proxmox.DefaultPBSOptions(), Probe: probe.DefaultOptions()}
 }
 
 // Validate reports every problem, each naming its key under source: the
@@ -53,6 +54,8 @@ func (c Config) Validate() error {
 		p.Err(c.Prometheus.Validate())
 	case "proxmox":
 		p.Err(c.Proxmox.Validate())
+	case "pbs":
+		p.Err(c.PBS.Validate())
 	}
 	p.Err(c.File.ValidateSection(c.Kind == "file"))
 	p.Err(c.Probe.Validate())
@@ -73,19 +76,20 @@ type Member struct {
 	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
 	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
+	PBS        proxmox.PBSOptions `koanf:"pbs" yaml:"pbs"`
 }
 
 // DefaultMember is what a sources entry starts from before its keys are
 // read: every section at its defaults, as in the source section.
 func DefaultMember() Member {
 	d := DefaultConfig()
-	return Member{Demo: d.Demo, File: d.File, Exec: d.Exec, Prometheus: d.Prometheus, Proxmox: d.Proxmox}
+	return Member{Demo: d.Demo, File: d.File, Exec: d.Exec, Prometheus: d.Prometheus, Proxmox: d.Proxmox, PBS: d.PBS}
 }
 
 // Config is the source section m stands for, on top of base (whose
 // probe and file size bound it keeps).
 func (m Member) Config(base Config) Config {
-	base.Kind, base.Demo, base.Exec, base.Prometheus, base.Proxmox = m.Kind, m.Demo, m.Exec, m.Prometheus, m.Proxmox
+	base.Kind, base.Demo, base.Exec, base.Prometheus, base.Proxmox, base.PBS = m.Kind, m.Demo, m.Exec, m.Prometheus, m.Proxmox, m.PBS
 	base.File.Path = m.File.Path
 	return base
 }
