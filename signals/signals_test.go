@@ -267,6 +267,7 @@ func TestProxmoxHealthExample(t *testing.T) {
 		"disk_wear disk/pve1/sdb warning: disk sdb (disk/pve1/sdb) has 15% life left, at or below 20",
 		"smart_failure disk/pve2/nvme0n1 critical: disk nvme0n1 (disk/pve2/nvme0n1) reports SMART problems: NVMe critical warning 0x04 (reliability degraded)",
 		"smart_failure disk/pve2/sdc warning: disk sdc (disk/pve2/sdc) reports SMART problems: grown defects 12",
+		"backup_job_failed storage/pbs1/store1 warning: backup datastore store1 (storage/pbs1/store1): last run failed: verify v-nightly; 1 backup snapshots failed verification (2 failing, at or above 1)",
 	}
 	if strings.Join(g, "\n") != strings.Join(want, "\n") {
 		t.Errorf("signals\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))

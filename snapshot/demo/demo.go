@@ -118,7 +118,9 @@ func Generate(o Options, at time.Time) *snapshot.Snapshot {
 //   - node/pve1: disk sda runs hot (58 °C), disk sdb is worn (15 % left),
 //     pool local-zfs is DEGRADED with checksum errors in odd epochs, and
 //     storage backup fills steadily (capacity_forecast, with the history
-//     BackfillUsage gives);
+//     BackfillUsage gives) and is a backup datastore whose nightly verify
+//     job failed, with a snapshot that failed verification in odd epochs
+//     (backup_job_failed);
 //   - node/pve2: disk sda has NVMe critical warning 0x04, disk sdb a SAS
 //     grown defect list; the node itself is offline in even epochs.
 func Showcase(o Options, snap *snapshot.Snapshot) {
@@ -144,12 +146,30 @@ func Showcase(o Options, snap *snapshot.Snapshot) {
 			}
 		case ShowcaseFilling:
 			r.Metrics = snapshot.Metrics{{Name: snapshot.MetricUsage, Value: fillingUsage(snap.TakenAt)}}
+			r.BackupStore = showcaseJobs(snap.TakenAt, epoch)
 		case "node/pve2":
 			if epoch%2 == 0 {
 				r.Status, r.Metrics = snapshot.StatusOffline, nil
 			}
 		}
 	}
+}
+
+// showcaseJobs are the showcase datastore's jobs: garbage collection
+// and pruning fine, the nightly verify failed, and in odd epochs a
+// snapshot that failed verification.
+func showcaseJobs(at time.Time, epoch uint64) *snapshot.BackupStore {
+	last := at.Add(-8 * time.Hour).UTC().Truncate(time.Hour)
+	bs := &snapshot.BackupStore{Jobs: []snapshot.Job{
+		{ID: "backup", Type: "gc", LastStatus: snapshot.BackupOK, LastFinishedAt: &last},
+		{ID: "p-daily", Type: "prune", LastStatus: snapshot.BackupOK, LastFinishedAt: &last},
+		{ID: "v-nightly", Type: "verify", LastStatus: snapshot.BackupFailed, LastFinishedAt: &last,
+			LastError: "verification failed - please check the log for details"},
+	}}
+	if epoch%2 == 1 {
+		bs.VerifyFailed = []string{"vm/100/" + last.Add(-2*time.Hour).Format(time.RFC3339)}
+	}
+	return bs
 }
 
 // ShowcaseFilling is the demo storage that fills steadily.

@@ -115,7 +115,7 @@ func TestShowcase(t *testing.T) {
 		}
 	}
 	for _, typ := range []signals.Type{signals.TypeNodeOffline, signals.TypeDiskTemperature, signals.TypeDiskWear,
-		signals.TypeSmartFailure, signals.TypeZFSPoolDegraded, signals.TypeCapacityForecast} {
+		signals.TypeSmartFailure, signals.TypeZFSPoolDegraded, signals.TypeCapacityForecast, signals.TypeBackupJobFailed} {
 		if !seen[typ] {
 			t.Errorf("no %s in two epochs: %v", typ, seen)
 		}
