@@ -368,6 +368,9 @@ func (w *webUI) findingsPage(r *http.Request, d *pageData) (string, int, error) 
 	return "findings", http.StatusOK, nil
 }
 
+// maxExplainedShown bounds the inhibited children a finding page lists.
+const maxExplainedShown = 100
+
 func (w *webUI) findingPage(r *http.Request, d *pageData) (string, int, error) {
 	id := r.PathValue("id")
 	f, err := w.a.opts.Store.Get(r.Context(), id)
@@ -398,11 +401,24 @@ func (w *webUI) findingPage(r *http.Request, d *pageData) (string, int, error) {
 		}
 		inv = append(inv, row)
 	}
+	children := make([]map[string]any, 0, min(len(f.Explains), maxExplainedShown))
+	for _, cid := range f.Explains[:min(len(f.Explains), maxExplainedShown)] {
+		c, err := w.a.opts.Store.Get(r.Context(), cid)
+		if errors.Is(err, findings.ErrNotFound) {
+			continue // resolved since the parent was read
+		}
+		if err != nil {
+			return "", 0, err
+		}
+		children = append(children, map[string]any{"ID": c.ID, "Severity": string(c.Severity), "Key": c.Key,
+			"ResourceID": c.ResourceID, "ResourceName": c.ResourceName, "Title": c.Title, "LastSeen": stamp(c.LastSeenAt)})
+	}
 	d.Title = f.Title
-	d.Body = map[string]any{"Finding": map[string]any{"ID": f.ID, "ResourceID": f.ResourceID, "ResourceName": f.ResourceName, "Key": f.Key,
-		"Category": string(f.Category), "Severity": string(f.Severity), "State": findings.LoopStateAt(&f, w.a.opts.Now()), "Source": string(f.Source),
-		"Detected": stamp(f.DetectedAt), "LastSeen": stamp(f.LastSeenAt), "TimesRaised": f.TimesRaised, "Description": f.Description,
-		"Recommendation": f.Recommendation, "Evidence": f.Evidence}, "Events": events, "Investigations": inv}
+	d.Body = map[string]any{"Explains": children, "ExplainsMore": max(len(f.Explains)-maxExplainedShown, 0), "InhibitedBy": f.InhibitedBy,
+		"Finding": map[string]any{"ID": f.ID, "ResourceID": f.ResourceID, "ResourceName": f.ResourceName, "Key": f.Key,
+			"Category": string(f.Category), "Severity": string(f.Severity), "State": findings.LoopStateAt(&f, w.a.opts.Now()), "Source": string(f.Source),
+			"Detected": stamp(f.DetectedAt), "LastSeen": stamp(f.LastSeenAt), "TimesRaised": f.TimesRaised, "Description": f.Description,
+			"Recommendation": f.Recommendation, "Evidence": f.Evidence}, "Events": events, "Investigations": inv}
 	return "finding", http.StatusOK, nil
 }
 

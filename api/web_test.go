@@ -13,6 +13,7 @@ import (
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/store"
 	"github.com/patrold/patrold/store/records"
 )
@@ -236,5 +237,44 @@ func TestWebFindingShowsTheTranscript(t *testing.T) {
 `
 	if section != want {
 		t.Fatalf("transcript section\n%q\nwant\n%q", section, want)
+	}
+}
+
+// TestWebFindingShowsInhibitedChildren: a parent's page lists the
+// findings it explains, each linking to its own page (a hostile title
+// escaped); the child's page names and links its parent.
+func TestWebFindingShowsInhibitedChildren(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	parent, child := e.ids["cpu"], e.ids["mem"]
+	obs := []findings.Observation{seedObservations["cpu"], seedObservations["mem"]}
+	obs[1].InhibitedBy = parent
+	obs[1].Title = prompt.Safe(`Memory high <img src=x onerror=alert(1)>`, 4000)
+	runID := findings.NewID(e.now.Add(time.Minute))
+	if _, err := e.store.CommitRun(context.Background(), findings.RunInput{RunID: runID, Now: e.now.Add(time.Minute), Observations: obs, Policy: findings.DefaultPublishPolicy()},
+		func(changes []findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
+			fin := e.now.Add(time.Minute)
+			return findings.RunRecord{ID: runID, Trigger: "manual", Status: "warning", Analysis: "deterministic", StartedAt: e.now, FinishedAt: &fin, Complete: true, Report: []byte(`{}`)}, nil, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	c := webClient(t)
+	_, page, _ := webGet(t, c, e.srv.URL+"/ui/findings/"+parent)
+	_, table, ok := strings.Cut(page, `<table id="explains">`)
+	table, _, ok2 := strings.Cut(table, "</table>")
+	if !ok || !ok2 {
+		t.Fatalf("the parent's page lists no children:\n%s", page)
+	}
+	want := `<thead><tr><th>Severity</th><th>Key</th><th>Resource</th><th>Title</th><th>Last seen</th></tr></thead><tbody>
+<tr><td>warning</td><td>high_memory</td><td>vm/101</td><td><a href="/ui/findings/` + child + `">Memory high &lt;img src=x onerror=alert(1)&gt;</a></td><td>2026-11-29 10:01:00Z</td></tr>
+</tbody>`
+	if table != want {
+		t.Fatalf("children\n%q\nwant\n%q", table, want)
+	}
+	_, page, _ = webGet(t, c, e.srv.URL+"/ui/findings/"+child)
+	if want := `<p id="inhibited-by">Held: explained by <a href="/ui/findings/` + parent + `">` + parent + `</a>, whose resource it depends on.</p>`; !strings.Contains(page, want) {
+		t.Fatalf("the child's page does not name its parent (%s):\n%s", want, page)
+	}
+	if strings.Contains(page, `<table id="explains">`) {
+		t.Fatal("the child's page lists children")
 	}
 }

@@ -89,6 +89,8 @@ MUTATIONS = [
     ("page-shows-transcript", "api/web.go", '\t\t\trow["Transcript"] = t\n', "\t\t\t_ = t\n", WEB),
     ("readme-real-fleet-checked", "README.md", "  kind: proxmox\n  proxmox:\n    url: https://pve1.example:8006", "  kind: proxmox\n  proxmox:\n    url: ftp://pve1.example:8006",
      ["./cmd/patrold", "-run", "TestReadmeRealFleetConfigsCheck"]),
+    ("page-lists-children", "api/web.go", '"Explains": children,', '"Explains": children[:0],', WEB),
+    ("page-names-parent", "api/web.go", '"InhibitedBy": f.InhibitedBy,', '"InhibitedBy": "",', WEB),
 ]
 
 if __name__ == "__main__":
