@@ -96,6 +96,18 @@ MUTATIONS = [
     ("session-ends-once", "store/sessions.go",
      "WHERE id = ? AND finished_at IS NULL`", "WHERE id = ?`",
      ["./cluster/sessions", "-run", "TestSessionSpendCountsOnce"]),
+    ("nats-example-patrold-deletes", "deploy/nats-example.conf",
+     'deny: ["$JS.API.STREAM.DELETE.>", "$JS.API.CONSUMER.DELETE.>"]', 'deny: []',
+     ["./deploy", "-run", "TestNATSExamplePermissions"]),
+    ("nats-example-subscriber-deletes", "deploy/nats-example.conf",
+     '"$JS.API.CONSUMER.DELETE.PATROL.subscriber"', '"$JS.API.CONSUMER.DELETE.PATROL.*"',
+     ["./deploy", "-run", "TestNATSExamplePermissions"]),
+    ("nats-example-subscriber-pulls", "deploy/nats-example.conf",
+     '"$JS.API.CONSUMER.MSG.NEXT.PATROL.subscriber"', '"$JS.API.CONSUMER.MSG.NEXT.PATROL.*"',
+     ["./deploy", "-run", "TestNATSExamplePermissions"]),
+    ("nats-example-worker-events", "deploy/nats-example.conf",
+     'publish: ["patrol.remediation.outcomes", ', 'publish: ["patrol.>", ',
+     ["./deploy", "-run", "TestNATSExamplePermissions"]),
 ]
 
 if __name__ == "__main__":
