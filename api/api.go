@@ -110,6 +110,12 @@ type Options struct {
 	MaxBodyBytes int64
 	// Pprof serves net/http/pprof under /debug/pprof/ to admin tokens.
 	Pprof bool
+	// Triggers takes the scoped runs POST /api/v1/hooks/alertmanager asks
+	// for (nil: the hook answers "ignored").
+	Triggers Triggerer
+	// AlertLabels map alert labels to resource ids (nil:
+	// DefaultAlertLabels).
+	AlertLabels []AlertLabel
 }
 
 // API is the HTTP API. It is safe for concurrent use.
@@ -141,6 +147,9 @@ func New(opts Options) (*API, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
+	}
+	if opts.AlertLabels == nil {
+		opts.AlertLabels = DefaultAlertLabels
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

@@ -18,6 +18,9 @@ type Scope string
 const (
 	ScopeRead  Scope = "read"
 	ScopeAdmin Scope = "admin"
+	// ScopeTrigger may only ask for scoped runs through the hooks (the
+	// token an Alertmanager receiver carries); admin may too.
+	ScopeTrigger Scope = "trigger"
 	// scopeOpen marks routes served without a token (healthz, readyz,
 	// metrics).
 	scopeOpen Scope = ""
@@ -109,8 +112,8 @@ func validateTokens(tokens []Token) error {
 			}
 			digests[d] = i
 		}
-		if t.Scope != ScopeRead && t.Scope != ScopeAdmin {
-			errs = append(errs, fmt.Errorf("%s.Scope: %q is not read or admin", key, t.Scope))
+		if t.Scope != ScopeRead && t.Scope != ScopeAdmin && t.Scope != ScopeTrigger {
+			errs = append(errs, fmt.Errorf("%s.Scope: %q is not read, admin or trigger", key, t.Scope))
 		}
 	}
 	return errors.Join(errs...)
@@ -201,6 +204,10 @@ func (t *authTable) authorize(r *http.Request, need Scope) (identity, *Error) {
 		return identity{}, newError(CodeUnauthorized, "the bearer token is not valid")
 	case need == ScopeAdmin && who.scope != ScopeAdmin:
 		return who, newError(CodeForbidden, "token %q has scope %s; this call needs admin", who.name, who.scope).with("required_scope", string(ScopeAdmin))
+	case need == ScopeTrigger && who.scope != ScopeTrigger && who.scope != ScopeAdmin:
+		return who, newError(CodeForbidden, "token %q has scope %s; this call needs trigger or admin", who.name, who.scope).with("required_scope", string(ScopeTrigger))
+	case need == ScopeRead && who.scope == ScopeTrigger:
+		return who, newError(CodeForbidden, "token %q has scope trigger; it may only call the hooks", who.name).with("required_scope", string(ScopeRead))
 	}
 	return who, nil
 }

@@ -127,7 +127,7 @@ func (c HTTPConfig) Validate() error {
 		if (t.Token == "") == (t.TokenFile == "") {
 			p.Add(key, "set exactly one of token and token_file")
 		}
-		p.OneOf(key+".scope", t.Scope, "read", "admin")
+		p.OneOf(key+".scope", t.Scope, "read", "admin", "trigger")
 	}
 	return p.Error()
 }

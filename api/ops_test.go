@@ -150,9 +150,9 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	// Every route x status label pair is pre-created: 17 routes + unmatched,
+	// Every route x status label pair is pre-created: 18 routes + unmatched,
 	// 11 status codes + "other".
-	if n, err := testutil.GatherAndCount(e.reg, "patrold_api_requests_total"); err != nil || n != 18*12 {
-		t.Fatalf("pre-created request series = %d (%v), want %d", n, err, 18*12)
+	if n, err := testutil.GatherAndCount(e.reg, "patrold_api_requests_total"); err != nil || n != 19*12 {
+		t.Fatalf("pre-created request series = %d (%v), want %d", n, err, 19*12)
 	}
 }

@@ -36,6 +36,7 @@ func (a *API) routes() []route {
 		{"runs_list", "GET /api/v1/runs", ScopeRead, "", a.listRuns},
 		{"run_get", "GET /api/v1/runs/{id}", ScopeRead, "", a.getRun},
 		{"run_trigger", "POST /api/v1/runs", ScopeAdmin, "run", a.triggerRun},
+		{"hook_alertmanager", "POST /api/v1/hooks/alertmanager", ScopeTrigger, "run", a.alertmanagerHook},
 		{"approvals_list", "GET /api/v1/approvals", ScopeRead, "", a.listApprovals},
 		{"approval_decide", "POST /api/v1/approvals/{id}/{action}", ScopeAdmin, "approval", a.decideApproval},
 		{"silences_list", "GET /api/v1/silences", ScopeRead, "", a.listSilences},

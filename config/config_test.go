@@ -94,7 +94,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 			`alerts.defaults.storage.usage.critical: 95 must be above trigger 120`,
 			`alerts.overrides[0].match.kind: unknown kind "vmm"`,
 			`http.tokens[0]: set exactly one of token and token_file`,
-			`http.tokens[0].scope: "root" is not one of read, admin`,
+			`http.tokens[0].scope: "root" is not one of read, admin, trigger`,
 			`log.level: "loud" is not one of debug, info, warn, error`,
 			`patrol.autonomy: "yolo" is not one of monitor, approval, assisted, full`,
 			`schedule.cron: "every day": `,

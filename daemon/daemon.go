@@ -50,16 +50,19 @@ type Daemon struct {
 	live     *live
 	settings atomic.Pointer[patrol.Settings]
 
-	store   *store.Store
-	runner  *patrol.Runner
-	sched   *patrol.Scheduler
-	msg     *messaging
-	cluster *cluster.Member // cluster mode
-	met     *metrics
-	analyst patrol.Analyst
-	model   patrol.ModelRef // the model behind analyst (read once, like it)
-	shared  *shared
-	worker  *assistant.Worker
+	store  *store.Store
+	runner *patrol.Runner
+	// triggers admits the scoped runs alerts ask for (POST
+	// /api/v1/hooks/alertmanager).
+	triggers *patrol.Triggers
+	sched    *patrol.Scheduler
+	msg      *messaging
+	cluster  *cluster.Member // cluster mode
+	met      *metrics
+	analyst  patrol.Analyst
+	model    patrol.ModelRef // the model behind analyst (read once, like it)
+	shared   *shared
+	worker   *assistant.Worker
 
 	httpAddr  string
 	startedAt time.Time
@@ -220,6 +223,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		Logger: d.log, Now: d.opts.Now, Metrics: pm,
 		AfterCommit: d.afterRun, Release: d.releaseMemory, History: st,
 	})
+	if err != nil {
+		return err
+	}
+	d.triggers, err = patrol.NewTriggers(patrol.TriggerOptions{Now: d.opts.Now, Registerer: d.opts.Registerer,
+		Start: func(ro patrol.RunOptions) (string, error) { return d.startRun(patrol.TriggerAlert, ro) }})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func (d *Daemon) startHTTP() error {
 	opts := api.Options{
 		Store: d.store, Daemon: d, Tokens: tokens, Gatherer: d.opts.Gatherer, Registerer: d.opts.Registerer,
 		Logger: d.log, Now: d.opts.Now, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Capabilities: d.capabilities,
-		Pprof: cfg.HTTP.Pprof,
+		Pprof: cfg.HTTP.Pprof, Triggers: d,
 	}
 	if d.worker != nil {
 		opts.Approvals = d.worker.Assistant()
@@ -110,6 +110,13 @@ func (d *Daemon) TriggerScopedRun(ctx context.Context, resources []string, reaso
 	return d.startRun(patrol.TriggerAPI, patrol.RunOptions{Scope: resources, Reason: reason})
 }
 
+// TriggerFromHook asks for a scoped run over resources for an outside
+// monitor's alert, under the trigger limits (patrol.Triggers).
+func (d *Daemon) TriggerFromHook(ctx context.Context, resources []string, reason string) (api.HookResult, error) {
+	out, id, err := d.triggers.Request(resources, reason)
+	return api.HookResult{Outcome: string(out), RunID: id, Resources: resources}, err
+}
+
 // startRun admits a run under the daemon's lifetime context.
 func (d *Daemon) startRun(trigger patrol.Trigger, ro patrol.RunOptions) (string, error) {
 	if err := d.storeWritable(); err != nil {
@@ -128,6 +135,12 @@ func (d *Daemon) startRun(trigger patrol.Trigger, ro patrol.RunOptions) (string,
 		defer d.wg.Done()
 		if err != nil {
 			d.log.Error("run failed", "trigger", trigger, "err", err)
+		}
+		// Triggers that arrived during this run run now, as one.
+		if id, err := d.triggers.RunEnded(); err != nil {
+			d.log.Warn("coalesced triggers not started", "err", err)
+		} else if id != "" {
+			d.log.Info("coalesced triggers started a scoped run", "run_id", id)
 		}
 	})
 	if err != nil {

@@ -35,10 +35,11 @@ var SkipReasons = map[Trigger]string{
 	TriggerStartup:   "startup_overlap", // the startup run found one running
 	TriggerAPI:       "api_conflict",    // POST /api/v1/runs answered 409
 	TriggerManual:    "manual_overlap",  // a foreground run found one running
+	TriggerAlert:     "alert_overlap",   // an alert's run found one running (it is coalesced)
 }
 
 var (
-	allTriggers = []Trigger{TriggerManual, TriggerScheduled, TriggerStartup, TriggerAPI}
+	allTriggers = []Trigger{TriggerManual, TriggerScheduled, TriggerStartup, TriggerAPI, TriggerAlert}
 	allStatuses = []string{StatusError, StatusDegraded, StatusCritical, StatusIssuesFound, StatusHealthy}
 )
 

@@ -18,6 +18,9 @@ const (
 	TriggerScheduled Trigger = "scheduled"
 	TriggerStartup   Trigger = "startup"
 	TriggerAPI       Trigger = "api"
+	// TriggerAlert: an outside monitor's alert asked for a scoped run
+	// (Triggers).
+	TriggerAlert Trigger = "alert"
 )
 
 // Run statuses, in precedence order.

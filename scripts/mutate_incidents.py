@@ -2,13 +2,15 @@
 """Show that every rule of incident handling is tested: inhibition (each
 rule, the severity a full storage needs, held findings kept from the
 stream and from investigation, release by the sweep) and the scope of a
-scoped run (nothing outside it resolved, nothing outside it patrolled).
+scoped run (nothing outside it resolved, nothing outside it patrolled),
+the trigger limits and coalescing, and the Alertmanager hook's guards.
 Each mutation removes one rule; its tests must fail."""
 from mutations import run
 
 FINDINGS = ["./findings", "-run", "TestInhibitRules|TestGateRefusesInhibited"]
 STREAM = ["./daemon", "-run", "TestInhibition"]
 SCOPE = ["./patrol", "-run", "TestScopedRun"]
+TRIGGER = ["./patrol", "-run", "TestTriggerLimitsAndCoalescing"]
 
 MUTATIONS = [
     ("inhibit-node-offline", "findings/inhibit.go",
@@ -45,6 +47,19 @@ MUTATIONS = [
     ("scope-filters-snapshot", "patrol/scope.go",
      "\t\tif scope[snap.Resources[i].ID] {\n\t\t\tout.Resources",
      "\t\tif true {\n\t\t\tout.Resources", SCOPE),
+    ("trigger-per-resource", "patrol/trigger.go",
+     "(!ok || now.Sub(at) >= t.opts.PerResource)", "(!ok || now.Sub(at) >= 0)", TRIGGER),
+    ("trigger-global", "patrol/trigger.go",
+     "len(fresh) == 0 || (!t.lastRun.IsZero() && now.Sub(t.lastRun) < t.opts.Global)", "len(fresh) == 0", TRIGGER),
+    ("trigger-coalesces", "patrol/trigger.go",
+     "\tcase errors.Is(err, ErrBusy):\n\t\tfor", "\tcase false:\n\t\tfor", TRIGGER),
+    ("trigger-run-ended", "patrol/trigger.go",
+     "\tif len(t.pending) == 0 {\n\t\treturn \"\", nil", "\tif true {\n\t\treturn \"\", nil", TRIGGER),
+    ("hook-skips-own-alerts", "api/hooks.go",
+     "a.Status != \"firing\" || a.Labels[\"finding_id\"] != \"\"", "a.Status != \"firing\"",
+     ["./api", "-run", "TestAlertmanagerHook"]),
+    ("trigger-token-hooks-only", "api/auth.go",
+     "case need == ScopeRead && who.scope == ScopeTrigger:", "case false:", ["./api", "-run", "TestAlertmanagerHook"]),
     ("pipeline-inhibits", "patrol/pipeline.go",
      "\tinhibit(obs, byID)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
 ]

@@ -82,7 +82,7 @@ func pickToken(cfg *config.Config, mutating bool) (string, bool) {
 	}
 	best := ""
 	for _, t := range tokens {
-		if t.Scope == api.ScopeAdmin || (!mutating && best == "") {
+		if t.Scope == api.ScopeAdmin || (!mutating && best == "" && t.Scope != api.ScopeTrigger) {
 			best = t.Secret
 		}
 	}
