@@ -81,11 +81,17 @@ func TestIntegrationNodeExporter(t *testing.T) {
 	testkit.EventuallyState(t, 30*time.Second, "prometheus ready", func() (bool, string) { return ready(url), logs.String() })
 	want := "node/127.0.0.1"
 	var node snapshot.Resource
-	testkit.EventuallyState(t, 30*time.Second, "cpu and memory for "+want, func() (bool, string) {
+	testkit.EventuallyState(t, 30*time.Second, "cpu, memory and their averages for "+want, func() (bool, string) {
 		snap, problems, err := src.Collect(context.Background())
 		if err == nil && len(problems) == 0 {
 			node = byID(snap)[want]
-			if _, ok := node.Metrics.Map()["cpu_percent"]; ok && node.Metrics.Map()["memory_percent"] > 0 {
+			// The averages need two scrapes inside the window: wait
+			// for every metric the assertions below read.
+			m := node.Metrics.Map()
+			_, cpu := m["cpu_percent"]
+			_, cpuAvg := m["cpu_percent_avg"]
+			_, memAvg := m["memory_percent_avg"]
+			if cpu && cpuAvg && memAvg && m["memory_percent"] > 0 {
 				return true, ""
 			}
 		}
