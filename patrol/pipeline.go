@@ -180,7 +180,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		}
 	}
 	if an != nil {
-		obs = append(obs, modelObservations(an.Observations, obs)...)
+		obs = append(obs, withNodes(modelObservations(an.Observations, obs), byID, memo)...)
 	}
 	for _, name := range failedSources {
 		obs = append(obs, memberFailing(name, problems))
@@ -543,6 +543,20 @@ func modelObservations(model, deterministic []findings.Observation) []findings.O
 		}
 	}
 	return out
+}
+
+// withNodes gives each model observation without a node the node of its
+// resource, as the net's filings carry it (in place).
+func withNodes(obs []findings.Observation, byID *resourceIndex, memo safeMemo) []findings.Observation {
+	for i := range obs {
+		if !obs[i].ResourceNode.Empty() {
+			continue
+		}
+		if res := byID.get(snapshot.CanonicalID(obs[i].ResourceID)); res != nil {
+			obs[i].ResourceNode = memo.safeName(nodeOf(res))
+		}
+	}
+	return obs
 }
 
 // activeSignals is the hysteresis input: active findings whose key is a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/multi"
@@ -164,5 +165,46 @@ func TestASourceNeverSeenCoversEverythingAbsent(t *testing.T) {
 	want := []string{"high_cpu node/a1", "high_cpu vm/a2", "source_failing patrold/source/b"}
 	if got := activeKeys(t, st); !reflect.DeepEqual(got, want) {
 		t.Fatalf("active %v, want %v", got, want)
+	}
+}
+
+// nodeAnalyst files one model finding on a guest, without a node.
+type nodeAnalyst struct{}
+
+func (nodeAnalyst) Analyze(_ context.Context, in patrol.AnalysisInput) (*patrol.Analysis, error) {
+	return &patrol.Analysis{Observations: []findings.Observation{{
+		Key: "slow_queries", ResourceID: "vm/101", ResourceKind: "vm", Category: findings.CategoryPerformance,
+		Severity: findings.SeverityWarning, Source: findings.SourceModel,
+		Title: prompt.Safe("slow queries", 80), Description: prompt.Safe("the database answers slowly", 200),
+	}}}, nil
+}
+
+// A model finding on a resource with a node carries it, as the net's do.
+func TestModelFindingsCarryTheNode(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	guest := snapshot.Resource{ID: "vm/101", Kind: snapshot.KindVM, Parent: "node/pve2", Status: "running"}
+	pol, _ := alerts.New(alerts.Settings{})
+	src := &member{at: &now, rs: []snapshot.Resource{guest}}
+	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return now },
+		Settings: func() patrol.Settings {
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src, Analyst: nodeAnalyst{}}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	active, err := st.Active(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 1 || active[0].Key != "slow-queries" || active[0].ResourceNode != "pve2" {
+		t.Fatalf("active %+v", active)
 	}
 }
