@@ -80,6 +80,31 @@ func weakRunOn(t *testing.T, sc *Scenario, window int, masked bool, newProvider 
 
 func oneRecall(x float64) *float64 { return &x }
 
+// fakeAPI is one fake server kind and the client that speaks its wire.
+type fakeAPI struct {
+	name   string
+	server func(testing.TB, ...modelfake.Turn) *modelfake.Server
+	// client builds the provider for srv, its endpoint changed by edit.
+	client func(srv *modelfake.Server, edit func(*model.EndpointOptions)) (model.Provider, error)
+}
+
+var fakeAPIs = []fakeAPI{
+	{"openai", modelfake.OpenAI, func(srv *modelfake.Server, edit func(*model.EndpointOptions)) (model.Provider, error) {
+		e := weakEndpoint(srv.URL + "/v1")
+		if edit != nil {
+			edit(&e)
+		}
+		return openai.New(openai.Options{Endpoint: e})
+	}},
+	{"anthropic", modelfake.Anthropic, func(srv *modelfake.Server, edit func(*model.EndpointOptions)) (model.Provider, error) {
+		e := weakEndpoint(srv.URL)
+		if edit != nil {
+			edit(&e)
+		}
+		return anthropic.New(anthropic.Options{Endpoint: e})
+	}},
+}
+
 // expectFigures compares whole figures; the largest request follows the
 // prompt's wording and is only checked to have been measured.
 func expectFigures(t *testing.T, got, want Figures) {
@@ -196,24 +221,13 @@ func TestSmallContextCutsOldToolResults(t *testing.T) {
 	}
 	turns := []modelfake.Turn{page(0), page(100), page(200), page(300), {Text: "Done."}}
 	const window = 8192
-	for name, tc := range map[string]struct {
-		srv   *modelfake.Server
-		build func(url string) (model.Provider, error)
-	}{
-		"openai": {modelfake.OpenAI(t, turns...), func(url string) (model.Provider, error) {
-			e := weakEndpoint(url + "/v1")
-			e.ContextWindow = window
-			return openai.New(openai.Options{Endpoint: e})
-		}},
-		"anthropic": {modelfake.Anthropic(t, turns...), func(url string) (model.Provider, error) {
-			e := weakEndpoint(url)
-			e.ContextWindow = window
-			return anthropic.New(anthropic.Options{Endpoint: e})
-		}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			tc.srv.ContextTokens = window
-			f := weakRunWindow(t, "large-fleet-faults", window, func() (model.Provider, error) { return tc.build(tc.srv.URL) })
+	for _, api := range fakeAPIs {
+		t.Run(api.name, func(t *testing.T) {
+			srv := api.server(t, turns...)
+			srv.ContextTokens = window
+			f := weakRunWindow(t, "large-fleet-faults", window, func() (model.Provider, error) {
+				return api.client(srv, func(e *model.EndpointOptions) { e.ContextWindow = window })
+			})
 			if f.LargestRequestTokens+weakOutput > window {
 				t.Errorf("largest request %d tokens plus %d output is over the window %d", f.LargestRequestTokens, weakOutput, window)
 			}
@@ -229,7 +243,7 @@ func TestSmallContextCutsOldToolResults(t *testing.T) {
 			// were cut, each with its notice, and uncut they would not.
 			notice := regexp.MustCompile(`\[patrold: this tool result was cut to its first (\d+) of (\d+) bytes`)
 			var notices []int
-			reqs := tc.srv.Requests()
+			reqs := srv.Requests()
 			for _, r := range reqs {
 				if n := modelfake.PromptTokens(r); n > window {
 					t.Errorf("a request of %d tokens reached the server", n)
@@ -266,27 +280,16 @@ var streamedTurns = []modelfake.Turn{
 // dozens of chunks. The answer is assembled before the leak check reads
 // it: both leaked calls are made, none is sent back as text.
 func TestStreamedLeaksAreCalls(t *testing.T) {
-	for name, tc := range map[string]struct {
-		srv   *modelfake.Server
-		build func(url string) (model.Provider, error)
-	}{
-		"openai": {modelfake.OpenAI(t, streamedTurns...), func(url string) (model.Provider, error) {
-			e := weakEndpoint(url + "/v1")
-			e.Stream = true
-			return openai.New(openai.Options{Endpoint: e})
-		}},
-		"anthropic": {modelfake.Anthropic(t, streamedTurns...), func(url string) (model.Provider, error) {
-			e := weakEndpoint(url)
-			e.Stream = true
-			return anthropic.New(anthropic.Options{Endpoint: e})
-		}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			f := weakRun(t, "storage-critical", func() (model.Provider, error) { return tc.build(tc.srv.URL) })
+	for _, api := range fakeAPIs {
+		t.Run(api.name, func(t *testing.T) {
+			srv := api.server(t, streamedTurns...)
+			f := weakRun(t, "storage-critical", func() (model.Provider, error) {
+				return api.client(srv, func(e *model.EndpointOptions) { e.Stream = true })
+			})
 			expectFigures(t, f, Figures{Status: patrol.StatusCritical, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
 				Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, Turns: 4, Requests: 4,
 					InputTokens: 4 * modelfake.UsageInput, OutputTokens: 4 * modelfake.UsageOutput}})
-			reqs := tc.srv.Requests()
+			reqs := srv.Requests()
 			for i, r := range reqs {
 				if !bytes.Contains(r, []byte(`"stream":true`)) {
 					t.Fatalf("request %d did not ask for a stream:\n%.300s", i+1, r)
@@ -310,27 +313,13 @@ func TestStreamedAnswerIsTheWholeAnswer(t *testing.T) {
 	turn := modelfake.Turn{Text: "Reading two — ünïcode included.", Calls: []modelfake.Call{
 		{ID: "c1", Name: "get_resource", Args: `{"id": "vm/101"}`}, {ID: "c2", Name: "list_resources", Args: `{"kind": "storage", "limit": 20}`}}}
 	req := model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "go"}}}
-	for name, build := range map[string]func(url string, stream bool) (model.Provider, error){
-		"openai": func(url string, stream bool) (model.Provider, error) {
-			e := weakEndpoint(url + "/v1")
-			e.Stream = stream
-			return openai.New(openai.Options{Endpoint: e})
-		},
-		"anthropic": func(url string, stream bool) (model.Provider, error) {
-			e := weakEndpoint(url)
-			e.Stream = stream
-			return anthropic.New(anthropic.Options{Endpoint: e})
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
+	for _, api := range fakeAPIs {
+		t.Run(api.name, func(t *testing.T) {
 			var got []*model.Response
 			for _, stream := range []bool{false, true} {
-				srv := modelfake.OpenAI(t, turn)
-				if name == "anthropic" {
-					srv = modelfake.Anthropic(t, turn)
-				}
+				srv := api.server(t, turn)
 				srv.ChunkBytes = 3
-				p, err := build(srv.URL, stream)
+				p, err := api.client(srv, func(e *model.EndpointOptions) { e.Stream = stream })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -445,24 +434,14 @@ func TestMaskedNamesNeverReachTheModel(t *testing.T) {
 	if vm == "vm/210" || !strings.HasPrefix(vm, "vm/masked-id-") {
 		t.Fatalf("vm/210 masks as %q", vm)
 	}
-	for name, tc := range map[string]struct {
-		new   func(...modelfake.Turn) *modelfake.Server
-		build func(url string) (model.Provider, error)
-	}{
-		"openai": {func(ts ...modelfake.Turn) *modelfake.Server { return modelfake.OpenAI(t, ts...) }, func(url string) (model.Provider, error) {
-			return openai.New(openai.Options{Endpoint: weakEndpoint(url + "/v1")})
-		}},
-		"anthropic": {func(ts ...modelfake.Turn) *modelfake.Server { return modelfake.Anthropic(t, ts...) }, func(url string) (model.Provider, error) {
-			return anthropic.New(anthropic.Options{Endpoint: weakEndpoint(url)})
-		}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			srv := tc.new(
+	for _, api := range fakeAPIs {
+		t.Run(api.name, func(t *testing.T) {
+			srv := api.server(t,
 				modelfake.Turn{Calls: []modelfake.Call{{Name: "get_resource", Args: fmt.Sprintf(`{"id": %q}`, vm)}}},
 				modelfake.Turn{Calls: []modelfake.Call{{Name: "report_finding", Args: fmt.Sprintf(`{"resource_id": %q, "category": "performance", "key": "high_memory", "severity": "warning", "title": "Guest is short of memory", "evidence": "memory_percent 91 on %s"}`, vm, vm)}}},
 				modelfake.Turn{Text: "Filed " + vm + "."},
 			)
-			f := weakRunOn(t, sc, weakWindow, true, func() (model.Provider, error) { return tc.build(srv.URL) })
+			f := weakRunOn(t, sc, weakWindow, true, func() (model.Provider, error) { return api.client(srv, nil) })
 			expectFigures(t, f, Figures{Status: patrol.StatusIssuesFound, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
 				Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, Turns: 3, Requests: 3,
 					InputTokens: 3 * modelfake.UsageInput, OutputTokens: 3 * modelfake.UsageOutput}})
