@@ -235,6 +235,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("start nats: %w", err)
 	}
 	d.root.td.push("nats", func(context.Context) error { return d.msg.stop() })
+	// Every commit wakes the relay; its poll is the fallback.
+	d.store.OnCommit(d.msg.kick)
 	if err := d.startCluster(ctx, cfg); err != nil {
 		return fmt.Errorf("start nats: %w", err)
 	}

@@ -1,6 +1,9 @@
 package daemon
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Crash stops d the way a killed process looks to the cluster: the
 // scheduler stops, the NATS connection closes at once (no flush, no lease
@@ -21,3 +24,7 @@ func (d *Daemon) Crash() {
 
 // CloseNATS drops d's NATS connection (as a network cut would).
 func (d *Daemon) CloseNATS() { d.msg.bus.Conn().Close() }
+
+// SetRelayInterval sets the relay's polling fallback of daemons started
+// from now on (0: the default).
+func SetRelayInterval(d time.Duration) { relayInterval = d }

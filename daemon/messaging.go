@@ -83,7 +83,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 	m.relay, err = bus.NewRelay(bus.RelayOptions{
 		Outbox: d.store, JetStream: b.JetStream(), Prefix: b.Prefix(), Source: b.Source(), DataRef: findingDataRef(cfg.HTTP),
 		Batch: cfg.NATS.Outbox.Batch, Retention: cfg.NATS.Outbox.Retention, Logger: d.log, Registerer: d.opts.Registerer,
-		Guard: b.Guard(),
+		Guard: b.Guard(), Interval: relayInterval,
 	})
 	if err != nil {
 		return fail(err)
@@ -222,6 +222,10 @@ func (m *messaging) goRun(fn func() error) {
 		_ = fn()
 	}()
 }
+
+// relayInterval is the relay's polling fallback (0: its default). Tests
+// set it long to prove the commit wake.
+var relayInterval time.Duration
 
 func (m *messaging) kick() {
 	if m != nil {

@@ -8,6 +8,13 @@ from mutations import run
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
+    ("commit-wakes-relay", "daemon/daemon.go",
+     "\td.store.OnCommit(d.msg.kick)\n", "",
+     ["./daemon", "-run", "TestOperatorActionPublishedOnCommit"]),
+    ("tx-commit-notifies", "store/store.go",
+     "\terr := withTxOn(ctx, s.db, fn)\n\tif err == nil {\n\t\ts.notifyCommit()",
+     "\terr := withTxOn(ctx, s.db, fn)\n\tif false {\n\t\ts.notifyCommit()",
+     ["./daemon", "-run", "TestOperatorActionPublishedOnCommit"]),
     ("fence-lower-epoch", "store/apply.go",
      "\t\tcase c.Epoch < uint64(epoch):\n", "\t\tcase false:\n",
      ["./cluster", "-run", "TestDeposedWriterIsFenced"]),

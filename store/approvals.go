@@ -23,7 +23,7 @@ const approvalColumns = `id, finding_id, session_id, attempt, resource_id, actio
 
 // InsertApproval stores a new approval, undecided.
 func (s *Store) InsertApproval(ctx context.Context, ap records.ApprovalRecord) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,'',?,?,?,?,?,?,?,?)`,
 		ap.ID, ap.FindingID, ap.SessionID, ap.Attempt, ap.ResourceID, ap.Action, string(ap.Args), ap.Risk, ap.State,
 		fmtTime(ap.CreatedAt), fmtTime(ap.ExpiresAt), ap.Driver, ap.Autonomy, fmtTime(ap.StartedAt),
 		ap.Turns, string(ap.FSM), string(ap.Transcript), string(ap.Messages), ap.Reason.String())
@@ -114,7 +114,7 @@ func (s *Store) DecideApproval(ctx context.Context, id, state, actor string, now
 		q += ` AND expires_at > ?`
 		args = append(args, fmtTime(now))
 	}
-	res, err := s.db.ExecContext(ctx, q, args...)
+	res, err := s.exec(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("decide approval %s: %w", id, err)
 	}

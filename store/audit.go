@@ -13,7 +13,7 @@ const auditTimeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // InsertAudit appends one audit event.
 func (s *Store) InsertAudit(ctx context.Context, ev records.AuditEvent) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_events
+	_, err := s.exec(ctx, `INSERT INTO audit_events
 		(at, token_name, token_id, method, path, route, target_kind, target_id, action, status, error_code, remote_addr)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
 		ev.At.UTC().Format(auditTimeLayout), ev.TokenName, ev.TokenID, ev.Method, ev.Path, ev.Route,
@@ -48,7 +48,7 @@ func (s *Store) AuditEvents(ctx context.Context, limit int) ([]records.AuditEven
 
 // PruneAudit deletes audit events older than before and returns how many.
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, "DELETE FROM audit_events WHERE at < ?", before.UTC().Format(auditTimeLayout))
+	res, err := s.exec(ctx, "DELETE FROM audit_events WHERE at < ?", before.UTC().Format(auditTimeLayout))
 	if err != nil {
 		return 0, fmt.Errorf("prune audit events: %w", err)
 	}

@@ -194,7 +194,7 @@ func sessionDispatched(ctx context.Context, tx *sql.Tx, o findings.Outcome, epoc
 // finding resolved or reopened while one ran): no outcome can apply to
 // them any more.
 func (s *Store) RecoverStuck(ctx context.Context, gate findings.Gate, now time.Time) ([]string, error) {
-	if _, err := s.db.ExecContext(ctx, `UPDATE investigations SET ended_at = ?, outcome = ?, summary = ?
+	if _, err := s.exec(ctx, `UPDATE investigations SET ended_at = ?, outcome = ?, summary = ?
 		WHERE ended_at IS NULL AND started_at < ? AND NOT EXISTS (SELECT 1 FROM findings f WHERE f.id = investigations.finding_id
 			AND f.investigation_status = 'running' AND f.investigation_attempt = investigations.attempt)`,
 		fmtTime(now), findings.OutcomeTimedOut, "episode ended without an outcome", fmtTime(now.Add(-(gate.Timeout + findings.StuckGrace)))); err != nil {

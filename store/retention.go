@@ -46,7 +46,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r findings.Retention) 
 		cutoff := now.Add(-keep).UTC().Format(t.layout)
 		q := "DELETE FROM " + t.table + " WHERE rowid IN (SELECT rowid FROM " + t.table + " WHERE " + t.cond + " LIMIT ?)"
 		for {
-			res, err := s.db.ExecContext(ctx, q, cutoff, findings.PruneBatch)
+			res, err := s.exec(ctx, q, cutoff, findings.PruneBatch)
 			if err != nil {
 				return out, fmt.Errorf("prune %s: %w", t.table, err)
 			}

@@ -151,7 +151,7 @@ func (s *Store) FailRun(ctx context.Context, r findings.RunRecord, cause error, 
 // MarkInterrupted turns runs left "running" by a crash into errors with
 // reason interrupted, and returns how many there were.
 func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE runs SET status = 'error', finished_at = ?,
+	res, err := s.exec(ctx, `UPDATE runs SET status = 'error', finished_at = ?,
 		report = json_set(report, '$.status', 'error', '$.errors', json_array('interrupted'), '$.status_reasons', json_array('interrupted'))
 		WHERE status = 'running'`, fmtTime(now))
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 // StartSession records a session as running (a resumed session again).
 func (s *Store) StartSession(ctx context.Context, id, findingID string, attempt int, driver string, startedAt time.Time) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at)
+	_, err := s.exec(ctx, `INSERT INTO remediation_sessions (id, finding_id, attempt, driver, started_at)
 		VALUES (?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET outcome = '', finished_at = NULL`,
 		id, findingID, attempt, driver, fmtTime(startedAt))
 	if err != nil {
@@ -32,7 +32,7 @@ func (s *Store) FinishSession(ctx context.Context, id string, end records.Sessio
 	if end.CostUSD < 0 || math.IsNaN(end.CostUSD) || math.IsInf(end.CostUSD, 0) {
 		return fmt.Errorf("store session %s: cost_usd: %g must be a non-negative number", id, end.CostUSD)
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ?,
+	_, err := s.exec(ctx, `UPDATE remediation_sessions SET outcome = ?, summary = ?, finished_at = ?, transcript = ?,
 		exchange = CASE WHEN ? = '' THEN exchange ELSE ? END, cost_usd = cost_usd + ? WHERE id = ? AND finished_at IS NULL`,
 		end.Outcome, end.Summary, fmtTime(end.FinishedAt), string(end.Transcript), string(end.Exchange), string(end.Exchange), end.CostUSD, id)
 	if err != nil {

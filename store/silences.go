@@ -16,7 +16,7 @@ func (s *Store) AddSilence(ctx context.Context, sil findings.Silence, now time.T
 		return sil, err
 	}
 	m, _ := json.Marshal(sil.Matchers)
-	_, err = s.db.ExecContext(ctx, "INSERT INTO silences (id, matchers, comment, author, starts_at, ends_at, created_at) VALUES (?,?,?,?,?,?,?)",
+	_, err = s.exec(ctx, "INSERT INTO silences (id, matchers, comment, author, starts_at, ends_at, created_at) VALUES (?,?,?,?,?,?,?)",
 		sil.ID, string(m), sil.Comment, sil.Author, fmtTime(sil.StartsAt), fmtTime(sil.EndsAt), fmtTime(now))
 	if err != nil {
 		return sil, fmt.Errorf("add silence: %w", err)
@@ -26,7 +26,7 @@ func (s *Store) AddSilence(ctx context.Context, sil findings.Silence, now time.T
 
 // ExpireSilence ends a silence now (DELETE /silences).
 func (s *Store) ExpireSilence(ctx context.Context, id string, now time.Time) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE silences SET ends_at = ? WHERE id = ? AND ends_at > ?", fmtTime(now), id, fmtTime(now))
+	res, err := s.exec(ctx, "UPDATE silences SET ends_at = ? WHERE id = ? AND ends_at > ?", fmtTime(now), id, fmtTime(now))
 	if err != nil {
 		return fmt.Errorf("expire silence: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -47,6 +48,31 @@ type Store struct {
 	// (active_cache.go).
 	active activeCache
 	ck     *checkpointer // checkpoint.go
+	// committed is called after every commit that may have written
+	// outbox rows (OnCommit).
+	committed atomic.Pointer[func()]
+}
+
+// OnCommit sets fn to be called after every commit of a write that may
+// queue outbox rows: run commits, operator actions, silences, sessions,
+// approvals, audit. The relay's Kick fits: fn must not block. Marking
+// rows sent does not call it.
+func (s *Store) OnCommit(fn func()) { s.committed.Store(&fn) }
+
+// notifyCommit calls the OnCommit hook, if any.
+func (s *Store) notifyCommit() {
+	if fn := s.committed.Load(); fn != nil && *fn != nil {
+		(*fn)()
+	}
+}
+
+// exec runs one write outside a transaction and reports its commit.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	res, err := s.db.ExecContext(ctx, q, args...)
+	if err == nil {
+		s.notifyCommit()
+	}
+	return res, err
 }
 
 // Open opens (creating if needed) the database at path and applies every
@@ -177,7 +203,11 @@ func parseTimePtr(s sql.NullString) *time.Time {
 }
 
 func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return withTxOn(ctx, s.db, fn)
+	err := withTxOn(ctx, s.db, fn)
+	if err == nil {
+		s.notifyCommit()
+	}
+	return err
 }
 
 func withTxOn(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
