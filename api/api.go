@@ -19,6 +19,7 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store/records"
 )
 
@@ -114,7 +115,7 @@ type Options struct {
 	// for (nil: the hook answers "ignored").
 	Triggers Triggerer
 	// AlertLabels map alert labels to resource ids (nil:
-	// DefaultAlertLabels).
+	// patrol.DefaultAlertLabels).
 	AlertLabels []AlertLabel
 }
 
@@ -149,7 +150,7 @@ func New(opts Options) (*API, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	if opts.AlertLabels == nil {
-		opts.AlertLabels = DefaultAlertLabels
+		opts.AlertLabels = patrol.DefaultAlertLabels()
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

@@ -31,20 +31,9 @@ type Triggerer interface {
 	TriggerFromHook(ctx context.Context, resources []string, reason string) (HookResult, error)
 }
 
-// DefaultAlertLabels maps Alertmanager alert labels to resource ids, in
-// the order tried: {value} is the label's value, {host} its host without
-// a port (docs/API.md#triggers).
-var DefaultAlertLabels = []AlertLabel{
-	{Label: "resource_id", ID: "{value}"},
-	{Label: "node", ID: "node/{value}"},
-	{Label: "instance", ID: "node/{host}"},
-}
-
-// AlertLabel maps one alert label to a resource id.
-type AlertLabel struct {
-	Label string
-	ID    string
-}
+// AlertLabel maps one alert label to a resource id
+// (patrol.triggers.alert_labels).
+type AlertLabel = patrol.AlertLabel
 
 // amWebhook is the part of Alertmanager's webhook payload (version 4)
 // the hook reads.

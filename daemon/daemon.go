@@ -227,6 +227,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.triggers, err = patrol.NewTriggers(patrol.TriggerOptions{Now: d.opts.Now, Registerer: d.opts.Registerer,
+		PerResource: cfg.Patrol.Triggers.PerResource, Global: cfg.Patrol.Triggers.Global,
 		Start: func(ro patrol.RunOptions) (string, error) { return d.startRun(patrol.TriggerAlert, ro) }})
 	if err != nil {
 		return err

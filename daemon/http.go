@@ -32,7 +32,7 @@ func (d *Daemon) startHTTP() error {
 	opts := api.Options{
 		Store: d.store, Daemon: d, Tokens: tokens, Gatherer: d.opts.Gatherer, Registerer: d.opts.Registerer,
 		Logger: d.log, Now: d.opts.Now, MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Capabilities: d.capabilities,
-		Pprof: cfg.HTTP.Pprof, Triggers: d,
+		Pprof: cfg.HTTP.Pprof, Triggers: d, AlertLabels: cfg.Patrol.Triggers.AlertLabels,
 	}
 	if d.worker != nil {
 		opts.Approvals = d.worker.Assistant()

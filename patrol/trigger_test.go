@@ -83,3 +83,25 @@ patrold_patrol_triggers_total{outcome="taken"} 3
 		t.Fatal(err)
 	}
 }
+
+// TestTriggerConfigValidate: each unfit trigger key is named.
+func TestTriggerConfigValidate(t *testing.T) {
+	c := patrol.DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	c.Triggers.PerResource, c.Triggers.Global = 0, -time.Second
+	c.Triggers.AlertLabels = []patrol.AlertLabel{{Label: " ", ID: "{value}"}, {Label: "node", ID: "node/pve1"}}
+	want := "patrol.triggers.per_resource: 0s must be positive\n" +
+		"patrol.triggers.global: -1s must be positive\n" +
+		"patrol.triggers.alert_labels[0].label: required\n" +
+		`patrol.triggers.alert_labels[1].id: "node/pve1" has neither {value} nor {host}: every alert would name the same resource`
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+	c = patrol.DefaultConfig()
+	c.Triggers.AlertLabels = nil
+	if err := c.Validate(); err == nil || err.Error() != "patrol.triggers.alert_labels: at least one label is required" {
+		t.Fatalf("no labels: %v", err)
+	}
+}
