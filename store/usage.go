@@ -132,7 +132,8 @@ func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span t
 }
 
 // UsageSeries returns the stored series of the resources named, each in
-// time order; a resource without points is absent.
+// time order; a resource without points is absent. Only their points are
+// read (the forecast names the ready ones: UsageReady).
 func (s *Store) UsageSeries(ctx context.Context, ids []string) (map[string][]signals.Point, error) {
 	out := make(map[string][]signals.Point)
 	if len(ids) == 0 {
