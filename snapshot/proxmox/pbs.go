@@ -64,40 +64,9 @@ func (o PBSOptions) Validate() error {
 	add := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("source.pbs.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if o.URL == "" {
-		add("url", "required (e.g. https://pbs1.example:8007)")
-	} else if u, err := url.Parse(o.URL); err != nil {
-		add("url", "not a URL: %v", err)
-	} else if u.Scheme != "https" || u.Host == "" {
-		add("url", "want https://host:port, got %q", o.URL)
-	}
+	validateAPI(add, "https://pbs1.example:8007", "patrold@pbs!patrol", o.URL, o.TokenID, o.TokenSecretFile, o.TLS, o.Timeout)
 	if o.Node != "" && (strings.ContainsAny(o.Node, "/ \t") || snapshot.IDProblem(o.Node) != "") {
 		add("node", "%q is not a node name", o.Node)
-	}
-	if o.TokenID == "" {
-		add("token_id", "required (e.g. patrold@pbs!patrol)")
-	} else if !validTokenID(o.TokenID) {
-		add("token_id", "want user@realm!name, got %q", o.TokenID)
-	}
-	if o.TokenSecretFile == "" {
-		add("token_secret_file", "required (a file holding the token's secret)")
-	}
-	set := 0
-	for _, b := range []bool{o.TLS.CAFile != "", o.TLS.Fingerprint != "", o.TLS.InsecureSkipVerify} {
-		if b {
-			set++
-		}
-	}
-	if set > 1 {
-		add("tls", "set at most one of ca_file, fingerprint and insecure_skip_verify")
-	}
-	if o.TLS.Fingerprint != "" {
-		if _, err := parseFingerprint(o.TLS.Fingerprint); err != nil {
-			add("tls.fingerprint", "%v", err)
-		}
-	}
-	if o.Timeout < 0 {
-		add("timeout", "must not be negative, got %s", o.Timeout)
 	}
 	return errors.Join(errs...)
 }

@@ -236,12 +236,12 @@ func TestPBSOptionsNameTheirKeys(t *testing.T) {
 	err := PBSOptions{URL: "http://pbs1:8007", Node: "a/b", TokenID: "nobang", TLS: TLSOptions{CAFile: "x", Fingerprint: "zz"}, Timeout: -1}.Validate()
 	want := strings.Join([]string{
 		`source.pbs.url: want https://host:port, got "http://pbs1:8007"`,
-		`source.pbs.node: "a/b" is not a node name`,
 		`source.pbs.token_id: want user@realm!name, got "nobang"`,
 		`source.pbs.token_secret_file: required (a file holding the token's secret)`,
 		`source.pbs.tls: set at most one of ca_file, fingerprint and insecure_skip_verify`,
 		`source.pbs.tls.fingerprint: want a SHA-256 fingerprint (32 hex bytes, colons optional), got "zz"`,
 		`source.pbs.timeout: must not be negative, got -1ns`,
+		`source.pbs.node: "a/b" is not a node name`,
 	}, "\n")
 	if err == nil || err.Error() != want {
 		t.Fatalf("got\n%v\nwant\n%s", err, want)

@@ -112,38 +112,7 @@ func (o Options) Validate() error {
 	add := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("source.proxmox.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if o.URL == "" {
-		add("url", "required (e.g. https://pve1.example:8006)")
-	} else if u, err := url.Parse(o.URL); err != nil {
-		add("url", "not a URL: %v", err)
-	} else if u.Scheme != "https" || u.Host == "" {
-		add("url", "want https://host:port, got %q", o.URL)
-	}
-	if o.TokenID == "" {
-		add("token_id", "required (e.g. patrold@pve!patrol)")
-	} else if !validTokenID(o.TokenID) {
-		add("token_id", "want user@realm!name, got %q", o.TokenID)
-	}
-	if o.TokenSecretFile == "" {
-		add("token_secret_file", "required (a file holding the token's secret)")
-	}
-	set := 0
-	for _, b := range []bool{o.TLS.CAFile != "", o.TLS.Fingerprint != "", o.TLS.InsecureSkipVerify} {
-		if b {
-			set++
-		}
-	}
-	if set > 1 {
-		add("tls", "set at most one of ca_file, fingerprint and insecure_skip_verify")
-	}
-	if o.TLS.Fingerprint != "" {
-		if _, err := parseFingerprint(o.TLS.Fingerprint); err != nil {
-			add("tls.fingerprint", "%v", err)
-		}
-	}
-	if o.Timeout < 0 {
-		add("timeout", "must not be negative, got %s", o.Timeout)
-	}
+	validateAPI(add, "https://pve1.example:8006", "patrold@pve!patrol", o.URL, o.TokenID, o.TokenSecretFile, o.TLS, o.Timeout)
 	if o.Concurrency < 0 {
 		add("concurrency", "must not be negative, got %d", o.Concurrency)
 	}
@@ -227,4 +196,42 @@ func (o Options) metrics() (*metrics, error) {
 		return o.Metrics.m, nil
 	}
 	return newMetrics(o.Registerer)
+}
+
+// validateAPI checks what the Proxmox VE and Backup Server sources share:
+// the URL, the API token, its secret file, the TLS choice and the
+// timeout. add names each problem's key under the caller's section.
+func validateAPI(add func(key, format string, args ...any), urlExample, tokenExample, rawURL, tokenID, secretFile string, tls TLSOptions, timeout time.Duration) {
+	if rawURL == "" {
+		add("url", "required (e.g. %s)", urlExample)
+	} else if u, err := url.Parse(rawURL); err != nil {
+		add("url", "not a URL: %v", err)
+	} else if u.Scheme != "https" || u.Host == "" {
+		add("url", "want https://host:port, got %q", rawURL)
+	}
+	if tokenID == "" {
+		add("token_id", "required (e.g. %s)", tokenExample)
+	} else if !validTokenID(tokenID) {
+		add("token_id", "want user@realm!name, got %q", tokenID)
+	}
+	if secretFile == "" {
+		add("token_secret_file", "required (a file holding the token's secret)")
+	}
+	set := 0
+	for _, b := range []bool{tls.CAFile != "", tls.Fingerprint != "", tls.InsecureSkipVerify} {
+		if b {
+			set++
+		}
+	}
+	if set > 1 {
+		add("tls", "set at most one of ca_file, fingerprint and insecure_skip_verify")
+	}
+	if tls.Fingerprint != "" {
+		if _, err := parseFingerprint(tls.Fingerprint); err != nil {
+			add("tls.fingerprint", "%v", err)
+		}
+	}
+	if timeout < 0 {
+		add("timeout", "must not be negative, got %s", timeout)
+	}
 }
