@@ -86,6 +86,7 @@ var keyAliases = map[string]string{
 	"disk-wear": "disk_wear", "ssd-wear": "disk_wear", "disk-wearout": "disk_wear",
 	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
 	"capacity-forecast": "capacity_forecast", "storage-full-soon": "capacity_forecast", "disk-full-soon": "capacity_forecast",
+	"backup-job-failed": "backup_job_failed", "datastore-job-failed": "backup_job_failed",
 	// patrold's own finding about its source keeps its documented spelling.
 	"source-failing": "source_failing",
 }
