@@ -2,14 +2,10 @@ package patrol_test
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/patrold/patrold/alerts"
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot/demo"
@@ -34,25 +30,9 @@ func (h *askedHistory) UsageSeries(ctx context.Context, ids []string) (map[strin
 // run; the attack is reading every sampled resource's series, which
 // this fleet (most resources with one point) tells apart.
 func TestForecastReadsOnlyReadySeries(t *testing.T) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pol, _ := alerts.New(alerts.Settings{})
-	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	src, err := demo.New(demo.Options{Seed: 1, Resources: 40, FaultRate: 0.1, ChangeEvery: 2 * time.Minute}, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, src, now := forecastFleet(t)
 	hist := &askedHistory{Store: st}
-	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return now }, History: hist,
-		Settings: func() patrol.Settings {
-			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := forecastRunner(t, st, src, now, hist)
 	rep, err := runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
 	if err != nil {
 		t.Fatal(err)

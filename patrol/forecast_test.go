@@ -34,25 +34,9 @@ func (b *brokenHistory) UsageSeries(ctx context.Context, ids []string) (map[stri
 // filed for the storage that fills. When the history fails, the run is
 // degraded and the forecast finding is not resolved by its absence.
 func TestForecastThroughTheRun(t *testing.T) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pol, _ := alerts.New(alerts.Settings{})
-	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	src, err := demo.New(demo.Options{Seed: 1, Resources: 40, FaultRate: 0.1, ChangeEvery: 2 * time.Minute}, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, src, now := forecastFleet(t)
 	hist := &brokenHistory{Store: st}
-	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return now }, History: hist,
-		Settings: func() patrol.Settings {
-			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := forecastRunner(t, st, src, now, hist)
 	rep, err := runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,4 +81,35 @@ func TestForecastThroughTheRun(t *testing.T) {
 	}) {
 		t.Errorf("the forecast finding resolved while the history failed")
 	}
+}
+
+// forecastFleet opens a new store and the 40-resource demo fleet the
+// forecast tests run, at a fixed time.
+func forecastFleet(t *testing.T) (*store.Store, *demo.Source, time.Time) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	src, err := demo.New(demo.Options{Seed: 1, Resources: 40, FaultRate: 0.1, ChangeEvery: 2 * time.Minute}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, src, now
+}
+
+// forecastRunner is a runner over src whose usage history is hist.
+func forecastRunner(t *testing.T, st *store.Store, src *demo.Source, now time.Time, hist patrol.UsageHistory) *patrol.Runner {
+	t.Helper()
+	pol, _ := alerts.New(alerts.Settings{})
+	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return now }, History: hist,
+		Settings: func() patrol.Settings {
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner
 }
