@@ -31,38 +31,9 @@ import (
 // full is recorded as fix_verification_failed (the daemon's check
 // measured it), and the finding stays open.
 func TestForgedFixOnTheBus(t *testing.T) {
-	dir, remediation := remediationFleet(t)
-	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
-		"http: {listen: '127.0.0.1:0'}\n" +
-		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
-		"assistant: {enabled: false}\n" + // standalone workers would run the sessions
-		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" + remediation
-	cfg, err := config.Load([]byte(yaml), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := openSession(t)
+	d, dir, id, f, started := o.d, o.dir, o.id, o.f, o.started
 	ctx := context.Background()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(ctx)
-	if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
-		t.Fatal(err)
-	}
-	id := findings.ID("storage/pve1/local-zfs", findings.CategoryCapacity, "high_disk")
-	f, err := d.Store().Get(ctx, id)
-	if err != nil || f.InvestigationStatus != findings.InvestigationRunning {
-		t.Fatalf("not dispatched: %+v %v", f.Investigation, err)
-	}
-	started := time.Now().UTC().Truncate(time.Second)
-	if err := d.Store().StartSession(ctx, "real-session", id, f.Attempt, "playbook", started); err != nil {
-		t.Fatal(err)
-	}
 
 	bus := attacker(t, d)
 	key := deploymentKey(t, dir)
@@ -96,38 +67,9 @@ func TestForgedFixOnTheBus(t *testing.T) {
 // and counted by reason. The database is byte for byte what it was. The
 // real session's own signed claim then applies.
 func TestUnauthenticatedOutcomesRefused(t *testing.T) {
-	dir, remediation := remediationFleet(t)
-	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
-		"http: {listen: '127.0.0.1:0'}\n" +
-		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
-		"assistant: {enabled: false}\n" +
-		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" + remediation
-	cfg, err := config.Load([]byte(yaml), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := openSession(t)
+	d, dir, id, f, started, reg := o.d, o.dir, o.id, o.f, o.started, o.reg
 	ctx := context.Background()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(ctx)
-	if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
-		t.Fatal(err)
-	}
-	id := findings.ID("storage/pve1/local-zfs", findings.CategoryCapacity, "high_disk")
-	f, err := d.Store().Get(ctx, id)
-	if err != nil || f.InvestigationStatus != findings.InvestigationRunning {
-		t.Fatalf("not dispatched: %+v %v", f.Investigation, err)
-	}
-	started := time.Now().UTC().Truncate(time.Second)
-	if err := d.Store().StartSession(ctx, "real-session", id, f.Attempt, "playbook", started); err != nil {
-		t.Fatal(err)
-	}
 	bus := attacker(t, d)
 	key := deploymentKey(t, dir)
 	wrong, err := msgauth.New([]msgauth.Key{{ID: key.keyID(), Secret: make([]byte, 32)}}, msgauth.Options{})
@@ -265,4 +207,54 @@ func waitRefused(t *testing.T, g prometheus.Gatherer, subject string, want map[s
 		err := testutil.GatherAndCompare(g, strings.NewReader(b.String()), "patrold_bus_refused_total")
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// openSession starts a daemon on the remediation fleet with no
+// assistant of its own (standalone workers would run the sessions),
+// runs it once so the full pool's finding is dispatched, and opens the
+// real session for that dispatch. The daemon stops with the test.
+func openSession(t *testing.T) openedSession {
+	t.Helper()
+	dir, remediation := remediationFleet(t)
+	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
+		"http: {listen: '127.0.0.1:0'}\n" +
+		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
+		"assistant: {enabled: false}\n" +
+		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" + remediation
+	cfg, err := config.Load([]byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
+		t.Fatal(err)
+	}
+	id := findings.ID("storage/pve1/local-zfs", findings.CategoryCapacity, "high_disk")
+	f, err := d.Store().Get(ctx, id)
+	if err != nil || f.InvestigationStatus != findings.InvestigationRunning {
+		t.Fatalf("not dispatched: %+v %v", f.Investigation, err)
+	}
+	started := time.Now().UTC().Truncate(time.Second)
+	if err := d.Store().StartSession(ctx, "real-session", id, f.Attempt, "playbook", started); err != nil {
+		t.Fatal(err)
+	}
+	return openedSession{d: d, dir: dir, id: id, f: f, started: started, reg: reg}
+}
+
+// openedSession is what openSession set up.
+type openedSession struct {
+	d       *daemon.Daemon
+	dir, id string
+	f       findings.Finding
+	started time.Time
+	reg     *prometheus.Registry
 }
