@@ -66,7 +66,7 @@ func TestForecastThroughTheRun(t *testing.T) {
 		}
 	}
 	hist.fail = true
-	now = now.Add(time.Minute)
+	*now = now.Add(time.Minute) // the source and the runner read this clock
 	rep, err = runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,16 +84,18 @@ func TestForecastThroughTheRun(t *testing.T) {
 }
 
 // forecastFleet opens a new store and the 40-resource demo fleet the
-// forecast tests run, at a fixed time.
-func forecastFleet(t *testing.T) (*store.Store, *demo.Source, time.Time) {
+// forecast tests run. The fleet reads the clock it returns; a test
+// moves it, and the runner reads it too.
+func forecastFleet(t *testing.T) (*store.Store, *demo.Source, *time.Time) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	src, err := demo.New(demo.Options{Seed: 1, Resources: 40, FaultRate: 0.1, ChangeEvery: 2 * time.Minute}, func() time.Time { return now })
+	now := new(time.Time)
+	*now = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	src, err := demo.New(demo.Options{Seed: 1, Resources: 40, FaultRate: 0.1, ChangeEvery: 2 * time.Minute}, func() time.Time { return *now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +103,10 @@ func forecastFleet(t *testing.T) (*store.Store, *demo.Source, time.Time) {
 }
 
 // forecastRunner is a runner over src whose usage history is hist.
-func forecastRunner(t *testing.T, st *store.Store, src *demo.Source, now time.Time, hist patrol.UsageHistory) *patrol.Runner {
+func forecastRunner(t *testing.T, st *store.Store, src *demo.Source, now *time.Time, hist patrol.UsageHistory) *patrol.Runner {
 	t.Helper()
 	pol, _ := alerts.New(alerts.Settings{})
-	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return now }, History: hist,
+	runner, err := patrol.New(patrol.Options{Store: st, Now: func() time.Time { return *now }, History: hist,
 		Settings: func() patrol.Settings {
 			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src}
 		}})
