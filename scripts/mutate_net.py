@@ -186,7 +186,16 @@ PVE = ["./snapshot/proxmox"]
 # What the Proxmox source and the prober must not let through (docs/SOURCES.md).
 MUTATIONS += [
     ("agent-skips-container-bridges", "snapshot/proxmox/build.go",
-     'if i.Name == "lo" || bridgeLike(i.Name) {', 'if i.Name == "lo" {', PVE + ["-run", "TestAgentAddressesSkipContainerBridges"]),
+     '(i.Name == "lo" || bridgeLike(i.Name))', '(i.Name == "lo")', PVE + ["-run", "TestAgentAddressesSkipContainerBridges"]),
+    ("agent-prefers-configured-mac", "snapshot/proxmox/build.go",
+     "byMAC = byMAC || configured[normalMAC(i.MAC)]", "byMAC = byMAC && configured[normalMAC(i.MAC)]",
+     PVE + ["-run", "TestAgentAddressesPreferConfiguredMAC|TestCollectCluster"]),
+    ("agent-only-configured-mac", "snapshot/proxmox/build.go",
+     "if byMAC && !configured[normalMAC(i.MAC)] ||", "if false ||",
+     PVE + ["-run", "TestAgentAddressesPreferConfiguredMAC|TestCollectCluster"]),
+    ("config-mac-from-model", "snapshot/proxmox/guestconfig.go",
+     "\t\t\tif mac == \"\" {\n\t\t\t\tmac = p[m]", "\t\t\tif false {\n\t\t\t\tmac = p[m]",
+     PVE + ["-run", "TestGuestConfigNICs|TestCollectCluster"]),
     ("probe-local-stack-not-the-guests", "snapshot/probe/probe.go",
      "\tcase localStackError(err):\n", "\tcase false:\n", ["./snapshot/probe", "-run", "TestLocalStackErrorIsNotTheGuests"]),
     ("probe-unroutable-unknown", "snapshot/probe/probe.go",

@@ -192,6 +192,7 @@ type logLine struct {
 type agentInterfaces struct {
 	Result []struct {
 		Name      string `json:"name"`
+		MAC       string `json:"hardware-address"`
 		Addresses []struct {
 			Address string `json:"ip-address"`
 			Type    string `json:"ip-address-type"`

@@ -169,7 +169,7 @@ func TestAgentAddressesSkipContainerBridges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := agentAddresses(ifs, 22)
+	got := agentAddresses(ifs, nil, 22)
 	want := []string{"192.0.2.40:22", "198.51.100.7:22"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("addresses %v, want %v", got, want)

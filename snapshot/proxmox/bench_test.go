@@ -30,7 +30,9 @@ func synthetic(nodes, guests int) map[string]string {
 			res = append(res, fmt.Sprintf(`{"id":"%s/%d","type":%q,"vmid":%d,"name":"g%d","node":%q,"status":"running","cpu":0.1,"maxcpu":4,"mem":2e9,"maxmem":8e9,"disk":1e9,"maxdisk":3.2e10,"template":0,"tags":"prod;app"}`, typ, id, typ, id, id, node))
 			vols = append(vols, fmt.Sprintf(`{"volid":"pbs:backup/%d","content":"backup","ctime":1795917900,"vmid":%d}`, id, id))
 			tasks = append(tasks, fmt.Sprintf(`{"upid":"UPID:%s:%d","node":%q,"type":"vzdump","id":"%d","starttime":1795917600,"endtime":1795918800,"status":"OK"}`, node, id, node, id))
-			out[fmt.Sprintf("nodes/%s/qemu/%d/agent/network-get-interfaces", node, id)] = fmt.Sprintf(`{"result":[{"name":"eth0","ip-addresses":[{"ip-address-type":"ipv4","ip-address":"10.%d.%d.%d"}]}]}`, n, g/250, g%250)
+			mac := fmt.Sprintf("bc:24:11:%02x:%02x:%02x", n, g/250, g%250)
+			out[fmt.Sprintf("nodes/%s/%s/%d/config", node, typ, id)] = fmt.Sprintf(`{"cores":4,"memory":"8192","net0":"virtio=%s,bridge=vmbr0","scsi0":"local-lvm:vm-%d-disk-0,size=32G"}`, mac, id)
+			out[fmt.Sprintf("nodes/%s/qemu/%d/agent/network-get-interfaces", node, id)] = fmt.Sprintf(`{"result":[{"name":"eth0","hardware-address":%q,"ip-addresses":[{"ip-address-type":"ipv4","ip-address":"10.%d.%d.%d"}]}]}`, mac, n, g/250, g%250)
 		}
 		out["nodes/"+node+"/tasks"] = "[" + strings.Join(tasks, ",") + "]"
 		out["nodes/"+node+"/disks/list"] = `[{"devpath":"/dev/sda","type":"ssd","health":"PASSED","wearout":97},{"devpath":"/dev/sdb","type":"hdd","health":"PASSED","wearout":"N/A"}]`

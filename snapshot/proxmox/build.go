@@ -327,16 +327,31 @@ func leadingInt(s string) (int64, bool) {
 }
 
 // agentAddresses turns the agent's interfaces into host:port pairs for the
-// prober. Loopback, link-local and unspecified addresses are left out. So
-// are the interfaces of container networks inside the guest (bridgeLike).
-// Their addresses (Docker's 172.17.0.1, weave's 10.42.0.1) are the same in
-// every guest that runs them. On a patrol host running Docker itself,
-// 172.17.0.1:22 is that host, so a dead guest would probe as reachable.
-func agentAddresses(ifs agentInterfaces, port int) []string {
+// prober. Loopback, link-local and unspecified addresses are left out.
+// Which interfaces count:
+//   - those whose MAC is one of the guest's configured NICs, when any is;
+//   - else all but loopback and the interfaces of container networks
+//     inside the guest (bridgeLike).
+//
+// Container networks' addresses (Docker's 172.17.0.1, weave's 10.42.0.1)
+// are the same in every guest that runs them. On a patrol host running
+// Docker itself, 172.17.0.1:22 is that host, so a dead guest would probe
+// as reachable.
+func agentAddresses(ifs agentInterfaces, nics []nic, port int) []string {
+	configured := map[string]bool{}
+	for _, n := range nics {
+		if n.MAC != "" {
+			configured[n.MAC] = true
+		}
+	}
+	byMAC := false
+	for _, i := range ifs.Result {
+		byMAC = byMAC || configured[normalMAC(i.MAC)]
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, i := range ifs.Result {
-		if i.Name == "lo" || bridgeLike(i.Name) {
+		if byMAC && !configured[normalMAC(i.MAC)] || !byMAC && (i.Name == "lo" || bridgeLike(i.Name)) {
 			continue
 		}
 		for _, a := range i.Addresses {

@@ -37,7 +37,7 @@ func TestNodeTimesOut(t *testing.T) {
 	golden(t, "timeout.golden.json", collected{Snapshot: snap, Problems: problems})
 	unreachable := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
 		Problem: "node pve2: node unreachable: no answer within 300ms (source.proxmox.timeout); " +
-			"the rest of node pve2 (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest addresses) was not read"}
+			"the rest of node pve2 (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read"}
 	if !slices.Contains(problems, unreachable) {
 		t.Errorf("problems %+v lack %+v", problems, unreachable)
 	}
@@ -46,11 +46,12 @@ func TestNodeTimesOut(t *testing.T) {
 			t.Errorf("requested %s after pve2 timed out", p)
 		}
 	}
-	// pve1 in full (vm/101's agent is not running: an error answer), and
-	// the one unanswered request of pve2.
+	// pve1 in full (the configs and agents of vm/101 and vm/102), and the
+	// one unanswered request of pve2.
 	counts := map[string][3]int{ // outcomes error, ok, unreachable
 		"cluster_resources": {0, 1, 0}, "cluster_backup": {0, 1, 0}, "disks_list": {0, 1, 1}, "disks_smart": {0, 2, 0},
-		"disks_zfs": {0, 1, 0}, "disks_zfs_pool": {0, 1, 0}, "tasks": {0, 1, 0}, "task_log": {0, 1, 0}, "storage_content": {0, 1, 0}, "guest_agent": {1, 1, 0},
+		"disks_zfs": {0, 1, 0}, "disks_zfs_pool": {0, 1, 0}, "tasks": {0, 1, 0}, "task_log": {0, 1, 0}, "storage_content": {0, 1, 0},
+		"guest_config": {0, 2, 0}, "guest_agent": {0, 2, 0},
 	}
 	want := "# HELP patrold_source_proxmox_requests_total Proxmox VE API requests of the proxmox snapshot source by endpoint family and outcome.\n" +
 		"# TYPE patrold_source_proxmox_requests_total counter\n"

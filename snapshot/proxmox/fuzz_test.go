@@ -154,7 +154,7 @@ func FuzzAgent(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, a := range agentAddresses(ifs, 22) {
+		for _, a := range agentAddresses(ifs, nil, 22) {
 			if _, _, err := net.SplitHostPort(a); err != nil {
 				t.Fatalf("address %q: %v", a, err)
 			}

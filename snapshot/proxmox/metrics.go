@@ -10,7 +10,7 @@ import (
 
 // Endpoint families, the values of the endpoint label.
 var endpointFamilies = []string{"cluster_resources", "cluster_backup", "disks_list", "disks_smart",
-	"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_agent"}
+	"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
 
 // Request outcomes, the values of the outcome label.
 const (
@@ -99,6 +99,8 @@ func endpointFamily(s []string) string {
 		return "task_log"
 	case len(s) == 5 && s[2] == "storage" && s[4] == "content":
 		return "storage_content"
+	case len(s) == 5 && (s[2] == "qemu" || s[2] == "lxc") && s[4] == "config":
+		return "guest_config"
 	}
 	return "guest_agent"
 }

@@ -38,6 +38,7 @@ type nodeResult struct {
 	runsFailed  map[int64]bool      // a task log needed for the guest was not read
 	volumes     map[string][]volume // backup storage id -> volumes
 	addresses   map[int64][]string
+	configs     map[int64]guestConfig // the guests' configs that were read
 	agentDenied bool
 	problems    []snapshot.Problem
 }
@@ -106,7 +107,7 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
-		p.Problem += fmt.Sprintf("; the rest of node %s (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest addresses) was not read", w.work.name)
+		p.Problem += fmt.Sprintf("; the rest of node %s (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
 	}
 	w.res.problems = append(w.res.problems, p)
 	return false
@@ -115,6 +116,7 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 func (w *worker) run() nodeResult {
 	w.res.runs, w.res.runsFailed = map[int64]backupRun{}, map[int64]bool{}
 	w.res.volumes, w.res.addresses = map[string][]volume{}, map[int64][]string{}
+	w.res.configs = map[int64]guestConfig{}
 	w.readDisks()
 	w.readPools()
 	w.readTasks()
@@ -126,6 +128,11 @@ func (w *worker) run() nodeResult {
 			return err
 		}) {
 			w.res.volumes[st.id()] = vols
+		}
+	}
+	for _, g := range w.work.guests {
+		if cfg := w.readConfig(g); cfg != nil {
+			w.res.configs[vmid(g)] = cfg
 		}
 	}
 	if w.s.opts.GuestAgent.Enabled {
@@ -265,7 +272,7 @@ func (w *worker) readAgent(g clusterResource) {
 	if err != nil {
 		return
 	}
-	if addrs := agentAddresses(ifs, w.s.opts.GuestAgent.Port); len(addrs) > 0 {
+	if addrs := agentAddresses(ifs, w.res.configs[vmid(g)].nics(), w.s.opts.GuestAgent.Port); len(addrs) > 0 {
 		w.res.addresses[vmid(g)] = addrs
 	}
 }
