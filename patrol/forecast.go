@@ -12,7 +12,7 @@ import (
 // UsageHistory is the per-resource usage history (store.Store).
 type UsageHistory interface {
 	RecordUsage(ctx context.Context, at time.Time, samples []signals.UsageSample, interval, retention time.Duration) error
-	UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]string, error)
+	UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]signals.SeriesDigest, error)
 	UsageSeries(ctx context.Context, ids []string) (map[string][]signals.Point, error)
 	HasUsage(ctx context.Context) (bool, error)
 }
@@ -51,12 +51,58 @@ func (r *Runner) forecast(ctx context.Context, set Settings, snap *snapshot.Snap
 	if err != nil {
 		return nil, nil, err
 	}
-	series, err := h.UsageSeries(ctx, ready)
+	var read []string
+	for _, d := range ready {
+		if _, ok := r.keptFit(d, snap.TakenAt); !ok {
+			read = append(read, d.ResourceID)
+		}
+	}
+	series, err := h.UsageSeries(ctx, read)
 	if err != nil {
 		return nil, nil, err
 	}
-	sigs, evaluated := signals.Forecast(snap.Resources, series, snap.TakenAt, set.Policy, active)
+	fits := make(map[string]signals.Trend, len(ready))
+	kept := make(map[string]fitted, len(ready))
+	for _, d := range ready {
+		f, ok := r.keptFit(d, snap.TakenAt)
+		if !ok {
+			f.digest = d
+			f.trend, f.ok = signals.FitTrend(series[d.ResourceID], snap.TakenAt)
+		}
+		if f.ok {
+			fits[d.ResourceID] = f.trend
+		}
+		// A fit that left out points after the snapshot is not kept.
+		if !d.Last.After(snap.TakenAt) {
+			kept[d.ResourceID] = f
+		}
+	}
+	r.fits = kept
+	sigs, evaluated := signals.ForecastTrends(snap.Resources, fits, snap.TakenAt, set.Policy, active)
 	return sigs, evaluated, nil
+}
+
+// fitted is a trend fitted to a stored series (ok false when the series
+// could not be fitted), with the digest of that series.
+type fitted struct {
+	digest signals.SeriesDigest
+	trend  signals.Trend
+	ok     bool
+}
+
+// keptFit is the fit the last run kept for the series of digest d, when
+// it is still the fit at now:
+//   - the series is the same (its digest did not change);
+//   - no point of it is after now (the fit was made with all of them).
+//
+// A Theil-Sen fit is quadratic in the points (16k slopes for a month of
+// points), so a steady run refits only the series that changed.
+func (r *Runner) keptFit(d signals.SeriesDigest, now time.Time) (fitted, bool) {
+	f, ok := r.fits[d.ResourceID]
+	if !ok || !f.digest.Same(d) || d.Last.After(now) {
+		return fitted{}, false
+	}
+	return f, true
 }
 
 // backfill records a backfilling source's past usage into an empty

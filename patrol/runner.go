@@ -119,6 +119,10 @@ type Runner struct {
 	mu      sync.Mutex
 	current string // run id holding the lock, "" when idle
 	cancel  context.CancelFunc
+
+	// fits are the forecast's trends the last run fitted, by resource id
+	// (only a run reads or writes them, and runs are one at a time).
+	fits map[string]fitted
 }
 
 // New builds a Runner.

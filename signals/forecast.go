@@ -14,6 +14,23 @@ import (
 // Point is one stored usage sample of a resource: percent used at a time.
 type Point = snapshot.UsagePoint
 
+// SeriesDigest is what a stored usage series is: its resource, its
+// number of points, its first and newest times and the sum of its
+// values. A series only grows at its newest end and is pruned at its
+// oldest, so any change to it changes its digest, and a trend fitted to
+// it (FitTrend) may be kept while the digest stays.
+type SeriesDigest struct {
+	ResourceID  string
+	Points      int
+	First, Last time.Time
+	Sum         float64
+}
+
+// Same reports whether d and o are the digest of the same series.
+func (d SeriesDigest) Same(o SeriesDigest) bool {
+	return d.ResourceID == o.ResourceID && d.Points == o.Points && d.First.Equal(o.First) && d.Last.Equal(o.Last) && d.Sum == o.Sum
+}
+
 // UsageSample is one resource's usage (percent used) at a run.
 type UsageSample struct {
 	ResourceID string
@@ -66,15 +83,24 @@ func ForecastMetric(r *snapshot.Resource) string {
 // evaluated holds the ids that had the history to be judged: only there
 // is the absence of a signal evidence that the condition cleared.
 func Forecast(rs []snapshot.Resource, series map[string][]Point, takenAt time.Time, th Thresholds, active Active) (out []Signal, evaluated map[string]bool) {
+	fits := make(map[string]Trend, len(series))
+	for id, pts := range series {
+		if fit, ok := FitTrend(pts, takenAt); ok {
+			fits[id] = fit
+		}
+	}
+	return ForecastTrends(rs, fits, takenAt, th, active)
+}
+
+// ForecastTrends is Forecast over trends already fitted (FitTrend), by
+// canonical resource id: a resource without one has not the history to
+// be judged.
+func ForecastTrends(rs []snapshot.Resource, fits map[string]Trend, takenAt time.Time, th Thresholds, active Active) (out []Signal, evaluated map[string]bool) {
 	evaluated = map[string]bool{}
 	for i := range rs {
 		r := &rs[i]
-		pts, ok := series[r.ID]
+		fit, ok := fits[r.ID]
 		if !ok || ForecastMetric(r) == "" || r.MetricsStale() {
-			continue
-		}
-		fit, ok := theilSen(pts, takenAt)
-		if !ok {
 			continue
 		}
 		evaluated[r.ID] = true
@@ -89,12 +115,13 @@ func Forecast(rs []snapshot.Resource, series map[string][]Point, takenAt time.Ti
 // below trigger (30 days), warning at or below critical (7 days), held
 // while at or below clear (35 days) once open. A flat or shrinking trend
 // is no signal.
-func forecast(r *snapshot.Resource, fit trend, takenAt time.Time, t alerts.Threshold, active Active) (Signal, bool) {
+func forecast(r *snapshot.Resource, fit Trend, takenAt time.Time, t alerts.Threshold, active Active) (Signal, bool) {
 	if t.Trigger <= 0 || fit.perDay <= 0 {
 		return Signal{}, false
 	}
+	now := fit.valueAt(takenAt)
 	// Judged to the 0.01 day it is reported in, so an edge is an edge.
-	days := round2(max(100-fit.now, 0) / fit.perDay)
+	days := round2(max(100-now, 0) / fit.perDay)
 	held := false
 	switch {
 	case days <= t.Trigger:
@@ -111,7 +138,7 @@ func forecast(r *snapshot.Resource, fit trend, takenAt time.Time, t alerts.Thres
 	s := newSignal(r, TypeCapacityForecast, severity)
 	s.Value, s.Threshold = days, threshold
 	s.Evidence = map[string]any{
-		"metric": ForecastMetric(r), "method": "theil-sen", "slope_per_day": round2(fit.perDay), "fitted_now": round2(fit.now),
+		"metric": ForecastMetric(r), "method": "theil-sen", "slope_per_day": round2(fit.perDay), "fitted_now": round2(now),
 		"days_to_full": days, "projected_full_at": full.Format(time.RFC3339), "points": fit.points,
 		"span_hours": round2(fit.span.Hours()), "trigger_days": t.Trigger, "clear_days": t.Clear,
 	}
@@ -129,19 +156,30 @@ func forecast(r *snapshot.Resource, fit trend, takenAt time.Time, t alerts.Thres
 	return s, true
 }
 
-// trend is a fitted line: its slope in percentage points a day, its value
-// at the snapshot's time, and the history it was fitted to.
-type trend struct {
-	perDay, now float64
-	points      int
-	span        time.Duration
+// Trend is a line fitted to a usage series (FitTrend): its slope in
+// percentage points a day, its value at the newest point, and the
+// history it was fitted to. It depends on the points alone, so a fit
+// may be kept until its series changes.
+type Trend struct {
+	perDay, last float64
+	lastAt       time.Time
+	points       int
+	span         time.Duration
 }
 
-// theilSen fits a line to the points at or before now. The slope is the
-// median of the slopes between every two points, the intercept the median
-// of value - slope*time. So a few outliers (a spike, a cleanup) move it
-// little. It needs MinForecastPoints distinct times over MinForecastSpan.
-func theilSen(pts []Point, now time.Time) (trend, bool) {
+// valueAt is the line's value at t.
+func (f Trend) valueAt(t time.Time) float64 { return f.last + f.perDay*days(t.Sub(f.lastAt)) }
+
+// days is d in days.
+func days(d time.Duration) float64 { return d.Hours() / 24 }
+
+// FitTrend fits a line (Theil-Sen) to the points at or before now. The
+// slope is the median of the slopes between every two points, the
+// intercept the median of value - slope*time. So a few outliers (a
+// spike, a cleanup) move it little. It needs MinForecastPoints distinct
+// times over MinForecastSpan. The fit depends on now only through the
+// points it drops (after now).
+func FitTrend(pts []Point, now time.Time) (Trend, bool) {
 	ps := make([]Point, 0, len(pts))
 	for _, p := range pts {
 		if !p.At.After(now) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
@@ -154,25 +192,25 @@ func theilSen(pts []Point, now time.Time) (trend, bool) {
 		ps = ps[len(ps)-MaxForecastPoints:]
 	}
 	if len(ps) < MinForecastPoints {
-		return trend{}, false
+		return Trend{}, false
 	}
-	span := ps[len(ps)-1].At.Sub(ps[0].At)
+	lastAt := ps[len(ps)-1].At
+	span := lastAt.Sub(ps[0].At)
 	if span < MinForecastSpan {
-		return trend{}, false
+		return Trend{}, false
 	}
-	days := func(t time.Time) float64 { return t.Sub(now).Hours() / 24 }
 	slopes := make([]float64, 0, len(ps)*(len(ps)-1)/2)
 	for i := range ps {
 		for j := i + 1; j < len(ps); j++ {
-			slopes = append(slopes, (ps[j].Value-ps[i].Value)/(days(ps[j].At)-days(ps[i].At)))
+			slopes = append(slopes, (ps[j].Value-ps[i].Value)/days(ps[j].At.Sub(ps[i].At)))
 		}
 	}
 	slope := median(slopes)
 	icepts := make([]float64, len(ps))
 	for i, p := range ps {
-		icepts[i] = p.Value - slope*days(p.At)
+		icepts[i] = p.Value - slope*days(p.At.Sub(lastAt))
 	}
-	return trend{perDay: slope, now: median(icepts), points: len(ps), span: span}, true
+	return Trend{perDay: slope, last: median(icepts), lastAt: lastAt, points: len(ps), span: span}, true
 }
 
 // median sorts xs in place and returns its median.

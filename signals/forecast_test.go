@@ -165,3 +165,27 @@ func TestForecastGuestAndStale(t *testing.T) {
 		t.Errorf("evaluated: flat %v short %v static %v", ev[p.ID], evShort[p.ID], signals.Evaluated(&p, signals.TypeCapacityForecast))
 	}
 }
+
+// TestSeriesDigestSame: two digests are the same series only when every
+// part is the same; the same instants in another zone are the same.
+func TestSeriesDigestSame(t *testing.T) {
+	d := signals.SeriesDigest{ResourceID: "vm/101", Points: 12, First: takenAt.Add(-48 * time.Hour), Last: takenAt, Sum: 600.5}
+	zoned := d
+	zoned.First, zoned.Last = d.First.In(time.FixedZone("x", 3600)), d.Last.In(time.FixedZone("x", 3600))
+	if !d.Same(d) || !d.Same(zoned) {
+		t.Errorf("a digest is not the same as itself (%v) or in another zone (%v)", d.Same(d), d.Same(zoned))
+	}
+	for name, change := range map[string]func(*signals.SeriesDigest){
+		"resource": func(o *signals.SeriesDigest) { o.ResourceID = "vm/102" },
+		"points":   func(o *signals.SeriesDigest) { o.Points++ },
+		"first":    func(o *signals.SeriesDigest) { o.First = o.First.Add(time.Second) },
+		"last":     func(o *signals.SeriesDigest) { o.Last = o.Last.Add(time.Second) },
+		"sum":      func(o *signals.SeriesDigest) { o.Sum += 0.25 },
+	} {
+		o := d
+		change(&o)
+		if d.Same(o) || o.Same(d) {
+			t.Errorf("another %s is the same series", name)
+		}
+	}
+}

@@ -93,14 +93,14 @@ func jsonArray(ids []string) []byte {
 	return append(b, ']')
 }
 
-// UsageReady returns, in id order, the resources among ids whose stored
-// series holds at least points points spanning at least span: the only
-// ones a forecast can judge. One query, in SQLite:
+// UsageReady returns, in id order, the digests of the series of the
+// resources among ids that hold at least points points spanning at least
+// span: the only ones a forecast can judge. One query, in SQLite:
 //   - the candidates are the resources with a point at least span before
 //     the newest point of all (found on the index by time), so a young
 //     history reads next to nothing;
-//   - only their series are counted.
-func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]string, error) {
+//   - only their series are counted, and summed for the digest.
+func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]signals.SeriesDigest, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -108,21 +108,23 @@ func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span t
 	for _, id := range ids {
 		want[id] = true
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT resource_id FROM usage_points
+	rows, err := s.db.QueryContext(ctx, `SELECT resource_id, count(*), min(at), max(at), total(value) FROM usage_points
 		WHERE resource_id IN (SELECT resource_id FROM usage_points WHERE at <= (SELECT max(at) FROM usage_points) - ?2)
 		GROUP BY resource_id HAVING count(*) >= ?1 AND max(at) - min(at) >= ?2 ORDER BY resource_id`, points, int64(span/time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("usage ready: %w", err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []signals.SeriesDigest
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var d signals.SeriesDigest
+		var first, last int64
+		if err := rows.Scan(&d.ResourceID, &d.Points, &first, &last, &d.Sum); err != nil {
 			return nil, fmt.Errorf("usage ready: %w", err)
 		}
-		if want[id] {
-			out = append(out, id)
+		d.First, d.Last = time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC()
+		if want[d.ResourceID] {
+			out = append(out, d)
 		}
 	}
 	if err := rows.Err(); err != nil {
