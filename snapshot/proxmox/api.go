@@ -93,6 +93,18 @@ type clusterResource struct {
 	Shared     number `json:"shared"`
 }
 
+// storageConfig is one entry of GET /storage: a storage's configuration,
+// cluster-wide. Path is set for storages on a directory (dir, btrfs, and
+// the mount point of nfs, cifs and others).
+type storageConfig struct {
+	Storage string `json:"storage"`
+	Type    string `json:"type"`
+	Path    string `json:"path"`
+	Shared  number `json:"shared"`
+	Nodes   text   `json:"nodes"` // "pve1,pve2"; empty: every node
+	Disable number `json:"disable"`
+}
+
 // disk is one entry of GET /nodes/{node}/disks/list.
 type disk struct {
 	DevPath string `json:"devpath"`

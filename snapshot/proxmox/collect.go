@@ -3,6 +3,8 @@ package proxmox
 import (
 	"context"
 	"fmt"
+	"math"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +48,14 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/backup",
 			Problem: trimEndpoint(jobsRead, "GET /cluster/backup") + "; backups of every guest left out"})
 	}
+	var configs []storageConfig
+	if err := sess.get(ctx, []string{"storage"}, nil, func(d []byte) (err error) {
+		configs, err = decodeList[storageConfig](d)
+		return err
+	}); err != nil {
+		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: 0, Field: "GET /storage", Warning: true,
+			Problem: trimEndpoint(err, "GET /storage") + "; storages on one filesystem are told by equal usage only"})
+	}
 	backups := cl.backupStorages(s.opts.Backups.Storages)
 	problems = append(problems, cl.problems...)
 
@@ -69,7 +79,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 			Problem: "the API token may not query guest agents (HTTP 403): grant VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9) for guest addresses, or set source.proxmox.guest_agent.enabled: false"})
 	}
 	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: now, Source: DefaultSourceName,
-		Resources: s.build(cl, backups, jobs, jobsRead == nil, byNode)}
+		Resources: s.build(cl, storagePaths(configs), backups, jobs, jobsRead == nil, byNode)}
 	// Round-trip through the codec so these resources pass the same
 	// validation as any other snapshot document.
 	data, err := snapshot.Encode(snap)
@@ -126,7 +136,7 @@ func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []n
 
 // build maps everything read into resources: nodes, guests, storage, ZFS
 // pools, disks.
-func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
+func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
 	var out []snapshot.Resource
 	for _, name := range cl.names {
 		out = append(out, nodeResource(cl.nodes[name]))
@@ -151,19 +161,8 @@ func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jo
 		}
 		out = append(out, r)
 	}
-	for _, group := range oneFilesystem(cl.storages) {
-		r := storageResource(group[0])
-		if len(group) > 1 {
-			names := make([]string, len(group))
-			for i, st := range group {
-				names[i] = st.Storage
-			}
-			if r.Labels == nil {
-				r.Labels = map[string]string{}
-			}
-			r.Labels[snapshot.LabelStorages] = strings.Join(names, ",")
-		}
-		out = append(out, r)
+	for _, group := range oneFilesystem(cl.storages, paths) {
+		out = append(out, groupResource(group))
 	}
 	var pools, disks []snapshot.Resource
 	for _, name := range cl.names {
@@ -182,36 +181,123 @@ func (s *Source) build(cl *cluster, backups []storageEntry, jobs []backupJob, jo
 	return append(out, disks...)
 }
 
+// groupResource is the resource of one filesystem's storages: named after
+// the first by name, listing all in labels.storages, with the highest
+// usage any of them reports (their figures are read at slightly different
+// moments).
+func groupResource(group []storageEntry) snapshot.Resource {
+	r := storageResource(group[0])
+	if len(group) == 1 {
+		return r
+	}
+	names := make([]string, len(group))
+	for i, st := range group {
+		names[i] = st.Storage
+		if u, ok := percent(st.Disk.v, st.MaxDisk.v); ok && r.Status == snapshot.StatusOnline {
+			if cur, _ := r.Metrics.Get(snapshot.MetricUsage); u > cur {
+				setPercent(&r.Metrics, snapshot.MetricUsage, st.Disk.v, st.MaxDisk.v)
+			}
+		}
+	}
+	if r.Labels == nil {
+		r.Labels = map[string]string{}
+	}
+	r.Labels[snapshot.LabelStorages] = strings.Join(names, ",")
+	return r
+}
+
+// storagePaths maps each directory storage of GET /storage to its cleaned
+// path. Only dir and btrfs storages count: a network storage's path is a
+// mount point whose filesystem is not the node's.
+func storagePaths(configs []storageConfig) map[string]string {
+	out := map[string]string{}
+	for _, c := range configs {
+		if (c.Type == "dir" || c.Type == "btrfs") && c.Storage != "" && path.IsAbs(c.Path) {
+			out[c.Storage] = path.Clean(c.Path)
+		}
+	}
+	return out
+}
+
+// totalSlack is how far apart the total bytes of two storages on nested
+// paths may be and still be one filesystem. Two reads of one filesystem
+// differ only by a resize between them; a filesystem mounted below
+// another is almost never within 2 % of its size.
+const totalSlack = 0.02
+
 // oneFilesystem groups the storages that are one filesystem: node-local
-// storages of one node, available, whose used and total bytes are both
-// the same (local, snippets and cloud-init directories on /). Each group
-// is reported once, through its first storage by name, so one full root
-// filesystem is one high_disk, not three. Every other storage is a group
-// of its own. Groups are in the order of their first storage.
-func oneFilesystem(sts []storageEntry) [][]storageEntry {
-	type fs struct {
-		node        string
-		used, total float64
+// storages of one node, available, that
+//   - have the same path in GET /storage (paths), or
+//   - have nested paths (/var/lib/vz and /var/lib/vz/snippets, / and
+//     /var/lib/vz) and totals within totalSlack, or
+//   - report the same used and total bytes (paths unknown, or two
+//     directories of one filesystem side by side).
+//
+// Grouping is transitive. Each group is reported once, through its first
+// storage by name, so one full root filesystem is one high_disk, not
+// three. Every other storage is a group of its own. Groups are in the
+// order of their first storage.
+func oneFilesystem(sts []storageEntry, paths map[string]string) [][]storageEntry {
+	eligible := func(st storageEntry) bool {
+		return !st.shared && st.Status == "available" && st.Disk.set && st.MaxDisk.set && st.Disk.v > 0 && st.MaxDisk.v > 0
+	}
+	parent := make([]int, len(sts))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if parent[i] != i {
+			parent[i] = find(parent[i])
+		}
+		return parent[i]
+	}
+	for i, a := range sts {
+		for j := i + 1; j < len(sts); j++ {
+			if b := sts[j]; eligible(a) && eligible(b) && a.Node == b.Node && sameFilesystem(a, b, paths) {
+				parent[find(j)] = find(i)
+			}
+		}
 	}
 	var out [][]storageEntry
-	at := map[fs]int{} // filesystem -> its group in out
-	for _, st := range sts {
-		if st.shared || st.Status != "available" || !st.Disk.set || !st.MaxDisk.set || st.Disk.v <= 0 || st.MaxDisk.v <= 0 {
-			out = append(out, []storageEntry{st})
+	at := map[int]int{} // root -> its group in out
+	for i, st := range sts {
+		r := find(i)
+		if g, ok := at[r]; ok {
+			out[g] = append(out[g], st)
 			continue
 		}
-		k := fs{st.Node, st.Disk.v, st.MaxDisk.v}
-		if i, ok := at[k]; ok {
-			out[i] = append(out[i], st)
-			continue
-		}
-		at[k] = len(out)
+		at[r] = len(out)
 		out = append(out, []storageEntry{st})
 	}
 	for _, g := range out {
 		sort.SliceStable(g, func(i, j int) bool { return g[i].Storage < g[j].Storage })
 	}
 	return out
+}
+
+// sameFilesystem reports whether two eligible storages of one node are
+// one filesystem (see oneFilesystem).
+func sameFilesystem(a, b storageEntry, paths map[string]string) bool {
+	if a.Disk.v == b.Disk.v && a.MaxDisk.v == b.MaxDisk.v {
+		return true
+	}
+	pa, okA := paths[a.Storage]
+	pb, okB := paths[b.Storage]
+	switch {
+	case !okA || !okB:
+		return false
+	case pa == pb:
+		return true
+	case nested(pa, pb) || nested(pb, pa):
+		return math.Abs(a.MaxDisk.v-b.MaxDisk.v) <= totalSlack*math.Max(a.MaxDisk.v, b.MaxDisk.v)
+	}
+	return false
+}
+
+// nested reports whether path p is below dir (both clean and absolute).
+func nested(dir, p string) bool {
+	return dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // backupsComplete reports whether everything a guest's backup state rests

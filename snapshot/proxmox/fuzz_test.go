@@ -70,7 +70,46 @@ func FuzzClusterResources(f *testing.F) {
 				byNode[n] = &nodeResult{runs: map[int64]backupRun{}, tasksRead: true}
 			}
 		}
-		valid(t, s.build(cl, cl.backupStorages(nil), nil, true, byNode))
+		valid(t, s.build(cl, nil, cl.backupStorages(nil), nil, true, byNode))
+	})
+}
+
+// FuzzStorageConfig: any GET /storage answer that decodes groups the
+// fixture cluster's storages into a partition of them, and the resources
+// built from it pass the codec.
+func FuzzStorageConfig(f *testing.F) {
+	seedData(f, "storage.json")
+	raw, err := os.ReadFile(filepath.Join("testdata", "api2", "json", "cluster", "resources.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	inner, err := unwrapData(raw)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rs, err := decodeList[clusterResource](inner)
+	if err != nil {
+		f.Fatal(err)
+	}
+	cl, err := indexCluster(rs)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		configs, err := decodeList[storageConfig](data)
+		if err != nil {
+			return
+		}
+		var rs []snapshot.Resource
+		n := 0
+		for _, g := range oneFilesystem(cl.storages, storagePaths(configs)) {
+			n += len(g)
+			rs = append(rs, groupResource(g))
+		}
+		if n != len(cl.storages) {
+			t.Fatalf("groups hold %d storages of %d", n, len(cl.storages))
+		}
+		valid(t, rs)
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Endpoint families, the values of the endpoint label.
-var endpointFamilies = []string{"cluster_resources", "cluster_backup", "disks_list", "disks_smart",
+var endpointFamilies = []string{"cluster_resources", "cluster_backup", "storage_config", "disks_list", "disks_smart",
 	"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
 
 // Request outcomes, the values of the outcome label.
@@ -85,6 +85,8 @@ func endpointFamily(s []string) string {
 		return "cluster_resources"
 	case len(s) == 2 && s[0] == "cluster" && s[1] == "backup":
 		return "cluster_backup"
+	case len(s) == 1 && s[0] == "storage":
+		return "storage_config"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "list":
 		return "disks_list"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "smart":
