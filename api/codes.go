@@ -25,6 +25,7 @@ const (
 	CodeNotFound                Code = "not_found"
 	CodeMethodNotAllowed        Code = "method_not_allowed"
 	CodeNotReady                Code = "not_ready"
+	CodeNotDurable              Code = "not_durable"
 	CodeReloadFailed            Code = "reload_failed"
 	CodeInternal                Code = "internal"
 )
@@ -50,6 +51,7 @@ var codeCatalogue = []CodeInfo{
 	{CodeNotFound, http.StatusNotFound, "no such route, run or silence"},
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "the route exists but not for this method; the Allow header lists the methods"},
 	{CodeNotReady, http.StatusServiceUnavailable, "the daemon is not ready to serve (readyz)"},
+	{CodeNotDurable, http.StatusServiceUnavailable, "cluster mode: the change is committed on the writer but the stream did not store it in time; details.will_publish says whether it is still on its way, details.answer holds the answer held back"},
 	{CodeReloadFailed, http.StatusInternalServerError, "the configuration reload failed; the previous configuration stays in force"},
 	{CodeInternal, http.StatusInternalServerError, "an unexpected server error; the log has the cause"},
 }

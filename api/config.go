@@ -22,6 +22,9 @@ type HTTPConfig struct {
 	// than either has its connection closed, whatever its token.
 	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout" yaml:"read_header_timeout"`
 	ReadTimeout       time.Duration `koanf:"read_timeout" yaml:"read_timeout"`
+	// StreamAckTimeout bounds how long, in cluster mode, a mutation's
+	// answer waits for the stream to store its change (DurableAnswers).
+	StreamAckTimeout time.Duration `koanf:"stream_ack_timeout" yaml:"stream_ack_timeout"`
 	// Pprof serves /debug/pprof/ to admin tokens (off by default).
 	Pprof bool `koanf:"pprof" yaml:"pprof"`
 	// PublicURL is the web pages' address as a browser reaches it (behind
@@ -75,7 +78,7 @@ func (t TokenConfig) Spec() TokenSpec {
 // DefaultHTTPConfig is the http section's defaults.
 func DefaultHTTPConfig() HTTPConfig {
 	return HTTPConfig{Listen: "127.0.0.1:9477", MaxBodyBytes: 1 << 20,
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, StreamAckTimeout: DefaultStreamAckTimeout}
 }
 
 // Validate reports every problem, each naming its key under http.
@@ -105,6 +108,9 @@ func (c HTTPConfig) Validate() error {
 	}
 	if c.ReadTimeout < c.ReadHeaderTimeout {
 		p.Addf("http.read_timeout", "must be at least http.read_header_timeout (%s), got %s", c.ReadHeaderTimeout, c.ReadTimeout)
+	}
+	if c.StreamAckTimeout <= 0 || c.StreamAckTimeout > MaxStreamAckTimeout {
+		p.Addf("http.stream_ack_timeout", "must be above 0 and at most %s (a standby waits 30s for a forwarded answer), got %s", MaxStreamAckTimeout, c.StreamAckTimeout)
 	}
 	if c.Pprof {
 		admin := false

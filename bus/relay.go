@@ -79,6 +79,13 @@ type Relay struct {
 	mu      sync.Mutex // serialises Flush
 	lastPrn time.Time
 	m       relayMetrics
+
+	// acked is what WaitStored waits on:
+	//   - every row this relay read with a seq up to sent is on the stream;
+	//   - moved is closed, and replaced, each time sent moves.
+	ackMu sync.Mutex
+	sent  int64
+	moved chan struct{}
 }
 
 // NewRelay validates the options and registers the outbox metrics.
@@ -111,7 +118,40 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 		return nil, err
 	}
 	o.Logger = o.Logger.With("component", "outbox_relay")
-	return &Relay{opts: o, kick: make(chan struct{}, 1), m: m}, nil
+	return &Relay{opts: o, kick: make(chan struct{}, 1), m: m, moved: make(chan struct{})}, nil
+}
+
+// WaitStored returns nil once the stream acknowledged every outbox row up
+// to seq (rows committed after the relay started), or ctx's error,
+// naming seq and how far the stream has them, when ctx ends first. An
+// API answer waits on it so that it never reports a change the stream
+// does not hold.
+func (r *Relay) WaitStored(ctx context.Context, seq int64) error {
+	r.Kick()
+	for {
+		r.ackMu.Lock()
+		sent, moved := r.sent, r.moved
+		r.ackMu.Unlock()
+		if sent >= seq {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("outbox row %d is not on the stream yet (acknowledged through %d): %w", seq, sent, ctx.Err())
+		case <-moved:
+		}
+	}
+}
+
+// stored records that the stream acknowledged every row up to seq.
+func (r *Relay) stored(seq int64) {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	if seq > r.sent {
+		r.sent = seq
+		close(r.moved)
+		r.moved = make(chan struct{})
+	}
 }
 
 // Kick wakes the relay now, e.g. right after a commit that wrote rows. It
@@ -249,6 +289,8 @@ func (r *Relay) settle(ctx context.Context, w *window) error {
 		err = w.sendErr // an earlier row's failure comes first
 	}
 	if acked > 0 {
+		// On the stream, marked or not.
+		r.stored(w.rows[acked-1].Seq)
 		seqs := make([]int64, acked)
 		for i := range seqs {
 			seqs[i] = w.rows[i].Seq

@@ -67,26 +67,6 @@ func decodeForwarded(data []byte) (*http.Request, error) {
 	return r, nil
 }
 
-// recorder is a ResponseWriter kept in memory.
-type recorder struct {
-	status int
-	header http.Header
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-}
-func (r *recorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(p)
-}
-
 // Forwarding wraps next, the API of this clustered instance: a standby
 // serves reads itself (with its replica position in headers) and forwards
 // every other request to the writer; the writer answers forwarded
@@ -117,10 +97,6 @@ type clusterHTTP struct {
 	lagAt   time.Time
 }
 
-func readOnly(method string) bool {
-	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
-}
-
 func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writer := c.writer()
 	role := "standby"
@@ -128,7 +104,7 @@ func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		role = "leader"
 	}
 	w.Header().Set(HeaderReplicaRole, role)
-	if writer || readOnly(r.Method) || strings.HasPrefix(r.URL.Path, "/-/") && r.URL.Path != "/-/reload" {
+	if writer || api.ReadOnly(r.Method) || strings.HasPrefix(r.URL.Path, "/-/") && r.URL.Path != "/-/reload" {
 		if !writer {
 			c.setLag(r.Context(), w.Header())
 		}
@@ -206,24 +182,19 @@ func (c *clusterHTTP) serveForwarded(ctx context.Context) {
 	sub, err := c.nc.Subscribe(c.subj, func(m *nats.Msg) {
 		var resp contracts.ForwardResponse
 		r, err := decodeForwarded(m.Data)
+		rec := api.NewRecorder()
 		if verr := c.guard.CheckNow(contracts.StemForward, m); verr != nil {
 			// Never served: what the request would change stays as it was.
-			rec := &recorder{header: http.Header{}}
 			writeAPIError(rec, http.StatusUnauthorized, api.CodeUnauthorized, "forwarded request refused: "+verr.Error(), nil)
-			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 		} else if err != nil {
-			rec := &recorder{header: http.Header{}}
 			writeAPIError(rec, http.StatusBadRequest, api.CodeInvalidRequest, err.Error(), nil)
-			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
 		} else {
-			rec := &recorder{header: http.Header{}}
+			// The writer's own API answers, a success only once the
+			// change is on the stream (api.DurableAnswers).
 			c.next.ServeHTTP(rec, r.WithContext(ctx))
-			if rec.status == 0 {
-				rec.status = http.StatusOK
-			}
-			rec.header.Set(HeaderForwardedBy, c.instance)
-			resp = contracts.ForwardResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+			rec.Header().Set(HeaderForwardedBy, c.instance)
 		}
+		resp = contracts.ForwardResponse{Status: rec.Code(), Header: rec.Header(), Body: rec.Body.Bytes()}
 		data, _ := json.Marshal(resp)
 		ans := &nats.Msg{Subject: m.Reply, Data: data}
 		c.guard.SignAnswer(m, ans)

@@ -15,6 +15,7 @@ import (
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/patrol/analyst"
 	"github.com/patrold/patrold/snapshot/sources"
+	"github.com/patrold/patrold/store"
 )
 
 // ErrStopping refuses new runs while the daemon shuts down.
@@ -49,7 +50,10 @@ func (d *Daemon) startHTTP() error {
 	d.log.Info("api listening", "addr", d.httpAddr)
 	h := d.guardStore(a.Handler())
 	if d.cluster != nil {
-		// Cluster mode: a standby forwards mutations to the writer.
+		// Cluster mode: the writer answers a mutation once its change is
+		// on the stream; a standby forwards mutations to the writer.
+		h = api.DurableAnswers(h, api.DurableOptions{Track: trackCommits, Wait: d.msg.relay.WaitStored,
+			Writer: d.root.Leadership().IsWriter, Timeout: cfg.HTTP.StreamAckTimeout, Logger: d.log})
 		h = d.cluster.Forwarding(h)
 	}
 	// The body limit is outermost: it holds before auth and before a
@@ -80,6 +84,12 @@ func serveHTTP(ln net.Listener, h http.Handler, log *slog.Logger, failed string,
 		wg.Wait()
 		return err
 	}
+}
+
+// trackCommits notes the outbox rows the store commits under ctx.
+func trackCommits(ctx context.Context) (context.Context, func() int64) {
+	ctx, mark := store.TrackCommits(ctx)
+	return ctx, mark.Seq
 }
 
 // HTTPAddr is the address the API listens on (after Start).

@@ -20,18 +20,11 @@ import (
 // getJSON fetches url with a read token and decodes the body into out.
 func getJSON(t *testing.T, url string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer read-secret-1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
+	status, data := request(t, http.MethodGet, url, "read-secret-1", "")
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Fatalf("%s: %v: %s", url, err, data)
 	}
-	return res.StatusCode
+	return status
 }
 
 // metricLines returns the exposition lines of d's /metrics that start

@@ -13,6 +13,10 @@ LOSTDB = ["./daemon", "-run", "TestLostDatabaseRefusesMutations"]
 NEWDB = ["./daemon", "-run", "TestNewDatabaseBesideHistoryRefused"]
 READY = ["./daemon", "-run", "TestReadinessFollowsTheStore"]
 INPUT = ["./api", "-run", "TestSilenceGlobsAndTagsChecked|TestMalformedQueriesName"]
+DURABLE = ["./daemon", "-run", "TestAnsweredActionIsOnTheStream"]
+HOLD = ["./api", "-run", "TestDurableAnswersHoldSuccessUntilStored"]
+MARK = ["./store", "-run", "TestCommitMarkNamesTheRowsWritten"]
+STORED = ["./bus", "-run", "TestWaitStoredMeansOnTheStream"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -49,6 +53,14 @@ MUTATIONS = [
     ("ready-names-integrity", "daemon/ready.go",
      'err == nil && strings.Contains(string(full.Report), "malformed")', 'err == nil && false && strings.Contains(string(full.Report), "malformed")', READY),
     ("status-says-ready", "daemon/http.go", "\ts.Ready = len(s.Unready) == 0\n", "\ts.Ready = true\n", READY),
+    # An answered mutation is on the stream (cluster mode).
+    ("answer-waits-for-stream", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", DURABLE),
+    ("answer-waits-for-stream-unit", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", HOLD),
+    ("answer-refused-when-deposed", "api/durable.go", "\t\tcase !o.Writer():\n", "\t\tcase false:\n", HOLD),
+    ("cluster-answers-wait", "daemon/http.go", "\t\th = api.DurableAnswers(h,", "\t\t_ = api.DurableAnswers(h,", DURABLE),
+    ("relay-notes-acks", "bus/relay.go", "\t\tr.stored(w.rows[acked-1].Seq)\n", "", STORED),
+    ("commit-mark-raised", "store/store.go", "\t\t\tmark.raise(wrote)\n", "", MARK),
+    ("statement-marked-in-tx", "store/store.go", "\tif markOf(ctx) != nil {\n", "\tif false {\n", DURABLE),
 ]
 
 if __name__ == "__main__":

@@ -67,7 +67,18 @@ func (s *Store) notifyCommit() {
 }
 
 // exec runs one write outside a transaction and reports its commit.
+// Under a CommitMark it runs in a transaction of its own, so the mark
+// sees the outbox rows its triggers wrote.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if markOf(ctx) != nil {
+		var res sql.Result
+		err := s.withTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			res, err = tx.ExecContext(ctx, q, args...)
+			return err
+		})
+		return res, err
+	}
 	res, err := s.db.ExecContext(ctx, q, args...)
 	if err == nil {
 		s.notifyCommit()
@@ -202,9 +213,34 @@ func parseTimePtr(s sql.NullString) *time.Time {
 	return &t
 }
 
+// withTx runs fn in one transaction and reports its commit. Under a
+// CommitMark it raises the mark to the last outbox row fn wrote. The
+// transaction holds the write lock from its start (_txlock=immediate),
+// so the rows between the two reads are fn's.
 func (s *Store) withTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	err := withTxOn(ctx, s.db, fn)
+	mark := markOf(ctx)
+	var wrote int64
+	err := withTxOn(ctx, s.db, func(tx *sql.Tx) error {
+		if mark == nil {
+			return fn(tx)
+		}
+		before, err := lastOutboxSeq(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		after, err := lastOutboxSeq(ctx, tx)
+		if after > before {
+			wrote = after
+		}
+		return err
+	})
 	if err == nil {
+		if wrote > 0 {
+			mark.raise(wrote)
+		}
 		s.notifyCommit()
 	}
 	return err

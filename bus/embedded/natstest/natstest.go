@@ -152,10 +152,9 @@ func (c Counts) Unanswered() []string {
 	return out
 }
 
-// ReadStream reads every message of the patrol stream (contracts.DefaultStreamName)
-// through url, in order, and counts opened events, remediation requests
-// and outcomes. A message that is not a patrold event fails the test.
-func ReadStream(t testing.TB, url string) Counts {
+// Messages reads every message of the patrol stream
+// (contracts.DefaultStreamName) through url, in stream order.
+func Messages(t testing.TB, url string) []*jetstream.RawStreamMsg {
 	t.Helper()
 	js := JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -168,7 +167,7 @@ func ReadStream(t testing.TB, url string) Counts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Counts{Opened: map[string]int{}, Requests: map[string]int{}, Outcomes: map[string]int{}}
+	var out []*jetstream.RawStreamMsg
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -177,6 +176,19 @@ func ReadStream(t testing.TB, url string) Counts {
 		if err != nil {
 			t.Fatalf("stream seq %d: %v", seq, err)
 		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ReadStream reads every message of the patrol stream (contracts.DefaultStreamName)
+// through url, in order, and counts opened events, remediation requests
+// and outcomes. A message that is not a patrold event fails the test.
+func ReadStream(t testing.TB, url string) Counts {
+	t.Helper()
+	c := Counts{Opened: map[string]int{}, Requests: map[string]int{}, Outcomes: map[string]int{}}
+	for _, m := range Messages(t, url) {
+		seq := m.Sequence
 		ev, err := contracts.DecodeEvent(m.Data)
 		if err != nil {
 			t.Fatalf("stream seq %d: %v", seq, err)
