@@ -41,7 +41,8 @@ type Status struct {
 }
 
 // ReadyProblem is one condition that makes an instance unready: which
-// (store_file, store, integrity, run_store, replica_gap, replica_stall)
+// (store_file, store, integrity, run_store, replica_gap, replica_diverged,
+// replica_stall)
 // and what was seen.
 type ReadyProblem struct {
 	Condition string `json:"condition"`
@@ -58,6 +59,9 @@ type ReplicaStatus struct {
 	Epoch      uint64     `json:"epoch"`         // the highest writer epoch applied
 	Fenced     uint64     `json:"fenced"`        // changes ignored as a deposed writer's
 	Gap        string     `json:"gap,omitempty"` // changes missing from the stream: re-seed
+	// Diverged: the database holds changes the stream never got; it is
+	// being re-seeded and serves no reads meanwhile.
+	Diverged string `json:"diverged,omitempty"`
 }
 
 // Capabilities is the manifest served at GET /api/v1/agent/capabilities:

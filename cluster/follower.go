@@ -53,10 +53,17 @@ type Follower struct {
 	o   FollowerOptions
 	log *slog.Logger
 
+	// applyMu is held while a change is applied and while the database
+	// is re-seeded, so neither sees the other half done.
+	applyMu sync.Mutex
+
 	mu      sync.Mutex
 	lastErr error
 	dropped uint64            // changes refused as malformed
 	gap     *records.GapError // changes missing from the stream: cannot catch up
+	// diverged: the database holds rows the stream never got (Diverged).
+	diverged records.Divergence
+	restart  context.CancelFunc // ends the consumer in use: Run starts another
 }
 
 // NewFollower validates the options.
@@ -138,6 +145,11 @@ func (f *Follower) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err == nil {
+			// Restarted on purpose (a re-seed moved the sequence).
+			backoff = 0
+			continue
+		}
 		f.mu.Lock()
 		f.lastErr = err
 		f.mu.Unlock()
@@ -151,7 +163,14 @@ func (f *Follower) Run(ctx context.Context) error {
 	return nil
 }
 
+// follow reads the stream from the sequence after the applied one until
+// ctx ends, an error, or a restart (nil).
 func (f *Follower) follow(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.mu.Lock()
+	f.restart = cancel
+	f.mu.Unlock()
 	st, err := f.o.Store.ReplicaStatus(ctx)
 	if err != nil {
 		return err
@@ -186,6 +205,11 @@ func (f *Follower) follow(ctx context.Context) error {
 }
 
 func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if ctx.Err() != nil {
+		return nil // a re-seed restarted the stream: this consumer is done
+	}
 	md, err := msg.Metadata()
 	if err != nil {
 		return fmt.Errorf("state message metadata: %w", err)
@@ -264,6 +288,9 @@ type Lag struct {
 	// Gap, when set, says which changes are missing from the stream: the
 	// database cannot catch up and must be re-seeded.
 	Gap string `json:"gap,omitempty"`
+	// Diverged, when set, says the database holds rows the stream never
+	// got (Follower.Diverged): it is re-seeded from a caught-up instance.
+	Diverged string `json:"diverged,omitempty"`
 }
 
 // Gap returns the changes missing from the stream that stop this replica
@@ -310,8 +337,12 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 		gap = f.gap.Error()
 	}
 	f.mu.Unlock()
+	diverged := ""
+	if err := f.Diverged(); err != nil {
+		diverged = err.Error()
+	}
 	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
-		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap}, nil
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged}, nil
 }
 
 // CatchUp returns once the database applied the stream's last state

@@ -75,6 +75,9 @@ type Member struct {
 	instance string
 
 	writer atomic.Bool // leading, caught up, capturing
+	// divergedRows counts the outbox events dropped for a divergence
+	// since the start; reseeds the re-seeds that ended one.
+	divergedRows, reseeds atomic.Uint64
 
 	runMu  sync.Mutex
 	cancel context.CancelFunc // Start's goroutines
@@ -153,13 +156,25 @@ func (r *Member) Start(ctx context.Context) error {
 	r.runMu.Lock()
 	r.cancel = cancel
 	r.runMu.Unlock()
+	// A divergence a previous start recorded holds until re-seeded.
+	div, err := r.o.Store.Divergence(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	r.f.setDiverged(div)
 	r.goRun(func() { _ = r.f.Run(runCtx) })
+	r.fence(runCtx)
+	if err := r.f.Diverged(); err != nil {
+		r.log.Error("DATABASE DIVERGED from the state stream: not writing, not serving reads, re-seeding from a caught-up instance", "err", err)
+	}
 	// Any caught-up instance hands a copy of its database to one that
-	// cannot catch up (`patrold db seed`).
+	// cannot catch up (`patrold db seed`) or diverged; a diverged one
+	// re-seeds itself first.
 	r.goRun(func() {
+		r.reseedLoop(runCtx)
 		_ = r.f.ServeSeeds(runCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady)
 	})
-	r.fence(runCtx)
 	r.goRun(func() { r.watch(runCtx) })
 	return nil
 }
@@ -191,7 +206,9 @@ func (r *Member) goRun(fn func()) {
 //   - when the stream's last change came from another instance, they are
 //     dropped, remediation outcomes excepted: a newer writer wrote since,
 //     and replaying older row images over its rows would undo them (and
-//     their finding events repeat its own);
+//     their finding events repeat its own). The rows they changed stay in
+//     this database, which therefore diverged: that is recorded with the
+//     rows dropped (Store.DropDiverged), and Start re-seeds it;
 //   - when this instance wrote last, they are still the newest and are
 //     published;
 //   - unable to tell (no stream), they are kept.
@@ -213,17 +230,35 @@ func (r *Member) fence(ctx context.Context) {
 	}
 	// Remediation outcomes stay: they answer requests the writer of
 	// the stream knows.
-	dropped, err := r.o.Store.DropUnsent(ctx, contracts.TypeRemediationOutcome)
+	before, err := r.o.Store.Divergence(ctx)
 	if err != nil {
 		r.log.Error("drop stale outbox events", "err", err)
 		return
 	}
-	r.log.Warn("unsent state changes dropped: another instance wrote since this one stopped", "rows", dropped, "state_changes", n, "last_writer", st.AppliedOrigin)
+	div, err := r.o.Store.DropDiverged(ctx, st.AppliedOrigin, r.o.Now(), contracts.TypeRemediationOutcome)
+	if err != nil {
+		r.log.Error("drop stale outbox events", "err", err)
+		return
+	}
+	dropped := div.Count - before.Count
+	r.divergedRows.Add(uint64(dropped))
+	r.f.setDiverged(div)
+	r.log.Error("unsent state changes dropped: another instance wrote since this one stopped; this database still holds them and is re-seeded",
+		"rows", dropped, "state_changes", n, "last_writer", st.AppliedOrigin, "dropped", div.Rows)
 }
 
 // isWriter is the writer state Leadership.IsWriter reads: holding the
 // lease, caught up and capturing.
 func (r *Member) isWriter() bool { return r.writer.Load() && r.leading() }
+
+// Diverged says why the database must not be served (nil: it may be):
+// it holds rows the state stream never got and waits for a re-seed.
+func (r *Member) Diverged() error {
+	if r == nil {
+		return nil
+	}
+	return r.f.Diverged()
+}
 
 // Instance is this instance's stable name.
 func (r *Member) Instance() string { return r.instance }
@@ -251,6 +286,15 @@ func (r *Member) watch(ctx context.Context) {
 // promote catches up, switches capture on and starts the leader-only
 // consumers; a catch-up that does not finish is retried at the next tick.
 func (r *Member) promote(ctx context.Context) {
+	if err := r.f.Diverged(); err != nil {
+		// It must not write on rows the stream lacks: leave the lease to
+		// an instance that can.
+		r.log.Error("leader lease held, but this database diverged: releasing the lease, not writing", "err", err)
+		if err := r.yield(); err != nil {
+			r.log.Warn("release the leader lease", "err", err)
+		}
+		return
+	}
 	if err := r.f.Gap(); err != nil {
 		// It can never write: leave the lease to an instance that can.
 		r.log.Error("leader lease held, but this database cannot catch up: releasing the lease, not writing until re-seeded", "err", err)

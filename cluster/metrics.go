@@ -63,6 +63,12 @@ var (
 		"Cluster mode: state changes ignored as written by a deposed writer (an epoch below one applied).", nil, nil)
 	replicaEpochDesc = prometheus.NewDesc("patrold_replica_epoch",
 		"Cluster mode: the highest writer epoch the database applied.", nil, nil)
+	replicaDivergedDesc = prometheus.NewDesc("patrold_replica_diverged",
+		"Cluster mode: 1 while the database holds changes the state stream never got (it is re-seeded, and neither writes nor serves reads).", nil, nil)
+	replicaDivergedRowsDesc = prometheus.NewDesc("patrold_replica_diverged_rows_total",
+		"Cluster mode: unsent outbox events dropped since the start because another instance wrote since they were committed.", nil, nil)
+	replicaReseedsDesc = prometheus.NewDesc("patrold_replica_reseeds_total",
+		"Cluster mode: times a diverged database was re-seeded from a caught-up instance since the start.", nil, nil)
 )
 
 // replicaCollector reads the replica's position at scrape time.
@@ -75,10 +81,16 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaRefusedDesc
 	ch <- replicaFencedDesc
 	ch <- replicaEpochDesc
+	ch <- replicaDivergedDesc
+	ch <- replicaDivergedRowsDesc
+	ch <- replicaReseedsDesc
 }
 
 func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaWriterDesc, prometheus.GaugeValue, boolValue(c.r.isWriter()))
+	ch <- prometheus.MustNewConstMetric(replicaDivergedDesc, prometheus.GaugeValue, boolValue(c.r.f.Diverged() != nil))
+	ch <- prometheus.MustNewConstMetric(replicaDivergedRowsDesc, prometheus.CounterValue, float64(c.r.divergedRows.Load()))
+	ch <- prometheus.MustNewConstMetric(replicaReseedsDesc, prometheus.CounterValue, float64(c.r.reseeds.Load()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if l := c.r.Lag(ctx); l != nil {

@@ -44,6 +44,9 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 	if err := f.Gap(); err != nil {
 		return err
 	}
+	if err := f.Diverged(); err != nil {
+		return err
+	}
 	lag, err := f.Lag(ctx)
 	if err != nil {
 		return err

@@ -17,7 +17,10 @@ type Store interface {
 	DisableCapture(ctx context.Context) error
 	ResumeNumbering(ctx context.Context) error
 	UnsentState(ctx context.Context) (int64, error)
-	DropUnsent(ctx context.Context, keep ...string) (int64, error)
+	// Divergence (a restarted writer's unsent changes superseded).
+	DropDiverged(ctx context.Context, lastWriter string, now time.Time, keep ...string) (records.Divergence, error)
+	Divergence(ctx context.Context) (records.Divergence, error)
+	Reseed(ctx context.Context, path string) (records.ReplicaStatus, error)
 	// Apply (every instance).
 	ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error)
 	ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error)

@@ -189,6 +189,15 @@ func TestClusterFailover(t *testing.T) {
 	if back.IsWriter() {
 		t.Fatal("the restarted instance writes beside the new leader")
 	}
+	// Its own database held the dismissal too: it re-seeds itself from a
+	// caught-up instance, and then holds what the others hold.
+	testkit.Eventually(t, 20*time.Second, "the restarted instance re-seeded itself", func() bool {
+		f, err := back.Store().Get(ctx, stale.ID)
+		return err == nil && f.DismissedAt == nil && strings.Contains(logs[li].String(), "diverged database re-seeded")
+	})
+	if err := back.Ready(ctx); err != nil {
+		t.Fatalf("the re-seeded instance is unready: %v", err)
+	}
 
 	// A mutation on the remaining standby is forwarded to the new leader;
 	// reads on the standby carry the replica's position.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/api"
@@ -28,8 +29,15 @@ func (d *Daemon) storeWritable() error {
 // HEAD and OPTIONS) 503 not_ready while the database file is deleted or
 // replaced: a 200 would name a change written to a file the next start
 // does not open.
+//
+// A diverged replica (cluster mode) answers every API request but the
+// status 503 too: its rows include changes no other instance has.
 func (d *Daemon) guardStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := d.cluster.Diverged(); err != nil && strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/v1/status" {
+			api.WriteNotReady(w, err.Error())
+			return
+		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:

@@ -173,7 +173,7 @@ func (d *Daemon) Status(ctx context.Context) (api.Status, error) {
 			s.Replica = &api.ReplicaStatus{Writer: lead.IsWriter()}
 			if l := d.cluster.Lag(ctx); l != nil {
 				s.Replica.AppliedSeq, s.Replica.LastSeq, s.Replica.Behind, s.Replica.AppliedAt = l.AppliedSeq, l.LastSeq, l.Behind, l.AppliedAt
-				s.Replica.Epoch, s.Replica.Fenced, s.Replica.Gap = l.Epoch, l.Fenced, l.Gap
+				s.Replica.Epoch, s.Replica.Fenced, s.Replica.Gap, s.Replica.Diverged = l.Epoch, l.Fenced, l.Gap, l.Diverged
 			}
 		}
 	}

@@ -27,6 +27,8 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //   - run_store: the last finished run failed for a store reason
 //     (commit_failed, history_failed);
 //   - replica_gap: changes are missing from the state stream (re-seed);
+//   - replica_diverged: the database holds changes the stream never got
+//     (being re-seeded);
 //   - replica_stall: behind the stream with nothing applied for
 //     ReplicaStallAfter (cluster mode).
 func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
@@ -54,6 +56,9 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		cancel()
 		if l != nil && l.Gap != "" {
 			add("replica_gap", "%s", l.Gap)
+		}
+		if err := d.cluster.Diverged(); err != nil {
+			add("replica_diverged", "%v", err)
 		}
 		if l != nil && l.Behind && l.AppliedAt != nil {
 			if idle := d.opts.Now().Sub(*l.AppliedAt); idle > ReplicaStallAfter {

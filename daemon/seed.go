@@ -34,15 +34,5 @@ func (r *Root) Seed(ctx context.Context, force bool) (cluster.SeedResult, error)
 	}
 	defer b.Close()
 	return cluster.InstallSeed(ctx, b.Conn(), b.JetStream(), b.Prefix(), cluster.SeedInstall{
-		DB: db, Exists: exists, Verify: checkCopy, Now: r.o.Now, Log: r.log, Guard: b.Guard()})
-}
-
-// checkCopy opens the copy at path (migrating it) and runs the store's
-// integrity check.
-func checkCopy(ctx context.Context, path string) error {
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		return err
-	}
-	return errors.Join(st.Check(ctx, false), st.Close())
+		DB: db, Exists: exists, Verify: store.VerifyCopy, Now: r.o.Now, Log: r.log, Guard: b.Guard()})
 }

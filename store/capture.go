@@ -232,14 +232,8 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 // requests would repeat what the newer writer published for the same
 // findings.
 func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
-	q := "DELETE FROM outbox WHERE " + unsentCond
-	args := make([]any, 0, len(keep))
-	if len(keep) > 0 {
-		q += " AND type NOT IN (" + strings.TrimSuffix(strings.Repeat("?,", len(keep)), ",") + ")"
-		for _, k := range keep {
-			args = append(args, k)
-		}
-	}
+	cond, args := unsentExcept(keep)
+	q := "DELETE FROM outbox WHERE " + cond
 	s.recent.reset()
 	var n int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
@@ -256,6 +250,20 @@ func (s *Store) DropUnsent(ctx context.Context, keep ...string) (int64, error) {
 		return 0, fmt.Errorf("drop unsent events: %w", err)
 	}
 	return n, nil
+}
+
+// unsentExcept is the condition (and its arguments) that selects the
+// unsent outbox events whose type is not in keep.
+func unsentExcept(keep []string) (string, []any) {
+	cond := unsentCond
+	args := make([]any, 0, len(keep))
+	if len(keep) > 0 {
+		cond += " AND type NOT IN (" + strings.TrimSuffix(strings.Repeat("?,", len(keep)), ",") + ")"
+		for _, k := range keep {
+			args = append(args, k)
+		}
+	}
+	return cond, args
 }
 
 // UnsentState counts the state-change events waiting in the outbox.

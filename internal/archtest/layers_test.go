@@ -148,7 +148,7 @@ func TestDaemonHoldsNoReplication(t *testing.T) {
 func TestDaemonReplicationRuleFailsOnViolation(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"replication.go":  "package daemon\n\nfunc (r *x) promote() {\n\tr.store.EnableCapture(ctx, s, o, 1)\n\t_ = r.store.ReplicaStatus\n}\n",
-		"fence.go":        "package daemon\n\nfunc f() { n, _ := st.DropUnsent(ctx, t); st.Check(ctx) }\n",
+		"fence.go":        "package daemon\n\nfunc f() { n, _ := st.DropDiverged(ctx, t); st.Check(ctx) }\n",
 		"fence_test.go":   "package daemon\n\nfunc g() { st.DisableCapture(ctx) }\n",
 		"notes.txt":       "st.ApplyState(ctx)\n",
 		"clean.go":        "package daemon\n\nfunc h() { st.Open(ctx) }\n",
@@ -160,7 +160,7 @@ func TestDaemonReplicationRuleFailsOnViolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"fence.go:3: DropUnsent", "replication.go:4: EnableCapture", "seed.go:3: FetchSeed"}; !slices.Equal(got, want) {
+	if want := []string{"fence.go:3: DropDiverged", "replication.go:4: EnableCapture", "seed.go:3: FetchSeed"}; !slices.Equal(got, want) {
 		t.Fatalf("violations %q, want %q", got, want)
 	}
 }

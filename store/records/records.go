@@ -100,6 +100,31 @@ type ReplicaStatus struct {
 	Fenced        uint64 // changes ignored as a deposed writer's
 }
 
+// Divergence says that this database holds rows the state stream never
+// got: a writer restarted with unsent state changes after another
+// instance wrote. Its outbox rows were dropped; its own rows stay until
+// it is re-seeded from a caught-up instance.
+type Divergence struct {
+	Since      time.Time    `json:"since"`
+	LastWriter string       `json:"last_writer"` // the instance that wrote since
+	Count      int          `json:"count"`       // outbox events dropped
+	Rows       []DroppedRow `json:"rows"`        // the first MaxDroppedRows of them
+}
+
+// MaxDroppedRows bounds the dropped rows a Divergence lists.
+const MaxDroppedRows = 100
+
+// DroppedRow is one outbox event dropped for a divergence. Kind is the
+// state change's "table op" or the event type; ID the changed row's id
+// (its rowid when it has no id column) or the event's resource.
+type DroppedRow struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// Diverged reports whether the database holds rows the stream lacks.
+func (d Divergence) Diverged() bool { return d.LastWriter != "" }
+
 // Apply is what ApplyState did with a change.
 type Apply int
 

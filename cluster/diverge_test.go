@@ -1,0 +1,167 @@
+package cluster_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/store/storetest"
+)
+
+// standbyLease is a lease this instance never holds.
+type standbyLease struct{}
+
+func (standbyLease) IsLeader() bool { return false }
+func (standbyLease) Term() uint64   { return 0 }
+func (standbyLease) Close() error   { return nil }
+
+// replicated keeps the tables every replica holds alike: the outbox, the
+// replica's own position and counters, usage history and the schema's
+// version are each instance's own.
+func replicated(db storetest.DB) storetest.DB {
+	for _, t := range []string{"outbox", "outbox_sent", "replica_state", "findings_version", "usage_points", "goose_db_version"} {
+		delete(db, t)
+	}
+	return db
+}
+
+// TestRestartedWriterReseedsItself: writer a commits an acknowledgement
+// and a silence and dies before its relay publishes them; b takes over
+// and writes. When a restarts, its outbox changes are stale: they are
+// dropped (and named), and a's own rows, which still hold them, are
+// replaced by a caught-up instance's copy. a ends with b's rows exactly
+// and follows the stream on; b's rows never see a's stale changes.
+func TestRestartedWriterReseedsItself(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	if err := a.f.EnableCapture(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	relayCtx, killRelay := context.WithCancel(ctx)
+	relayDone := make(chan struct{})
+	go func() { defer close(relayDone); _ = a.rel.Run(relayCtx) }()
+	run(t, b.f.Run)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"), obs("vm-3", "mem"))
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+
+	// a commits, then dies before publishing.
+	killRelay()
+	<-relayDone
+	fs, err := a.st.List(ctx, findings.ListFilter{})
+	if err != nil || len(fs) != 3 {
+		t.Fatalf("a's findings: %d %v", len(fs), err)
+	}
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	sil, err := a.st.AddSilence(ctx, findings.Silence{Matchers: findings.Matchers{Resource: "vm-2"}, Comment: "lost", Author: "op",
+		StartsAt: now, EndsAt: now.Add(time.Hour)}, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsent, err := a.st.PendingCount(ctx)
+	if err != nil || unsent == 0 {
+		t.Fatalf("a's unsent events: %d %v", unsent, err)
+	}
+
+	// b takes over and writes.
+	if err := b.f.EnableCapture(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b.rel.Run)
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.f.AwaitEpoch(actx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.Act(ctx, fs[1].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b.rel.Kick()
+	caughtUp(t, b, b.f)
+	run(t, func(ctx context.Context) error { return b.f.ServeSeeds(ctx, b.b.Conn(), t.TempDir(), 1, b.f.SeedReady) })
+	bBefore := replicated(storetest.DumpDB(t, b.st.Path()))
+
+	// a restarts on its database.
+	logs := &testkit.LogBuffer{}
+	reg := prometheus.NewRegistry()
+	m, err := cluster.New(cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: a.st,
+		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	run(t, a.rel.Run)
+	defer func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s", logs.String())
+		}
+	}()
+	testkit.Eventually(t, 20*time.Second, "a re-seeded itself", func() bool { return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded") })
+
+	// The stale changes were named and counted.
+	log := logs.String()
+	for _, want := range []string{`"msg":"unsent state changes dropped`, `"last_writer":"b"`,
+		`{"kind":"findings upsert","id":"` + fs[0].ID + `"}`, `{"kind":"silences upsert","id":"` + sil.ID + `"}`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("a's log lacks %s", want)
+		}
+	}
+	if got := metricValue(t, reg, "patrold_replica_diverged_rows_total"); got != float64(unsent) {
+		t.Errorf("patrold_replica_diverged_rows_total = %v, want %d", got, unsent)
+	}
+	if got := metricValue(t, reg, "patrold_replica_reseeds_total"); got != 1 {
+		t.Errorf("patrold_replica_reseeds_total = %v, want 1", got)
+	}
+	// b never saw them; a now holds exactly b's rows.
+	storetest.SameDB(t, "b after a's restart", replicated(storetest.DumpDB(t, b.st.Path())), bBefore)
+	storetest.SameDB(t, "a after its re-seed", replicated(storetest.DumpDB(t, a.st.Path())), bBefore)
+	if d, err := a.st.Divergence(ctx); err != nil || d.Diverged() {
+		t.Fatalf("a's recorded divergence after the re-seed: %+v %v", d, err)
+	}
+
+	// a follows the stream on from the copy's position.
+	if _, err := b.st.Act(ctx, fs[2].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b.rel.Kick()
+	testkit.Eventually(t, 10*time.Second, "a applies b's next change", func() bool {
+		f, err := a.st.Get(ctx, fs[2].ID)
+		return err == nil && f.AcknowledgedAt != nil
+	})
+	caughtUp(t, b, b.f)
+	testkit.Eventually(t, 10*time.Second, "a caught up", func() bool {
+		l := m.Lag(ctx)
+		return l != nil && !l.Behind
+	})
+	storetest.SameDB(t, "a following b", replicated(storetest.DumpDB(t, a.st.Path())), replicated(storetest.DumpDB(t, b.st.Path())))
+}
+
+// metricValue is the value of the one series of the metric name in g.
+func metricValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.Metric) == 1 {
+			return mf.Metric[0].GetCounter().GetValue() + mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}

@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/store/records"
+)
+
+// Re-seeding itself: a database that diverged (a writer restarted with
+// state changes the stream never got, after another instance wrote) is
+// replaced, in place, by a caught-up instance's copy. Until then:
+//   - the instance never becomes the writer (it releases a lease it
+//     holds) and serves no seed copy;
+//   - it is unready (replica_diverged) and its API refuses reads;
+//   - it asks for a copy again, backing off from reseedRetryMin to
+//     reseedRetryMax.
+const (
+	reseedRetryMin = time.Second
+	reseedRetryMax = 30 * time.Second
+)
+
+// DivergedError says the database holds rows the stream never got.
+type DivergedError struct{ records.Divergence }
+
+func (e *DivergedError) Error() string {
+	var rows []string
+	for _, r := range e.Rows {
+		rows = append(rows, strings.TrimSpace(r.Kind+" "+r.ID))
+	}
+	more := ""
+	if n := e.Count - len(e.Rows); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("this database holds the rows of %d events the state stream never got (dropped from the outbox at %s: %s wrote since; %s%s): "+
+		"it is re-seeded from a caught-up instance automatically; if that keeps failing, stop patrold and run patrold db seed --force --config FILE",
+		e.Count, e.Since.Format(time.RFC3339), e.LastWriter, strings.Join(rows, ", "), more)
+}
+
+// Diverged returns the divergence that stops this replica (nil: none).
+func (f *Follower) Diverged() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.diverged.Diverged() {
+		return nil
+	}
+	return &DivergedError{f.diverged}
+}
+
+func (f *Follower) setDiverged(d records.Divergence) {
+	f.mu.Lock()
+	f.diverged = d
+	f.mu.Unlock()
+}
+
+// Reseed replaces the database with a caught-up instance's copy, fetched
+// over nc into dir (FetchSeed: signed, hashed) and installed in place
+// (Store.Reseed). Applying pauses meanwhile; then the stream resumes
+// after the copy's sequence, and the divergence and any gap are gone.
+func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contracts.Seed, error) {
+	path := filepath.Join(dir, fmt.Sprintf("patrold.reseed-%d.db", time.Now().UnixNano()))
+	defer func() {
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			_ = os.Remove(p)
+		}
+	}()
+	seed, err := FetchSeed(ctx, nc, f.o.JetStream, f.o.Guard, f.o.Prefix, path)
+	if err != nil {
+		return seed, err
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if _, err := f.o.Store.Reseed(ctx, path); err != nil {
+		return seed, err
+	}
+	f.mu.Lock()
+	f.diverged, f.gap = records.Divergence{}, nil
+	restart := f.restart
+	f.mu.Unlock()
+	if restart != nil {
+		restart()
+	}
+	return seed, nil
+}
+
+// reseedLoop re-seeds a diverged database until it is done or ctx ends.
+// Start runs the seed service after it: a diverged instance answers no
+// seed request, so every one it sends reaches an instance that may.
+func (r *Member) reseedLoop(ctx context.Context) {
+	wait := time.Duration(0)
+	for r.f.Diverged() != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(max(2*wait, reseedRetryMin), reseedRetryMax)
+		seed, err := r.f.Reseed(ctx, r.o.Bus.Conn(), r.o.DataDir)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("diverged database not re-seeded yet", "err", err, "retry_in", wait)
+			}
+			continue
+		}
+		r.reseeds.Add(1)
+		r.log.Info("diverged database re-seeded from a caught-up instance: it holds what the stream holds", "origin", seed.Origin,
+			"signer", seed.Signer, "applied_seq", seed.AppliedSeq, "bytes", seed.Bytes)
+	}
+}
