@@ -50,7 +50,7 @@ const (
 // the request/reply stems. Each is a subject label of
 // patrold_bus_refused_total.
 var SignedSubjects = []string{SubjectRemediationRequests, SubjectRemediationOutcomes, SubjectStateChanges,
-	StemSessions, StemForward, StemSeed}
+	StemSessions, StemForward, StemSeed, StemTrigger}
 
 // ForwardSubject is the request/reply subject of API calls a standby
 // forwards to the writer.

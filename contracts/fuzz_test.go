@@ -2,6 +2,7 @@ package contracts
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -103,6 +104,37 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		if !json.Valid(ev.Data) {
 			t.Fatalf("accepted invalid data %q", ev.Data)
+		}
+	})
+}
+
+// FuzzDecodeTriggerRequest: what the decoder accepts names at least one
+// resource and survives a round trip unchanged.
+func FuzzDecodeTriggerRequest(f *testing.F) {
+	f.Add([]byte(`{"resources": ["node/pve1"], "reason": "HostDown"}`))
+	f.Add([]byte(`{"resources": []}`))
+	f.Add([]byte(`{"resources": ["a"], "extra": 1}`))
+	f.Add([]byte(`{"resources": ["a"]} {}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := DecodeTriggerRequest(raw)
+		if err != nil {
+			if r.Resources != nil || r.Reason != "" {
+				t.Fatal("value returned with an error")
+			}
+			return
+		}
+		if len(r.Resources) == 0 {
+			t.Fatalf("accepted a request naming no resource: %s", raw)
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeTriggerRequest(data)
+		if err != nil || !slices.Equal(back.Resources, r.Resources) || back.Reason != r.Reason {
+			t.Fatalf("round trip: %+v -> %+v %v", r, back, err)
 		}
 	})
 }

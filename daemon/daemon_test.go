@@ -55,7 +55,12 @@ func useSnapshot(t *testing.T, dir, name string) {
 
 func start(t *testing.T, cfg *config.Config) *daemon.Daemon {
 	t.Helper()
-	reg := prometheus.NewRegistry()
+	return startWith(t, cfg, prometheus.NewRegistry())
+}
+
+// startWith is start with the daemon's metrics on reg.
+func startWith(t *testing.T, cfg *config.Config, reg *prometheus.Registry) *daemon.Daemon {
+	t.Helper()
 	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: os.Stderr})
 	if err != nil {
 		t.Fatal(err)

@@ -138,6 +138,7 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 		// Member runs these while this instance is the writer.
 		m.goRun(func() error { m.consumeOutcomes(runCtx, d); return nil })
 		m.goRun(func() error { m.serveSessions(runCtx, d); return nil })
+		m.goRun(func() error { m.serveTriggers(runCtx, d); return nil })
 	}
 	if notifier != nil {
 		m.goRun(func() error { return notifier.Run(runCtx) })
@@ -147,7 +148,8 @@ func startMessaging(ctx context.Context, d *Daemon, cfg *config.Config) (*messag
 
 // startCluster builds and starts this instance's cluster member (cluster
 // mode only) and puts its stop on the root's teardown stack. The outcome
-// consumer and the session service run while it is the writer. It runs
+// consumer, the session service and the trigger subject run while it is
+// the writer. It runs
 // before the relay starts (the member fences a deposed writer's unsent
 // changes first).
 func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
@@ -168,6 +170,7 @@ func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
 	d.root.td.push("cluster", m.Stop)
 	m.WhileWriter(func(ctx context.Context) { d.msg.consumeOutcomes(ctx, d) })
 	m.WhileWriter(func(ctx context.Context) { d.msg.serveSessions(ctx, d) })
+	m.WhileWriter(func(ctx context.Context) { d.msg.serveTriggers(ctx, d) })
 	return m.Start(ctx)
 }
 

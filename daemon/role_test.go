@@ -94,7 +94,16 @@ func TestSingleInstanceShowsRoleAndLastSuccess(t *testing.T) {
 	}
 }
 
-func TestClusterStandbyShowsItsRole(t *testing.T) {
+// clusterOnOneServer is a cluster of instances on one embedded NATS
+// server (stopped with the test): node starts one named instance on the
+// slow fleet, all sharing the deployment key in keyFile.
+type clusterOnOneServer struct {
+	url, keyFile string
+	node         func(name string) *daemon.Daemon
+}
+
+func oneServerCluster(t *testing.T) clusterOnOneServer {
+	t.Helper()
 	sopts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +112,19 @@ func TestClusterStandbyShowsItsRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown()
-	node := func(name string) *daemon.Daemon {
+	t.Cleanup(srv.Shutdown)
+	c := clusterOnOneServer{url: srv.ClientURL(), keyFile: testkit.KeyFile(t)}
+	c.node = func(name string) *daemon.Daemon {
 		cfg, _ := slowConfig(t, t.TempDir(), "0")
-		cfg.NATS.URL = srv.ClientURL()
-		cfg.Cluster = &cluster.Config{Instance: name, SecretFile: testkit.KeyFile(t)}
+		cfg.NATS.URL = c.url
+		cfg.Cluster = &cluster.Config{Instance: name, SecretFile: c.keyFile}
 		return start(t, cfg)
 	}
+	return c
+}
+
+func TestClusterStandbyShowsItsRole(t *testing.T) {
+	node := oneServerCluster(t).node
 	a := node("node-a")
 	testkit.Eventually(t, 5*time.Second, "node-a leads", a.Leadership().HoldsLease)
 	b := node("node-b")

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/patrol"
 )
 
 // natsDocFacts derives from package contracts what docs/NATS.md must state: the
-// subjects and CloudEvents types, the finding and approval events, and the
-// remediation outcomes.
+// subjects and CloudEvents types, the finding and approval events, the
+// remediation outcomes and the trigger answer's outcomes.
 func natsDocFacts() (words []string, listLines map[string][]string) {
 	for _, sub := range [][2]string{
 		{contracts.SubjectRunCompleted, contracts.TypeRunCompleted},
@@ -30,6 +31,11 @@ func natsDocFacts() (words []string, listLines map[string][]string) {
 	for _, o := range contracts.Outcomes {
 		listLines["`outcome` is one of"] = append(listLines["`outcome` is one of"], string(o))
 	}
+	const trig = "A trigger answer's outcome is"
+	for _, o := range patrol.TriggerOutcomes {
+		listLines[trig] = append(listLines[trig], string(o))
+	}
+	listLines[trig] = append(listLines[trig], contracts.TriggerInvalid, contracts.TriggerUnauthenticated)
 	return words, listLines
 }
 

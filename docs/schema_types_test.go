@@ -27,6 +27,8 @@ var schemaTypes = map[string]reflect.Type{
 	"patrold.run.completed.v1.json":       reflect.TypeFor[patrol.RunCompleted](),
 	"patrold.remediation.request.v1.json": reflect.TypeFor[contracts.RemediationRequest](),
 	"patrold.remediation.outcome.v1.json": reflect.TypeFor[contracts.RemediationOutcome](),
+	"patrold.trigger.request.v1.json":     reflect.TypeFor[contracts.TriggerRequest](),
+	"patrold.trigger.answer.v1.json":      reflect.TypeFor[contracts.TriggerAnswer](),
 }
 
 var (

@@ -3,7 +3,8 @@
 rule, the severity a full storage needs, held findings kept from the
 stream and from investigation, release by the sweep) and the scope of a
 scoped run (nothing outside it resolved, nothing outside it patrolled),
-the trigger limits and coalescing, and the Alertmanager hook's guards.
+the trigger limits and coalescing, the Alertmanager hook's guards and
+the NATS trigger subject's (verified, scope-checked, the writer only).
 Each mutation removes one rule; its tests must fail."""
 from mutations import run
 
@@ -11,6 +12,7 @@ FINDINGS = ["./findings", "-run", "TestInhibitRules|TestGateRefusesInhibited"]
 STREAM = ["./daemon", "-run", "TestInhibition"]
 SCOPE = ["./patrol", "-run", "TestScopedRun"]
 TRIGGER = ["./patrol", "-run", "TestTriggerLimitsAndCoalescing"]
+NATS_TRIGGER = ["./daemon", "-run", "TestNATSTrigger"]
 
 MUTATIONS = [
     ("inhibit-node-offline", "findings/inhibit.go",
@@ -60,6 +62,14 @@ MUTATIONS = [
      ["./api", "-run", "TestAlertmanagerHook"]),
     ("trigger-token-hooks-only", "api/auth.go",
      "case need == ScopeRead && who.scope == ScopeTrigger:", "case false:", ["./api", "-run", "TestAlertmanagerHook"]),
+    ("nats-trigger-verified", "bus/trigger.go",
+     "\tif err := b.guard.CheckNow(contracts.StemTrigger, m); err != nil {", "\tif err := error(nil); err != nil {", NATS_TRIGGER),
+    ("nats-trigger-scope-checked", "daemon/trigger.go",
+     "\tif err := patrol.CheckScope(req.Resources, req.Reason); err != nil {\n\t\treturn contracts.TriggerAnswer",
+     "\tif err := error(nil); err != nil {\n\t\treturn contracts.TriggerAnswer", NATS_TRIGGER),
+    ("nats-trigger-writer-only", "daemon/messaging.go",
+     "\t\tm.goRun(func() error { m.serveTriggers(runCtx, d); return nil })\n\t}",
+     "\t}\n\tm.goRun(func() error { m.serveTriggers(runCtx, d); return nil })", NATS_TRIGGER),
     ("pipeline-inhibits", "patrol/pipeline.go",
      "\tinhibit(obs, byID)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
 ]

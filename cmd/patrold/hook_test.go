@@ -37,19 +37,7 @@ func TestAlertmanagerTriggersScopedRun(t *testing.T) {
 	c := newCLI(t, "http: {listen: '"+addr+"', tokens: [{name: alertmanager, token_file: "+token+", scope: trigger}]}\n"+
 		"nats: {embedded: {listen: '"+freeAddr(t)+"'}}\nlog: {level: warn}\n"+
 		"schedule: {startup_delay: 1h}\nsource: {kind: file, file: {path: "+faults+"}}\n")
-	cfg, err := (&app{configPath: c.cfg}).loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(context.Background())
+	d := startDaemon(t, c)
 
 	example, err := os.ReadFile("../../deploy/alertmanager-receiver.yml")
 	if err != nil {
@@ -99,4 +87,65 @@ func TestAlertmanagerTriggersScopedRun(t *testing.T) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %v %d", err, len(runs))
 	}
+}
+
+// TestTriggerCommand: `patrold trigger` signs a request with the data
+// directory's deployment key and the daemon's writer takes it, then
+// refuses the same resource under the per-resource limit; the run is
+// the trigger's scoped run.
+func TestTriggerCommand(t *testing.T) {
+	faults, _ := filepath.Abs("../../examples/small-faults.json")
+	c := newCLI(t, "http: {listen: '127.0.0.1:0'}\nnats: {embedded: {listen: '"+freeAddr(t)+"'}}\nlog: {level: warn}\n"+
+		"schedule: {startup_delay: 1h}\nsource: {kind: file, file: {path: "+faults+"}}\n")
+	d := startDaemon(t, c)
+	out, code := c.run("trigger", "--resource", "node/pve2", "--reason", "HostDown on pve2", "-o", "json")
+	var ans struct {
+		Outcome   string   `json:"outcome"`
+		RunID     string   `json:"run_id"`
+		Resources []string `json:"resources"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &ans) != nil || ans.Outcome != "taken" || ans.RunID == "" || !reflect.DeepEqual(ans.Resources, []string{"node/pve2"}) {
+		t.Fatalf("trigger: exit %d\n%s", code, out)
+	}
+	var rep struct {
+		Trigger string        `json:"trigger"`
+		Scope   *patrol.Scope `json:"scope"`
+	}
+	testkit.EventuallyState(t, 30*time.Second, "the triggered run finishes", func() (bool, string) {
+		full, err := d.Store().Run(context.Background(), ans.RunID)
+		if err != nil || full.FinishedAt == nil {
+			return false, "running"
+		}
+		return json.Unmarshal(full.Report, &rep) == nil, string(full.Report)
+	})
+	want := &patrol.Scope{Resources: []string{"node/pve2"}, Reason: "HostDown on pve2", Patrolled: rep.Scope.Patrolled}
+	if rep.Trigger != string(patrol.TriggerAlert) || !reflect.DeepEqual(rep.Scope, want) {
+		t.Fatalf("run trigger %q scope %+v, want alert %+v", rep.Trigger, rep.Scope, want)
+	}
+	if out, code := c.run("trigger", "--resource", "node/pve2"); code != 0 || out != "trigger refused: node/pve2\n" {
+		t.Fatalf("second trigger: exit %d %q, want refused under the per-resource limit", code, out)
+	}
+	if out, code := c.run("trigger", "--reason", "x"); code != 2 || !strings.Contains(out, "--resource: at least one resource id") {
+		t.Fatalf("trigger without --resource: exit %d %q, want usage", code, out)
+	}
+}
+
+// startDaemon starts the daemon of c's configuration in this process;
+// it stops with the test.
+func startDaemon(t *testing.T, c *cli) *daemon.Daemon {
+	t.Helper()
+	cfg, err := (&app{configPath: c.cfg}).loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	return d
 }
