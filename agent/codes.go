@@ -19,6 +19,7 @@ const (
 	CodeToolNotAdvertised Code = "TOOL_NOT_ADVERTISED"
 	CodeUnknownTool       Code = "UNKNOWN_TOOL"
 	CodeMalformedToolCall Code = "MALFORMED_TOOL_CALL"
+	CodeNoSuchPlaceholder Code = "UNKNOWN_PLACEHOLDER"
 	CodeInvalidInput      Code = "INVALID_INPUT"
 	CodeNotFound          Code = "NOT_FOUND"
 	CodeApprovalRequired  Code = "APPROVAL_REQUIRED"
@@ -39,6 +40,7 @@ var codeCatalogue = []CodeInfo{
 	{CodeToolNotAdvertised, "the tool is not offered in this session's profile or this turn", false},
 	{CodeUnknownTool, "no tool of that name is registered", false},
 	{CodeMalformedToolCall, "the call's arguments are not one complete JSON object (cut off or malformed JSON): send it again whole", false},
+	{CodeNoSuchPlaceholder, "the arguments name a placeholder (model.mask_names) that no message of this session carried", false},
 	{CodeInvalidInput, "the arguments do not match the tool's JSON schema or were rejected by the tool", true},
 	{CodeNotFound, "the tool could not find the object it was asked about", true},
 	{CodeApprovalRequired, "the write waits for an operator approval", false},

@@ -5,6 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/model"
@@ -36,6 +40,7 @@ const (
 	CheckRegistered       Check = "registered"
 	CheckAdvertised       Check = "advertised"
 	CheckWellFormed       Check = "well_formed"
+	CheckPlaceholders     Check = "placeholders"
 	CheckArguments        Check = "arguments"
 	CheckLookFirst        Check = "look_first"
 	CheckStateMachine     Check = "state_machine"
@@ -91,6 +96,7 @@ var prechecks = []precheck{
 	{CheckRegistered, CodeUnknownTool, scopeAll, "the tool is registered", checkRegistered},
 	{CheckAdvertised, CodeToolNotAdvertised, scopeAll, "the tool is advertised in this profile and this turn", checkAdvertised},
 	{CheckWellFormed, CodeMalformedToolCall, scopeAll, "the arguments are one complete JSON object (not cut off or malformed)", checkWellFormed},
+	{CheckPlaceholders, CodeNoSuchPlaceholder, scopeAll, "the arguments name only placeholders the session sent (when names are masked)", checkPlaceholders},
 	{CheckArguments, CodeInvalidInput, scopeAll, "the arguments match the schema and are bounded (strings 2 KiB unless declared, arrays 64 items)", checkArguments},
 	{CheckLookFirst, CodeLookFirst, scopeAll, "an operator question comes after a real tool was tried", checkLookFirst},
 	{CheckStateMachine, CodeFSMBlocked, scopeWrite, "the session state machine admits a write now", checkStateMachine},
@@ -257,6 +263,61 @@ func checkWellFormed(_ context.Context, _ *Session, c *call, _ *judgeInput) *Too
 	}
 	return NewToolError(CodeMalformedToolCall, "arguments: not one complete JSON object (cut off or malformed); send the call again with its arguments as a JSON object").
 		With("tool", c.tc.Name).With("received", got)
+}
+
+// Placeholders tells placeholders a masked session sent (model.mask_names)
+// from ones a model made up.
+type Placeholders interface {
+	// Invented returns the placeholder-shaped words of s that were never
+	// sent.
+	Invented(s string) []string
+}
+
+// checkPlaceholders refuses arguments that name a made-up placeholder.
+// The refusal names the arguments, never the placeholder: echoed back, a
+// made-up placeholder would be masked as data.
+func checkPlaceholders(_ context.Context, s *Session, c *call, _ *judgeInput) *ToolError {
+	if s.opts.Placeholders == nil {
+		return nil
+	}
+	var v any
+	if decodeJSON(bytes.TrimSpace(c.tc.Arguments), &v) != nil {
+		return nil // empty: nothing to name
+	}
+	var paths []string
+	walkStrings(v, "arguments", func(path, str string) {
+		if len(s.opts.Placeholders.Invented(str)) > 0 && !slices.Contains(paths, path) {
+			paths = append(paths, path)
+		}
+	})
+	if len(paths) == 0 {
+		return nil
+	}
+	return NewToolError(CodeNoSuchPlaceholder, "%s: names a placeholder that appears nowhere in this session's data; use only the placeholders the data shows",
+		strings.Join(paths, ", ")).With("tool", c.tc.Name).With("arguments", paths)
+}
+
+// walkStrings calls fn with every string of v (keys too) and its path,
+// object keys in sorted order.
+func walkStrings(v any, path string, fn func(path, s string)) {
+	switch x := v.(type) {
+	case string:
+		fn(path, x)
+	case []any:
+		for i, e := range x {
+			walkStrings(e, fmt.Sprintf("%s[%d]", path, i), fn)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fn(path, k)
+			walkStrings(x[k], join(path, k), fn)
+		}
+	}
 }
 
 func checkArguments(_ context.Context, _ *Session, c *call, _ *judgeInput) *ToolError {

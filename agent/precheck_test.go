@@ -190,7 +190,7 @@ func TestManifestListsTheChecks(t *testing.T) {
 	for _, p := range m.Prechecks {
 		checks = append(checks, p.Check)
 	}
-	want := []Check{CheckRegistered, CheckAdvertised, CheckWellFormed, CheckArguments, CheckLookFirst, CheckStateMachine, CheckTargetResolved, CheckTargetKind,
+	want := []Check{CheckRegistered, CheckAdvertised, CheckWellFormed, CheckPlaceholders, CheckArguments, CheckLookFirst, CheckStateMachine, CheckTargetResolved, CheckTargetKind,
 		CheckSignal, CheckAutonomyRisk, CheckApproval, CheckConditionPresent, CheckBudget, CheckOncePerEpisode, CheckLoop}
 	if !slices.Equal(checks, want) {
 		t.Fatalf("manifest checks %v", checks)
@@ -227,5 +227,60 @@ func TestSafeToolName(t *testing.T) {
 	r := s.ExecuteBatch(context.Background(), 1, []model.ToolCall{{ID: strings.Repeat("i", 500), Name: "<|im_start|>", Arguments: json.RawMessage(`{}`)}}).Results[0]
 	if r.Step.Tool != InvalidToolName || r.Step.CallID != "call_1_1" || strings.Contains(r.Content, "im_start") {
 		t.Fatalf("step %+v content %s", r.Step, r.Content)
+	}
+}
+
+// sentPlaceholders is a masked session that sent vm/masked-id-1 only.
+type sentPlaceholders struct{}
+
+func (sentPlaceholders) Invented(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' }) {
+		if strings.Contains(w, "masked-") && w != "vm/masked-id-1" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// TestPrecheckPlaceholders is the attack: with names masked, a call whose
+// arguments name a placeholder the session never sent is refused with
+// UNKNOWN_PLACEHOLDER before the state machine or any handler sees it; the
+// refusal names the arguments, never the placeholder. Without masking the
+// same call runs.
+func TestPrecheckPlaceholders(t *testing.T) {
+	var cnt calls
+	s := established(t, &cnt, &testAuthority{}, func(o *Options) { o.Placeholders = sentPlaceholders{} })
+	b := s.ExecuteBatch(context.Background(), 2, []model.ToolCall{
+		tc("restart", `{"id":"vm/masked-id-7"}`),
+		tc("read_logs", `{"id":"vm/masked-id-1","masked-name-3":["ok","x masked-tag-2"]}`),
+		tc("read_logs", `{"id":"vm/masked-id-1"}`),
+	})
+	got := []envelope{decodeEnvelope(t, b.Results[0].Content), decodeEnvelope(t, b.Results[1].Content)}
+	want := []struct {
+		msg  string
+		args []any
+	}{
+		{"arguments.id: names a placeholder that appears nowhere in this session's data; use only the placeholders the data shows", []any{"arguments.id"}},
+		{"arguments, arguments.masked-name-3[1]: names a placeholder that appears nowhere in this session's data; use only the placeholders the data shows",
+			[]any{"arguments", "arguments.masked-name-3[1]"}},
+	}
+	for i, e := range got {
+		if e.Error == nil || e.Error.Code != CodeNoSuchPlaceholder || e.Error.Message != want[i].msg ||
+			!slices.Equal(e.Error.Details["arguments"].([]any), want[i].args) || e.Error.Details["check"] != string(CheckPlaceholders) ||
+			b.Results[i].Step.Code != CodeNoSuchPlaceholder {
+			t.Errorf("call %d: step %+v envelope %s", i+1, b.Results[i].Step, b.Results[i].Content)
+		}
+	}
+	if r := b.Results[2]; r.Step.Status != StatusOK {
+		t.Errorf("a sent placeholder was refused: %+v %s", r.Step, r.Content)
+	}
+	if cnt.get("restart") != 0 || cnt.get("read_logs") != 1 || s.FSM().State() != StateReading || s.FSM().WroteThisEpisode() {
+		t.Fatalf("ran restart %d, read_logs %d; FSM %s", cnt.get("restart"), cnt.get("read_logs"), s.FSM().State())
+	}
+	// Names not masked: the check admits the same write.
+	plain := established(t, &cnt, &testAuthority{}, nil)
+	if r := plain.ExecuteBatch(context.Background(), 2, []model.ToolCall{tc("restart", `{"id":"vm/masked-id-7"}`)}).Results[0]; r.Step.Status != StatusOK {
+		t.Fatalf("unmasked session refused: %+v %s", r.Step, r.Content)
 	}
 }

@@ -36,6 +36,11 @@ type Options struct {
 	// TurnBudget is checked before the first turn and after every turn; a
 	// non-nil error stops the loop with BUDGET_EXHAUSTED.
 	TurnBudget func(turn int, usage model.Usage) error
+	// Placeholders, when names are masked (model.mask_names), tells the
+	// placeholders the session sent from ones a model made up; the
+	// placeholders pre-check refuses a call whose arguments hold one.
+	// nil: names are not masked and the check admits every call.
+	Placeholders Placeholders
 	// VerificationPrompt overrides DefaultVerificationPrompt.
 	VerificationPrompt string
 	Metrics            *Metrics

@@ -119,13 +119,18 @@ func newFixture(t testing.TB) *fixture {
 }
 
 // seed files a critical finding in one run and starts its investigation
-// (attempt 1), as the patrol side does.
-func (fx *fixture) seed(resource, key, category string) findings.Finding {
+// (attempt 1), as the patrol side does. evidence, when given, is its
+// description and evidence instead of the usage.
+func (fx *fixture) seed(resource, key, category string, evidence ...string) findings.Finding {
 	t := fx.t
 	ctx := context.Background()
 	runID := findings.NewID(t0)
+	text := "usage 96.3%"
+	if len(evidence) > 0 {
+		text = evidence[0]
+	}
 	obs := findings.Observation{Key: key, ResourceID: resource, Category: findings.Category(category), Severity: findings.SeverityCritical,
-		Source: findings.SourceDeterministic, Title: prompt.Safe("storage almost full", 4000), Description: prompt.Safe("usage 96.3%", 4000), Evidence: prompt.Safe("usage 96.3%", 4000)}
+		Source: findings.SourceDeterministic, Title: prompt.Safe("storage almost full", 4000), Description: prompt.Safe(text, 4000), Evidence: prompt.Safe(text, 4000)}
 	ch, err := fx.st.CommitRun(ctx, findings.RunInput{RunID: runID, Now: t0, Observations: []findings.Observation{obs}, Policy: findings.DefaultPublishPolicy()},
 		func([]findings.Change) (findings.RunRecord, []findings.OutboxDraft, error) {
 			return findings.RunRecord{ID: runID, Trigger: "manual", Status: "critical", Analysis: "deterministic", StartedAt: t0}, nil, nil

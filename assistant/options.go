@@ -110,6 +110,10 @@ type Options struct {
 	// bounds one answer (0: the provider's default).
 	ModelName       string
 	MaxOutputTokens int
+	// MaskNames sends the fleet's names, ids, tags and addresses as
+	// placeholders and maps them back in what the model answers
+	// (model.mask_names).
+	MaskNames bool
 	// Prices and Budget are model.prices and model.budget: per_run_usd
 	// bounds one session, per_day_usd and per_30d_usd the spend of runs and
 	// sessions together.

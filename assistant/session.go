@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model"
 	"github.com/patrold/patrold/model/ground"
+	"github.com/patrold/patrold/model/mask"
 	"github.com/patrold/patrold/model/prompt"
 )
 
@@ -77,6 +78,9 @@ type session struct {
 func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.FSM, grant ...string) (*session, error) {
 	e := &env{a: a, finding: f, sessionID: st.ID, autonomy: st.Autonomy, corpus: ground.NewCorpus()}
 	e.seed(st.Messages)
+	if a.opts.MaskNames && a.opts.Provider != nil && st.Driver == contracts.DriverModel {
+		e.masker = mask.New(findingVocabulary(&f))
+	}
 	if len(grant) > 0 {
 		e.grant = grant[0]
 	}
@@ -125,7 +129,7 @@ func (a *Assistant) newSession(st sessionState, f findings.Finding, fsm *agent.F
 // conversation, and the cost and token budgets checked before every turn.
 func (s *session) modelSide(opts *agent.Options) error {
 	a := s.a
-	rec, err := model.NewRecorder(a.opts.Provider, a.opts.Now)
+	rec, err := model.NewRecorder(s.env.maskedProvider(a.opts.Provider), a.opts.Now)
 	if err != nil {
 		return fmt.Errorf("assistant: %w", err)
 	}
@@ -153,6 +157,9 @@ func (s *session) modelSide(opts *agent.Options) error {
 	s.meter = &meter{s: s, base: base}
 	opts.Provider = &prompt.Provider{Next: rec, Conv: cv, Guard: prompt.Guard(systemPolicy), Skip: 1}
 	opts.TurnBudget = s.meter.check
+	if s.env.masker != nil {
+		opts.Placeholders = s.env.masker
+	}
 	return nil
 }
 
@@ -226,6 +233,11 @@ func (s *session) driveModel(ctx context.Context, msgs []model.Message) {
 	if err := s.budget.Allow(s.a.opts.Now(), 0); err != nil {
 		s.stopped = true
 		s.reason = "model budget exhausted before the first turn: " + err.Error()
+		return
+	}
+	if err := s.env.learnFleet(ctx); err != nil {
+		s.providerErr = err
+		s.reason = err.Error()
 		return
 	}
 	offset := s.state.Turns

@@ -8,6 +8,7 @@ import (
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/model/ground"
+	"github.com/patrold/patrold/model/mask"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/snapshot"
 )
@@ -46,6 +47,10 @@ type env struct {
 
 	// corpus indexes what the read tools showed the model (fileText).
 	corpus *ground.Corpus
+	// masker hides names from the model (model.mask_names); nil: not
+	// masked. learned: a live snapshot's names are in its vocabulary.
+	masker  *mask.Masker
+	learned bool
 }
 
 // writeRequest is a write that needs an operator's approval.
@@ -87,6 +92,7 @@ func (e *env) collect(ctx context.Context) (*snapshot.Snapshot, error) {
 	if err != nil {
 		return nil, agent.NewToolError(agent.CodeExecutionFailed, "collect live state: %v", err)
 	}
+	e.learn(snap)
 	return snap, nil
 }
 

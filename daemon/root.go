@@ -417,6 +417,7 @@ func assistantOptions(cfg *config.Config, provider model.Provider) assistant.Opt
 		Actions: actionSpecs(cfg), Autonomy: func() findings.Autonomy { return findings.Autonomy(cfg.Patrol.Autonomy) },
 		Provider: provider, Config: assistantSettings(cfg), SessionTimeout: cfg.Investigation.Timeout,
 		Prices: cfg.Model.Prices, Budget: cfg.Model.Budget, EvidenceBudget: cfg.Investigation.EvidenceBudget,
+		MaskNames: cfg.Model.MaskNames,
 	}
 	if ep, ok := cfg.Model.Endpoint(); ok {
 		o.ModelName, o.MaxOutputTokens = ep.Model, ep.MaxOutputTokens

@@ -258,7 +258,7 @@ func TestAgentTablesGuardFailsOnDrift(t *testing.T) {
 		"handler code widened in code": {mutate(`{CodeFSMBlocked, "the session state machine refused the call (e.g. a write before verifying the previous one)", false}`,
 			`{CodeFSMBlocked, "the session state machine refused the call (e.g. a write before verifying the previous one)", true}`), safety},
 		"doc drops a transition":     {src, agentEdit(t, safety, "| `READING` | `begin_write` | `WRITING` |\n", "")},
-		"doc reorders prechecks":     {src, agentEdit(t, safety, "| 13 | `budget` | `BUDGET_EXHAUSTED` |", "| 13 | `loop` | `LOOP_DETECTED` |")},
+		"doc reorders prechecks":     {src, agentEdit(t, safety, "| 14 | `budget` | `BUDGET_EXHAUSTED` |", "| 14 | `loop` | `LOOP_DETECTED` |")},
 		"doc says handler may forge": {src, agentEdit(t, safety, "the state machine refused the call | runtime |", "the state machine refused the call | runtime, handler |")},
 	}
 	for name, c := range cases {

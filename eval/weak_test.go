@@ -437,13 +437,14 @@ func TestMaskedNamesNeverReachTheModel(t *testing.T) {
 	for _, api := range fakeAPIs {
 		t.Run(api.name, func(t *testing.T) {
 			srv := api.server(t,
-				modelfake.Turn{Calls: []modelfake.Call{{Name: "get_resource", Args: fmt.Sprintf(`{"id": %q}`, vm)}}},
+				// A placeholder the model made up is refused (UNKNOWN_PLACEHOLDER).
+				modelfake.Turn{Calls: []modelfake.Call{{Name: "get_resource", Args: fmt.Sprintf(`{"id": %q}`, vm)}, {Name: "get_resource", Args: `{"id": "vm/masked-id-99"}`}}},
 				modelfake.Turn{Calls: []modelfake.Call{{Name: "report_finding", Args: fmt.Sprintf(`{"resource_id": %q, "category": "performance", "key": "high_memory", "severity": "warning", "title": "Guest is short of memory", "evidence": "memory_percent 91 on %s"}`, vm, vm)}}},
 				modelfake.Turn{Text: "Filed " + vm + "."},
 			)
 			f := weakRunOn(t, sc, weakWindow, true, func() (model.Provider, error) { return api.client(srv, nil) })
 			expectFigures(t, f, Figures{Status: patrol.StatusIssuesFound, StatusReasons: []string{}, Missed: []SignalRef{}, Recall: oneRecall(1), Precision: oneRecall(1),
-				Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, Turns: 3, Requests: 3,
+				Counts: Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1, RefusedCalls: 1, Turns: 3, Requests: 3,
 					InputTokens: 3 * modelfake.UsageInput, OutputTokens: 3 * modelfake.UsageOutput}})
 			terms := []string{"vm/210", "node/pve-alpha", "pve-alpha", "billing-db", "prod-eu", "pci<zone>", "10.20.30.40", "10.20.30.41", "fd00:20::40", "192.0.2.10"}
 			reqs := srv.Requests()
@@ -459,6 +460,9 @@ func TestMaskedNamesNeverReachTheModel(t *testing.T) {
 			// The read reached the real resource: its masked view went back.
 			if !bytes.Contains(reqs[1], []byte(m.Mask("billing-db"))) || !bytes.Contains(reqs[1], []byte("91")) {
 				t.Fatalf("second request has no masked view of the guest:\n%s", reqs[1])
+			}
+			if !bytes.Contains(reqs[1], []byte("UNKNOWN_PLACEHOLDER")) {
+				t.Fatalf("the made-up placeholder was not refused:\n%s", reqs[1])
 			}
 		})
 	}

@@ -15,6 +15,7 @@ FIT = ["./model/prompt", "-run", "TestFit"]
 SMALL = ["./eval", "-run", "TestSmallContextCutsOldToolResults"]
 STREAM = ["./eval", "-run", "TestStreamed|TestBrokenStream"]
 MASK = ["./model/mask", "./eval", "-run", "TestMask|TestData|FuzzRoundTrip"]
+SESSION_MASK = ["./model/mask", "./assistant", "-run", "TestMaskedSession|TestInvented|TestAdd"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -63,15 +64,23 @@ MUTATIONS = [
     ("anthropic-stream-order", "model/anthropic/stream.go",
      "if err := msg.Accumulate(st.Current()); err != nil {", "if err := msg.Accumulate(st.Current()); err != nil && false {", STREAM),
     ("mask-wired", "patrol/analyst/stage.go", "\tif a.opts.MaskNames {", "\tif false {", MASK),
-    ("mask-messages", "model/mask/provider.go", "\t\tmsg.Content = m.Mask(msg.Content)\n", "", MASK),
+    ("mask-messages", "model/mask/provider.go", "\t\tmsg.Content = maskText(msg.Content)\n", "", MASK),
     ("mask-history-args", "model/mask/provider.go",
-     "c.Arguments = json.RawMessage(m.Mask(string(c.Arguments)))", "c.Arguments = json.RawMessage(string(c.Arguments))", MASK),
+     "c.Arguments = json.RawMessage(maskText(string(c.Arguments)))", "c.Arguments = json.RawMessage(string(c.Arguments))", MASK),
+    ("mask-echo-adds-no-term", "model/mask/provider.go", "\t\t\tmaskText = m.MaskEcho", "\t\t\tmaskText = m.Mask", SESSION_MASK),
+    ("invented-placeholders", "patrol/analyst/stage.go", "\t\tr.placeholders = masker\n", "", MASK),
+    ("invented-not-known", "model/mask/mask.go", "\t\tif m.known(w) {", "\t\tif true {", SESSION_MASK),
+    ("session-mask-wired", "assistant/session.go", "if a.opts.MaskNames && a.opts.Provider != nil", "if false && a.opts.Provider != nil", SESSION_MASK),
+    ("session-placeholders-checked", "assistant/session.go", "\t\topts.Placeholders = s.env.masker\n", "", SESSION_MASK),
+    ("session-learns-reads", "assistant/mask.go", "\te.masker.Add(mask.ForSnapshot(snap, e.finding.ResourceID))\n", "", SESSION_MASK),
+    ("session-fails-closed", "assistant/mask.go", "if _, err := e.collect(ctx); err != nil {", "if _, err := e.collect(ctx); err != nil && false {", SESSION_MASK),
+    ("session-learns-first", "assistant/mask.go", "\tdone := e.masker == nil || e.learned\n", "\tdone := true\n", SESSION_MASK),
     ("unmask-args", "model/mask/provider.go", "c.Arguments = m.UnmaskJSON(c.Arguments)", "c.Arguments = json.RawMessage(c.Arguments)", MASK),
     ("mask-escaped-forms", "model/mask/mask.go", "\tfor _, form := range forms(term) {", "\tfor _, form := range []string{term} {", MASK),
     ("mask-word-boundary", "model/mask/mask.go", "if !ok || i+n < len(s) && word(s[i+n-1]) && word(s[i+n]) {", "if !ok {", MASK),
     ("mask-longest-first", "model/mask/mask.go", "\tm.lengths = append(m.lengths, 0)\n\tcopy(m.lengths[i+1:], m.lengths[i:])\n\tm.lengths[i] = n",
      "\tm.lengths = append(m.lengths, n)", MASK),
-    ("mask-placeholder-data", "model/mask/mask.go", "\t\tm.add(className, s[loc[0]:loc[1]])\n", "\t\tm.add(className, s[loc[0]:loc[1]][:0])\n", MASK),
+    ("mask-placeholder-data", "model/mask/mask.go", "\t\t\tm.add(className, s[loc[0]:loc[1]])\n", "\t\t\tm.add(className, s[loc[0]:loc[1]][:0])\n", MASK),
     ("mask-free-text-ipv4", "model/mask/mask.go", "\t\t\tm.add(classAddr, s[loc[0]:loc[1]])\n", "\t\t\tm.add(classAddr, s[loc[0]:loc[1]][:0])\n", MASK),
     ("mask-host-of-address", "model/mask/mask.go", "\t\t\t\t\tv.Addresses = append(v.Addresses, host)\n", "\t\t\t\t\tv.Addresses = append(v.Addresses, host[:0])\n", MASK),
     ("exit-1-unqualified", "cmd/patrold/eval.go",

@@ -10,7 +10,9 @@
 //   - a term is replaced only where it is not part of a longer word, the
 //     longest term first;
 //   - the JSON-escaped form of a term (as tool results carry it) becomes
-//     the same placeholder.
+//     the same placeholder;
+//   - Invented reports a placeholder-shaped word only when it is neither
+//     drawn nor a term: one the model made up.
 package mask
 
 import (
@@ -103,6 +105,16 @@ func ForSnapshot(snap *snapshot.Snapshot, extraIDs ...string) Vocabulary {
 // the terms, so the same fleet always gets the same placeholders.
 func New(v Vocabulary) *Masker {
 	m := &Masker{fwd: map[string]string{}, back: map[string]string{}, counts: map[string]int{}}
+	m.Add(v)
+	return m
+}
+
+// Add gives the terms of v that have none a placeholder, drawn in sorted
+// order as New draws them. A term keeps the placeholder it has, so a
+// session's vocabulary can grow with what it reads.
+func (m *Masker) Add(v Vocabulary) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, c := range []struct {
 		class string
 		terms []string
@@ -113,7 +125,6 @@ func New(v Vocabulary) *Masker {
 			m.add(c.class, t)
 		}
 	}
-	return m
 }
 
 // add gives term a placeholder of class unless it has one.
@@ -185,13 +196,23 @@ func word(b byte) bool {
 
 // Mask replaces every term in s, and every IPv4 address (drawing a new
 // placeholder for one not seen before).
-func (m *Masker) Mask(s string) string {
+func (m *Masker) Mask(s string) string { return m.mask(s, true) }
+
+// MaskEcho masks text the model wrote itself (its earlier answers, sent
+// back as the conversation): like Mask, but a placeholder-shaped word no
+// data carried stays as it is, so a placeholder the model made up never
+// becomes a term that Invented would accept.
+func (m *Masker) MaskEcho(s string) string { return m.mask(s, false) }
+
+func (m *Masker) mask(s string, data bool) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// Text shaped like a placeholder is masked like a name, so nothing in
-	// the data can pose as the placeholder of another term.
-	for _, loc := range placeholders(s) {
-		m.add(className, s[loc[0]:loc[1]])
+	// Text shaped like a placeholder in the data is masked like a name,
+	// so nothing in the data can pose as the placeholder of another term.
+	if data {
+		for _, loc := range placeholders(s) {
+			m.add(className, s[loc[0]:loc[1]])
+		}
 	}
 	for _, loc := range ipv4RE.FindAllStringIndex(s, -1) {
 		if (loc[0] == 0 || !word(s[loc[0]-1]) && s[loc[0]-1] != '.') && (loc[1] == len(s) || !word(s[loc[1]]) && !(s[loc[1]] == '.' && loc[1]+1 < len(s) && word(s[loc[1]+1]))) {
@@ -251,6 +272,34 @@ func (m *Masker) Unmask(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// Invented returns the placeholder-shaped words of s that this masker
+// never drew: a model made them up. A word that is a term itself (data
+// shaped like a placeholder) is not invented.
+func (m *Masker) Invented(s string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, loc := range placeholders(s) {
+		w := s[loc[0]:loc[1]]
+		if m.known(w) {
+			continue
+		}
+		if i := strings.IndexByte(w, '/'); i >= 0 && m.known(w[i+1:]) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// known says whether w is a term the masker hides or a placeholder it
+// drew.
+func (m *Masker) known(w string) bool {
+	_, term := m.fwd[w]
+	_, drawn := m.back[w]
+	return term || drawn
 }
 
 // placeholders finds the placeholder-shaped words of s (not inside a

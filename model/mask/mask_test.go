@@ -92,3 +92,45 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestAddKeepsPlaceholders: a vocabulary grown with what a session reads
+// keeps every placeholder drawn so far and draws the new terms after
+// them, in sorted order.
+func TestAddKeepsPlaceholders(t *testing.T) {
+	m := New(Vocabulary{IDs: []string{"vm/101"}, Names: []string{"db-primary"}})
+	before := m.Mask("vm/101 db-primary")
+	m.Add(Vocabulary{IDs: []string{"vm/102", "vm/101"}, Names: []string{"web-2", "db-primary", "app-1"}, Tags: []string{"prod"}, Addresses: []string{"10.0.0.9"}})
+	if got := m.Mask("vm/101 db-primary"); got != before {
+		t.Fatalf("after Add %q, before %q", got, before)
+	}
+	got := m.Mask("vm/102 web-2 app-1 prod 10.0.0.9")
+	if want := "vm/masked-id-2 masked-name-3 masked-name-2 masked-tag-1 masked-addr-1"; got != want {
+		t.Fatalf("added terms masked as %q, want %q", got, want)
+	}
+}
+
+// TestInvented is the attack: a placeholder the model makes up (one no
+// request carried) is reported, whole; a drawn one, a term shaped like a
+// placeholder and ordinary text are not.
+func TestInvented(t *testing.T) {
+	m := sample()
+	note := m.Mask("see vm/masked-id-9") // data shaped like a placeholder
+	back := m.Unmask(note + " vm/masked-id-4 masked-name-1")
+	if got := m.Invented(back); len(got) != 0 {
+		t.Fatalf("invented in %q: %q", back, got)
+	}
+	got := m.Invented(`{"id":"vm/masked-id-77","why":"masked-name-40 and pve1/masked-tag-9, not xmasked-name-3"}`)
+	want := []string{"vm/masked-id-77", "masked-name-40", "masked-tag-9"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("invented %q, want %q", got, want)
+	}
+	// The model's own call, sent back as the conversation, stays what it
+	// was and does not make its placeholder a term.
+	call := `{"id":"vm/masked-id-77","on":"pve1"}`
+	if echo := m.MaskEcho(call); echo != `{"id":"vm/masked-id-77","on":"masked-name-4"}` {
+		t.Fatalf("echo masked as %s", echo)
+	}
+	if got := m.Invented("vm/masked-id-77"); len(got) != 1 {
+		t.Fatalf("after the echo, invented %q", got)
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 // Provider masks every request before it leaves and unmasks every answer
 // before anything reads it: every message and every tool call's arguments
-// go out masked; the answer's text and tool-call arguments come back with
+// go out masked (the model's own earlier answers with MaskEcho); the answer's text and tool-call arguments come back with
 // the terms. The system text and the tool definitions are daemon-written
 // and hold nothing collected from the fleet, so they go out as they are.
 type Provider struct {
@@ -28,11 +28,15 @@ func (p *Provider) Chat(ctx context.Context, req model.Request) (*model.Response
 	out := model.Request{System: req.System, Tools: req.Tools, MaxTokens: req.MaxTokens,
 		Messages: make([]model.Message, len(req.Messages))}
 	for i, msg := range req.Messages {
-		msg.Content = m.Mask(msg.Content)
+		maskText := m.Mask
+		if msg.Role == model.RoleAssistant {
+			maskText = m.MaskEcho // the model's own words are not data
+		}
+		msg.Content = maskText(msg.Content)
 		if msg.ToolCalls != nil {
 			calls := make([]model.ToolCall, len(msg.ToolCalls))
 			for j, c := range msg.ToolCalls {
-				c.Arguments = json.RawMessage(m.Mask(string(c.Arguments)))
+				c.Arguments = json.RawMessage(maskText(string(c.Arguments)))
 				calls[j] = c
 			}
 			msg.ToolCalls = calls

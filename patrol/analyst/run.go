@@ -30,6 +30,9 @@ type run struct {
 	fsm         *agent.FSM
 	reg         *agent.Registry
 	facts       *ground.Corpus
+	// placeholders refuses made-up placeholders (model.mask_names); nil
+	// when names are not masked.
+	placeholders agent.Placeholders
 
 	mu        sync.Mutex
 	obs       map[string]findings.Observation // by finding id

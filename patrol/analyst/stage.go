@@ -42,8 +42,10 @@ func (a *Analyst) Analyze(ctx context.Context, in patrol.AnalysisInput) (*patrol
 		return &patrol.Analysis{Reasons: []string{model.ReasonBudgetExhausted}, Errors: []string{"model stages skipped: " + err.Error()}}, nil
 	}
 	provider := a.opts.Provider
+	var masker *mask.Masker
 	if a.opts.MaskNames {
-		provider = &mask.Provider{Next: provider, Masker: mask.New(maskVocabulary(in))}
+		masker = mask.New(maskVocabulary(in))
+		provider = &mask.Provider{Next: provider, Masker: masker}
 	}
 	rec, err := model.NewRecorder(provider, a.now)
 	if err != nil {
@@ -52,6 +54,9 @@ func (a *Analyst) Analyze(ctx context.Context, in patrol.AnalysisInput) (*patrol
 	r, err := a.newRun(in, budget, rec)
 	if err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
+	}
+	if masker != nil {
+		r.placeholders = masker
 	}
 	tri := NewTriage(in.Snapshot, in.Signals, in.Thresholds)
 	r.detect(ctx, tri)
@@ -118,7 +123,7 @@ func (r *run) runStage(ctx context.Context, stage string, cv *prompt.Conversatio
 		Provider: &prompt.Provider{Next: r.rec, Conv: cv, Guard: r.a.composer.Guard(), Window: r.a.opts.ContextWindow,
 			MaxOutput: r.a.opts.MaxOutputTokens, Skip: 1},
 		Registry: r.reg, Profile: Profiles()[stage], System: Policy, MaxTurns: turns,
-		MaxTokens: r.a.opts.MaxOutputTokens, FSM: r.fsm, TurnBudget: m.check,
+		MaxTokens: r.a.opts.MaxOutputTokens, FSM: r.fsm, TurnBudget: m.check, Placeholders: r.placeholders,
 		Metrics: r.a.opts.AgentMetrics, Logger: r.a.opts.Logger, Now: r.a.now,
 	})
 	if err != nil {
