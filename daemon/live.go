@@ -26,6 +26,7 @@ type live struct {
 	mu     sync.Mutex // serialises configure
 	promM  *promsource.Metrics
 	pveM   *proxmox.Metrics
+	pbsM   *proxmox.PBSMetrics
 	probeM *probe.Metrics
 }
 
@@ -54,6 +55,12 @@ func (l *live) configure(cfg *config.Config) (snapshot.Source, *probe.Prober, er
 					return nil, nil, err
 				}
 			}
+		case "pbs":
+			if l.pbsM == nil {
+				if l.pbsM, err = proxmox.NewPBSMetrics(l.reg); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 	}
 	if l.probeM == nil {
@@ -61,7 +68,7 @@ func (l *live) configure(cfg *config.Config) (snapshot.Source, *probe.Prober, er
 			return nil, nil, err
 		}
 	}
-	src, err := buildSource(cfg, l.now, sourceMetrics{prom: l.promM, pve: l.pveM})
+	src, err := buildSource(cfg, l.now, sourceMetrics{prom: l.promM, pve: l.pveM, pbs: l.pbsM})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -94,6 +94,73 @@ func TestSourcesRebuiltAroundMetricsRegisteredOnce(t *testing.T) {
 	}
 }
 
+// TestPVEAndPBSMetricsRegisteredOnce: a sources list with a PVE cluster
+// and two PBS servers, configured twice (a reload), registers each
+// family once; the PBS requests have families of their own.
+func TestPVEAndPBSMetricsRegisteredOnce(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api := "token_secret_file: " + secret + ", tls: {insecure_skip_verify: true}"
+	cfg, err := config.Load([]byte("sources:\n"+
+		"  - {name: pve, kind: proxmox, proxmox: {url: 'https://127.0.0.1:1', token_id: 'p@pve!t', "+api+"}}\n"+
+		"  - {name: pbs-a, kind: pbs, pbs: {url: 'https://127.0.0.1:2', token_id: 'p@pbs!t', "+api+"}}\n"+
+		"  - {name: pbs-b, kind: pbs, pbs: {url: 'https://127.0.0.1:3', token_id: 'p@pbs!t', "+api+"}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	l := newLive(reg, time.Now)
+	for i := range 2 {
+		src, _, err := l.configure(cfg)
+		if err != nil {
+			t.Fatalf("configure %d: %v", i, err)
+		}
+		// Nothing listens: each server's first request is unreachable.
+		if _, _, err := src.Collect(context.Background()); err == nil {
+			t.Fatal("collected from servers that do not listen")
+		}
+	}
+	counted := map[string]float64{}
+	gathered, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range gathered {
+		for _, m := range f.GetMetric() {
+			if c := m.GetCounter(); c != nil && c.GetValue() > 0 {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetValue())
+				}
+				counted[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = c.GetValue()
+			}
+		}
+	}
+	wantCounted := map[string]float64{
+		"patrold_source_pbs_requests_total{datastore_usage,unreachable}":       4,
+		"patrold_source_proxmox_requests_total{cluster_resources,unreachable}": 2,
+	}
+	if !reflect.DeepEqual(counted, wantCounted) {
+		t.Errorf("counted %v, want %v", counted, wantCounted)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.GetName())
+	}
+	want := []string{"patrold_probe_addresses_total", "patrold_probe_guests_total",
+		"patrold_source_pbs_request_duration_seconds", "patrold_source_pbs_requests_total",
+		"patrold_source_proxmox_request_duration_seconds", "patrold_source_proxmox_requests_total"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("registered %v, want %v", names, want)
+	}
+}
+
 // TestConfigDefaultsAgreeWithFindings: the findings, investigation,
 // retention and source sections' defaults, mapped by the root, are exactly
 // the defaults of the packages they configure.

@@ -434,6 +434,7 @@ type sourceMetrics struct {
 	reg  prometheus.Registerer
 	prom *promsource.Metrics
 	pve  *proxmox.Metrics
+	pbs  *proxmox.PBSMetrics
 }
 
 // newSource builds the configured snapshot source without metrics (the
@@ -477,7 +478,7 @@ func buildOne(sc sources.Config, now func() time.Time, m sourceMetrics) (snapsho
 		return proxmox.New(o)
 	case "pbs":
 		o := sc.PBS
-		o.Now = now
+		o.Now, o.Registerer, o.Metrics = now, m.reg, m.pbs
 		return proxmox.NewPBS(o)
 	}
 	return nil, fmt.Errorf("source.kind: %q is not one of %s", sc.Kind, strings.Join(sources.Kinds, ", "))

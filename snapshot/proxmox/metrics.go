@@ -8,9 +8,27 @@ import (
 	"github.com/patrold/patrold/internal/promreg"
 )
 
-// Endpoint families, the values of the endpoint label.
-var endpointFamilies = []string{"cluster_resources", "cluster_backup", "storage_config", "disks_list", "disks_smart",
-	"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
+// Endpoint families, the values of the endpoint label: the PVE API's and
+// the PBS API's.
+var (
+	endpointFamilies = []string{"cluster_resources", "cluster_backup", "storage_config", "disks_list", "disks_smart",
+		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
+	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
+)
+
+// api is what one set of collectors counts: the metric names' source
+// word, the help text's server, the endpoint families and the mapping of
+// a request onto one.
+type api struct {
+	name, server string
+	families     []string
+	family       func(segments []string) string
+}
+
+var (
+	pveAPI = api{"proxmox", "Proxmox VE API", endpointFamilies, endpointFamily}
+	pbsAPI = api{"pbs", "Proxmox Backup Server API", pbsEndpointFamilies, pbsEndpointFamily}
+)
 
 // Request outcomes, the values of the outcome label.
 const (
@@ -19,25 +37,28 @@ const (
 	outcomeUnreachable = "unreachable" // no answer: timeout, transport, 595/596
 )
 
-// metrics of the Proxmox source; every label combination is pre-created.
+// metrics of the Proxmox or PBS source; every label combination is
+// pre-created.
 type metrics struct {
+	api      api
 	requests *promclient.CounterVec
 	duration *promclient.HistogramVec
 }
 
-func newMetrics(reg promclient.Registerer) (*metrics, error) {
+func newMetrics(reg promclient.Registerer, a api) (*metrics, error) {
 	m := &metrics{
+		api: a,
 		requests: promclient.NewCounterVec(promclient.CounterOpts{
-			Name: "patrold_source_proxmox_requests_total",
-			Help: "Proxmox VE API requests of the proxmox snapshot source by endpoint family and outcome.",
+			Name: "patrold_source_" + a.name + "_requests_total",
+			Help: a.server + " requests of the " + a.name + " snapshot source by endpoint family and outcome.",
 		}, []string{"endpoint", "outcome"}),
 		duration: promclient.NewHistogramVec(promclient.HistogramOpts{
-			Name:    "patrold_source_proxmox_request_duration_seconds",
-			Help:    "Duration of one Proxmox VE API request of the proxmox snapshot source.",
+			Name:    "patrold_source_" + a.name + "_request_duration_seconds",
+			Help:    "Duration of one " + a.server + " request of the " + a.name + " snapshot source.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"endpoint"}),
 	}
-	for _, e := range endpointFamilies {
+	for _, e := range a.families {
 		m.duration.WithLabelValues(e)
 		for _, o := range []string{outcomeOK, outcomeError, outcomeUnreachable} {
 			m.requests.WithLabelValues(e, o)
@@ -57,15 +78,31 @@ type Metrics struct{ m *metrics }
 // NewMetrics builds the collectors and registers them on reg (nil:
 // unregistered); a second registration on the same registry is an error.
 func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
-	m, err := newMetrics(reg)
+	m, err := newMetrics(reg, pveAPI)
 	if err != nil {
 		return nil, err
 	}
 	return &Metrics{m: m}, nil
 }
 
+// PBSMetrics are the PBS source's collectors
+// (patrold_source_pbs_requests_total and
+// patrold_source_pbs_request_duration_seconds), shared like Metrics by
+// every PBS source built on one registry.
+type PBSMetrics struct{ m *metrics }
+
+// NewPBSMetrics builds the PBS collectors and registers them on reg (nil:
+// unregistered); a second registration on the same registry is an error.
+func NewPBSMetrics(reg promclient.Registerer) (*PBSMetrics, error) {
+	m, err := newMetrics(reg, pbsAPI)
+	if err != nil {
+		return nil, err
+	}
+	return &PBSMetrics{m: m}, nil
+}
+
 func (m *metrics) observe(segments []string, seconds float64, err error) {
-	family := endpointFamily(segments)
+	family := m.api.family(segments)
 	outcome := outcomeOK
 	switch {
 	case errors.Is(err, ErrNodeUnreachable):
@@ -105,4 +142,15 @@ func endpointFamily(s []string) string {
 		return "guest_config"
 	}
 	return "guest_agent"
+}
+
+// pbsEndpointFamily names a PBS request without its datastore.
+func pbsEndpointFamily(s []string) string {
+	switch {
+	case len(s) == 2 && s[0] == "status" && s[1] == "datastore-usage":
+		return "datastore_usage"
+	case len(s) == 2 && s[0] == "admin" && (s[1] == "verify" || s[1] == "prune" || s[1] == "sync" || s[1] == "gc"):
+		return s[1] + "_jobs"
+	}
+	return "snapshots"
 }

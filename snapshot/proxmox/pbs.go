@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	promclient "github.com/prometheus/client_golang/prometheus"
+
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -49,6 +51,11 @@ type PBSOptions struct {
 
 	// Now is the clock of taken_at; nil means time.Now.
 	Now func() time.Time `koanf:"-" yaml:"-" json:"-"`
+	// Registerer receives the source's metrics; nil disables them.
+	Registerer promclient.Registerer `koanf:"-" yaml:"-" json:"-"`
+	// Metrics, when set, are used instead of registering new ones on
+	// Registerer (a source rebuilt on reload).
+	Metrics *PBSMetrics `koanf:"-" yaml:"-" json:"-"`
 }
 
 // PBSSourceName is a PBS snapshot's source field.
@@ -102,9 +109,11 @@ func NewPBS(opts PBSOptions) (*PBS, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Counted on collectors of its own, registered nowhere (the
-	// patrold_source_proxmox_* families are the PVE cluster's).
-	if c.metrics, err = newMetrics(nil); err != nil {
+	// Counted on the patrold_source_pbs_* families (the
+	// patrold_source_proxmox_* ones are the PVE cluster's).
+	if opts.Metrics != nil {
+		c.metrics = opts.Metrics.m
+	} else if c.metrics, err = newMetrics(opts.Registerer, pbsAPI); err != nil {
 		return nil, err
 	}
 	return &PBS{opts: opts, node: node, client: c}, nil

@@ -3,16 +3,22 @@ package proxmox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	promclient "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/signals"
@@ -251,5 +257,90 @@ func TestPBSOptionsNameTheirKeys(t *testing.T) {
 	o.Node, o.URL = "", "https://backup-1.example:8007"
 	if src, err := NewPBS(o); err != nil || src.node != "backup-1" {
 		t.Fatalf("node %v %v", src, err)
+	}
+}
+
+// TestPBSRequestTimings: every PBS request is counted and timed on the
+// patrold_source_pbs_* families of the registry, by endpoint family and
+// outcome; a source rebuilt on the same collectors keeps counting.
+func TestPBSRequestTimings(t *testing.T) {
+	f, o := newFakePBS(t)
+	f.fail["admin/datastore/offsite/snapshots"] = 500
+	reg := promclient.NewRegistry()
+	o.Registerer = reg
+	src, err := NewPBS(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := src.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// store1 and offsite list their snapshots (offsite's fails); broken
+	// is not asked.
+	counts := map[string][3]int{ // outcomes error, ok, unreachable
+		"datastore_usage": {0, 1, 0}, "verify_jobs": {0, 1, 0}, "prune_jobs": {0, 1, 0}, "sync_jobs": {0, 1, 0},
+		"gc_jobs": {0, 1, 0}, "snapshots": {1, 1, 0},
+	}
+	checkPBSCounts(t, reg, counts)
+	// Rebuilt on the same collectors (a reload): one more of each.
+	m, err := NewPBSMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Registerer, o.Metrics = nil, m
+	for range 2 {
+		src, err := NewPBS(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := src.Collect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(m.m.requests.WithLabelValues("snapshots", "error")); got != 2 {
+		t.Errorf("shared collectors counted %v failed snapshot lists, want 2", got)
+	}
+	// The PBS and PVE families live side by side on one registry.
+	if _, err := NewMetrics(reg); err != nil {
+		t.Errorf("PVE metrics next to PBS ones: %v", err)
+	}
+	if _, err := NewPBSMetrics(reg); err == nil {
+		t.Error("PBS metrics registered twice on one registry")
+	}
+}
+
+// checkPBSCounts compares the request counter whole and checks that each
+// family's duration histogram holds one sample per request.
+func checkPBSCounts(t *testing.T, reg *promclient.Registry, counts map[string][3]int) {
+	t.Helper()
+	want := "# HELP patrold_source_pbs_requests_total Proxmox Backup Server API requests of the pbs snapshot source by endpoint family and outcome.\n" +
+		"# TYPE patrold_source_pbs_requests_total counter\n"
+	for _, e := range slices.Sorted(maps.Keys(counts)) {
+		for i, o := range []string{"error", "ok", "unreachable"} {
+			want += fmt.Sprintf("patrold_source_pbs_requests_total{endpoint=%q,outcome=%q} %d\n", e, o, counts[e][i])
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "patrold_source_pbs_requests_total"); err != nil {
+		t.Error(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[string]uint64{}
+	for _, fam := range fams {
+		if fam.GetName() != "patrold_source_pbs_request_duration_seconds" {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			samples[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	wantSamples := map[string]uint64{}
+	for e, c := range counts {
+		wantSamples[e] = uint64(c[0] + c[1] + c[2])
+	}
+	if !reflect.DeepEqual(samples, wantSamples) {
+		t.Errorf("duration samples %v, want %v", samples, wantSamples)
 	}
 }

@@ -195,7 +195,7 @@ func (o Options) metrics() (*metrics, error) {
 	if o.Metrics != nil {
 		return o.Metrics.m, nil
 	}
-	return newMetrics(o.Registerer)
+	return newMetrics(o.Registerer, pveAPI)
 }
 
 // validateAPI checks what the Proxmox VE and Backup Server sources share:
