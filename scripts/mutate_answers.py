@@ -17,6 +17,7 @@ DURABLE = ["./daemon", "-run", "TestAnsweredActionIsOnTheStream"]
 HOLD = ["./api", "-run", "TestDurableAnswersHoldSuccessUntilStored"]
 MARK = ["./store", "-run", "TestCommitMarkNamesTheRowsWritten"]
 STORED = ["./bus", "-run", "TestWaitStoredMeansOnTheStream"]
+FREEZE = ["./cmd/patrold", "-run", "TestClusterFreezeKeepsAnsweredActions"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
@@ -55,6 +56,7 @@ MUTATIONS = [
     ("status-says-ready", "daemon/http.go", "\ts.Ready = len(s.Unready) == 0\n", "\ts.Ready = true\n", READY),
     # An answered mutation is on the stream (cluster mode).
     ("answer-waits-for-stream", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", DURABLE),
+    ("answer-waits-for-stream-frozen", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", FREEZE),
     ("answer-waits-for-stream-unit", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", HOLD),
     ("answer-refused-when-deposed", "api/durable.go", "\t\tcase !o.Writer():\n", "\t\tcase false:\n", HOLD),
     ("cluster-answers-wait", "daemon/http.go", "\t\th = api.DurableAnswers(h,", "\t\t_ = api.DurableAnswers(h,", DURABLE),

@@ -140,6 +140,47 @@ func (in *instance) writer() bool {
 	return s != nil && s.Role == string(cluster.RoleLeader) && s.Replica != nil && s.Replica.Writer
 }
 
+// clusterNodes makes (without starting them) the instances node-1..n of
+// a cluster on the JetStream servers urls, one per server: each dials
+// its own server first. They share the deployment key file key, an R3
+// stream, the lease TTL ttl and the YAML shared.
+func clusterNodes(t *testing.T, urls []string, key, shared string, ttl time.Duration) []*instance {
+	t.Helper()
+	nodes := make([]*instance, len(urls))
+	for i := range nodes {
+		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
+		in := &instance{name: fmt.Sprintf("node-%d", i+1)}
+		in.cfg, in.data = serveConfig(t, shared+
+			"cluster: {secret_file: "+key+", instance: "+in.name+"}\n"+
+			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}, lease: {ttl: "+ttl.String()+"}}\n")
+		nodes[i] = in
+	}
+	return nodes
+}
+
+// writerOf waits up to within for one of nodes (connected) to write and
+// returns it and the others.
+func writerOf(t *testing.T, nodes []*instance, within time.Duration) (*instance, []*instance) {
+	t.Helper()
+	var w *instance
+	testkit.Eventually(t, within, "one instance writes", func() bool {
+		for _, in := range nodes {
+			if in.writer() {
+				w = in
+				return true
+			}
+		}
+		return false
+	})
+	var others []*instance
+	for _, in := range nodes {
+		if in != w {
+			others = append(others, in)
+		}
+	}
+	return w, others
+}
+
 // TestClusterProcessFailover: three `patrold serve` processes in cluster
 // mode (no assistant) and two `patrold worker` processes on a three-node
 // JetStream cluster (R3 stream, embedded in the test process). Operators
@@ -163,16 +204,7 @@ func TestClusterProcessFailover(t *testing.T) {
 	gate := t.TempDir()
 	key := testkit.KeyFile(t)
 	shared := clusterYAML(t, gate)
-	nodes := make([]*instance, 3)
-	for i := range nodes {
-		// Each instance dials its own server first.
-		order := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...)
-		in := &instance{name: fmt.Sprintf("node-%d", i+1)}
-		in.cfg, in.data = serveConfig(t, shared+
-			"cluster: {secret_file: "+key+", instance: "+in.name+"}\n"+
-			"nats: {url: '"+strings.Join(order, ",")+"', stream: {replicas: 3}, lease: {ttl: "+clusterTTL.String()+"}}\n")
-		nodes[i] = in
-	}
+	nodes := clusterNodes(t, urls, key, shared, clusterTTL)
 	// Two standalone workers (no database, no data_dir) take the
 	// remediation requests: the instances run no assistant.
 	workers := make([]*instance, 2)
@@ -201,22 +233,7 @@ func TestClusterProcessFailover(t *testing.T) {
 		in.connect(t)
 	}
 
-	var leader *instance
-	testkit.Eventually(t, 20*time.Second, "one instance writes", func() bool {
-		for _, in := range nodes {
-			if in.writer() {
-				leader = in
-				return true
-			}
-		}
-		return false
-	})
-	var standbys []*instance
-	for _, in := range nodes {
-		if in != leader {
-			standbys = append(standbys, in)
-		}
-	}
+	leader, standbys := writerOf(t, nodes, 20*time.Second)
 	// The leader files the fleet's findings; the workers answer every
 	// request but the high_disk ones, whose actions wait at the gate.
 	var fs []api.FindingView
