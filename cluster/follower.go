@@ -46,6 +46,20 @@ type FollowerOptions struct {
 	// that does not verify is skipped like a malformed one (nil: none is
 	// verified).
 	Guard *bus.Guard
+	// StallAfter bounds a stall: behind the stream with nothing applied
+	// for that long, the follower re-subscribes (0: DefaultStallAfter).
+	StallAfter time.Duration
+}
+
+// DefaultStallAfter is FollowerOptions.StallAfter's default: the bound
+// of the default lease TTL.
+var DefaultStallAfter = StallBound(bus.DefaultLeaseTTL)
+
+// StallBound is the stall bound for a lease TTL: a third of it (the
+// lease's renewal period), at least a second. A standby that re-subscribes
+// within it stays warm enough to take over within two TTLs.
+func StallBound(leaseTTL time.Duration) time.Duration {
+	return max(leaseTTL/3, time.Second)
 }
 
 // Follower applies the state-change stream to the local store.
@@ -64,6 +78,8 @@ type Follower struct {
 	// diverged: the database holds rows the stream never got (Diverged).
 	diverged records.Divergence
 	restart  context.CancelFunc // ends the consumer in use: Run starts another
+	// resubscribes counts the consumers ended for a stall.
+	resubscribes uint64
 }
 
 // NewFollower validates the options.
@@ -83,6 +99,9 @@ func NewFollower(o FollowerOptions) (*Follower, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = DefaultStallAfter
 	}
 	return &Follower{o: o, log: o.Logger.With("component", "replica", "instance", o.Instance)}, nil
 }
@@ -139,6 +158,9 @@ func (f *Follower) await(ctx context.Context, done func(records.ReplicaStatus) e
 // sequence; it reconnects with backoff after errors and returns nil when
 // ctx is cancelled.
 func (f *Follower) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	defer func() { <-done }()
+	go func() { defer close(done); f.watchStall(ctx) }()
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		err := f.follow(ctx)
@@ -259,6 +281,73 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 			"table", c.Table, "op", c.Op)
 	}
 	return nil
+}
+
+// watchStall re-subscribes when the follower stays behind the stream
+// with nothing applied for StallAfter: a consumer whose server died can
+// otherwise wait out its client's own retries (tens of seconds) or the
+// server's return. It looks every StallAfter/4 until ctx ends.
+//   - A stall is logged once, at WARN, until a change is applied again.
+//   - Caught up, or the stream unreadable, is no stall: there is nothing
+//     newer to apply, or nothing to compare with.
+//   - After a re-subscribe the new consumer has StallAfter again.
+func (f *Follower) watchStall(ctx context.Context) {
+	every := max(f.o.StallAfter/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var since time.Time // behind at seq, with nothing applied, since then
+	var seq uint64
+	stalled := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lctx, cancel := context.WithTimeout(ctx, f.o.StallAfter)
+		lag, err := f.Lag(lctx)
+		cancel()
+		now := time.Now()
+		switch {
+		case err != nil:
+			continue
+		case lag.AppliedSeq != seq || !lag.Behind:
+			if stalled && lag.AppliedSeq != seq {
+				f.log.Info("state stream resumed", "applied_seq", lag.AppliedSeq, "last_seq", lag.LastSeq)
+				stalled = false
+			}
+			since, seq = now, lag.AppliedSeq
+			if !lag.Behind {
+				since = time.Time{}
+			}
+			continue
+		case since.IsZero():
+			since = now
+			continue
+		case now.Sub(since) < f.o.StallAfter:
+			continue
+		}
+		if !stalled {
+			f.log.Warn("state stream stalled: behind with nothing applied, re-subscribing", "applied_seq", lag.AppliedSeq,
+				"last_seq", lag.LastSeq, "idle", now.Sub(since).Round(time.Millisecond), "bound", f.o.StallAfter)
+			stalled = true
+		}
+		since = now
+		f.mu.Lock()
+		f.resubscribes++
+		restart := f.restart
+		f.mu.Unlock()
+		if restart != nil {
+			restart()
+		}
+	}
+}
+
+// Resubscribes counts the consumers ended for a stall since the start.
+func (f *Follower) Resubscribes() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resubscribes
 }
 
 // Decode reads a state-change event (a CloudEvents envelope whose data is

@@ -24,10 +24,12 @@ import (
 )
 
 type node struct {
-	st  *store.Store
-	b   *bus.Bus
-	f   *cluster.Follower
-	rel *bus.Relay
+	st   *store.Store
+	b    *bus.Bus
+	f    *cluster.Follower
+	rel  *bus.Relay
+	name string
+	log  testkit.LogBuffer // a follower's log, when the test gives it one
 }
 
 func newNode(t *testing.T, o bus.Options, name string) *node {
@@ -62,7 +64,7 @@ func newGuardedNode(t *testing.T, o bus.Options, name string, g *bus.Guard, now 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{st: st, b: b, f: f, rel: rel}
+	return &node{st: st, b: b, f: f, rel: rel, name: name}
 }
 
 // newNodes starts one node per name; the first runs the embedded NATS

@@ -55,6 +55,10 @@ type Options struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 	Registerer prometheus.Registerer // nil: no metrics
+	// StallAfter: behind the stream with nothing applied for that long,
+	// the follower re-subscribes (0: DefaultStallAfter; the daemon passes
+	// StallBound of the lease TTL).
+	StallAfter time.Duration
 }
 
 // Member runs a clustered instance's side of the shared state. The
@@ -130,7 +134,7 @@ func New(o Options) (*Member, error) {
 		o.Now = time.Now
 	}
 	f, err := NewFollower(FollowerOptions{JetStream: o.Bus.JetStream(), Stream: o.Bus.StreamName(), Prefix: o.Bus.Prefix(),
-		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now, Guard: o.Bus.Guard()})
+		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now, Guard: o.Bus.Guard(), StallAfter: o.StallAfter})
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,8 @@ var (
 		"Cluster mode: 1 while the database holds changes the state stream never got (it is re-seeded, and neither writes nor serves reads).", nil, nil)
 	replicaDivergedRowsDesc = prometheus.NewDesc("patrold_replica_diverged_rows_total",
 		"Cluster mode: unsent outbox events dropped since the start because another instance wrote since they were committed.", nil, nil)
+	replicaResubscribesDesc = prometheus.NewDesc("patrold_replica_resubscribes_total",
+		"Cluster mode: times the follower re-subscribed to the state stream, behind it with nothing applied for the stall bound (the lease TTL).", nil, nil)
 	replicaReseedsDesc = prometheus.NewDesc("patrold_replica_reseeds_total",
 		"Cluster mode: times a diverged database was re-seeded from a caught-up instance since the start.", nil, nil)
 )
@@ -84,6 +86,7 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaDivergedDesc
 	ch <- replicaDivergedRowsDesc
 	ch <- replicaReseedsDesc
+	ch <- replicaResubscribesDesc
 }
 
 func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
@@ -91,6 +94,7 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaDivergedDesc, prometheus.GaugeValue, boolValue(c.r.f.Diverged() != nil))
 	ch <- prometheus.MustNewConstMetric(replicaDivergedRowsDesc, prometheus.CounterValue, float64(c.r.divergedRows.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaReseedsDesc, prometheus.CounterValue, float64(c.r.reseeds.Load()))
+	ch <- prometheus.MustNewConstMetric(replicaResubscribesDesc, prometheus.CounterValue, float64(c.r.f.Resubscribes()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if l := c.r.Lag(ctx); l != nil {

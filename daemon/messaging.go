@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -162,7 +163,7 @@ func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
 	}
 	m, err := cluster.New(cluster.Options{Bus: d.msg.bus, Lease: d.msg.lease, Leadership: d.root.Leadership(),
 		Store: d.store, Instance: name, DataDir: cfg.DataDir, Replicas: cfg.NATS.Stream.Replicas, Kick: d.msg.kick,
-		Logger: d.log, Now: d.opts.Now, Registerer: d.opts.Registerer})
+		Logger: d.log, Now: d.opts.Now, Registerer: d.opts.Registerer, StallAfter: cluster.StallBound(cmp.Or(cfg.NATS.Lease.TTL, bus.DefaultLeaseTTL))})
 	if err != nil {
 		return err
 	}

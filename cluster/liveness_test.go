@@ -1,0 +1,131 @@
+package cluster_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
+)
+
+// TestStandbyResubscribesWhenItsNodeDies: a standby follows the writer
+// over a three-node JetStream cluster (R3 stream). The server the standby
+// is connected to shuts down. The standby applies the writer's next
+// change within its stall bound (it re-subscribes through a surviving
+// server), not when that server comes back.
+func TestStandbyResubscribesWhenItsNodeDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	ctx := context.Background()
+	srvs := natstest.ClusterServers(t, 3)
+	urls := make([]string, len(srvs))
+	for i, s := range srvs {
+		urls[i] = s.ClientURL()
+	}
+	o := bus.DefaultOptions()
+	o.URL = strings.Join(urls, ",")
+	o.Stream.Replicas = 3
+	a := newGuardedNode(t, o, "a", testGuard(t, nil, nil), nil)
+	b := newGuardedNode(t, o, "b", testGuard(t, nil, nil), nil)
+	b.f = stallBound(t, b, stall)
+	replicate(t, 1, a, b)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+
+	connected := b.b.Conn().ConnectedUrl()
+	for _, s := range srvs {
+		if s.ClientURL() == connected {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	shutAt := time.Now()
+	fs, err := a.st.List(ctx, findings.ListFilter{})
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("a's findings: %d %v", len(fs), err)
+	}
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a.rel.Kick()
+	testkit.Eventually(t, 30*time.Second, "the writer published the acknowledgement", func() bool {
+		n, err := a.st.UnsentState(ctx)
+		return err == nil && n == 0
+	})
+	published := time.Now()
+	// The bound, and the consumer's creation through a cluster that just
+	// lost a server, under load.
+	testkit.Eventually(t, stall+20*time.Second, "the standby applies the acknowledgement", func() bool {
+		f, err := b.st.Get(ctx, fs[0].ID)
+		return err == nil && f.AcknowledgedAt != nil
+	})
+	t.Logf("applied %s after its server shut down, %s after the publish", time.Since(shutAt), time.Since(published))
+}
+
+// stall is the tests' stall bound.
+const stall = time.Second
+
+// stallBound rebuilds n's follower with the stall bound d.
+func stallBound(t *testing.T, n *node, d time.Duration) *cluster.Follower {
+	t.Helper()
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: n.b.JetStream(), Stream: n.b.StreamName(), Prefix: n.b.Prefix(), Store: n.st,
+		Instance: n.name, Guard: n.b.Guard(), StallAfter: d, Logger: slog.New(slog.NewTextHandler(&n.log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestStalledConsumerIsReplaced: the standby's consumer stops delivering
+// while its server and its heartbeats stay up (paused on the server), and
+// the writer publishes more. Within the stall bound the standby logs the
+// stall once, re-subscribes and applies the change.
+func TestStalledConsumerIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	b.f = stallBound(t, b, stall)
+	replicate(t, 1, a, b)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"))
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+
+	js := b.b.JetStream()
+	s, err := js.Stream(ctx, b.b.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := s.ConsumerNames(ctx)
+	var paused []string
+	for name := range names.Name() {
+		if _, err := js.PauseConsumer(ctx, b.b.StreamName(), name, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		paused = append(paused, name)
+	}
+	if names.Err() != nil || len(paused) == 0 {
+		t.Fatalf("consumers %v: %v", paused, names.Err())
+	}
+	fs, _ := a.st.List(ctx, findings.ListFilter{})
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a.rel.Kick()
+	testkit.Eventually(t, stall+20*time.Second, "the standby applies the acknowledgement", func() bool {
+		f, err := b.st.Get(ctx, fs[0].ID)
+		return err == nil && f.AcknowledgedAt != nil
+	})
+	if n := strings.Count(b.log.String(), "state stream stalled"); n != 1 || b.f.Resubscribes() == 0 {
+		t.Fatalf("stall logged %d times, %d re-subscribes; want once and some:\n%s", n, b.f.Resubscribes(), b.log.String())
+	}
+}
