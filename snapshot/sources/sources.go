@@ -19,8 +19,9 @@ import (
 // Kinds are the values source.kind accepts.
 var Kinds = []string{"demo", "file", "exec", "prometheus", "proxmox", "pbs"}
 
-// Config is the source section.
-type Config struct {
+// Sections are what the source section and a sources entry share: the
+// kind and each kind's own section.
+type Sections struct {
 	Kind       string             `koanf:"kind" yaml:"kind"` // one of Kinds
 	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
 	File       file.Options       `koanf:"file" yaml:"file"`
@@ -28,6 +29,11 @@ type Config struct {
 	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
 	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
 	PBS        proxmox.PBSOptions `koanf:"pbs" yaml:"pbs"`
+}
+
+// Config is the source section.
+type Config struct {
+	Sections `koanf:",squash" yaml:",inline"`
 	// Probe configures the reachability prober for running guests with
 	// addresses and no verdict from the source.
 	Probe probe.Options `koanf:"probe" yaml:"probe"`
@@ -35,8 +41,8 @@ type Config struct {
 
 // DefaultConfig is the source section's defaults: the demo source.
 func DefaultConfig() Config {
-	return Config{Kind: "demo", Demo: demo.DefaultOptions(), File: file.DefaultOptions(), Exec: exec.DefaultOptions(),
-		Prometheus: prometheus.DefaultOptions(), Proxmox: proxmox.DefaultOptions(), PBS: proxmox.DefaultPBSOptions(), Probe: probe.DefaultOptions()}
+	return Config{Sections: Sections{Kind: "demo", Demo: demo.DefaultOptions(), File: file.DefaultOptions(), Exec: exec.DefaultOptions(),
+		Prometheus: prometheus.DefaultOptions(), Proxmox: proxmox.DefaultOptions(), PBS: proxmox.DefaultPBSOptions()}, Probe: probe.DefaultOptions()}
 }
 
 // Validate reports every problem, each naming its key under source: the
@@ -69,28 +75,26 @@ func (c Config) Validate() error {
 type Member struct {
 	// Name names the source in problems, errors and its own finding
 	// (patrold/source/<name>).
-	Name       string             `koanf:"name" yaml:"name"`
-	Kind       string             `koanf:"kind" yaml:"kind"` // one of Kinds
-	Demo       demo.Options       `koanf:"demo" yaml:"demo"`
-	File       file.Options       `koanf:"file" yaml:"file"`
-	Exec       exec.Options       `koanf:"exec" yaml:"exec"`
-	Prometheus prometheus.Options `koanf:"prometheus" yaml:"prometheus"`
-	Proxmox    proxmox.Options    `koanf:"proxmox" yaml:"proxmox"`
-	PBS        proxmox.PBSOptions `koanf:"pbs" yaml:"pbs"`
+	Name     string `koanf:"name" yaml:"name"`
+	Sections `koanf:",squash" yaml:",inline"`
 }
 
 // DefaultMember is what a sources entry starts from before its keys are
-// read: every section at its defaults, as in the source section.
+// read: every section at its defaults, as in the source section, and no
+// kind.
 func DefaultMember() Member {
-	d := DefaultConfig()
-	return Member{Demo: d.Demo, File: d.File, Exec: d.Exec, Prometheus: d.Prometheus, Proxmox: d.Proxmox, PBS: d.PBS}
+	m := Member{Sections: DefaultConfig().Sections}
+	m.Kind = ""
+	return m
 }
 
 // Config is the source section m stands for, on top of base (whose
 // probe and file size bound it keeps).
 func (m Member) Config(base Config) Config {
-	base.Kind, base.Demo, base.Exec, base.Prometheus, base.Proxmox, base.PBS = m.Kind, m.Demo, m.Exec, m.Prometheus, m.Proxmox, m.PBS
-	base.File.Path = m.File.Path
+	f := base.File
+	f.Path = m.File.Path
+	base.Sections = m.Sections
+	base.File = f
 	return base
 }
 
