@@ -15,20 +15,20 @@ import (
 type Point = snapshot.UsagePoint
 
 // SeriesDigest is what a stored usage series is: its resource, its
-// number of points, its first and newest times and the sum of its
-// values. A series only grows at its newest end and is pruned at its
-// oldest, so any change to it changes its digest, and a trend fitted to
-// it (FitTrend) may be kept while the digest stays.
+// number of points, its first and newest times, and its version, which
+// the history moves with every change to its points and never gives a
+// series twice. So a trend fitted to a series (FitTrend) may be kept
+// while its digest stays.
 type SeriesDigest struct {
 	ResourceID  string
 	Points      int
 	First, Last time.Time
-	Sum         float64
+	Version     int64
 }
 
 // Same reports whether d and o are the digest of the same series.
 func (d SeriesDigest) Same(o SeriesDigest) bool {
-	return d.ResourceID == o.ResourceID && d.Points == o.Points && d.First.Equal(o.First) && d.Last.Equal(o.Last) && d.Sum == o.Sum
+	return d.ResourceID == o.ResourceID && d.Points == o.Points && d.First.Equal(o.First) && d.Last.Equal(o.Last) && d.Version == o.Version
 }
 
 // UsageSample is one resource's usage (percent used) at a run.

@@ -169,7 +169,7 @@ func TestForecastGuestAndStale(t *testing.T) {
 // TestSeriesDigestSame: two digests are the same series only when every
 // part is the same; the same instants in another zone are the same.
 func TestSeriesDigestSame(t *testing.T) {
-	d := signals.SeriesDigest{ResourceID: "vm/101", Points: 12, First: takenAt.Add(-48 * time.Hour), Last: takenAt, Sum: 600.5}
+	d := signals.SeriesDigest{ResourceID: "vm/101", Points: 12, First: takenAt.Add(-48 * time.Hour), Last: takenAt, Version: 41}
 	zoned := d
 	zoned.First, zoned.Last = d.First.In(time.FixedZone("x", 3600)), d.Last.In(time.FixedZone("x", 3600))
 	if !d.Same(d) || !d.Same(zoned) {
@@ -180,7 +180,7 @@ func TestSeriesDigestSame(t *testing.T) {
 		"points":   func(o *signals.SeriesDigest) { o.Points++ },
 		"first":    func(o *signals.SeriesDigest) { o.First = o.First.Add(time.Second) },
 		"last":     func(o *signals.SeriesDigest) { o.Last = o.Last.Add(time.Second) },
-		"sum":      func(o *signals.SeriesDigest) { o.Sum += 0.25 },
+		"version":  func(o *signals.SeriesDigest) { o.Version++ },
 	} {
 		o := d
 		change(&o)

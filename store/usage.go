@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/contracts"
@@ -95,11 +96,13 @@ func jsonArray(ids []string) []byte {
 
 // UsageReady returns, in id order, the digests of the series of the
 // resources among ids that hold at least points points spanning at least
-// span: the only ones a forecast can judge. One query, in SQLite:
-//   - the candidates are the resources with a point at least span before
-//     the newest point of all (found on the index by time), so a young
-//     history reads next to nothing;
-//   - only their series are counted, and summed for the digest.
+// span: the only ones a forecast can judge. One query over usage_series
+// (what each series is, kept by triggers: migration 00019), not over the
+// points:
+//   - the candidates are the series whose first point is at least span
+//     before the newest point of all (found on the index by time), so a
+//     young history reads next to nothing;
+//   - a digest's version moves with every change to its series' points.
 func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span time.Duration) ([]signals.SeriesDigest, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -108,9 +111,9 @@ func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span t
 	for _, id := range ids {
 		want[id] = true
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT resource_id, count(*), min(at), max(at), total(value) FROM usage_points
-		WHERE resource_id IN (SELECT resource_id FROM usage_points WHERE at <= (SELECT max(at) FROM usage_points) - ?2)
-		GROUP BY resource_id HAVING count(*) >= ?1 AND max(at) - min(at) >= ?2 ORDER BY resource_id`, points, int64(span/time.Second))
+	rows, err := s.db.QueryContext(ctx, `SELECT resource_id, points, first_at, last_at, version FROM usage_series
+		WHERE first_at <= (SELECT max(at) FROM usage_points) - ?2 AND points >= ?1 AND last_at - first_at >= ?2`,
+		points, int64(span/time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("usage ready: %w", err)
 	}
@@ -119,7 +122,7 @@ func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span t
 	for rows.Next() {
 		var d signals.SeriesDigest
 		var first, last int64
-		if err := rows.Scan(&d.ResourceID, &d.Points, &first, &last, &d.Sum); err != nil {
+		if err := rows.Scan(&d.ResourceID, &d.Points, &first, &last, &d.Version); err != nil {
 			return nil, fmt.Errorf("usage ready: %w", err)
 		}
 		d.First, d.Last = time.Unix(first, 0).UTC(), time.Unix(last, 0).UTC()
@@ -130,6 +133,9 @@ func (s *Store) UsageReady(ctx context.Context, ids []string, points int, span t
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("usage ready: %w", err)
 	}
+	// In id order; the index gives them by first time (an ORDER BY would
+	// make SQLite scan the table instead).
+	slices.SortFunc(out, func(a, b signals.SeriesDigest) int { return strings.Compare(a.ResourceID, b.ResourceID) })
 	return out, nil
 }
 

@@ -91,10 +91,12 @@ func TestUsageReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each digest is its whole series: count, first and newest time, sum.
+	// Each digest is its whole series: count, first and newest time, and
+	// the version of its last change (one a point: the history counts
+	// from 1, and 5 + 6 points came before vm/ready's).
 	want := []signals.SeriesDigest{
-		{ResourceID: "storage/pve1/ready", Points: 7, First: t0, Last: t0.Add(30 * time.Hour), Sum: 0 + 1 + 2 + 3 + 4 + 5 + 6},
-		{ResourceID: "vm/ready", Points: 6, First: t0, Last: t0.Add(24 * time.Hour), Sum: 0 + 1 + 2 + 3 + 4 + 5},
+		{ResourceID: "storage/pve1/ready", Points: 7, First: t0, Last: t0.Add(30 * time.Hour), Version: 1 + 5 + 6 + 6 + 7},
+		{ResourceID: "vm/ready", Points: 6, First: t0, Last: t0.Add(24 * time.Hour), Version: 1 + 5 + 6 + 6},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ready\n%+v\nwant\n%+v", got, want)
@@ -106,10 +108,107 @@ func TestUsageReady(t *testing.T) {
 	// exactly span before the newest point of all.
 	st = openStore(t)
 	series("vm/edge", 6, 24*time.Hour)
-	edge := []signals.SeriesDigest{{ResourceID: "vm/edge", Points: 6, First: t0, Last: t0.Add(24 * time.Hour), Sum: 15}}
+	edge := []signals.SeriesDigest{{ResourceID: "vm/edge", Points: 6, First: t0, Last: t0.Add(24 * time.Hour), Version: 7}}
 	if got, err := st.UsageReady(ctx, []string{"vm/edge"}, 6, 24*time.Hour); err != nil || !reflect.DeepEqual(got, edge) {
 		t.Errorf("edge: %+v %v", got, err)
 	}
+}
+
+// TestUsageDigestFollowsEveryChange: the digest UsageReady returns is
+// the series as stored (its count, first and newest time, from the
+// points themselves) after every kind of change, and each change gives
+// the series a version it never had. The attacks are each change behind
+// the history's methods: a new point, a prune, a value updated in
+// place, a point moved to another series, and a series deleted and
+// recorded again point for point.
+func TestUsageDigestFollowsEveryChange(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ids := []string{"vm/a", "vm/b"}
+	record := func(at time.Time, v float64) {
+		t.Helper()
+		samples := []signals.UsageSample{{ResourceID: "vm/a", Value: v}, {ResourceID: "vm/b", Value: v + 1}}
+		if err := st.RecordUsage(ctx, at, samples, 0, 10*24*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := st.DB().ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]map[int64]bool{"vm/a": {}, "vm/b": {}}
+	// check holds the digests to the stored points and returns them by id.
+	check := func(step string) map[string]signals.SeriesDigest {
+		t.Helper()
+		got, err := st.UsageReady(ctx, ids, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		series, err := st.UsageSeries(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []signals.SeriesDigest
+		for _, id := range ids {
+			if pts := series[id]; len(pts) > 0 {
+				want = append(want, signals.SeriesDigest{ResourceID: id, Points: len(pts), First: pts[0].At, Last: pts[len(pts)-1].At})
+			}
+		}
+		out := map[string]signals.SeriesDigest{}
+		for i := range got {
+			out[got[i].ResourceID] = got[i]
+			if i < len(want) {
+				want[i].Version = got[i].Version
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: digests\n%+v\nwant\n%+v", step, got, want)
+		}
+		return out
+	}
+	// moved fails unless each id's series has a version it never had.
+	moved := func(step string, d map[string]signals.SeriesDigest, moved ...string) {
+		t.Helper()
+		for _, id := range moved {
+			if v := d[id].Version; seen[id][v] {
+				t.Errorf("%s: %s has version %d again", step, id, v)
+			}
+			seen[id][d[id].Version] = true
+		}
+	}
+	for i := range 4 {
+		record(t0.Add(time.Duration(i)*24*time.Hour), float64(i))
+	}
+	moved("recorded", check("recorded"), "vm/a", "vm/b")
+	record(t0.Add(4*24*time.Hour), 4) // an insert alone
+	moved("a point added", check("a point added"), "vm/a", "vm/b")
+	exec("DELETE FROM usage_points WHERE resource_id = 'vm/a' AND at = ?", t0.Unix()) // a delete alone
+	moved("a point deleted", check("a point deleted"), "vm/a")
+	record(t0.Add(5*24*time.Hour), 5)
+	moved("a point added after a delete", check("a point added after a delete"), "vm/a", "vm/b")
+	record(t0.Add(13*24*time.Hour), 9) // prunes the points before day 3
+	moved("pruned", check("pruned"), "vm/a", "vm/b")
+	before := check("before the update")
+	exec("UPDATE usage_points SET value = 50 WHERE resource_id = 'vm/a' AND at = ?", t0.Add(13*24*time.Hour).Unix())
+	after := check("value updated")
+	moved("value updated", after, "vm/a")
+	if after["vm/b"] != before["vm/b"] {
+		t.Errorf("vm/b moved with vm/a's value: %+v, was %+v", after["vm/b"], before["vm/b"])
+	}
+	// vm/a's newest point becomes vm/b's newest.
+	exec("UPDATE usage_points SET resource_id = 'vm/b', at = at + 60 WHERE resource_id = 'vm/a' AND at = ?", t0.Add(13*24*time.Hour).Unix())
+	moved("point moved", check("point moved"), "vm/a", "vm/b")
+	exec("DELETE FROM usage_points WHERE resource_id = 'vm/a'")
+	if d := check("vm/a deleted"); len(d) != 1 {
+		t.Errorf("vm/a deleted: digests %+v", d)
+	}
+	record(t0.Add(14*24*time.Hour), 1)
+	exec("DELETE FROM usage_points WHERE resource_id = 'vm/a'")
+	record(t0.Add(14*24*time.Hour), 1) // vm/a as it was, vm/b's point ignored
+	moved("recorded again", check("recorded again"), "vm/a")
 }
 
 // TestRecordUsageFirstSampleWins: a resource twice in one call gets one
