@@ -13,6 +13,7 @@ STREAM = ["./daemon", "-run", "TestInhibition"]
 SCOPE = ["./patrol", "-run", "TestScopedRun"]
 TRIGGER = ["./patrol", "-run", "TestTriggerLimitsAndCoalescing"]
 NATS_TRIGGER = ["./daemon", "-run", "TestNATSTrigger"]
+PVE_PARENTS = ["./snapshot/proxmox", "-run", "TestGuestStorageParents|TestFullVolumeStorageHoldsItsGuests|TestConfigStorages"]
 
 MUTATIONS = [
     ("inhibit-node-offline", "findings/inhibit.go",
@@ -70,6 +71,12 @@ MUTATIONS = [
     ("nats-trigger-writer-only", "daemon/messaging.go",
      "\t\tm.goRun(func() error { m.serveTriggers(runCtx, d); return nil })\n\t}",
      "\t}\n\tm.goRun(func() error { m.serveTriggers(runCtx, d); return nil })", NATS_TRIGGER),
+    ("proxmox-guest-storage-parents", "snapshot/proxmox/collect.go",
+     "\t\t\tr.Parents = where.of(g.Node, res.configs[vmid(g)].storages())\n", "\t\t\t_ = where\n", PVE_PARENTS),
+    ("proxmox-cdrom-no-volume", "snapshot/proxmox/guestconfig.go",
+     "if p[\"media\"] == \"cdrom\" {", "if false {", PVE_PARENTS),
+    ("proxmox-shared-by-name", "snapshot/proxmox/collect.go",
+     "\t\t\tid, ok = x[\"\\x00\"+n]", "\t\t\tid, ok = \"\", false", PVE_PARENTS),
     ("pipeline-inhibits", "patrol/pipeline.go",
      "\tinhibit(obs, byID)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
 ]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -149,11 +150,14 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 			newestVolumes(vols, id, newest)
 		}
 	}
+	groups := oneFilesystem(cl.storages, paths)
+	where := storageIDs(groups)
 	for _, g := range cl.guests {
 		res := byNode[g.Node]
 		r := guestResource(g, res != nil)
 		if res != nil {
 			r.Addresses = res.addresses[vmid(g)]
+			r.Parents = where.of(g.Node, res.configs[vmid(g)].storages())
 		}
 		if jobsRead && covered(jobs, g) && backupsComplete(g, res, backups, read) {
 			run, ok := res.runs[vmid(g)]
@@ -161,7 +165,7 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 		}
 		out = append(out, r)
 	}
-	for _, group := range oneFilesystem(cl.storages, paths) {
+	for _, group := range groups {
 		out = append(out, groupResource(group))
 	}
 	var pools, disks []snapshot.Resource
@@ -179,6 +183,45 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 	out = append(out, pools...)
 	sort.Slice(disks, func(i, j int) bool { return disks[i].ID < disks[j].ID })
 	return append(out, disks...)
+}
+
+// storageIndex maps a storage a guest names to the resource it is
+// reported through: a node-local storage by node and name, a shared one
+// by name (docs/SOURCES.md#topology).
+type storageIndex map[string]string
+
+// storageIDs indexes the resources of groups (each reported through its
+// first storage).
+func storageIDs(groups [][]storageEntry) storageIndex {
+	out := storageIndex{}
+	for _, group := range groups {
+		for _, st := range group {
+			if st.shared {
+				out["\x00"+st.Storage] = group[0].id()
+			} else {
+				out[st.Node+"\x00"+st.Storage] = group[0].id()
+			}
+		}
+	}
+	return out
+}
+
+// of is the ids of the storage resources a guest on node with volumes on
+// names has as parents, sorted, at most snapshot.MaxParents; a storage
+// the cluster does not report is left out.
+func (x storageIndex) of(node string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		id, ok := x[node+"\x00"+n]
+		if !ok {
+			id, ok = x["\x00"+n]
+		}
+		if ok && !slices.Contains(out, id) && len(out) < snapshot.MaxParents {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // groupResource is the resource of one filesystem's storages: named after

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,4 +128,48 @@ func (w *worker) readConfig(g clusterResource) guestConfig {
 		return nil
 	}
 	return cfg
+}
+
+// storages are the names of the storages the config's volumes are on,
+// sorted, each once:
+//   - QEMU disks (ideN, sataN, scsiN, virtioN, efidisk0, tpmstate0):
+//     "local-lvm:vm-100-disk-0,size=32G"; a CD-ROM (media=cdrom) is
+//     left out, its image is no volume of the guest;
+//   - LXC volumes (rootfs, mpN): "local-zfs:subvol-101-disk-0,size=8G".
+//
+// A passthrough device or bind mount (an absolute path), "none" and
+// unused disks (unusedN: the guest does not use them) name no storage.
+func (c guestConfig) storages() []string {
+	var out []string
+	for k, v := range c {
+		if !volumeKey(k) {
+			continue
+		}
+		p := properties(v, "file")
+		if p["media"] == "cdrom" {
+			continue
+		}
+		st, _, ok := strings.Cut(p["file"], ":")
+		if !ok || st == "" || strings.HasPrefix(st, "/") || slices.Contains(out, st) {
+			continue
+		}
+		out = append(out, st)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// volumeKey reports whether a config key is one of a guest's volumes.
+func volumeKey(k string) bool {
+	if k == "rootfs" || k == "efidisk0" || k == "tpmstate0" {
+		return true
+	}
+	for _, prefix := range []string{"ide", "sata", "scsi", "virtio", "mp"} {
+		if n, ok := strings.CutPrefix(k, prefix); ok && n != "" {
+			if _, err := strconv.Atoi(n); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -140,7 +140,8 @@ func FuzzGuestConfig(f *testing.F) {
 
 // TestConfigNotReadFallsBackToNames: a guest whose config fails to read
 // is a problem of its node, and its agent's interfaces are judged by name
-// (br-lan skipped, wg0 kept); everything else is as collected in full.
+// (br-lan skipped, wg0 kept); it names no storage parent; everything
+// else is as collected in full.
 func TestConfigNotReadFallsBackToNames(t *testing.T) {
 	fake, srv := newFake(t)
 	fake.fail["nodes/pve1/qemu/101/config"] = true
@@ -159,10 +160,58 @@ func TestConfigNotReadFallsBackToNames(t *testing.T) {
 	for i, r := range full.Snapshot.Resources {
 		if r.ID == "vm/101" {
 			full.Snapshot.Resources[i].Addresses = []string{"10.99.0.1:22"}
+			full.Snapshot.Resources[i].Parents = nil
 		}
 	}
 	if !reflect.DeepEqual(snap, full.Snapshot) {
 		got, _ := snapshot.Encode(snap)
 		t.Errorf("snapshot differs from the full one but vm/101's addresses:\n%s", got)
+	}
+}
+
+// TestGuestStorageParents: a guest's volumes name their storages, which
+// become its parents as the storage resources the cluster reports them
+// through (a node-local storage of the guest's node, a shared one by
+// name); CD-ROMs, passthrough devices, bind mounts, unused disks and a
+// storage the cluster does not report name none. The rest of the
+// snapshot is as collected in full.
+func TestGuestStorageParents(t *testing.T) {
+	fake, srv := newFake(t)
+	fake.body["nodes/pve1/qemu/101/config"] = `{"data": {"name": "db-1", "net0": "virtio=BC:24:11:2E:5A:01,bridge=vmbr0",
+		"scsi0": "local-lvm:vm-101-disk-0,size=32G", "virtio1": "bulk:vm-101-disk-1,size=1T", "sata0": "/dev/disk/by-id/ata-X,size=2T",
+		"ide2": "local:iso/debian.iso,media=cdrom", "efidisk0": "local-lvm:vm-101-disk-2,size=4M", "unused0": "nfs-backup:vm-101-disk-9",
+		"tpmstate0": "nfs-backup:vm-101-disk-3,size=4M", "scsi9": "gone:vm-101-disk-4", "scsihw": "virtio-scsi-single"}}`
+	fake.body["nodes/pve2/lxc/201/config"] = `{"data": {"hostname": "scratch", "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:3C:00:C9",
+		"rootfs": "local-lvm:vm-201-disk-0,size=8G", "mp0": "/mnt/data,mp=/data", "mp1": "local:201/vm-201-disk-1.raw,mp=/srv"}}`
+	snap, _, err := newSource(t, testOptions(t, srv)).Collect(context.Background())
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	full := readGolden(t, "cluster.golden.json")
+	byID := map[string]*snapshot.Resource{}
+	for i := range full.Snapshot.Resources {
+		byID[full.Snapshot.Resources[i].ID] = &full.Snapshot.Resources[i]
+	}
+	// nfs-backup is shared (reported through pve1); pve2's local is one
+	// filesystem with cloud-init and snippets, reported as cloud-init.
+	byID["vm/101"].Parents = []string{"storage/pve1/bulk", "storage/pve1/local-lvm", "storage/pve1/nfs-backup"}
+	byID["container/201"].Parents = []string{"storage/pve2/cloud-init", "storage/pve2/local-lvm"}
+	if !reflect.DeepEqual(snap, full.Snapshot) {
+		got, _ := snapshot.Encode(snap)
+		t.Errorf("snapshot differs from the full one but the two guests' parents:\n%s", got)
+	}
+}
+
+// TestConfigStorages: each volume key names its storage once, sorted.
+func TestConfigStorages(t *testing.T) {
+	cfg := guestConfig{"scsi0": "b:vm-1-disk-0,size=1G", "scsi1": "a:vm-1-disk-1", "virtio0": "b:vm-1-disk-2", "ide0": "none,media=cdrom",
+		"sata1": "c:vm-1-disk-3,media=disk", "net0": "virtio=BC:24:11:2E:5A:01,bridge=vmbr0", "scsihw": "virtio-scsi-pci",
+		"mpx": "d:vm-1-disk-4", "rootfs": "e:subvol-1-disk-0,size=8G", "mp3": "f:subvol-1-disk-1,mp=/x", "unused1": "g:vm-1-disk-5",
+		"bootdisk": "scsi0", "ide3": "none"}
+	if got, want := cfg.storages(), []string{"a", "b", "c", "e", "f"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("storages %q, want %q", got, want)
+	}
+	if got := guestConfig(nil).storages(); got != nil {
+		t.Fatalf("an unread config names %q", got)
 	}
 }

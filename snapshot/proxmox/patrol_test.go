@@ -2,7 +2,11 @@ package proxmox
 
 import (
 	"context"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +33,21 @@ type runOutcome struct {
 // resolves nothing.
 func TestPatrolRunOverCluster(t *testing.T) {
 	fake, srv := newFake(t)
+	_, run := patrolOver(t, srv)
+	golden(t, "run.golden.json", run())
+
+	fake.hang["pve2"] = true
+	second := run()
+	if second.Status != "degraded" || len(second.Resolved) != 0 {
+		t.Errorf("run with pve2 timing out: status %s, resolved %v; want degraded, nothing resolved", second.Status, second.Resolved)
+	}
+	golden(t, "run-timeout.golden.json", second)
+}
+
+// patrolOver is a real patrol (SQLite store, default thresholds) over
+// the fake cluster at srv: its store, and a manual run's outcome.
+func patrolOver(t *testing.T, srv *httptest.Server) (*store.Store, func() runOutcome) {
+	t.Helper()
 	o := testOptions(t, srv)
 	o.Timeout = 300 * time.Millisecond
 	src := newSource(t, o)
@@ -36,7 +55,7 @@ func TestPatrolRunOverCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	pol, err := alerts.New(alerts.Settings{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +67,7 @@ func TestPatrolRunOverCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func() runOutcome {
+	return st, func() runOutcome {
 		rep, err := runner.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
 		if err != nil {
 			t.Fatalf("run: %v", err)
@@ -56,12 +75,59 @@ func TestPatrolRunOverCluster(t *testing.T) {
 		return runOutcome{Status: rep.Status, StatusReasons: rep.StatusReasons, Resources: rep.Resources,
 			Signals: rep.Signals, Errors: rep.Errors, Resolved: rep.Resolved}
 	}
-	golden(t, "run.golden.json", run())
+}
 
-	fake.hang["pve2"] = true
-	second := run()
-	if second.Status != "degraded" || len(second.Resolved) != 0 {
-		t.Errorf("run with pve2 timing out: status %s, resolved %v; want degraded, nothing resolved", second.Status, second.Resolved)
+// TestFullVolumeStorageHoldsItsGuests: pve1's local-lvm, where vm/102's
+// disk is (its config's scsi0), fills; its critical high_disk explains
+// vm/102's backup findings, which are held under it. When it has room
+// again the guest's findings are released, still active as the data
+// says. Every other finding is held by nothing.
+func TestFullVolumeStorageHoldsItsGuests(t *testing.T) {
+	fake, srv := newFake(t)
+	resources, err := os.ReadFile(filepath.Join("testdata", "api2", "json", "cluster", "resources.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	golden(t, "run-timeout.golden.json", second)
+	const room = `"storage":"local-lvm","node":"pve1","status":"available","disk":214748364800`
+	full := strings.Replace(string(resources), room, `"storage":"local-lvm","node":"pve1","status":"available","disk":850000000000`, 1)
+	if full == string(resources) {
+		t.Fatalf("resources.json has no %s", room)
+	}
+	fake.body["cluster/resources"] = full
+	st, run := patrolOver(t, srv)
+	held := func() map[string]string {
+		t.Helper()
+		fs, err := st.List(context.Background(), findings.ListFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, f := range fs {
+			if f.Active() {
+				out[f.ResourceID+" "+f.Key] = f.InhibitedBy
+			}
+		}
+		return out
+	}
+	run()
+	parent := findings.ID("storage/pve1/local-lvm", findings.CategoryCapacity, string(signals.TypeHighDisk))
+	want := map[string]string{}
+	for _, s := range []string{"node/pve2 high_cpu", "node/pve2 high_memory", "node/pve3 node_offline", "vm/101 high_memory",
+		"container/200 high_disk", "storage/pve1/bulk high_disk", "storage/pve2/cloud-init high_disk", "storage/pve2/local-lvm high_disk",
+		"storage/pve2/zpool/tank high_disk", "storage/pve2/zpool/tank zfs_pool_degraded", "disk/pve1/sda smart_failure",
+		"disk/pve2/nvme0n1 smart_failure", "disk/pve2/nvme0n1 disk_wear", "disk/pve2/sda smart_failure", "disk/pve2/sdb smart_failure",
+		"disk/pve2/sdb disk_temperature", "storage/pve1/local-lvm high_disk"} {
+		want[s] = ""
+	}
+	want["vm/102 backup_failed"], want["vm/102 backup_stale"] = parent, parent
+	if got := held(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("active findings and what holds them:\n got %v\nwant %v", got, want)
+	}
+	delete(fake.body, "cluster/resources")
+	run()
+	delete(want, "storage/pve1/local-lvm high_disk")
+	want["vm/102 backup_failed"], want["vm/102 backup_stale"] = "", ""
+	if got := held(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after local-lvm has room again:\n got %v\nwant %v", got, want)
+	}
 }
