@@ -388,7 +388,7 @@ func backupOf(run backupRun, ok bool, newest newestBackup) *snapshot.Backup {
 // virtualPrefixes name the interfaces container runtimes and overlay
 // networks create inside a guest.
 var virtualPrefixes = []string{"docker", "br-", "veth", "cni", "flannel", "weave", "vxlan", "cali", "cilium",
-	"kube-", "virbr", "lxcbr", "lxdbr", "podman", "tunl", "vethwe", "datapath"}
+	"kube-", "virbr", "lxcbr", "lxdbr", "podman", "tunl", "datapath"}
 
 // bridgeLike reports whether an interface name is one of virtualPrefixes'.
 func bridgeLike(name string) bool {
