@@ -100,7 +100,7 @@ type Options struct {
 	// Tokens are the bearer tokens. None: reads are open, mutations refused.
 	Tokens []Token
 	// Capabilities is served at GET /api/v1/agent/capabilities (nil: 404).
-	Capabilities func() any
+	Capabilities func() Capabilities
 	// Gatherer is served at GET /metrics (nil: 404).
 	Gatherer prometheus.Gatherer
 	// Registerer receives the API metrics (nil: a private registry).

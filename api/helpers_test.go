@@ -116,7 +116,7 @@ func newEnv(t testing.TB, tokens []api.Token, mod func(*api.Options)) *env {
 	e.seed()
 	opts := api.Options{
 		Store: st, Daemon: e.daemon, Tokens: tokens,
-		Capabilities: func() any { return map[string]any{"codes": api.Codes()} },
+		Capabilities: func() api.Capabilities { return api.NewCapabilities() },
 		Gatherer:     e.reg, Registerer: e.reg,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    func() time.Time { return e.now },

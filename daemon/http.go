@@ -95,7 +95,7 @@ func trackCommits(ctx context.Context) (context.Context, func() int64) {
 // HTTPAddr is the address the API listens on (after Start).
 func (d *Daemon) HTTPAddr() string { return d.httpAddr }
 
-func (d *Daemon) capabilities() any {
+func (d *Daemon) capabilities() api.Capabilities {
 	var profiles []agent.Capabilities
 	if stages, err := analyst.Capabilities(); err == nil {
 		profiles = append(profiles, stages...)
