@@ -186,10 +186,13 @@ func (b *Bus) clientOptions() ([]nats.Option, error) {
 			b.log.Warn("nats async error", "subject", subj, "err", err)
 		}),
 	}
-	if o.URL == "" {
-		return copts, nil // in-process, no auth configured on the embedded server
-	}
 	switch {
+	case o.NkeyFile != "":
+		nk, err := nats.NkeyOptionFromSeed(o.NkeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats.nkey_file: %w", err)
+		}
+		copts = append(copts, nk)
 	case o.CredentialsFile != "":
 		if _, err := os.Stat(o.CredentialsFile); err != nil {
 			return nil, fmt.Errorf("nats.credentials_file: %w", err)

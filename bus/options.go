@@ -39,13 +39,16 @@ type Options struct {
 	Source          string          `koanf:"source" json:"source" yaml:"source"`
 	Embedded        EmbeddedOptions `koanf:"embedded" json:"embedded" yaml:"embedded"`
 	CredentialsFile string          `koanf:"credentials_file" json:"credentials_file" yaml:"credentials_file"`
-	User            string          `koanf:"user" json:"user" yaml:"user"`
-	Password        string          `koanf:"password" json:"password" yaml:"password"`
-	TokenFile       string          `koanf:"token_file" json:"token_file" yaml:"token_file"`
-	TLS             TLSOptions      `koanf:"tls" json:"tls" yaml:"tls"`
-	Stream          StreamOptions   `koanf:"stream" json:"stream" yaml:"stream"`
-	Outbox          OutboxOptions   `koanf:"outbox" json:"outbox" yaml:"outbox"`
-	Lease           LeaseConfig     `koanf:"lease" json:"lease" yaml:"lease"`
+	// NkeyFile is an nkey user seed file, such as the ones serve
+	// generates for its embedded server (docs/NATS.md).
+	NkeyFile  string        `koanf:"nkey_file" json:"nkey_file" yaml:"nkey_file"`
+	User      string        `koanf:"user" json:"user" yaml:"user"`
+	Password  string        `koanf:"password" json:"password" yaml:"password"`
+	TokenFile string        `koanf:"token_file" json:"token_file" yaml:"token_file"`
+	TLS       TLSOptions    `koanf:"tls" json:"tls" yaml:"tls"`
+	Stream    StreamOptions `koanf:"stream" json:"stream" yaml:"stream"`
+	Outbox    OutboxOptions `koanf:"outbox" json:"outbox" yaml:"outbox"`
+	Lease     LeaseConfig   `koanf:"lease" json:"lease" yaml:"lease"`
 }
 
 // EmbeddedOptions configure the in-process server used when URL is empty.
@@ -91,6 +94,9 @@ type LeaseConfig struct {
 func DefaultOptions() Options {
 	return Options{}.withDefaults()
 }
+
+// WithDefaults is o with every zero value replaced by its default.
+func (o Options) WithDefaults() Options { return o.withDefaults() }
 
 func (o Options) withDefaults() Options {
 	setStr(&o.SubjectPrefix, contracts.DefaultSubjectPrefix)
@@ -143,13 +149,13 @@ func (o Options) Validate() error {
 		add("embedded.listen", "%v", err)
 	}
 	auth := 0
-	for _, set := range []bool{o.CredentialsFile != "", o.User != "" || o.Password != "", o.TokenFile != ""} {
+	for _, set := range []bool{o.CredentialsFile != "", o.User != "" || o.Password != "", o.TokenFile != "", o.NkeyFile != ""} {
 		if set {
 			auth++
 		}
 	}
 	if auth > 1 {
-		add("credentials_file", "set only one of credentials_file, user/password and token_file")
+		add("credentials_file", "set only one of credentials_file, nkey_file, user/password and token_file")
 	}
 	if (o.User == "") != (o.Password == "") {
 		add("user", "user and password must be set together")
@@ -195,7 +201,11 @@ func validListen(listen string) error {
 		return fmt.Errorf("%q is not host:port: %v", listen, err)
 	}
 	if host == "" {
-		return fmt.Errorf("%q has no host (use 0.0.0.0 to listen on every interface)", listen)
+		return fmt.Errorf("%q has no host (the embedded server listens on loopback only, e.g. 127.0.0.1)", listen)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q is not a loopback address: the embedded server listens on loopback only; "+
+			"for workers on other hosts run a NATS server (deploy/nats-example.conf) and set nats.url", listen)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 0 || p > 65535 {

@@ -38,7 +38,7 @@ func TestOperatorActionPublishedOnCommit(t *testing.T) {
 	}
 	testkit.Eventually(t, 20*time.Second, "the run's events are published", func() bool { return pending() == 0 })
 
-	c := subscribe(t, d.NATSURL())
+	c := subscribe(t, d)
 	f := rep.Findings[0]
 	now := time.Now()
 	if _, err := d.Store().Act(ctx, f.ID, findings.ActionRequest{Action: findings.ActionDismiss, Reason: findings.DismissNotAnIssue, Actor: "op"}, now); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
@@ -78,15 +79,18 @@ type collector struct {
 	events []string // "type subject"
 }
 
-func subscribe(t *testing.T, url string) *collector {
+// natsAs connects to d's embedded server as role with its generated
+// credentials; the connection closes when the test ends.
+func natsAs(t *testing.T, d *daemon.Daemon, role embedded.Role) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	return natstest.ConnectRole(t, d.NATSURL(), d.Config().DataDir, role)
+}
+
+func subscribe(t *testing.T, d *daemon.Daemon) *collector {
+	t.Helper()
+	nc := natsAs(t, d, embedded.RoleDaemon)
 	c := &collector{byID: map[string]int{}}
-	_, err = nc.Subscribe("patrol.>", func(m *nats.Msg) {
+	_, err := nc.Subscribe("patrol.>", func(m *nats.Msg) {
 		var ev struct {
 			ID      string `json:"id"`
 			Type    string `json:"type"`
@@ -146,7 +150,7 @@ func count(events []string, prefix string) int {
 func TestPublishedEventsFollowThePolicy(t *testing.T) {
 	dir := t.TempDir()
 	d := start(t, testConfig(t, dir, "", ""))
-	sub := subscribe(t, d.NATSURL())
+	sub := subscribe(t, d)
 	ctx := context.Background()
 	useSnapshot(t, dir, "faults.json")
 	if rep, err := d.RunNow(ctx, patrol.TriggerManual); err != nil || len(rep.Findings) != 9 {
@@ -181,8 +185,7 @@ func TestCommittedEventsSurviveACrash(t *testing.T) {
 	// outbox still holds the events: a subscriber attached before the
 	// relay's first pass sees them through the stream.
 	d := start(t, cfg)
-	nc, _ := nats.Connect(d.NATSURL())
-	defer nc.Close()
+	nc := natsAs(t, d, embedded.RoleSubscriber)
 	js, _ := nc.JetStream()
 	testkit.EventuallyState(t, 10*time.Second, "the stream holds the 10 events and the outbox none", func() (bool, string) {
 		info, err := js.StreamInfo("PATROL")

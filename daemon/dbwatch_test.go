@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
@@ -130,12 +131,7 @@ func equalJSON(got map[string]any, want any) bool {
 // many finding events the stream holds.
 func findingEvents(t *testing.T, d *daemon.Daemon) uint64 {
 	t.Helper()
-	nc, err := nats.Connect(d.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := nc.JetStream()
+	js, _ := natsAs(t, d, embedded.RoleSubscriber).JetStream()
 	var n uint64
 	testkit.Eventually(t, 20*time.Second, "the run's events are on the stream", func() bool {
 		pending, _ := d.Store().PendingCount(context.Background())

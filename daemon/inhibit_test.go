@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
@@ -31,15 +33,11 @@ type streamFindings struct {
 	got []findingEvent
 }
 
-func subscribeFindings(t *testing.T, url string) *streamFindings {
+func subscribeFindings(t *testing.T, d *daemon.Daemon) *streamFindings {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natsAs(t, d, embedded.RoleSubscriber)
 	c := &streamFindings{}
-	_, err = nc.Subscribe("patrol.findings.>", func(m *nats.Msg) {
+	_, err := nc.Subscribe("patrol.findings.>", func(m *nats.Msg) {
 		var ev struct {
 			Type string `json:"type"`
 			Data struct {
@@ -128,7 +126,7 @@ func TestInhibitionOnTheStream(t *testing.T) {
 	cfg := testConfig(t, dir, "", "")
 	cfg.Patrol.Autonomy = string(findings.AutonomyFull)
 	d := start(t, cfg)
-	sub := subscribeFindings(t, d.NATSURL())
+	sub := subscribeFindings(t, d)
 	ctx := context.Background()
 	run := func(doc string) *patrol.Report {
 		t.Helper()
@@ -238,7 +236,7 @@ func TestInhibitionOnTheStream(t *testing.T) {
 func TestInhibitionReleasedBySweep(t *testing.T) {
 	dir := t.TempDir()
 	d := start(t, testConfig(t, dir, "", ""))
-	sub := subscribeFindings(t, d.NATSURL())
+	sub := subscribeFindings(t, d)
 	ctx := context.Background()
 	writeDoc(t, dir, fleetDoc(`{"id":"node/pve1","kind":"node","status":"offline"}`,
 		`{"id":"vm/101","kind":"vm","parent":"node/pve1","status":"running","reachable":false}`))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/config"
@@ -46,27 +48,69 @@ type messaging struct {
 	wg        sync.WaitGroup
 }
 
-// BusOptions completes the nats section for this data dir.
+// BusOptions completes the nats section for serve on this data dir:
+// with nats.url empty, the embedded server keeps its files under
+// <data_dir>/nats and serve connects with the daemon's generated nkey
+// (unless the section names other credentials).
 func BusOptions(cfg *config.Config) bus.Options {
 	o := cfg.NATS
-	if o.URL == "" && o.Embedded.StoreDir == "" {
-		o.Embedded.StoreDir = filepath.Join(cfg.DataDir, "nats")
+	if o.URL == "" {
+		if o.Embedded.StoreDir == "" {
+			o.Embedded.StoreDir = filepath.Join(cfg.DataDir, "nats")
+		}
+		withRole(&o, cfg.DataDir, embedded.RoleDaemon)
 	}
 	return o
+}
+
+// withRole sets the role's generated nkey seed (under dataDir) when the
+// section names no credentials of its own.
+func withRole(o *bus.Options, dataDir string, r embedded.Role) {
+	if o.CredentialsFile == "" && o.NkeyFile == "" && o.User == "" && o.TokenFile == "" {
+		o.NkeyFile = NATSSeedFile(dataDir, r)
+	}
+}
+
+// NATSSeedFile is the path of a role's nkey seed for the embedded
+// server, which serve generates (0600) in its data_dir on first start.
+func NATSSeedFile(dataDir string, r embedded.Role) string {
+	return filepath.Join(dataDir, embedded.SeedFile(r))
+}
+
+// embeddedAuth is the embedded server's users: their seeds in data_dir,
+// their permissions naming this configuration's subjects, work queue and
+// notify sinks.
+func embeddedAuth(cfg *config.Config) embedded.Auth {
+	o := cfg.NATS.WithDefaults()
+	n := embedded.Names{Prefix: o.SubjectPrefix, Stream: o.Stream.Name, LeaseBucket: o.Lease.Bucket, WorkQueue: assistant.DefaultDurable,
+		Outcomes: OutcomesDurable}
+	for _, s := range cfg.Notify.Sinks {
+		n.Notify = append(n.Notify, notify.Durable(s.Name))
+	}
+	return embedded.Auth{Dir: cfg.DataDir, Names: n}
 }
 
 // clientBusOptions is the nats section for a process that is a client of
 // another's server (`notify`, `worker`): with nats.url empty it connects to
 // the embedded server of the local `patrold serve` (nats.embedded.listen)
-// instead of starting one.
-func clientBusOptions(cfg *config.Config, command string) (bus.Options, error) {
+// instead of starting one, with the role's generated nkey from the same
+// data_dir unless the section names other credentials.
+func clientBusOptions(cfg *config.Config, command string, r embedded.Role) (bus.Options, error) {
 	o := cfg.NATS
-	if o.URL == "" {
-		host, port, err := net.SplitHostPort(o.Embedded.Listen)
-		if err != nil || port == "0" {
-			return o, fmt.Errorf("nats.url: required for patrold %s when nats.embedded.listen (%q) names no fixed port", command, o.Embedded.Listen)
+	if o.URL != "" {
+		return o, nil
+	}
+	host, port, err := net.SplitHostPort(o.Embedded.Listen)
+	if err != nil || port == "0" {
+		return o, fmt.Errorf("nats.url: required for patrold %s when nats.embedded.listen (%q) names no fixed port", command, o.Embedded.Listen)
+	}
+	o.URL = "nats://" + net.JoinHostPort(host, port)
+	withRole(&o, cfg.DataDir, r)
+	if o.NkeyFile == NATSSeedFile(cfg.DataDir, r) {
+		if _, err := os.Stat(o.NkeyFile); err != nil {
+			return o, fmt.Errorf("nats.nkey_file: %w: patrold serve generates the embedded server's credentials in its data_dir on first start; "+
+				"run patrold %s with serve's data_dir or set nats.nkey_file (docs/NATS.md)", err, command)
 		}
-		o.URL = "nats://" + net.JoinHostPort(host, port)
 	}
 	return o, nil
 }

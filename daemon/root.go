@@ -27,7 +27,6 @@ import (
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
@@ -234,7 +233,7 @@ func (r *Root) newBus(o bus.Options, log *slog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, err
 	}
-	return bus.New(o, log, reg, bus.WithEmbedded(embedded.Start), bus.WithGuard(g))
+	return bus.New(o, log, reg, bus.WithEmbedded(embeddedAuth(r.cfg).Starter()), bus.WithGuard(g))
 }
 
 // DBPath is the database file under data_dir.

@@ -137,21 +137,7 @@ func TestGappedInstanceReleasesTheLease(t *testing.T) {
 	shared := t.TempDir()
 	useSnapshot(t, shared, "faults.json")
 	start := func(name string) *daemon.Daemon {
-		cfg, err := config.Load([]byte("data_dir: "+t.TempDir()+"\nlog: {level: warn}\nhttp: {listen: '127.0.0.1:0'}\n"+
-			"cluster: {secret_file: "+key+", instance: "+name+"}\nnats: {url: '"+srv.ClientURL()+"', lease: {ttl: 3s}}\n"+
-			"schedule: {cron: '@every 1h', startup_delay: 1h}\n"+
-			"source: {kind: file, file: {path: "+filepath.Join(shared, "snapshot.json")+"}}\n"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg := prometheus.NewRegistry()
-		d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: io.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		d, _, _ := clusterNode(t, srv.ClientURL(), key, shared, name)
 		return d
 	}
 	a := start("node-a")

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/notify"
 )
@@ -26,7 +27,7 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 	if len(cfg.Notify.Sinks) == 0 {
 		return errors.New("notify.sinks: no sink is configured")
 	}
-	bo, err := clientBusOptions(cfg, "notify")
+	bo, err := clientBusOptions(cfg, "notify", embedded.RoleNotify)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/cluster/sessions"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
@@ -33,7 +34,7 @@ import (
 // what it started.
 func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string)) error {
 	cfg := r.cfg
-	bo, err := clientBusOptions(cfg, "worker")
+	bo, err := clientBusOptions(cfg, "worker", embedded.RoleWorker)
 	if err != nil {
 		return configErr(err)
 	}

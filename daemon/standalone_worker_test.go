@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/assistant"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
@@ -61,8 +62,10 @@ func TestStandaloneWorker(t *testing.T) {
 	})
 
 	workerDir := filepath.Join(t.TempDir(), "never-created")
-	// The worker reads the daemon's generated key.
-	wcfg, err := config.Load([]byte("data_dir: "+workerDir+"\nnats: {url: '"+d.NATSURL()+"'}\n"+
+	// The worker reads the daemon's generated key and its generated
+	// worker nkey.
+	wcfg, err := config.Load([]byte("data_dir: "+workerDir+"\nnats: {url: '"+d.NATSURL()+"', nkey_file: "+
+		daemon.NATSSeedFile(dir, embedded.RoleWorker)+"}\n"+
 		"cluster: {secret_file: "+filepath.Join(dir, daemon.KeyFile)+"}\n"+common), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/patrol"
 )
@@ -47,7 +48,7 @@ func (r *Root) SendTrigger(ctx context.Context, resources []string, reason strin
 	if err := patrol.CheckScope(resources, reason); err != nil {
 		return contracts.TriggerAnswer{}, configErr(err)
 	}
-	bo, err := clientBusOptions(r.cfg, "trigger")
+	bo, err := clientBusOptions(r.cfg, "trigger", embedded.RoleDaemon)
 	if err != nil {
 		return contracts.TriggerAnswer{}, configErr(err)
 	}

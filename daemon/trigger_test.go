@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
@@ -81,11 +82,7 @@ func TestNATSTriggerAttacks(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	d := startWith(t, cfg, reg)
 	key := deploymentKey(t, dir)
-	nc, err := nats.Connect(d.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := natsAs(t, d, embedded.RoleDaemon)
 	wrong, err := msgauth.New([]msgauth.Key{{ID: key.keyID(), Secret: make([]byte, 32)}}, msgauth.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
@@ -114,20 +115,17 @@ func TestUnauthenticatedOutcomesRefused(t *testing.T) {
 	storetest.SameDB(t, "replayed outcome", storetest.DumpDB(t, filepath.Join(dir, daemon.DBFile)), after)
 }
 
-// busAttacker is a client on the daemon's NATS port with no credentials
-// of patrold's.
+// busAttacker is a client on the daemon's NATS server without the
+// deployment key. It holds the daemon's NATS credentials, so NATS lets it
+// publish anything (a shared NATS without permissions): only the message
+// authentication stands in its way.
 type busAttacker struct {
 	js jetstream.JetStream
 }
 
 func attacker(t *testing.T, d *daemon.Daemon) busAttacker {
 	t.Helper()
-	nc, err := nats.Connect(d.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(natsAs(t, d, embedded.RoleDaemon))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,10 @@ package deploy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"strings"
-	"sync"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,8 +13,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus"
-	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/daemon"
+	"github.com/patrold/patrold/notify"
 )
 
 // startExample runs a real nats-server loaded from nats-example.conf by
@@ -45,55 +51,9 @@ func startExample(t *testing.T) string {
 	return s.ClientURL()
 }
 
-// natsUser is one user's connection; every permission violation the
-// server reports lands in violations.
-type natsUser struct {
-	name string
-	nc   *nats.Conn
-	js   jetstream.JetStream
-
-	mu         sync.Mutex
-	violations []string
-}
-
-func connectAs(t *testing.T, url, user string) *natsUser {
+func connectAs(t *testing.T, url, user string) *natstest.User {
 	t.Helper()
-	u := &natsUser{name: user}
-	nc, err := nats.Connect(url, nats.UserInfo(user, user+"-pw"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		u.mu.Lock()
-		u.violations = append(u.violations, err.Error())
-		u.mu.Unlock()
-	}))
-	if err != nil {
-		t.Fatalf("%s: %v", user, err)
-	}
-	t.Cleanup(nc.Close)
-	u.nc = nc
-	if u.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-// denied runs do and waits for the server's permission violation on
-// subject (kind Publish or Subscription): what do returns is not the
-// proof (a core publish returns before the server answers).
-func (u *natsUser) denied(t *testing.T, what, kind, subject string, do func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = do(ctx)
-	want := `permissions violation for ` + strings.ToLower(kind) + ` to "` + strings.ToLower(subject) + `"`
-	testkit.EventuallyState(t, 10*time.Second, u.name+" is refused "+what, func() (bool, string) {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		for _, v := range u.violations {
-			if strings.Contains(strings.ToLower(v), want) {
-				return true, ""
-			}
-		}
-		return false, strings.Join(u.violations, "; ")
-	})
+	return natstest.ConnectAs(t, url, user, nats.UserInfo(user, user+"-pw"))
 }
 
 func ok(t *testing.T, who, what string, err error) {
@@ -128,20 +88,20 @@ func TestNATSExamplePermissions(t *testing.T) {
 		{Durable: "patrold-assistant", FilterSubject: "patrol.remediation.requests", AckPolicy: jetstream.AckExplicitPolicy},
 		{Durable: "patrold-outcomes", FilterSubject: "patrol.remediation.outcomes", AckPolicy: jetstream.AckExplicitPolicy},
 	} {
-		_, err := p.js.CreateOrUpdateConsumer(ctx, "PATROL", c)
+		_, err := p.JS.CreateOrUpdateConsumer(ctx, "PATROL", c)
 		ok(t, "patrold", "create consumer "+c.Durable, err)
 	}
 	for _, subj := range []string{"patrol.findings.opened.warning", "patrol.remediation.requests", "patrol.state.changes"} {
-		_, err := p.js.Publish(ctx, subj, []byte("{}"))
+		_, err := p.JS.Publish(ctx, subj, []byte("{}"))
 		ok(t, "patrold", "publish "+subj, err)
 	}
-	p.denied(t, "delete the stream", "Publish", "$JS.API.STREAM.DELETE.PATROL", func(ctx context.Context) error { return p.js.DeleteStream(ctx, "PATROL") })
-	p.denied(t, "delete a consumer", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-outcomes",
-		func(ctx context.Context) error { return p.js.DeleteConsumer(ctx, "PATROL", "patrold-outcomes") })
+	p.Denied(t, "delete the stream", "Publish", "$JS.API.STREAM.DELETE.PATROL", func(ctx context.Context) error { return p.JS.DeleteStream(ctx, "PATROL") })
+	p.Denied(t, "delete a consumer", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-outcomes",
+		func(ctx context.Context) error { return p.JS.DeleteConsumer(ctx, "PATROL", "patrold-outcomes") })
 
 	start("worker")
 	w := connectAs(t, url, "worker")
-	queue, err := w.js.Consumer(ctx, "PATROL", "patrold-assistant")
+	queue, err := w.JS.Consumer(ctx, "PATROL", "patrold-assistant")
 	ok(t, "worker", "open the work queue", err)
 	batch, err := queue.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 	ok(t, "worker", "pull a request", err)
@@ -153,38 +113,52 @@ func TestNATSExamplePermissions(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("worker pulled %d requests, want 1 (%v)", n, batch.Error())
 	}
-	_, err = w.js.Publish(ctx, "patrol.remediation.outcomes", []byte("{}"))
+	_, err = w.JS.Publish(ctx, "patrol.remediation.outcomes", []byte("{}"))
 	ok(t, "worker", "publish an outcome", err)
 	for _, subj := range []string{"patrol.state.changes", "patrol.findings.resolved.warning", "patrol.remediation.requests"} {
-		w.denied(t, "publish "+subj, "Publish", subj, func(context.Context) error { return w.nc.Publish(subj, []byte("{}")) })
+		w.Denied(t, "publish "+subj, "Publish", subj, func(context.Context) error { return w.NC.Publish(subj, []byte("{}")) })
 	}
-	w.denied(t, "read patrold's outcome consumer", "Publish", "$JS.API.CONSUMER.INFO.PATROL.patrold-outcomes",
+	w.Denied(t, "read patrold's outcome consumer", "Publish", "$JS.API.CONSUMER.INFO.PATROL.patrold-outcomes",
 		func(ctx context.Context) error {
-			_, err := w.js.Consumer(ctx, "PATROL", "patrold-outcomes")
+			_, err := w.JS.Consumer(ctx, "PATROL", "patrold-outcomes")
 			return err
 		})
-	w.denied(t, "delete the work queue", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-assistant",
-		func(ctx context.Context) error { return w.js.DeleteConsumer(ctx, "PATROL", "patrold-assistant") })
+	w.Denied(t, "delete the work queue", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-assistant",
+		func(ctx context.Context) error { return w.JS.DeleteConsumer(ctx, "PATROL", "patrold-assistant") })
 
 	start("notify")
 	nf := connectAs(t, url, "notify")
-	_, err = nf.js.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-notify-am", FilterSubject: "patrol.findings.>",
+	_, err = nf.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-notify-am", FilterSubject: "patrol.findings.>",
 		AckPolicy: jetstream.AckExplicitPolicy})
 	ok(t, "notify", "create its sink's consumer", err)
-	nf.denied(t, "publish an event", "Publish", "patrol.findings.opened.critical",
-		func(context.Context) error { return nf.nc.Publish("patrol.findings.opened.critical", []byte("{}")) })
-	nf.denied(t, "pull the work queue", "Publish", "$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant",
-		func(context.Context) error {
-			return nf.nc.Publish("$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant", []byte(`{"batch":1}`))
+	ordered, err := nf.JS.OrderedConsumer(ctx, "PATROL", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"patrol.findings.>"},
+		DeliverPolicy: jetstream.DeliverAllPolicy})
+	ok(t, "notify", "open an ephemeral consumer (an alertmanager sink's replay)", err)
+	first, err := ordered.Next(jetstream.FetchMaxWait(5 * time.Second))
+	ok(t, "notify", "replay a finding event", err)
+	if first.Subject() != "patrol.findings.opened.warning" {
+		t.Fatalf("notify replayed %s, want patrol.findings.opened.warning", first.Subject())
+	}
+	nf.Denied(t, "take over the work queue", "Publish", "$JS.API.CONSUMER.CREATE.PATROL.patrold-assistant.patrol.remediation.requests",
+		func(ctx context.Context) error {
+			_, err := nf.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-assistant",
+				FilterSubject: "patrol.remediation.requests", AckPolicy: jetstream.AckExplicitPolicy})
+			return err
 		})
-	nf.denied(t, "delete a consumer", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-notify-am",
-		func(ctx context.Context) error { return nf.js.DeleteConsumer(ctx, "PATROL", "patrold-notify-am") })
+	nf.Denied(t, "publish an event", "Publish", "patrol.findings.opened.critical",
+		func(context.Context) error { return nf.NC.Publish("patrol.findings.opened.critical", []byte("{}")) })
+	nf.Denied(t, "pull the work queue", "Publish", "$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant",
+		func(context.Context) error {
+			return nf.NC.Publish("$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant", []byte(`{"batch":1}`))
+		})
+	nf.Denied(t, "delete a consumer", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-notify-am",
+		func(ctx context.Context) error { return nf.JS.DeleteConsumer(ctx, "PATROL", "patrold-notify-am") })
 
 	s := connectAs(t, url, "subscriber")
-	sub, err := s.nc.SubscribeSync("patrol.findings.>")
+	sub, err := s.NC.SubscribeSync("patrol.findings.>")
 	ok(t, "subscriber", "subscribe to findings", err)
 	defer sub.Unsubscribe()
-	own, err := s.js.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "subscriber", FilterSubject: "patrol.findings.>",
+	own, err := s.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "subscriber", FilterSubject: "patrol.findings.>",
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy})
 	ok(t, "subscriber", "keep its own consumer", err)
 	replay, err := own.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
@@ -196,31 +170,58 @@ func TestNATSExamplePermissions(t *testing.T) {
 		t.Fatalf("subscriber replay: %v", err)
 	}
 	for _, durable := range []string{"patrold-assistant", "patrold-outcomes"} {
-		s.denied(t, "delete "+durable, "Publish", "$JS.API.CONSUMER.DELETE.PATROL."+durable,
-			func(ctx context.Context) error { return s.js.DeleteConsumer(ctx, "PATROL", durable) })
+		s.Denied(t, "delete "+durable, "Publish", "$JS.API.CONSUMER.DELETE.PATROL."+durable,
+			func(ctx context.Context) error { return s.JS.DeleteConsumer(ctx, "PATROL", durable) })
 	}
-	s.denied(t, "pull the work queue", "Publish", "$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant",
+	s.Denied(t, "pull the work queue", "Publish", "$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant",
 		func(context.Context) error {
-			return s.nc.Publish("$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant", []byte(`{"batch":1}`))
+			return s.NC.Publish("$JS.API.CONSUMER.MSG.NEXT.PATROL.patrold-assistant", []byte(`{"batch":1}`))
 		})
-	s.denied(t, "ack the work queue", "Publish", "$JS.ACK.PATROL.patrold-assistant.1.1.1.1.0",
-		func(context.Context) error { return s.nc.Publish("$JS.ACK.PATROL.patrold-assistant.1.1.1.1.0", nil) })
-	s.denied(t, "publish an event", "Publish", "patrol.findings.resolved.critical",
-		func(context.Context) error { return s.nc.Publish("patrol.findings.resolved.critical", []byte("{}")) })
-	s.denied(t, "subscribe to remediation requests", "Subscription", "patrol.remediation.requests",
-		func(context.Context) error { _, err := s.nc.SubscribeSync("patrol.remediation.requests"); return err })
-	s.denied(t, "subscribe to state changes", "Subscription", "patrol.state.changes",
-		func(context.Context) error { _, err := s.nc.SubscribeSync("patrol.state.changes"); return err })
-	s.denied(t, "delete the stream", "Publish", "$JS.API.STREAM.DELETE.PATROL",
-		func(ctx context.Context) error { return s.js.DeleteStream(ctx, "PATROL") })
-	if info, err := p.js.Stream(ctx, "PATROL"); err != nil {
+	s.Denied(t, "ack the work queue", "Publish", "$JS.ACK.PATROL.patrold-assistant.1.1.1.1.0",
+		func(context.Context) error { return s.NC.Publish("$JS.ACK.PATROL.patrold-assistant.1.1.1.1.0", nil) })
+	s.Denied(t, "publish an event", "Publish", "patrol.findings.resolved.critical",
+		func(context.Context) error { return s.NC.Publish("patrol.findings.resolved.critical", []byte("{}")) })
+	s.Denied(t, "subscribe to remediation requests", "Subscription", "patrol.remediation.requests",
+		func(context.Context) error { _, err := s.NC.SubscribeSync("patrol.remediation.requests"); return err })
+	s.Denied(t, "subscribe to state changes", "Subscription", "patrol.state.changes",
+		func(context.Context) error { _, err := s.NC.SubscribeSync("patrol.state.changes"); return err })
+	s.Denied(t, "delete the stream", "Publish", "$JS.API.STREAM.DELETE.PATROL",
+		func(ctx context.Context) error { return s.JS.DeleteStream(ctx, "PATROL") })
+	if info, err := p.JS.Stream(ctx, "PATROL"); err != nil {
 		t.Fatalf("the stream is gone: %v", err)
 	} else if names := info.ListConsumers(ctx); names.Err() != nil {
 		t.Fatal(names.Err())
 	}
 	for _, durable := range []string{"patrold-assistant", "patrold-outcomes", "patrold-notify-am"} {
-		if _, err := p.js.Consumer(ctx, "PATROL", durable); err != nil {
+		if _, err := p.JS.Consumer(ctx, "PATROL", durable); err != nil {
 			t.Fatalf("consumer %s is gone: %v", durable, err)
+		}
+	}
+}
+
+// The embedded server's users have the permissions nats-example.conf
+// gives the same users, subject for subject: the example's proof above
+// holds for the embedded server (whose sinks here are the example's am,
+// chat and audit).
+func TestEmbeddedRolesAreTheExamplesUsers(t *testing.T) {
+	opts, err := server.ProcessConfigFile("nats-example.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := embedded.Names{Prefix: contracts.DefaultSubjectPrefix, Stream: contracts.DefaultStreamName, LeaseBucket: contracts.DefaultLeaseBucket,
+		WorkQueue: assistant.DefaultDurable, Outcomes: daemon.OutcomesDurable, Notify: []string{notify.Durable("am"), notify.Durable("chat"), notify.Durable("audit")}}
+	user := map[embedded.Role]string{embedded.RoleDaemon: "patrold", embedded.RoleWorker: "worker", embedded.RoleNotify: "notify",
+		embedded.RoleSubscriber: "subscriber"}
+	for _, r := range embedded.Roles {
+		i := slices.IndexFunc(opts.Users, func(u *server.User) bool { return u.Username == user[r] })
+		if i < 0 {
+			t.Fatalf("nats-example.conf has no user %q for the role %s", user[r], r)
+		}
+		got, want := r.Permissions(names), opts.Users[i].Permissions
+		if !reflect.DeepEqual(got, want) {
+			g, _ := json.MarshalIndent(got, "", " ")
+			w, _ := json.MarshalIndent(want, "", " ")
+			t.Errorf("role %s:\n%s\nnats-example.conf user %s:\n%s", r, g, user[r], w)
 		}
 	}
 }

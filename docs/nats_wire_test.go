@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/testkit"
@@ -49,11 +51,7 @@ func startWireDaemon(t *testing.T, snap string) *wireDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Stop(context.Background()) })
-	nc, err := nats.Connect(d.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natstest.ConnectRole(t, d.NATSURL(), cfg.DataDir, embedded.RoleDaemon)
 	w := &wireDaemon{d: d}
 	if _, err = nc.Subscribe("patrol.>", func(m *nats.Msg) {
 		w.mu.Lock()

@@ -3,12 +3,16 @@ package docs
 import (
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus"
+	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/contracts"
 )
@@ -96,5 +100,50 @@ func TestTrustGuardFailsOnDrift(t *testing.T) {
 	}
 	if got := trustMissing(strings.Replace(doc, "`unsigned`", "", 1), metric, reasons, append(subjects, "patrold_new")); strings.Join(got, ",") != "unsigned,patrold_new" {
 		t.Fatalf("drift found %q, want unsigned and patrold_new", got)
+	}
+}
+
+var seedRow = regexp.MustCompile("(?m)^\\| `([^`]+)` \\| ([a-z]+) \\|")
+
+// credentialsDrift compares the credentials table of NATS.md with the
+// embedded server's roles and their seed files, in both directions.
+func credentialsDrift(doc string, roles []embedded.Role) []string {
+	inDoc := map[string]string{}
+	for _, m := range seedRow.FindAllStringSubmatch(section(doc, "Embedded server credentials"), -1) {
+		inDoc[m[1]] = m[2]
+	}
+	var drift []string
+	for _, r := range roles {
+		f := embedded.SeedFile(r)
+		if inDoc[f] != string(r) {
+			drift = append(drift, "`"+f+"` | "+string(r)+" is not a row")
+		}
+		delete(inDoc, f)
+	}
+	for f, r := range inDoc {
+		drift = append(drift, "the row `"+f+"` | "+r+" names no role of the code")
+	}
+	sort.Strings(drift)
+	return drift
+}
+
+// The credentials table of NATS.md names each role's seed file as the
+// code names it, and no other.
+func TestCredentialsDocMatchesCode(t *testing.T) {
+	doc, err := os.ReadFile("NATS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := credentialsDrift(string(doc), embedded.Roles); len(d) != 0 {
+		t.Errorf("docs/NATS.md, Embedded server credentials: %q", d)
+	}
+}
+
+func TestCredentialsGuardFailsOnDrift(t *testing.T) {
+	doc := "\n## Embedded server credentials\n\n| `nats-daemon.nk` | daemon | serve |\n| `nats-old.nk` | old | - |\n"
+	got := credentialsDrift(doc, []embedded.Role{embedded.RoleDaemon, embedded.RoleWorker})
+	want := []string{"`nats-worker.nk` | worker is not a row", "the row `nats-old.nk` | old names no role of the code"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("drift %q, want %q", got, want)
 	}
 }

@@ -27,7 +27,15 @@ func TestWorkerCommandNeedsNATS(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "nats.url: connect to nats://127.0.0.1:1") {
 		t.Fatalf("worker with NATS down: exit %d: %s", code, out)
 	}
-	for _, c := range []*cli{c, keyless, down} {
+	// With the local serve's fixed port but no seed in data_dir (serve
+	// never ran there), the error says where the credentials come from.
+	seedless := newCLI(t, "nats: {embedded: {listen: '127.0.0.1:1'}}\ncluster: {secret_file: "+testkit.KeyFile(t)+"}\n")
+	out, code = seedless.run("worker")
+	if want := "nats.nkey_file: stat " + filepath.Join(seedless.dir, "var", "nats-worker.nk") + ": no such file or directory: " +
+		"patrold serve generates the embedded server's credentials in its data_dir on first start"; code != 2 || !strings.Contains(out, want) {
+		t.Fatalf("worker without its seed: exit %d: %s", code, out)
+	}
+	for _, c := range []*cli{c, keyless, down, seedless} {
 		if _, err := os.Stat(filepath.Join(c.dir, "var")); !os.IsNotExist(err) {
 			t.Fatalf("the worker created its data_dir: %v", err)
 		}
