@@ -13,6 +13,10 @@ import (
 	"github.com/patrold/patrold/contracts"
 )
 
+// RefusedLog is the line logged, once per subject, reason and sender,
+// when a message does not authenticate (docs/NATS.md, docs/CLUSTER.md).
+const RefusedLog = "message refused: not authenticated with the deployment key (further refusals from this sender are counted, not logged)"
+
 // maxLogged bounds the senders whose refusals are logged: the key id is
 // the sender's own claim, so a flood of invented ids logs at most this
 // many lines.
@@ -144,7 +148,7 @@ func (g *Guard) refuse(label string, h nats.Header, err error) error {
 	}
 	g.mu.Unlock()
 	if first {
-		g.log.Warn("message refused: not authenticated with the deployment key (further refusals from this sender are counted, not logged)",
+		g.log.Warn(RefusedLog,
 			"subject", label, "reason", reason, "key", sender, "err", err)
 	}
 	return err

@@ -147,3 +147,54 @@ func TestCredentialsGuardFailsOnDrift(t *testing.T) {
 		t.Fatalf("drift %q, want %q", got, want)
 	}
 }
+
+// upgradeMissing lists what the upgrade part of doc does not state: the
+// refusal counter, the reason and subjects an old version's messages are
+// refused under, and the refusal's log line, each as the code has it.
+func upgradeMissing(doc, metric string) []string {
+	i := strings.Index(doc, "\n### Upgrading to signed messages\n")
+	if i < 0 {
+		return []string{"### Upgrading to signed messages"}
+	}
+	doc = doc[i:]
+	var missing []string
+	for _, w := range []string{"`" + metric + "{subject,reason}`", "`" + msgauth.ReasonUnsigned + "`", "`" + contracts.SubjectStateChanges + "`",
+		"`" + contracts.SubjectRemediationRequests + "`", "`" + contracts.SubjectRemediationOutcomes + "`", "`" + bus.RefusedLog + "`",
+		"`patrold db seed --force`"} {
+		if !strings.Contains(doc, w) {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}
+
+// CLUSTER.md says what an operator sees and does when instances of the
+// version that signs meet an older one's unsigned messages.
+func TestUpgradeDocMatchesCode(t *testing.T) {
+	metric, _, _, err := trustFacts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := os.ReadFile("CLUSTER.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := upgradeMissing(section(string(cl), "Trust"), metric); len(m) != 0 {
+		t.Errorf("docs/CLUSTER.md, Upgrading to signed messages, does not state: %q", m)
+	}
+}
+
+func TestUpgradeGuardFailsOnDrift(t *testing.T) {
+	metric, _, _, err := trustFacts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := os.ReadFile("CLUSTER.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := section(string(cl), "Trust")
+	if got := upgradeMissing(strings.Replace(trust, "message refused: not", "message dropped: not", 1), metric); !slices.Equal(got, []string{"`" + bus.RefusedLog + "`"}) {
+		t.Fatalf("a changed log line: drift %q", got)
+	}
+}
