@@ -17,6 +17,7 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
 )
 
 // schemaFor maps a CloudEvents type to the schema file of its data.
@@ -287,6 +288,10 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 	for _, e := range contracts.ApprovalEvents {
 		events = append(events, e)
 	}
+	var triggers []any
+	for _, tr := range patrol.RunTriggers {
+		triggers = append(triggers, tr)
+	}
 	var reasons []any
 	for _, r := range findings.Reasons {
 		reasons = append(reasons, r)
@@ -307,6 +312,7 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 		{"finding category", enum(fnd, "properties", "finding", "properties", "category"), strs(cat...)},
 		{"outcome", enum(read("patrold.remediation.outcome.v1.json"), "properties", "outcome"), strs(outcomes...)},
 		{"approval event", enum(read("patrold.approval.v1.json"), "properties", "event"), strs(events...)},
+		{"run trigger", enum(read("patrold.run.completed.v1.json"), "properties", "trigger"), strs(triggers...)},
 	}
 	for _, c := range cases {
 		if strings.Join(c.got, ",") != strings.Join(c.want, ",") {

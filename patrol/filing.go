@@ -254,6 +254,8 @@ type RunCompleted struct {
 	Findings      map[string]int `json:"findings"` // by change kind
 	Resolved      int            `json:"resolved"`
 	Errors        []string       `json:"errors"`
+	// Scope is set for a scoped run, as its report records it.
+	Scope *Scope `json:"scope,omitempty"`
 }
 
 // record renders the run record and its completion event.
@@ -276,7 +278,7 @@ func record(rep *Report, complete bool) (findings.RunRecord, []findings.OutboxDr
 	ev := findings.OutboxDraft{Subject: subject, Type: typ, Data: RunCompleted{
 		RunID: rep.RunID, Trigger: rep.Trigger, Status: rep.Status, StatusReasons: rep.StatusReasons, Analysis: rep.Analysis,
 		DurationMS: rep.DurationMS, Resources: rep.Resources, Signals: len(rep.Signals), Findings: byChange,
-		Resolved: len(rep.Resolved), Errors: rep.Errors,
+		Resolved: len(rep.Resolved), Errors: rep.Errors, Scope: rep.Scope,
 	}}
 	return rec, []findings.OutboxDraft{ev}, nil
 }

@@ -39,7 +39,9 @@ var SkipReasons = map[Trigger]string{
 }
 
 var (
-	allTriggers = []Trigger{TriggerManual, TriggerScheduled, TriggerStartup, TriggerAPI, TriggerAlert}
+	// RunTriggers lists every trigger (the trigger label of the run
+	// metrics, the trigger of a run report and event).
+	RunTriggers = []Trigger{TriggerManual, TriggerScheduled, TriggerStartup, TriggerAPI, TriggerAlert}
 	allStatuses = []string{StatusError, StatusDegraded, StatusCritical, StatusIssuesFound, StatusHealthy}
 )
 
@@ -77,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range SkipReasons {
 		m.skipped.WithLabelValues(r)
 	}
-	for _, t := range allTriggers {
+	for _, t := range RunTriggers {
 		for _, s := range allStatuses {
 			m.runs.WithLabelValues(string(t), s)
 		}

@@ -2,12 +2,14 @@ package patrol_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
@@ -69,5 +71,32 @@ func TestScopedRunResolvesNothingOutsideItsScope(t *testing.T) {
 	slices.Sort(ids)
 	if !reflect.DeepEqual(ids, []string{"node/a", "vm/2", "vm/3"}) {
 		t.Fatalf("active after the scoped run: %v", ids)
+	}
+	// Its runs.completed event records the trigger and the scope.
+	ev, err := e.store.PendingEvents(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done []patrol.RunCompleted
+	for _, x := range ev {
+		if x.Type == contracts.TypeRunCompleted {
+			var rc patrol.RunCompleted
+			if err := json.Unmarshal(x.Data, &rc); err != nil {
+				t.Fatal(err)
+			}
+			done = append(done, rc)
+		}
+	}
+	if len(done) != 2 {
+		t.Fatalf("%d run events, want 2", len(done))
+	}
+	wantEv := patrol.RunCompleted{RunID: rep.RunID, Trigger: patrol.TriggerAPI, Status: rep.Status, StatusReasons: rep.StatusReasons,
+		Analysis: rep.Analysis, DurationMS: done[1].DurationMS, Resources: rep.Resources, Signals: len(rep.Signals),
+		Findings: map[string]int{"resolved": 1}, Resolved: 1, Errors: rep.Errors, Scope: want}
+	if !reflect.DeepEqual(done[1], wantEv) {
+		t.Fatalf("scoped run's event\n got %+v\nwant %+v", done[1], wantEv)
+	}
+	if done[0].Scope != nil {
+		t.Fatalf("the full run's event has a scope: %+v", done[0].Scope)
 	}
 }

@@ -47,6 +47,8 @@ MUTATIONS = [
      "if false && in.InScope != nil && !in.InScope(snapshot.CanonicalID(f.ResourceID)) {", SCOPE),
     ("scope-absent-is-outside", "patrol/scope.go",
      "return out, present", "return out, scope", SCOPE),
+    ("run-event-scope", "patrol/filing.go",
+     "Errors: rep.Errors, Scope: rep.Scope,", "Errors: rep.Errors,", SCOPE),
     ("scope-filters-snapshot", "patrol/scope.go",
      "\t\tif scope[snap.Resources[i].ID] {\n\t\t\tout.Resources",
      "\t\tif true {\n\t\t\tout.Resources", SCOPE),
