@@ -151,7 +151,7 @@ func TestConfigNotReadFallsBackToNames(t *testing.T) {
 	}
 	want := []snapshot.Problem{
 		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
-		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/101/config", Problem: "node pve1: HTTP 500 storage 'nfs-backup' is not online"},
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/101/config", Warning: true, Problem: "node pve1: HTTP 500 storage 'nfs-backup' is not online"},
 	}
 	if !reflect.DeepEqual(problems, want) {
 		t.Errorf("problems:\n got %+v\nwant %+v", problems, want)
