@@ -26,9 +26,9 @@ func (f *fakeTriggers) TriggerFromHook(_ context.Context, resources []string, re
 }
 
 // TestAlertmanagerHook: firing alerts map to resources by label
-// (resource_id, then node, then instance's host); resolved alerts and
-// patrold's own (finding_id) are skipped; a trigger token may call the
-// hook and nothing else; a payload that is not Alertmanager's is refused
+// (resource_id, then node, then instance's host). Resolved alerts and
+// patrold's own (finding_id) are skipped. A trigger token may call the
+// hook and nothing else. A payload that is not Alertmanager's is refused
 // naming the field.
 func TestAlertmanagerHook(t *testing.T) {
 	ft := &fakeTriggers{}

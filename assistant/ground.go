@@ -13,10 +13,11 @@ const UngroundedMarker = "[ungrounded]"
 // (its note, an approval's reason), the model stages' grounding
 // (docs/ASSISTANT_SAFETY.md#model-text-and-approvals):
 //  1. normalised first (prompt.SafeText: "１２" is the 12 it is stored as);
-//  2. grounded by named quantities (model/ground): every figure no
-//     quantity of the finding's resource that a tool result of this
-//     session showed supports, as the text names it, and every time, id
-//     or node name no tool result showed, is replaced by UngroundedMarker;
+//  2. grounded by named quantities (model/ground). A figure is replaced
+//     by UngroundedMarker when no quantity the text names supports it.
+//     The quantities are the finding's resource's, as a tool result of
+//     this session showed them. A time, id or node name no tool result
+//     showed is replaced too;
 //  3. stored as checked, a prompt.Text capped once more after the markers.
 //
 // It returns the text and what it replaced, in text order.

@@ -35,9 +35,10 @@ func replicated(db storetest.DB) storetest.DB {
 // TestRestartedWriterReseedsItself: writer a commits an acknowledgement
 // and a silence and dies before its relay publishes them; b takes over
 // and writes. When a restarts, its outbox changes are stale: they are
-// dropped (and named), and a's own rows, which still hold them, are
-// replaced by a caught-up instance's copy. a ends with b's rows exactly
-// and follows the stream on; b's rows never see a's stale changes.
+// dropped (and named). Its own rows still hold them, so they are
+// replaced by a caught-up instance's copy. Writer a ends with b's rows
+// exactly and follows the stream on; b's rows never see a's stale
+// changes.
 func TestRestartedWriterReseedsItself(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")

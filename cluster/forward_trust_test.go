@@ -36,10 +36,9 @@ func forwardAuth(t *testing.T, key []msgauth.Key, now func() time.Time) *msgauth
 }
 
 // Forwarded API mutations: the writer serves only a forwarded request
-// signed with the deployment key (unsigned, wrong-key, stale and
-// replayed ones are answered 401, counted, and change nothing stored),
-// and a standby passes on only an answer the writer signed for its
-// request.
+// signed with the deployment key. Unsigned, wrong-key, stale and
+// replayed ones are answered 401, counted, and change nothing stored. A
+// standby passes on only an answer the writer signed for its request.
 func TestForwardedMutationsAuthenticated(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

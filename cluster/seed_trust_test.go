@@ -26,10 +26,10 @@ import (
 // Item 3 of the bus attack: an attacker answers the seed request first
 // with its own object. `db seed --force` installs nothing unless the
 // answer is signed with the deployment key for this request and the
-// copy hashes to the signed SHA-256: an unsigned answer, a signed answer
-// replayed from another request, and a signed answer whose object was
-// swapped all leave the database as it was, with no copy left beside it
-// and the copy never opened.
+// copy hashes to the signed SHA-256. Three answers are refused: an
+// unsigned one, a signed one replayed from another request, and a signed
+// one whose object was swapped. Each leaves the database as it was, no
+// copy is left beside it and the copy is never opened.
 func TestPoisonedSeedRefused(t *testing.T) {
 	ctx := context.Background()
 	srv := natstest.Server(t)

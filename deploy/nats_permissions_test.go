@@ -64,12 +64,13 @@ func ok(t *testing.T, who, what string, err error) {
 }
 
 // Item 5 of the bus attack, against a real server loaded from
-// deploy/nats-example.conf: each user can do what its process needs
-// (patrold, the worker and the notifier start on it through bus.Start)
-// and nothing the docs forbid: nobody deletes a stream or a consumer,
-// the worker publishes outcomes and no other event, the notifier and
-// the subscriber publish nothing, and neither can read the remediation
-// work queue or patrold's consumers.
+// deploy/nats-example.conf. Each user can do what its process needs:
+// patrold, the worker and the notifier start on it through bus.Start.
+// No user can do what the docs forbid:
+//   - nobody deletes a stream or a consumer;
+//   - the worker publishes outcomes and no other event;
+//   - the notifier and the subscriber publish nothing, and neither can
+//     read the remediation work queue or patrold's consumers.
 func TestNATSExamplePermissions(t *testing.T) {
 	url := startExample(t)
 	ctx := context.Background()

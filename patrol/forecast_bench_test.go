@@ -14,10 +14,11 @@ import (
 )
 
 // BenchmarkForecastMature is the forecast of a steady run over a mature
-// history: 5k storage pools, each with a month of points (180, one every
-// UsageInterval), no point due. kept is the daemon's steady run (the
-// last run's fits kept); refit fits every series again, as a run with no
-// kept fits does (the first run of a process).
+// history. The history is 5k storage pools, each with a month of points
+// (180, one every UsageInterval), no point due. The kept case is the
+// daemon's steady run (the last run's fits kept). The refit case fits
+// every series again, as a run with no kept fits does (the first run of
+// a process).
 func BenchmarkForecastMature(b *testing.B) {
 	const n = 5000
 	ctx := context.Background()

@@ -51,9 +51,9 @@ type TriggerOptions struct {
 	Registerer prometheus.Registerer
 }
 
-// Triggers admits the runs that alerts and other monitors ask for: each
-// a scoped run over the resources named, under a per-resource and a
-// global rate limit; requests that arrive while a run is in progress are
+// Triggers admits the runs that alerts and other monitors ask for. Each
+// is a scoped run over the resources named, under a per-resource and a
+// global rate limit. Requests that arrive while a run is in progress are
 // coalesced into one scoped run started when it ends (RunEnded).
 type Triggers struct {
 	opts    TriggerOptions

@@ -13,11 +13,12 @@ import (
 	"github.com/patrold/patrold/patrol"
 )
 
-// TestTriggerLimitsAndCoalescing drives Triggers with a fake clock: the
-// per-resource limit (2 min) drops what was triggered lately, the global
-// one (30 s) refuses any trigger soon after a triggered run, requests
-// during a run are coalesced into one scoped run started when it ends,
-// and each outcome is counted.
+// TestTriggerLimitsAndCoalescing drives Triggers with a fake clock:
+//   - the per-resource limit (2 min) drops what was triggered lately;
+//   - the global one (30 s) refuses any trigger soon after a triggered run;
+//   - requests during a run are coalesced into one scoped run started
+//     when it ends;
+//   - each outcome is counted.
 func TestTriggerLimitsAndCoalescing(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	now := t0

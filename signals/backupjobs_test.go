@@ -24,10 +24,10 @@ func datastore(failedJobs, verifyFailed int) snapshot.Resource {
 	return snapshot.Resource{ID: "storage/pbs1/store1", Kind: snapshot.KindStorage, Name: "store1", Status: "online", BackupStore: bs}
 }
 
-// TestBackupJobFailed: the failing items of a datastore (jobs whose last
-// run failed, snapshots whose last verification failed) open a warning at
-// the trigger (1) and a critical at 3; an operator's trigger 3 and clear
-// 1 hold the signal open down to 1.
+// TestBackupJobFailed: the failing items of a datastore are jobs whose
+// last run failed and snapshots whose last verification failed. They open
+// a warning at the trigger (1) and a critical at 3. An operator's trigger
+// 3 and clear 1 hold the signal open down to 1.
 func TestBackupJobFailed(t *testing.T) {
 	def := policy(t, alerts.Settings{})
 	op := policy(t, alerts.Settings{Defaults: alerts.KindSettings{Storage: alerts.StorageSettings{

@@ -46,8 +46,8 @@ func TestDropUnsentKeepsTheNamedTypes(t *testing.T) {
 
 // TestDivergenceOutlivesARestartUntilReseeded: the divergence is recorded
 // with the dropped rows in the database itself, so a second start still
-// knows; a copy that is itself diverged, or of another schema version, is
-// refused and changes nothing; a good copy ends the divergence.
+// knows. A copy that is itself diverged, or of another schema version, is
+// refused and changes nothing. A good copy ends the divergence.
 func TestDivergenceOutlivesARestartUntilReseeded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

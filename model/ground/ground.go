@@ -1,11 +1,15 @@
 // Package ground checks the figures, times and ids a model's text states
-// against what the tool results it read showed, by meaning: each tool
-// result is indexed by resource as named quantities (a metric, threshold,
-// age or count with its family and unit), and each figure of a claim is
-// bound to the quantity its text names. One code path serves every model
-// text patrold keeps: the model stages' reports and verdicts refuse an
-// unsupported claim (Unsupported), a remediation session's note and an
-// approval's reason strip it (Strip). See docs/MODEL_STAGES.md#grounding.
+// against what the tool results it read showed, by meaning. Each tool
+// result is indexed by resource as named quantities: a metric,
+// threshold, age or count with its family and unit. Each figure of a
+// claim is bound to the quantity its text names. One code path serves
+// every model text patrold keeps:
+//   - the model stages' reports and verdicts refuse an unsupported claim
+//     (Unsupported);
+//   - a remediation session's note and an approval's reason strip it
+//     (Strip).
+//
+// See docs/MODEL_STAGES.md#grounding.
 package ground
 
 import (

@@ -198,10 +198,10 @@ func word(b byte) bool {
 // placeholder for one not seen before).
 func (m *Masker) Mask(s string) string { return m.mask(s, true) }
 
-// MaskEcho masks text the model wrote itself (its earlier answers, sent
-// back as the conversation): like Mask, but a placeholder-shaped word no
-// data carried stays as it is, so a placeholder the model made up never
-// becomes a term that Invented would accept.
+// MaskEcho masks text the model wrote itself: its earlier answers, sent
+// back as the conversation. It is Mask, except that a placeholder-shaped
+// word no data carried stays as it is. So a placeholder the model made
+// up never becomes a term that Invented would accept.
 func (m *Masker) MaskEcho(s string) string { return m.mask(s, false) }
 
 func (m *Masker) mask(s string, data bool) string {

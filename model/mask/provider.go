@@ -8,10 +8,11 @@ import (
 )
 
 // Provider masks every request before it leaves and unmasks every answer
-// before anything reads it: every message and every tool call's arguments
-// go out masked (the model's own earlier answers with MaskEcho); the answer's text and tool-call arguments come back with
-// the terms. The system text and the tool definitions are daemon-written
-// and hold nothing collected from the fleet, so they go out as they are.
+// before anything reads it. Every message and every tool call's
+// arguments go out masked; the model's own earlier answers go with
+// MaskEcho. The answer's text and tool-call arguments come back with the
+// terms. The system text and the tool definitions are daemon-written and
+// hold nothing collected from the fleet, so they go out as they are.
 type Provider struct {
 	Next   model.Provider
 	Masker *Masker

@@ -116,11 +116,11 @@ func Generate(o Options, at time.Time) *snapshot.Snapshot {
 // of signal within its first runs; Generate, whose fleets benchmarks and
 // the evaluation corpus use, does not call it:
 //   - node/pve1: disk sda runs hot (58 °C), disk sdb is worn (15 % left),
-//     pool local-zfs is DEGRADED with checksum errors in odd epochs, and
-//     storage backup fills steadily (capacity_forecast, with the history
-//     BackfillUsage gives) and is a backup datastore whose nightly verify
-//     job failed, with a snapshot that failed verification in odd epochs
-//     (backup_job_failed);
+//     pool local-zfs is DEGRADED with checksum errors in odd epochs.
+//     Storage backup fills steadily (capacity_forecast, with the history
+//     BackfillUsage gives). It is also a backup datastore whose nightly
+//     verify job failed, with a snapshot that failed verification in odd
+//     epochs (backup_job_failed);
 //   - node/pve2: disk sda has NVMe critical warning 0x04, disk sdb a SAS
 //     grown defect list; the node itself is offline in even epochs.
 func Showcase(o Options, snap *snapshot.Snapshot) {

@@ -172,7 +172,7 @@ func TestConfigNotReadFallsBackToNames(t *testing.T) {
 // TestGuestStorageParents: a guest's volumes name their storages, which
 // become its parents as the storage resources the cluster reports them
 // through (a node-local storage of the guest's node, a shared one by
-// name); CD-ROMs, passthrough devices, bind mounts, unused disks and a
+// name). CD-ROMs, passthrough devices, bind mounts, unused disks and a
 // storage the cluster does not report name none. The rest of the
 // snapshot is as collected in full.
 func TestGuestStorageParents(t *testing.T) {
