@@ -81,17 +81,18 @@ func safeSignals(sigs []signals.Signal, memo safeMemo) {
 // goroutine (with its own memo) each: SafeText is pure and every signal
 // has its own evidence map, so the result is the same as in one pass.
 // Short lists are done in one pass.
-func safeSignalsParallel(sigs []signals.Signal) {
-	shares.Each(len(sigs), minShare, func(lo, hi int) { safeSignals(sigs[lo:hi], safeMemo{}) })
+func safeSignalsParallel(sigs []signals.Signal, plain *prompt.PlainMemo) {
+	shares.Each(len(sigs), minShare, func(lo, hi int) { safeSignals(sigs[lo:hi], newSafeMemo(plain)) })
 }
 
 // observationsFor files each signal as an observation (observationFor),
 // in shares like safeSignalsParallel.
-func observationsFor(sigs []signals.Signal) []findings.Observation {
+func observationsFor(sigs []signals.Signal, plain *prompt.PlainMemo) []findings.Observation {
 	obs := make([]findings.Observation, len(sigs))
 	shares.Each(len(sigs), minShare, func(lo, hi int) {
+		m := safeMemo{plain: plain}
 		for i := lo; i < hi; i++ {
-			obs[i] = observationFor(&sigs[i])
+			obs[i] = m.observationFor(&sigs[i])
 		}
 	})
 	return obs
@@ -102,7 +103,7 @@ const minShare = 512
 
 func safeSignal(s *signals.Signal, memo safeMemo) {
 	s.ResourceName = memo.name(s.ResourceName)
-	s.Summary = prompt.SafeText(s.Summary, maxSummaryRunes)
+	s.Summary = memo.plain.SafeText(s.Summary, maxSummaryRunes)
 	for k, v := range s.Evidence {
 		switch x := v.(type) {
 		case string:
@@ -117,13 +118,24 @@ func safeSignal(s *signals.Signal, memo safeMemo) {
 	}
 }
 
-// safeMemo remembers what prompt.SafeText made of a text during one run.
+// safeMemo remembers what prompt.SafeText made of a text during one run,
+// and asks the runner's plain-text memo (prompt.PlainMemo, kept from run
+// to run) for the rest.
 // SafeText is a pure function and a fleet repeats the same few names,
 // nodes, tags, recommendations and evidence values (metric names, ages,
 // errors) many times, so each is neutralised once. Summaries, titles and
-// evidence text, unique to their signal, are not remembered. The nil
-// memo remembers nothing.
-type safeMemo map[safeKey]prompt.Text
+// evidence text, unique to their signal, are not remembered here; the
+// plain memo knows those a run before found plain. The zero memo
+// remembers nothing.
+type safeMemo struct {
+	seen  map[safeKey]prompt.Text
+	plain *prompt.PlainMemo
+}
+
+// newSafeMemo is an empty memo over plain (nil: none).
+func newSafeMemo(plain *prompt.PlainMemo) safeMemo {
+	return safeMemo{seen: map[safeKey]prompt.Text{}, plain: plain}
+}
 
 type safeKey struct {
 	text     string
@@ -133,12 +145,12 @@ type safeKey struct {
 // safe is prompt.Safe, remembered.
 func (m safeMemo) safe(s string, maxRunes int) prompt.Text {
 	k := safeKey{s, maxRunes}
-	if v, ok := m[k]; ok {
+	if v, ok := m.seen[k]; ok {
 		return v
 	}
-	v := prompt.Safe(s, maxRunes)
-	if m != nil {
-		m[k] = v
+	v := m.plain.Remembered(s, maxRunes)
+	if m.seen != nil {
+		m.seen[k] = v
 	}
 	return v
 }
@@ -191,7 +203,7 @@ func nodeOf(r *snapshot.Resource) string {
 // The texts are built as prompt.Text: SafeText is stable, so what
 // safeSignals made stays as it is, and the joined evidence is checked
 // whole.
-func observationFor(s *signals.Signal) findings.Observation { return safeMemo(nil).observationFor(s) }
+func observationFor(s *signals.Signal) findings.Observation { return safeMemo{}.observationFor(s) }
 
 // observationFor is observationFor with the name and recommendation
 // remembered.
@@ -203,8 +215,8 @@ func (m safeMemo) observationFor(s *signals.Signal) findings.Observation {
 	return findings.Observation{
 		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: m.safeName(s.ResourceName),
 		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
-		Title: prompt.Safe(titleFor(s.Type, name), maxTitleRunes), Description: prompt.Safe(s.Summary, maxSummaryRunes),
-		Recommendation: m.safe(recommendations[s.Type], maxSummaryRunes), Evidence: prompt.Safe(evidenceText(s), maxEvidenceRunes),
+		Title: m.plain.Remembered(titleFor(s.Type, name), maxTitleRunes), Description: m.plain.Remembered(s.Summary, maxSummaryRunes),
+		Recommendation: m.safe(recommendations[s.Type], maxSummaryRunes), Evidence: m.plain.Remembered(evidenceText(s), maxEvidenceRunes),
 	}
 }
 

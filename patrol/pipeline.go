@@ -119,7 +119,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		// once.
 		var indexed sync.WaitGroup
 		indexed.Go(func() { byID = newResourceIndex(snap, askedIDs(active, sigs)) })
-		safeSignalsParallel(sigs)
+		safeSignalsParallel(sigs, r.plain)
 		indexed.Wait()
 	case byID == nil:
 		byID = newResourceIndex(snap, askedIDs(active, sigs))
@@ -137,13 +137,13 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 			complete = false
 		}
 		if len(fc) > 0 {
-			safeSignals(fc, safeMemo{})
+			safeSignals(fc, newSafeMemo(r.plain))
 			sigs = append(sigs, fc...)
 			byID = newResourceIndex(snap, askedIDs(active, sigs))
 			st.obs = nil // filed below, with the forecast signals
 		}
 	}
-	memo := safeMemo{}
+	memo := newSafeMemo(r.plain)
 	rep.Signals = sigs
 	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "stream", cmp.Or(rep.streamed, "none"),
 		"elapsed", time.Since(start).Round(time.Millisecond).String())
@@ -171,7 +171,7 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	// streamed past (when they did).
 	obs := st.obs
 	if len(filed) > 0 || obs == nil {
-		obs = observationsFor(unmatched)
+		obs = observationsFor(unmatched, r.plain)
 		for i := range unmatched {
 			if res := byID.get(unmatched[i].ResourceID); res != nil {
 				obs[i].ResourceTags = memo.safeNames(res.Tags)
@@ -268,7 +268,7 @@ func (r *Runner) streamFor(ctx context.Context, set Settings, ro RunOptions) *de
 	if err != nil {
 		return nil
 	}
-	return newDetectStream(set.Policy, active)
+	return newDetectStream(set.Policy, active, r.plain)
 }
 
 func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions, stream *detectStream) (*snapshot.Snapshot, []snapshot.Problem, error) {

@@ -130,7 +130,7 @@ func exampleSignals() ([]signals.Signal, error) {
 			return nil, err
 		}
 		sigs := signals.Detect(snap, pol, nil)
-		safeSignalsParallel(sigs)
+		safeSignalsParallel(sigs, nil)
 		out = append(out, sigs...)
 	}
 	return out, nil
@@ -144,7 +144,7 @@ func BenchmarkEncodeReport(b *testing.B) {
 	snap := demo.Generate(demo.Options{Seed: 1, Resources: 100_000, FaultRate: 0.1}, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC))
 	rep := newReport("r1", TriggerManual, time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	rep.Signals = signals.Detect(snap, pol, nil)
-	safeSignalsParallel(rep.Signals)
+	safeSignalsParallel(rep.Signals, nil)
 	for _, s := range rep.Signals {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: s.Type, ResourceID: s.ResourceID})
 		rep.Findings = append(rep.Findings, FindingRef{ID: "0123456789abcdef", Key: string(s.Type), ResourceID: s.ResourceID,

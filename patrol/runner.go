@@ -14,6 +14,7 @@ import (
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/probe"
 	"github.com/patrold/patrold/store/records"
@@ -120,6 +121,10 @@ type Runner struct {
 	current string // run id holding the lock, "" when idle
 	cancel  context.CancelFunc
 
+	// plain remembers from run to run the texts a run found plain
+	// (prompt.PlainMemo): a steady run files the same text again.
+	plain *prompt.PlainMemo
+
 	// fits are the forecast's trends the last run fitted, by resource id
 	// (only a run reads or writes them, and runs are one at a time).
 	fits map[string]fitted
@@ -142,7 +147,7 @@ func New(opts Options) (*Runner, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultProgressEvery
 	}
-	return &Runner{opts: opts, log: opts.Logger.With("component", "patrol")}, nil
+	return &Runner{opts: opts, log: opts.Logger.With("component", "patrol"), plain: prompt.NewPlainMemo()}, nil
 }
 
 // acquire takes the run lock for a new run id.
@@ -264,6 +269,7 @@ func (a *admission) run(ro RunOptions) (*Report, error) {
 		return nil, fmt.Errorf("record run start: %w", err)
 	}
 	err := r.execute(ctx, a.set, rep, ro)
+	r.plain.Round()
 	if rep.Status != StatusError {
 		r.handOver(context.WithoutCancel(ctx), a.set, rep)
 	}

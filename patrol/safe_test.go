@@ -2,7 +2,9 @@ package patrol
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,8 +37,8 @@ func sampleSignals(n int) []signals.Signal {
 func TestSafeSignalsParallelIsSafeSignals(t *testing.T) {
 	for _, n := range []int{0, 3, minShare*2 + 17} {
 		want, got := sampleSignals(n), sampleSignals(n)
-		safeSignals(want, safeMemo{})
-		safeSignalsParallel(got)
+		safeSignals(want, newSafeMemo(nil))
+		safeSignalsParallel(got, nil)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("n=%d: parallel result differs from one pass", n)
 		}
@@ -63,20 +65,33 @@ func TestMemoObservationIsTheSafeBuild(t *testing.T) {
 		{ID: "node/pve2", Kind: snapshot.KindNode, Tags: []string{"prod"}},
 		{ID: "vm/3", Kind: snapshot.KindVM, Parent: "pool/x"},
 	}
-	memo := safeMemo{}
-	safeSignals(sigs, memo)
-	for i := range sigs {
-		r := &res[i%len(res)]
-		got := memo.observation(&sigs[i], r)
-		want := observationFor(&sigs[i])
-		want.ResourceTags = prompt.SafeNames(r.Tags)
-		want.ResourceNode = prompt.SafeName(nodeOf(r))
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("signal %d on %s:\n%+v\nwant\n%+v", i, r.ID, got, want)
+	plain := prompt.NewPlainMemo()
+	// Without a plain memo, then over one in its first round and its
+	// second (what it remembers from the first).
+	for round, plain := range []*prompt.PlainMemo{nil, plain, plain} {
+		sigs := slices.Clone(sigs)
+		for i := range sigs {
+			sigs[i].Evidence = maps.Clone(sigs[i].Evidence)
 		}
+		memo := newSafeMemo(plain)
+		safeSignals(sigs, memo)
+		for i := range sigs {
+			r := &res[i%len(res)]
+			got := memo.observation(&sigs[i], r)
+			want := observationFor(&sigs[i])
+			want.ResourceTags = prompt.SafeNames(r.Tags)
+			want.ResourceNode = prompt.SafeName(nodeOf(r))
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d: signal %d on %s:\n%+v\nwant\n%+v", round, i, r.ID, got, want)
+			}
+		}
+		if got := memo.observation(&sigs[0], &res[0]).ResourceTags[0]; got.String() != prompt.Name(long) {
+			t.Fatalf("round %d: long tag %q, want %q", round, got, prompt.Name(long))
+		}
+		plain.Round()
 	}
-	if got := memo.observation(&sigs[0], &res[0]).ResourceTags[0]; got.String() != prompt.Name(long) {
-		t.Fatalf("long tag %q, want %q", got, prompt.Name(long))
+	if plain.Len() == 0 {
+		t.Fatal("the plain memo remembers nothing")
 	}
 }
 
@@ -92,7 +107,7 @@ func BenchmarkObservationMemo(b *testing.B) {
 	}
 	b.Run("memo", func(b *testing.B) {
 		for b.Loop() {
-			memo := safeMemo{}
+			memo := newSafeMemo(nil)
 			for i := range sigs {
 				memo.observation(&sigs[i], &res[i])
 			}

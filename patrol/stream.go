@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/probe"
@@ -39,7 +40,8 @@ import (
 type detectStream struct {
 	th     signals.Thresholds
 	active signals.Active
-	asked  map[string]bool // resource ids of the active findings, then of the signals and candidates too
+	plain  *prompt.PlainMemo // the runner's plain-text memo
+	asked  map[string]bool   // resource ids of the active findings, then of the signals and candidates too
 	in     chan streamPart
 	done   chan struct{}
 	closed bool
@@ -67,9 +69,9 @@ type candidate struct{ j, lo, hi int }
 
 // newDetectStream starts the consumer. active are the active findings read
 // before the collection (their keys are enough).
-func newDetectStream(th signals.Thresholds, active []findings.Finding) *detectStream {
+func newDetectStream(th signals.Thresholds, active []findings.Finding, plain *prompt.PlainMemo) *detectStream {
 	s := &detectStream{
-		th: th, active: activeSignals(active), asked: make(map[string]bool, len(active)),
+		th: th, plain: plain, active: activeSignals(active), asked: make(map[string]bool, len(active)),
 		in: make(chan streamPart, 64), done: make(chan struct{}), at: make(map[string]int, len(active)),
 	}
 	for i := range active {
@@ -86,7 +88,7 @@ func (s *detectStream) kept(h snapshot.Handed) {
 
 func (s *detectStream) consume() {
 	defer close(s.done)
-	memo := safeMemo{}
+	memo := newSafeMemo(s.plain)
 	for p := range s.in {
 		if p.off == 0 { // a (later) array replaces what came before
 			s.parts, s.broken, s.decoding = s.parts[:0], false, p.decoding
@@ -171,7 +173,7 @@ func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, pr
 	out.sigs = make([]signals.Signal, 0, sigs)
 	out.obs = make([]findings.Observation, 0, sigs)
 	partly, refile := false, false
-	memo := safeMemo{}
+	memo := newSafeMemo(s.plain)
 	again := func(rs []snapshot.Resource) []signals.Signal { return detectSafe(rs, snap.TakenAt, s.th, active, memo) }
 	for i := range s.parts {
 		p := &s.parts[i]

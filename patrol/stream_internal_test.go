@@ -29,7 +29,7 @@ func TestStreamTakesOneDecodingsBatches(t *testing.T) {
 		{"another decoding mid-array", 1, false, streamDiscarded},
 		{"the last batch lost", 0, true, streamDiscarded},
 	} {
-		s := newDetectStream(pol, nil)
+		s := newDetectStream(pol, nil, nil)
 		second := false
 		snap, _, err := snapshot.Decode(doc, snapshot.DecodeOptions{KeptBatch: 1, Kept: func(h snapshot.Handed) {
 			if second {

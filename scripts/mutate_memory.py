@@ -97,6 +97,26 @@ MUTATIONS += [
      "last_at = last_at, version = excluded.version;", DIGEST),
 ]
 
+# prompt.PlainMemo: plain texts remembered from run to run.
+PLAIN = "model/prompt/plain.go"
+MUTATIONS += [
+    ("plain-memo-only-plain", PLAIN,
+     "\tif !plainASCII(s) {\n\t\treturn SafeText(s, maxRunes)\n\t}\n", "",
+     ["./model/prompt", "-run", "TestPlainMemoIsSafeText"]),
+    ("plain-memo-within-cap", PLAIN,
+     "if m == nil || maxRunes <= 0 || len(s) > maxRunes {", "if m == nil || maxRunes <= 0 {",
+     ["./model/prompt", "-run", "TestPlainMemoIsSafeText"]),
+    ("plain-memo-forgets-old-rounds", PLAIN,
+     "m.last, m.this = m.this, make(map[[2]uint64]struct{}, len(m.this))", "m.last = m.this",
+     ["./model/prompt", "-run", "TestPlainMemoRemembersTwoRounds"]),
+    ("plain-memo-keeps-met-again", PLAIN,
+     "\t\tif _, seen = m.last[k]; seen {\n\t\t\tm.this[k] = struct{}{}\n\t\t}\n", "\t\t_, seen = m.last[k]\n",
+     ["./model/prompt", "-run", "TestPlainMemoRemembersTwoRounds"]),
+    ("run-ends-plain-round", "patrol/runner.go",
+     "\tr.plain.Round()\n", "",
+     ["./patrol", "-run", "TestRunEndsARoundOfPlainText"]),
+]
+
 MUTATIONS += [
     ("safe-memo-keys-the-cap", "patrol/filing.go",
      "\tk := safeKey{s, maxRunes}\n", "\tk := safeKey{s, 0}\n",

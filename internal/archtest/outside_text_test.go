@@ -238,8 +238,9 @@ func TestOutsideTextRuleFailsOnViolation(t *testing.T) {
 }
 
 // textConstructors are the functions of the sanitiser package that may
-// return a prompt.Text: each is SafeText.
-var textConstructors = []string{"Safe", "SafeName", "SafeNames"}
+// return a prompt.Text: each is SafeText (PlainMemo.Remembered is
+// SafeText, with the texts it found plain remembered).
+var textConstructors = []string{"Remembered", "Safe", "SafeName", "SafeNames"}
 
 // textMakers lists the functions and methods of the non-test Go files in
 // dir that return a Text (or a slice or pointer of them), sorted.

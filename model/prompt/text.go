@@ -15,8 +15,8 @@ const MaxWireRunes = 1 << 16
 // events, the API and the CLI:
 //   - its one field is unexported, so a raw string does not compile where
 //     a Text is wanted;
-//   - the only constructors are Safe, SafeName and SafeNames, and each is
-//     SafeText;
+//   - the only constructors are Safe, SafeName, SafeNames and
+//     PlainMemo.Remembered, and each is SafeText;
 //   - on the wire and in the database it is a plain string (the store
 //     writes String()), and decoding or scanning one applies SafeText
 //     again.
