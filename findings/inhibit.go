@@ -82,3 +82,21 @@ func explainer(obs []Observation, indexes []int, childKey string) string {
 	}
 	return ""
 }
+
+// InhibitRule is one inhibition rule as docs/FINDINGS.md#inhibition
+// states it: a Parent finding (of at least MinSeverity, when set)
+// explains the Children findings of its resource's children.
+type InhibitRule struct {
+	Parent      string
+	MinSeverity Severity
+	Children    []string
+}
+
+// InhibitRules lists the rules, in the order they are tried.
+func InhibitRules() []InhibitRule {
+	out := make([]InhibitRule, len(inhibitRules))
+	for i, r := range inhibitRules {
+		out[i] = InhibitRule{Parent: r.parent, MinSeverity: r.minSeverity, Children: append([]string(nil), r.children...)}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package docs
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/patrold/patrold/findings"
+)
+
+var inhibitTick = regexp.MustCompile("`([a-z_]+)`")
+
+// inhibitDocProblems compares the inhibition table of FINDINGS.md with
+// the rules, both ways: each row is one rule in order, its first cell the
+// parent (and "at `severity`" its least severity), its second the
+// children.
+func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
+	rows, ok := patrolDocBlock(doc, "inhibit")
+	if !ok {
+		return []string{"FINDINGS.md: no <!-- guard:inhibit --> table"}
+	}
+	var problems []string
+	if len(rows) != len(rules) {
+		problems = append(problems, fmt.Sprintf("FINDINGS.md: %d inhibition rows, the code has %d rules", len(rows), len(rules)))
+	}
+	for i := range min(len(rows), len(rules)) {
+		r, cells := rules[i], rows[i]
+		parent := inhibitTick.FindAllStringSubmatch(cells[0], -1)
+		var got findings.InhibitRule
+		if len(parent) > 0 {
+			got.Parent = parent[0][1]
+		}
+		if len(parent) > 1 && strings.Contains(cells[0], " at `"+parent[1][1]+"`") {
+			got.MinSeverity = findings.Severity(parent[1][1])
+		}
+		if len(cells) > 1 {
+			for _, m := range inhibitTick.FindAllStringSubmatch(cells[1], -1) {
+				got.Children = append(got.Children, m[1])
+			}
+		}
+		if got.Parent != r.Parent || got.MinSeverity != r.MinSeverity || !slices.Equal(got.Children, r.Children) {
+			problems = append(problems, fmt.Sprintf("FINDINGS.md inhibition row %d: %+v, the code's rule %+v", i+1, got, r))
+		}
+	}
+	return problems
+}
+
+// TestInhibitionDocMatchesCode: FINDINGS.md lists the inhibition rules
+// of findings/inhibit.go, in order, parent, least severity and children.
+func TestInhibitionDocMatchesCode(t *testing.T) {
+	doc, err := os.ReadFile("FINDINGS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range inhibitDocProblems(string(doc), findings.InhibitRules()) {
+		t.Error(p)
+	}
+}
+
+// TestInhibitionGuardFailsOnDrift: a child added in code, a severity
+// dropped in the doc and a rule missing from the doc are each seen.
+func TestInhibitionGuardFailsOnDrift(t *testing.T) {
+	data, err := os.ReadFile("FINDINGS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	grown := findings.InhibitRules()
+	grown[0].Children = append(grown[0].Children, "metrics_missing")
+	if len(inhibitDocProblems(doc, grown)) == 0 {
+		t.Error("a child added in code went unnoticed")
+	}
+	if len(inhibitDocProblems(strings.Replace(doc, "`high_disk` at `critical`", "`high_disk`", 1), findings.InhibitRules())) == 0 {
+		t.Error("a least severity dropped from the doc went unnoticed")
+	}
+	if len(inhibitDocProblems(strings.Replace(doc, "| `zfs_pool_degraded` |", "| zfs |", 1), findings.InhibitRules())) == 0 {
+		t.Error("a rule missing from the doc went unnoticed")
+	}
+}
