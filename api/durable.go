@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // http.stream_ack_timeout's default and bound. The bound stays below
@@ -31,6 +33,39 @@ type DurableOptions struct {
 	// Timeout bounds Wait (0: DefaultStreamAckTimeout).
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// Registerer receives the answer metrics (nil: a private registry).
+	Registerer prometheus.Registerer
+}
+
+// durableMetrics count what DurableAnswers held back.
+type durableMetrics struct {
+	wait       prometheus.Histogram
+	notDurable *prometheus.CounterVec
+}
+
+func newDurableMetrics(reg prometheus.Registerer) (*durableMetrics, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &durableMetrics{
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "patrold_api_stream_ack_wait_seconds",
+			Help:    "Cluster mode: how long a mutation's answer waited for the stream to store its change.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 20},
+		}),
+		notDurable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "patrold_api_not_durable_total",
+			Help: "Cluster mode: mutations answered 503 not_durable, by whether the change is still on its way to the stream.",
+		}, []string{"will_publish"}),
+	}
+	for _, c := range []prometheus.Collector{m.wait, m.notDurable} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.notDurable.WithLabelValues("true")
+	m.notDurable.WithLabelValues("false")
+	return m, nil
 }
 
 // DurableAnswers wraps the API of a clustered instance so that a
@@ -43,12 +78,16 @@ type DurableOptions struct {
 //   - no acknowledgement within Timeout, or this instance no longer the
 //     writer, turns a success into 503 not_durable, which says the
 //     change is committed here and whether it is on its way.
-func DurableAnswers(next http.Handler, o DurableOptions) http.Handler {
+func DurableAnswers(next http.Handler, o DurableOptions) (http.Handler, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultStreamAckTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newDurableMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ReadOnly(r.Method) || strings.HasPrefix(r.URL.Path, "/-/") {
@@ -66,24 +105,28 @@ func DurableAnswers(next http.Handler, o DurableOptions) http.Handler {
 		var err error
 		if seq > 0 && o.Writer() {
 			wctx, cancel := context.WithTimeout(r.Context(), o.Timeout)
+			start := time.Now()
 			err = o.Wait(wctx, seq)
+			m.wait.Observe(time.Since(start).Seconds())
 			cancel()
 		}
 		switch {
 		case err != nil:
 			o.Logger.Warn("answered 503: the change is committed here but not on the stream", "method", r.Method, "path", r.URL.Path,
 				"outbox_seq", seq, "err", err)
+			m.notDurable.WithLabelValues("true").Inc()
 			writeNotDurable(w, rec, seq, true, fmt.Sprintf("the change is committed on this instance, but the stream did not store it within %s (%v): "+
 				"it is published once the stream answers, and lost if this instance fails first. Read it back (GET) before you rely on it; "+
 				"repeat the request if it is missing", o.Timeout, err))
 		case !o.Writer():
 			o.Logger.Warn("answered 503: this instance stopped being the writer while answering", "method", r.Method, "path", r.URL.Path, "outbox_seq", seq)
+			m.notDurable.WithLabelValues("false").Inc()
 			writeNotDurable(w, rec, seq, false, "this instance stopped being the writer while answering: the change may be committed "+
 				"only here, and the new writer does not apply it. Read it back (GET) and repeat the request if it is missing")
 		default:
 			rec.CopyTo(w)
 		}
-	})
+	}), nil
 }
 
 // writeNotDurable answers 503 not_durable for the success rec held.

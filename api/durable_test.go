@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/patrold/patrold/api"
 )
 
@@ -23,6 +25,26 @@ type durableCase struct {
 	waited     []int64
 	wantStatus int
 	wantBody   string
+	notDurable map[string]float64 // patrold_api_not_durable_total by will_publish
+}
+
+// notDurableCounts reads patrold_api_not_durable_total by will_publish.
+func notDurableCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "patrold_api_not_durable_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 // TestDurableAnswersHoldSuccessUntilStored: a mutation's success is sent
@@ -49,12 +71,14 @@ func TestDurableAnswersHoldSuccessUntilStored(t *testing.T) {
 			wantBody: `{"error":"not_durable","message":"the change is committed on this instance, but the stream did not store it within 2s ` +
 				`(outbox row 9 is not on the stream yet (acknowledged through 8): context deadline exceeded): it is published once the stream answers, ` +
 				`and lost if this instance fails first. Read it back (GET) before you rely on it; repeat the request if it is missing",` +
-				`"details":{"answer":{"id":"s1"},"outbox_seq":9,"status":200,"will_publish":true}}` + "\n"},
+				`"details":{"answer":{"id":"s1"},"outbox_seq":9,"status":200,"will_publish":true}}` + "\n",
+			notDurable: map[string]float64{"true": 1, "false": 0}},
 		{name: "deposed while answering", method: "POST", path: "/api/v1/findings/f1/acknowledge", status: 200, seq: 11, writerAfter: false,
 			wantStatus: 503,
 			wantBody: `{"error":"not_durable","message":"this instance stopped being the writer while answering: the change may be committed ` +
 				`only here, and the new writer does not apply it. Read it back (GET) and repeat the request if it is missing",` +
-				`"details":{"answer":{"id":"s1"},"outbox_seq":11,"status":200,"will_publish":false}}` + "\n"},
+				`"details":{"answer":{"id":"s1"},"outbox_seq":11,"status":200,"will_publish":false}}` + "\n",
+			notDurable: map[string]float64{"true": 0, "false": 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,7 +90,8 @@ func TestDurableAnswersHoldSuccessUntilStored(t *testing.T) {
 				w.WriteHeader(c.status)
 				_, _ = w.Write([]byte(held))
 			})
-			h := api.DurableAnswers(next, api.DurableOptions{
+			reg := prometheus.NewRegistry()
+			h, err := api.DurableAnswers(next, api.DurableOptions{Registerer: reg,
 				Track: func(ctx context.Context) (context.Context, func() int64) { return ctx, func() int64 { return c.seq } },
 				Wait: func(ctx context.Context, seq int64) error {
 					if _, ok := ctx.Deadline(); !ok {
@@ -78,10 +103,20 @@ func TestDurableAnswersHoldSuccessUntilStored(t *testing.T) {
 				Writer:  func() bool { return writer },
 				Timeout: 2 * time.Second,
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
 			if rec.Code != c.wantStatus || rec.Body.String() != c.wantBody || !reflect.DeepEqual(waited, c.waited) {
 				t.Fatalf("answer %d %s (waited for %v), want %d %s (waited for %v)", rec.Code, rec.Body, waited, c.wantStatus, c.wantBody, c.waited)
+			}
+			want := c.notDurable
+			if want == nil {
+				want = map[string]float64{"true": 0, "false": 0}
+			}
+			if got := notDurableCounts(t, reg); !reflect.DeepEqual(got, want) {
+				t.Fatalf("patrold_api_not_durable_total %v, want %v", got, want)
 			}
 		})
 	}

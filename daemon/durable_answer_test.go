@@ -218,6 +218,11 @@ func TestAnsweredActionIsOnTheStream(t *testing.T) {
 		e.Details["status"] != float64(http.StatusOK) || answer["comment"] != "maintenance" {
 		t.Fatalf("503 body %s, want not_durable %q..., will_publish, status 200 and the silence", body, wantMsg)
 	}
+	got := metricLines(t, d, "patrold_api_not_durable_total")
+	wantLines := []string{`patrold_api_not_durable_total{will_publish="false"} 0`, `patrold_api_not_durable_total{will_publish="true"} 1`}
+	if !reflect.DeepEqual(got, wantLines) {
+		t.Fatalf("metrics %q, want %q", got, wantLines)
+	}
 	// Nothing is lost once the server is back.
 	startNATS()
 	testkit.Eventually(t, 60*time.Second, "the silence is published", func() bool {

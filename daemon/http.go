@@ -52,8 +52,11 @@ func (d *Daemon) startHTTP() error {
 	if d.cluster != nil {
 		// Cluster mode: the writer answers a mutation once its change is
 		// on the stream; a standby forwards mutations to the writer.
-		h = api.DurableAnswers(h, api.DurableOptions{Track: trackCommits, Wait: d.msg.relay.WaitStored,
-			Writer: d.root.Leadership().IsWriter, Timeout: cfg.HTTP.StreamAckTimeout, Logger: d.log})
+		if h, err = api.DurableAnswers(h, api.DurableOptions{Track: trackCommits, Wait: d.msg.relay.WaitStored,
+			Writer: d.root.Leadership().IsWriter, Timeout: cfg.HTTP.StreamAckTimeout, Logger: d.log, Registerer: d.opts.Registerer}); err != nil {
+			_ = ln.Close()
+			return err
+		}
 		h = d.cluster.Forwarding(h)
 	}
 	// The body limit is outermost: it holds before auth and before a

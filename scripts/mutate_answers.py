@@ -59,7 +59,7 @@ MUTATIONS = [
     ("answer-waits-for-stream-frozen", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", FREEZE),
     ("answer-waits-for-stream-unit", "api/durable.go", "\t\t\terr = o.Wait(wctx, seq)\n", "\t\t\t_ = wctx\n", HOLD),
     ("answer-refused-when-deposed", "api/durable.go", "\t\tcase !o.Writer():\n", "\t\tcase false:\n", HOLD),
-    ("cluster-answers-wait", "daemon/http.go", "\t\th = api.DurableAnswers(h,", "\t\t_ = api.DurableAnswers(h,", DURABLE),
+    ("cluster-answers-wait", "daemon/http.go", "Wait: d.msg.relay.WaitStored,", "Wait: func(context.Context, int64) error { return nil },", DURABLE),
     ("relay-notes-acks", "bus/relay.go", "\t\tr.stored(w.rows[acked-1].Seq)\n", "", STORED),
     ("commit-mark-raised", "store/store.go", "\t\t\tmark.raise(wrote)\n", "", MARK),
     ("statement-marked-in-tx", "store/store.go", "\tif markOf(ctx) != nil {\n", "\tif false {\n", DURABLE),
