@@ -42,7 +42,7 @@ type Status struct {
 
 // ReadyProblem is one condition that makes an instance unready: which
 // (store_file, store, integrity, run_store, replica_gap, replica_diverged,
-// replica_stall)
+// replica_apply, replica_stall)
 // and what was seen.
 type ReadyProblem struct {
 	Condition string `json:"condition"`
@@ -62,6 +62,9 @@ type ReplicaStatus struct {
 	// Diverged: the database holds changes the stream never got; it is
 	// being re-seeded and serves no reads meanwhile.
 	Diverged string `json:"diverged,omitempty"`
+	// ApplyError: the last state change could not be applied (a full
+	// disk, a read-only file); it is retried.
+	ApplyError string `json:"apply_error,omitempty"`
 }
 
 // Capabilities is the manifest served at GET /api/v1/agent/capabilities:

@@ -80,6 +80,9 @@ type Follower struct {
 	restart  context.CancelFunc // ends the consumer in use: Run starts another
 	// resubscribes counts the consumers ended for a stall.
 	resubscribes uint64
+	// applyErr: the last change could not be applied (a full disk, a
+	// read-only file); nil once one is.
+	applyErr error
 }
 
 // NewFollower validates the options.
@@ -267,12 +270,18 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		}
 		return err
 	}
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped or restarted mid-change: nothing to report
+	}
+	f.mu.Lock()
+	f.applyErr = err
+	if err == nil {
+		f.gap = nil
+	}
+	f.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	f.gap = nil
-	f.mu.Unlock()
 	if res == records.ApplyFenced && c.Origin == f.o.Instance {
 		f.log.Error("state change fenced: this instance wrote as a deposed writer; its database holds changes no other replica has: re-seed it from a standby's database (docs/CLUSTER.md)",
 			"seq", seq, "epoch", c.Epoch, "table", c.Table, "op", c.Op)
@@ -380,6 +389,9 @@ type Lag struct {
 	// Diverged, when set, says the database holds rows the stream never
 	// got (Follower.Diverged): it is re-seeded from a caught-up instance.
 	Diverged string `json:"diverged,omitempty"`
+	// ApplyError, when set, is why the last change could not be applied
+	// (a full disk, a read-only file): the follower retries it.
+	ApplyError string `json:"apply_error,omitempty"`
 }
 
 // Gap returns the changes missing from the stream that stop this replica
@@ -421,9 +433,12 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	}
 	f.mu.Lock()
 	dropped := f.dropped
-	gap := ""
+	gap, applyErr := "", ""
 	if f.gap != nil {
 		gap = f.gap.Error()
+	}
+	if f.applyErr != nil {
+		applyErr = f.applyErr.Error()
 	}
 	f.mu.Unlock()
 	diverged := ""
@@ -431,7 +446,7 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 		diverged = err.Error()
 	}
 	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
-		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged}, nil
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr}, nil
 }
 
 // CatchUp returns once the database applied the stream's last state

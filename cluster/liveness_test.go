@@ -2,16 +2,21 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/store"
+	"github.com/patrold/patrold/store/records"
 )
 
 // TestStandbyResubscribesWhenItsNodeDies: a standby follows the writer
@@ -29,26 +34,49 @@ func TestStandbyResubscribesWhenItsNodeDies(t *testing.T) {
 	for i, s := range srvs {
 		urls[i] = s.ClientURL()
 	}
+	// The writer stays on nats-1; the standby is on nats-2 or nats-3,
+	// whichever it dialled, and the other is its way back.
 	o := bus.DefaultOptions()
-	o.URL = strings.Join(urls, ",")
+	o.URL = urls[0]
 	o.Stream.Replicas = 3
 	a := newGuardedNode(t, o, "a", testGuard(t, nil, nil), nil)
+	o.URL = strings.Join(urls[1:], ",")
 	b := newGuardedNode(t, o, "b", testGuard(t, nil, nil), nil)
 	b.f = stallBound(t, b, stall)
 	replicate(t, 1, a, b)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the standby's follower:\n%s", b.log.String())
+		}
+	})
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
 	caughtUp(t, a, b.f)
 
 	connected := b.b.Conn().ConnectedUrl()
+	dead := ""
 	for _, s := range srvs {
 		if s.ClientURL() == connected {
+			dead = s.Name()
 			s.Shutdown()
 			s.WaitForShutdown()
 		}
 	}
 	shutAt := time.Now()
+	// The writer publishes once the stream has a leader again: a window
+	// of publishes cut in half by the election is the relay's concern,
+	// not the standby's.
+	testkit.Eventually(t, 30*time.Second, "the stream has a leader among the survivors", func() bool {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		s, err := a.b.JetStream().Stream(sctx, a.b.StreamName())
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(sctx)
+		return err == nil && info.Cluster != nil && info.Cluster.Leader != "" && info.Cluster.Leader != dead
+	})
 	fs, err := a.st.List(ctx, findings.ListFilter{})
 	if err != nil || len(fs) != 2 {
 		t.Fatalf("a's findings: %d %v", len(fs), err)
@@ -127,5 +155,60 @@ func TestStalledConsumerIsReplaced(t *testing.T) {
 	})
 	if n := strings.Count(b.log.String(), "state stream stalled"); n != 1 || b.f.Resubscribes() == 0 {
 		t.Fatalf("stall logged %d times, %d re-subscribes; want once and some:\n%s", n, b.f.Resubscribes(), b.log.String())
+	}
+}
+
+// fullDisk is a store whose applies fail while full is set, as SQLite's
+// do on a full disk.
+type fullDisk struct {
+	*store.Store
+	full atomic.Bool
+}
+
+func (d *fullDisk) ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error) {
+	if d.full.Load() {
+		return records.ApplySkipped, fmt.Errorf("apply state seq %d: database or disk is full", seq)
+	}
+	return d.Store.ApplyState(ctx, seq, self, c, now)
+}
+
+// TestReplicaThatCannotApplySaysSo: while the standby's disk is full its
+// lag carries the error (status and readiness show it); once there is
+// room it applies the change and the error is gone.
+func TestReplicaThatCannotApplySaysSo(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	disk := &fullDisk{Store: b.st}
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: disk,
+		Instance: "b", Guard: b.b.Guard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.f = f
+	replicate(t, 1, a, b)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"))
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+
+	disk.full.Store(true)
+	fs, _ := a.st.List(ctx, findings.ListFilter{})
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a.rel.Kick()
+	var lag cluster.Lag
+	testkit.EventuallyState(t, 10*time.Second, "the standby reports it cannot apply", func() (bool, string) {
+		lag, _ = b.f.Lag(ctx)
+		return strings.HasSuffix(lag.ApplyError, ": database or disk is full") && lag.Behind, fmt.Sprintf("%+v", lag)
+	})
+	disk.full.Store(false)
+	testkit.EventuallyState(t, 20*time.Second, "the standby applies once there is room", func() (bool, string) {
+		lag, _ = b.f.Lag(ctx)
+		return lag.ApplyError == "" && !lag.Behind, fmt.Sprintf("%+v", lag)
+	})
+	if f, err := b.st.Get(ctx, fs[0].ID); err != nil || f.AcknowledgedAt == nil {
+		t.Fatalf("the acknowledgement on the standby: %+v %v", f, err)
 	}
 }

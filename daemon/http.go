@@ -177,6 +177,7 @@ func (d *Daemon) Status(ctx context.Context) (api.Status, error) {
 			if l := d.cluster.Lag(ctx); l != nil {
 				s.Replica.AppliedSeq, s.Replica.LastSeq, s.Replica.Behind, s.Replica.AppliedAt = l.AppliedSeq, l.LastSeq, l.Behind, l.AppliedAt
 				s.Replica.Epoch, s.Replica.Fenced, s.Replica.Gap, s.Replica.Diverged = l.Epoch, l.Fenced, l.Gap, l.Diverged
+				s.Replica.ApplyError = l.ApplyError
 			}
 		}
 	}

@@ -29,6 +29,8 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //   - replica_gap: changes are missing from the state stream (re-seed);
 //   - replica_diverged: the database holds changes the stream never got
 //     (being re-seeded);
+//   - replica_apply: the last state change could not be applied (a full
+//     disk, a read-only file);
 //   - replica_stall: behind the stream with nothing applied for
 //     ReplicaStallAfter (cluster mode).
 func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
@@ -56,6 +58,9 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		cancel()
 		if l != nil && l.Gap != "" {
 			add("replica_gap", "%s", l.Gap)
+		}
+		if l != nil && l.ApplyError != "" {
+			add("replica_apply", "cannot apply the state stream: %s", l.ApplyError)
 		}
 		if err := d.cluster.Diverged(); err != nil {
 			add("replica_diverged", "%v", err)

@@ -104,6 +104,7 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 	if err != nil {
 		return records.ApplySkipped, fmt.Errorf("apply state seq %d (%s %s rowid %d): %w", seq, c.Op, c.Table, c.RowID, err)
 	}
+	s.boundWAL(ctx)
 	return result, nil
 }
 

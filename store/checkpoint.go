@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -19,10 +21,48 @@ const driverName = "sqlite3_patrold"
 
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA wal_autocheckpoint = 0", nil)
+		// journal_size_limit: a log reset after a checkpoint is cut back to
+		// WALLimit instead of keeping its largest size on disk.
+		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d", WALLimit), nil)
 		return err
 	}})
 }
+
+// WALLimit bounds the write-ahead log on disk while a replica applies
+// the state stream (boundWAL). It leaves room for one large run commit
+// (about 10 MB for 10k findings).
+const WALLimit = 16 << 20
+
+// walLimit is WALLimit, a var for tests.
+var walLimit int64 = WALLimit
+
+// boundWAL runs a TRUNCATE checkpoint when the write-ahead log is past
+// walLimit: the whole log is copied into the database file and the file
+// cut to zero. Passive checkpoints never finish while API readers keep
+// overlapping snapshots open and changes keep coming: a replica that
+// applied a long catch-up grew its log until the disk was full. The
+// applier calls it between two changes, so no write of its own races the
+// checkpoint: the readers of older snapshots finish, newer ones read the
+// database file, and the log can be cut. A checkpoint that cannot finish
+// (a full disk: the database file cannot grow) is tried again after the
+// next change.
+func (s *Store) boundWAL(ctx context.Context) {
+	if s.path == "" || s.path == ":memory:" {
+		return
+	}
+	if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > walLimit {
+		// Readers that outlast truncateWait leave the log to the next try.
+		ctx, cancel := context.WithTimeout(ctx, truncateWait)
+		defer cancel()
+		s.ck.mu.Lock()
+		defer s.ck.mu.Unlock()
+		_, _ = s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
+}
+
+// truncateWait bounds how long boundWAL waits for the readers of older
+// snapshots (the applier waits meanwhile).
+const truncateWait = time.Second
 
 // checkpointEvery is how often the checkpointer copies committed pages
 // from the write-ahead log into the database file (a passive checkpoint:
@@ -33,6 +73,9 @@ var checkpointEvery = time.Second
 // checkpointer runs a passive checkpoint every checkpointEvery until
 // stopped.
 type checkpointer struct {
+	// mu: one checkpoint at a time (a second one would find SQLite's
+	// checkpoint lock taken and give up at once).
+	mu   sync.Mutex
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -51,7 +94,9 @@ func startCheckpointer(db *sql.DB) *checkpointer {
 			case <-t.C:
 				// A checkpoint that cannot finish (a reader holds old
 				// pages) leaves the rest for the next one.
+				c.mu.Lock()
 				_, _ = db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+				c.mu.Unlock()
 			}
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/store"
@@ -82,4 +83,46 @@ func TestCommitsLeaveTheCheckpointToTheCheckpointer(t *testing.T) {
 			t.Fatalf("PendingCount = %d, %v; want 5000", n, err)
 		}
 	})
+}
+
+// TestWALStaysBoundedWhileApplying: a replica applies 1500 state changes
+// (about 12 MB) back to back, as in a catch-up, while the background
+// checkpointer runs. Passive checkpoints never catch up with a writer
+// that keeps appending, so the log never starts over and grows by all
+// that was applied. Checkpointed and truncated between changes, the log
+// on disk stays within the bound plus one change, and the database holds
+// every row.
+func TestWALStaysBoundedWhileApplying(t *testing.T) {
+	ctx := context.Background()
+	const limit = 512 << 10
+	defer store.SetWALLimit(limit)()
+	defer store.SetCheckpointEvery(20 * time.Millisecond)()
+	path := filepath.Join(t.TempDir(), "p.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pad, _ := json.Marshal(strings.Repeat("x", 4000))
+	const changes = 1500
+	var most int64
+	for i := 1; i <= changes; i++ {
+		c := contracts.StateChange{Origin: "w", Epoch: 1, N: uint64(i), Table: "audit_events", Op: "upsert", RowID: int64(i),
+			Row: map[string]json.RawMessage{"seq": json.RawMessage(fmt.Sprint(i)), "at": json.RawMessage(`"2026-12-01T09:00:00Z"`),
+				"method": json.RawMessage(`"POST"`), "path": pad, "route": json.RawMessage(`"/x"`), "status": json.RawMessage(`200`)}}
+		if _, err := st.ApplyState(ctx, uint64(i), "r", c, sentT0); err != nil {
+			t.Fatal(err)
+		}
+		if _, wal := st.Size(); wal > most {
+			most = wal
+		}
+	}
+	// One change is about 8 KB of log (the row and its index pages).
+	if most > limit+64<<10 {
+		t.Fatalf("write-ahead log reached %d bytes, bound %d (the changes wrote about %d)", most, limit, changes*8000)
+	}
+	var n int
+	if err := st.DB().QueryRowContext(ctx, "SELECT count(*) FROM audit_events").Scan(&n); err != nil || n != changes {
+		t.Fatalf("audit rows %d, %v; want %d", n, err, changes)
+	}
 }

@@ -56,3 +56,12 @@ func (s *Store) CachedActive() (map[string]findings.Finding, bool) {
 
 // SQLiteMemoryUsed is the memory SQLite holds, every connection together.
 var SQLiteMemoryUsed = sqliteMemoryUsed
+
+// SetWALLimit sets the write-ahead log bound (the checkpointer's
+// threshold; journal_size_limit stays WALLimit) and returns the function
+// that restores it.
+func SetWALLimit(n int64) (restore func()) {
+	old := walLimit
+	walLimit = n
+	return func() { walLimit = old }
+}
