@@ -221,6 +221,8 @@ MUTATIONS += [
     ("one-filesystem-dir-paths-only", "snapshot/proxmox/collect.go",
      '(c.Type == "dir" || c.Type == "btrfs") && ', "",
      PVE + ["-run", "TestStoragePaths"]),
+    ("storage-paths-kept", "snapshot/proxmox/collect.go",
+     "\treturn s.paths, &p\n}", "\treturn nil, &p\n}", PVE + ["-run", "TestStorageConfigFailsAfterARead"]),
     ("one-filesystem-fullest", "snapshot/proxmox/collect.go",
      "MetricUsage); u > cur {", "MetricUsage); u < cur {", PVE + ["-run", "TestGroupResourceTakesTheFullest"]),
     ("one-filesystem-named", "signals/detectors.go",

@@ -49,13 +49,9 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/backup",
 			Problem: trimEndpoint(jobsRead, "GET /cluster/backup") + "; backups of every guest left out"})
 	}
-	var configs []storageConfig
-	if err := sess.get(ctx, []string{"storage"}, nil, func(d []byte) (err error) {
-		configs, err = decodeList[storageConfig](d)
-		return err
-	}); err != nil {
-		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: 0, Field: "GET /storage", Warning: true,
-			Problem: trimEndpoint(err, "GET /storage") + "; storages on one filesystem are told by equal usage only"})
+	paths, pathsRead := s.storagePaths(ctx, sess)
+	if pathsRead != nil {
+		problems = append(problems, *pathsRead)
 	}
 	backups := cl.backupStorages(s.opts.Backups.Storages)
 	problems = append(problems, cl.problems...)
@@ -80,7 +76,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 			Problem: "the API token may not query guest agents (HTTP 403): grant VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9) for guest addresses, or set source.proxmox.guest_agent.enabled: false"})
 	}
 	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: now, Source: DefaultSourceName,
-		Resources: s.build(cl, storagePaths(configs), backups, jobs, jobsRead == nil, byNode)}
+		Resources: s.build(cl, paths, backups, jobs, jobsRead == nil, byNode)}
 	// Round-trip through the codec so these resources pass the same
 	// validation as any other snapshot document.
 	data, err := snapshot.Encode(snap)
@@ -247,6 +243,28 @@ func groupResource(group []storageEntry) snapshot.Resource {
 	}
 	r.Labels[snapshot.LabelStorages] = strings.Join(names, ",")
 	return r
+}
+
+// storagePaths reads GET /storage into the directory storages' paths. A
+// failed read is a warning and gives the paths of the last read, if any.
+func (s *Source) storagePaths(ctx context.Context, sess *session) (map[string]string, *snapshot.Problem) {
+	var configs []storageConfig
+	err := sess.get(ctx, []string{"storage"}, nil, func(d []byte) (err error) {
+		configs, err = decodeList[storageConfig](d)
+		return err
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.paths = storagePaths(configs)
+		return s.paths, nil
+	}
+	p := snapshot.Problem{ID: SourceProblemID, Index: 0, Field: "GET /storage", Warning: true,
+		Problem: trimEndpoint(err, "GET /storage") + "; storages on one filesystem are told by equal usage only"}
+	if s.paths != nil {
+		p.Problem = trimEndpoint(err, "GET /storage") + "; the storage paths of the last read are used"
+	}
+	return s.paths, &p
 }
 
 // storagePaths maps each directory storage of GET /storage to its cleaned

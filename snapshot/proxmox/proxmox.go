@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	promclient "github.com/prometheus/client_golang/prometheus"
@@ -154,6 +155,12 @@ func (o Options) withDefaults() Options {
 type Source struct {
 	opts   Options
 	client *client
+
+	mu sync.Mutex
+	// paths are the storage paths of the last GET /storage read. A failed
+	// read uses them, so one failed read changes neither the grouping of
+	// storages nor the findings of their filesystems.
+	paths map[string]string
 }
 
 var _ snapshot.Source = (*Source)(nil)

@@ -168,3 +168,31 @@ func TestStoragePaths(t *testing.T) {
 		t.Errorf("error %v, want one naming data[0].path", err)
 	}
 }
+
+// TestStorageConfigFailsAfterARead: a source that read GET /storage once
+// keeps grouping by those paths when a later read fails, so one failed
+// read neither splits a filesystem's finding nor files new ones.
+func TestStorageConfigFailsAfterARead(t *testing.T) {
+	fake, srv := newFake(t)
+	src := newSource(t, testOptions(t, srv))
+	if _, _, err := src.Collect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fake.fail["storage"] = true
+	snap, problems, err := src.Collect(context.Background())
+	if err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	want := []snapshot.Problem{
+		{ID: SourceProblemID, Index: 0, Field: "GET /storage", Warning: true,
+			Problem: "HTTP 500 storage 'nfs-backup' is not online; the storage paths of the last read are used"},
+		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
+	}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems:\n got %+v\nwant %+v", problems, want)
+	}
+	if full := readGolden(t, "cluster.golden.json"); !reflect.DeepEqual(snap, full.Snapshot) {
+		got, _ := snapshot.Encode(snap)
+		t.Errorf("snapshot differs from the full one:\n%s", got)
+	}
+}
