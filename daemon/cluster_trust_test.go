@@ -31,7 +31,8 @@ import (
 // through the wiring serve deploys (the deployment key handed from the
 // daemon to its cluster member). The writer's last state change is
 // republished unsigned, signed with a wrong key, and as a replay under
-// another message id (its own copy is a duplicate the stream drops).
+// another message id (its own copy is a duplicate the stream drops); an
+// intruder's epoch marker, unsigned and with a wrong key.
 // The standby refuses each, counts it by reason and changes nothing it
 // stores; the writer's next change still replicates.
 func TestForgedStateChangesRefusedThroughTheDaemon(t *testing.T) {
@@ -99,14 +100,14 @@ func TestForgedStateChangesRefusedThroughTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := map[string]float64{}
-	forge := func(what, reason string, sign func(*nats.Msg)) {
+	forge := func(what, reason string, body []byte, sign func(*nats.Msg)) {
 		t.Helper()
 		m := nats.NewMsg(last.Subject)
 		for k, v := range last.Header {
 			m.Header[k] = append([]string(nil), v...)
 		}
 		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("forged-%d", time.Now().UnixNano()))
-		m.Data = forged
+		m.Data = body
 		sign(m)
 		ack, err := js.PublishMsg(ctx, m)
 		if err != nil {
@@ -126,13 +127,19 @@ func TestForgedStateChangesRefusedThroughTheDaemon(t *testing.T) {
 			t.Fatalf("%s: replica status %+v, %v; want %+v", what, got, err, want)
 		}
 	}
-	forge("an unsigned state change", msgauth.ReasonUnsigned, func(m *nats.Msg) {
+	unsigned := func(m *nats.Msg) {
 		for _, h := range []string{msgauth.HeaderKey, msgauth.HeaderTime, msgauth.HeaderNonce, msgauth.HeaderMAC} {
 			m.Header.Del(h)
 		}
-	})
-	forge("a state change signed with a wrong key", msgauth.ReasonBadMAC, func(m *nats.Msg) { wrong.Sign(m.Subject, m.Header, m.Data) })
-	forge("a replayed state change under another id", msgauth.ReasonBadMAC, func(m *nats.Msg) { m.Data = last.Data })
+	}
+	forge("an unsigned state change", msgauth.ReasonUnsigned, forged, unsigned)
+	forge("a state change signed with a wrong key", msgauth.ReasonBadMAC, forged, func(m *nats.Msg) { wrong.Sign(m.Subject, m.Header, m.Data) })
+	forge("a replayed state change under another id", msgauth.ReasonBadMAC, last.Data, func(*nats.Msg) {})
+	// A new epoch claimed by an intruder would fence the writer's next
+	// change on the standby.
+	marker := epochMarker(t, last)
+	forge("an unsigned epoch marker", msgauth.ReasonUnsigned, marker, unsigned)
+	forge("an epoch marker signed with a wrong key", msgauth.ReasonBadMAC, marker, func(m *nats.Msg) { wrong.Sign(m.Subject, m.Header, m.Data) })
 	dup := nats.NewMsg(last.Subject)
 	dup.Header, dup.Data = nats.Header(last.Header), last.Data
 	if ack, err := js.PublishMsg(ctx, dup); err != nil || !ack.Duplicate {
@@ -180,16 +187,7 @@ func forgedChange(t *testing.T, ctx context.Context, s jetstream.Stream, last *j
 		c.Row = maps.Clone(c.Row)
 		c.Row["title"] = json.RawMessage(`"forged: nothing to see"`)
 		c.Row["state"] = json.RawMessage(`"` + string(findings.StateDismissed) + `"`)
-		data, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := contracts.AppendEnvelope(nil, contracts.OutboxEvent{ID: ev.ID + "-forged", Type: ev.Type, Subject: contracts.SubjectStateChanges,
-			Data: data, Time: ev.Time}, ev.Source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return body
+		return stateEnvelope(t, ev, "-forged", c)
 	}
 	t.Fatal("no finding upsert on the stream")
 	return nil
@@ -217,4 +215,35 @@ func clusterNode(t *testing.T, url, key, shared, name string) (*daemon.Daemon, *
 		t.Fatal(err)
 	}
 	return d, reg, dir
+}
+
+// epochMarker is an intruder's epoch marker, one epoch past the last
+// change's, in last's envelope.
+func epochMarker(t *testing.T, last *jetstream.RawStreamMsg) []byte {
+	t.Helper()
+	ev, err := contracts.DecodeEvent(last.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := contracts.DecodeStateChange(ev.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stateEnvelope(t, ev, "-epoch", contracts.StateChange{Origin: "intruder", Epoch: c.Epoch + 1, Table: contracts.SkipTable, Op: contracts.OpEpoch})
+}
+
+// stateEnvelope is c as a state-change event in ev's envelope, its id
+// ev's with suffix.
+func stateEnvelope(t *testing.T, ev *contracts.Event, suffix string, c contracts.StateChange) []byte {
+	t.Helper()
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := contracts.AppendEnvelope(nil, contracts.OutboxEvent{ID: ev.ID + suffix, Type: ev.Type, Subject: contracts.SubjectStateChanges,
+		Data: data, Time: ev.Time}, ev.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
