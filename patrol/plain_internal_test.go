@@ -13,9 +13,10 @@ import (
 )
 
 // TestRunEndsARoundOfPlainText: the runner's plain-text memo holds the
-// texts of its last run only. The attack is two runs over fleets whose
-// texts differ (another name each time): a memo whose round never ends
-// holds both runs' texts, and grows with every run a daemon makes.
+// texts of its last run only, and a runner not asked to keep them (a
+// one-shot run) keeps none. The attack is runs over fleets whose texts
+// differ (another name each time): a memo whose round never ends holds
+// every run's texts, and grows with every run a daemon makes.
 func TestRunEndsARoundOfPlainText(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "patrold.db"))
@@ -28,9 +29,15 @@ func TestRunEndsARoundOfPlainText(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
-	r, err := New(Options{Store: st, Now: func() time.Time { return now }, Settings: func() Settings {
+	opts := Options{Store: st, Now: func() time.Time { return now }, KeepPlainText: true, Settings: func() Settings {
 		return Settings{Policy: pol, Publish: findings.DefaultPublishPolicy()}
-	}})
+	}}
+	r, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.KeepPlainText = false
+	once, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +55,8 @@ func TestRunEndsARoundOfPlainText(t *testing.T) {
 	}
 	if lens[0] == 0 || lens[1] != lens[0] || lens[2] != lens[0] {
 		t.Errorf("texts remembered after each run %v, want the same number each time (one run's)", lens)
+	}
+	if _, err := once.Run(ctx, TriggerManual, RunOptions{Snapshot: fleet("web-4")}); err != nil || once.plain.Len() != 0 {
+		t.Errorf("a runner not keeping plain text remembers %d texts (%v)", once.plain.Len(), err)
 	}
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// OS there (ReleaseMemory), so it does not stay resident until the
 	// next run.
 	Release func()
+	// KeepPlainText keeps, from each run to the next, the texts the run
+	// found plain (prompt.PlainMemo), so a steady run does not check the
+	// same text again. Only a process that runs again (a daemon) gains.
+	KeepPlainText bool
 }
 
 // ReleaseMemory collects the garbage a run left and returns every free
@@ -147,7 +151,11 @@ func New(opts Options) (*Runner, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultProgressEvery
 	}
-	return &Runner{opts: opts, log: opts.Logger.With("component", "patrol"), plain: prompt.NewPlainMemo()}, nil
+	r := &Runner{opts: opts, log: opts.Logger.With("component", "patrol")}
+	if opts.KeepPlainText {
+		r.plain = prompt.NewPlainMemo()
+	}
+	return r, nil
 }
 
 // acquire takes the run lock for a new run id.
