@@ -261,3 +261,90 @@ func TestInhibitionReleasedBySweep(t *testing.T) {
 		t.Fatalf("events\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestNodeOfflineHoldsMissingMetrics: a guest's finding the run cannot
+// evaluate any more (its node went offline, so its metrics are missing)
+// is held under the node's node_offline, with whole events on the
+// stream: the parent opens counting it, the child publishes nothing and
+// stays active. A guest without metrics on an online node is held by
+// nothing. When the node is back and the guest's CPU has cooled, both
+// resolve.
+func TestNodeOfflineHoldsMissingMetrics(t *testing.T) {
+	const (
+		nodeUp   = `{"id":"node/pve1","kind":"node","status":"online"}`
+		nodeDown = `{"id":"node/pve1","kind":"node","status":"offline"}`
+		node2    = `{"id":"node/pve2","kind":"node","status":"online"}`
+		hot      = `{"id":"vm/101","kind":"vm","parent":"node/pve1","status":"running","metrics":{"cpu_percent":99}}`
+		blind    = `{"id":"vm/101","kind":"vm","parent":"node/pve1","status":"running"}`
+		cool     = `{"id":"vm/101","kind":"vm","parent":"node/pve1","status":"running","metrics":{"cpu_percent":10}}`
+		hot2     = `{"id":"vm/201","kind":"vm","parent":"node/pve2","status":"running","metrics":{"cpu_percent":99}}`
+		blind2   = `{"id":"vm/201","kind":"vm","parent":"node/pve2","status":"running"}`
+	)
+	dir := t.TempDir()
+	d := start(t, testConfig(t, dir, "", ""))
+	sub := subscribeFindings(t, d)
+	ctx := context.Background()
+	run := func(doc string) {
+		t.Helper()
+		writeDoc(t, dir, doc)
+		if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := func(event, res, key, sev, state, status, reason string, inhibits int) findingEvent {
+		return findingEvent{"patrold.finding." + event, "patrol.findings." + event + "." + sev, res, key, sev, state, status, reason, inhibits}
+	}
+	vm := findings.ID("vm/101", findings.CategoryPerformance, "high_cpu")
+	vm2 := findings.ID("vm/201", findings.CategoryPerformance, "high_cpu")
+	node := findings.ID("node/pve1", findings.CategoryReliability, "node_offline")
+	heldBy := func(id string) string {
+		t.Helper()
+		f, err := d.Store().Get(ctx, id)
+		if err != nil || !f.Active() {
+			t.Fatalf("%s: %+v %v, want active", id, f.Status, err)
+		}
+		return f.InhibitedBy
+	}
+
+	run(fleetDoc(nodeUp, node2, hot, hot2))
+	got := sub.next(t, 0, 2)
+	want := []findingEvent{
+		ev("opened", "vm/101", "high_cpu", "warning", "detected", "active", "first", 0),
+		ev("opened", "vm/201", "high_cpu", "warning", "detected", "active", "first", 0),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("run 1 events\n%+v\nwant\n%+v", got, want)
+	}
+
+	// The node goes down: its guest's figures are missing. Twice: the
+	// hold lasts while the node is offline.
+	for i := range 2 {
+		run(fleetDoc(nodeDown, node2, blind, blind2))
+		if i == 0 {
+			got = sub.next(t, 2, 1)
+			if want := []findingEvent{ev("opened", "node/pve1", "node_offline", "critical", "detected", "active", "first", 1)}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("node down events\n%+v\nwant\n%+v", got, want)
+			}
+		}
+		if by, by2 := heldBy(vm), heldBy(vm2); by != node || by2 != "" {
+			t.Fatalf("run %d: vm/101 held by %q (want %q), vm/201 by %q (want nothing)", i+2, by, node, by2)
+		}
+		p, err := d.Store().Get(ctx, node)
+		if err != nil || !reflect.DeepEqual(p.Explains, []string{vm}) || p.Inhibits != 1 {
+			t.Fatalf("run %d: node_offline explains %v (%d), want [%s]: %v", i+2, p.Explains, p.Inhibits, vm, err)
+		}
+	}
+
+	run(fleetDoc(nodeUp, node2, cool, hot2))
+	got = sub.next(t, 3, 2)
+	want = []findingEvent{
+		ev("resolved", "node/pve1", "node_offline", "critical", "resolved", "resolved", "resolved", 0),
+		ev("resolved", "vm/101", "high_cpu", "warning", "resolved", "resolved", "resolved", 0),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("node back events\n%+v\nwant\n%+v", got, want)
+	}
+	if by := heldBy(vm2); by != "" {
+		t.Fatalf("vm/201 held by %q", by)
+	}
+}

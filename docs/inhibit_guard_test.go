@@ -23,6 +23,11 @@ func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
 		return []string{"FINDINGS.md: no <!-- guard:inhibit --> table"}
 	}
 	var problems []string
+	for _, k := range findings.KeptBy() {
+		if !strings.Contains(doc, "`"+k+"` also holds") {
+			problems = append(problems, "FINDINGS.md does not say what `"+k+"` also holds (findings.KeptBy)")
+		}
+	}
 	if len(rows) != len(rules) {
 		problems = append(problems, fmt.Sprintf("FINDINGS.md: %d inhibition rows, the code has %d rules", len(rows), len(rules)))
 	}
@@ -78,5 +83,8 @@ func TestInhibitionGuardFailsOnDrift(t *testing.T) {
 	}
 	if len(inhibitDocProblems(strings.Replace(doc, "| `zfs_pool_degraded` |", "| zfs |", 1), findings.InhibitRules())) == 0 {
 		t.Error("a rule missing from the doc went unnoticed")
+	}
+	if len(inhibitDocProblems(strings.Replace(doc, "`node_offline` also holds", "a node also holds", 1), findings.InhibitRules())) == 0 {
+		t.Error("the missing-metrics hold dropped from the doc went unnoticed")
 	}
 }

@@ -1,6 +1,11 @@
 package findings
 
-import "github.com/patrold/patrold/signals"
+import (
+	"slices"
+
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot"
+)
 
 // An inhibition rule says which findings of a child a finding of its
 // parent explains (docs/FINDINGS.md#inhibition).
@@ -26,6 +31,57 @@ var inhibitRules = []inhibitRule{
 		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
 	{parent: string(signals.TypeZFSPoolDegraded), children: []string{
 		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
+}
+
+// keptBy are the parent findings that explain every finding of their
+// children a run keeps open because it could not evaluate it (the
+// guest's metrics or reachability are missing): a node offline.
+var keptBy = []string{string(signals.TypeNodeOffline)}
+
+// KeptBy lists the keys of the parent findings that explain their
+// children's findings a run cannot evaluate (docs/FINDINGS.md#inhibition).
+func KeptBy() []string { return append([]string(nil), keptBy...) }
+
+// Holder is RunInput.Holds for a run's observations (normalised, as
+// Inhibit leaves them). An unobserved finding f is held by the first
+// observation, on the first of its resource's parents that has one,
+// that either
+//   - explains f's key by the rules (as Inhibit would), or
+//   - is one of KeptBy, and the run could not evaluate f (unknown).
+//
+// parents is as for Inhibit.
+func Holder(obs []Observation, parents func(resourceID string) []string, unknown func(f *Finding) bool) func(f *Finding) string {
+	byResource := map[string][]int{}
+	for i := range obs {
+		byResource[obs[i].ResourceID] = append(byResource[obs[i].ResourceID], i)
+	}
+	return func(f *Finding) string {
+		if len(byResource) == 0 {
+			return ""
+		}
+		kept := -1 // unknown is asked once, and only when it matters
+		for _, p := range parents(snapshot.CanonicalID(f.ResourceID)) {
+			for _, j := range byResource[p] {
+				o := &obs[j]
+				if !explains(o, f.Key) {
+					if !slices.Contains(keptBy, o.Key) {
+						continue
+					}
+					if kept < 0 {
+						kept = 0
+						if unknown(f) {
+							kept = 1
+						}
+					}
+					if kept == 0 {
+						continue
+					}
+				}
+				return ID(o.ResourceID, o.Category, o.Key)
+			}
+		}
+		return ""
+	}
 }
 
 // explains reports whether parent (an observation of this run) explains

@@ -58,3 +58,53 @@ func TestGateRefusesInhibited(t *testing.T) {
 		t.Fatalf("released: %v %q", ok, why)
 	}
 }
+
+// TestHolderOfUnobservedFindings: an active finding a run did not
+// observe is held by a parent observation that explains its key, or by
+// a node offline when the run could not evaluate it; a finding the run
+// could evaluate, one under an online node and one outside a scoped
+// run are held by nothing, and a hold that no longer applies is
+// cleared.
+func TestHolderOfUnobservedFindings(t *testing.T) {
+	obs := []findings.Observation{
+		{ResourceID: "node/a", Key: "node_offline", Category: findings.CategoryReliability, Severity: findings.SeverityCritical},
+		{ResourceID: "storage/full", Key: "high_disk", Category: findings.CategoryCapacity, Severity: findings.SeverityCritical},
+	}
+	parents := map[string][]string{"vm/1": {"node/a"}, "vm/2": {"node/b", "storage/full"}, "vm/3": {"node/b"}, "vm/4": {"node/a"}}
+	unknown := map[string]bool{"vm/1": true, "vm/3": true}
+	holds := findings.Holder(obs, func(id string) []string { return parents[id] }, func(f *findings.Finding) bool { return unknown[f.ResourceID] })
+	node := findings.ID("node/a", findings.CategoryReliability, "node_offline")
+	full := findings.ID("storage/full", findings.CategoryCapacity, "high_disk")
+	f := func(res, key string, cat findings.Category, by string) findings.Finding {
+		return findings.Finding{ID: findings.ID(res, cat, key), ResourceID: res, Key: key, Category: cat, Status: findings.StatusActive, InhibitedBy: by}
+	}
+	in := findings.RunInput{Holds: holds, InScope: func(id string) bool { return id != "vm/9" }}
+	cases := []struct {
+		f    findings.Finding
+		want string // the hold recorded; "-" for no change
+	}{
+		{f("vm/1", "high_cpu", findings.CategoryPerformance, ""), node},          // missing metrics, node offline
+		{f("vm/2", "guest_unreachable", findings.CategoryReliability, ""), full}, // the rules, evaluated or not
+		{f("vm/3", "high_cpu", findings.CategoryPerformance, ""), "-"},           // unknown, but its node is up
+		{f("vm/4", "slow-queries", findings.CategoryPerformance, node), ""},      // evaluated: the old hold is cleared
+		{f("vm/9", "high_cpu", findings.CategoryPerformance, "gone"), "-"},       // outside the scope: left as it is
+		{f("vm/2", "backup_failed", findings.CategoryBackup, ""), full},          // a full storage explains backups
+		{f("vm/4", "high_memory", findings.CategoryPerformance, ""), "-"},        // not unknown, nothing explains it
+	}
+	for _, c := range cases {
+		got, ok := in.Hold(c.f)
+		switch {
+		case c.want == "-" && ok:
+			t.Errorf("%s %s: recorded %+v, want no change", c.f.ResourceID, c.f.Key, got.Finding.InhibitedBy)
+		case c.want != "-" && !ok:
+			t.Errorf("%s %s: no change, want held by %q", c.f.ResourceID, c.f.Key, c.want)
+		case ok:
+			prev := c.f
+			want := findings.Change{Finding: c.f, Kind: findings.ChangeUnchanged, Previous: &prev}
+			want.Finding.InhibitedBy = c.want
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s: change %+v, want %+v", c.f.ResourceID, c.f.Key, got, want)
+			}
+		}
+	}
+}

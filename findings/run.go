@@ -62,6 +62,31 @@ type RunInput struct {
 	// whose resource (canonical id) it refuses is left as it is, never
 	// resolved, whatever the snapshot lacks.
 	InScope func(resourceID string) bool
+	// Holds, when set, is the id of this run's parent finding that
+	// explains f, an active finding it did not observe and keeps open
+	// (Holder); "" when none does.
+	Holds func(f *Finding) string
+}
+
+// Hold is the change that records what holds f, an active finding this
+// run did not observe and keeps open: its InhibitedBy set to Holds' id,
+// or cleared when nothing holds it any more. ok is false when there is
+// nothing to record (nothing held it and nothing does). A held finding's
+// change is written every run, so its parent counts it.
+func (in RunInput) Hold(f Finding) (Change, bool) {
+	if in.InScope != nil && !in.InScope(snapshot.CanonicalID(f.ResourceID)) {
+		return Change{}, false
+	}
+	by := ""
+	if in.Holds != nil {
+		by = in.Holds(&f)
+	}
+	if by == "" && f.InhibitedBy == "" {
+		return Change{}, false
+	}
+	prev := f
+	f.InhibitedBy = by
+	return Change{Finding: f, Kind: ChangeUnchanged, Previous: &prev}, true
 }
 
 // FinishFunc completes the run record from the changes, inside the

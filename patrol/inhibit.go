@@ -8,13 +8,19 @@ import (
 // inhibit marks the observations whose cause is a parent's observation
 // of this run (findings.Inhibit) over the snapshot's topology.
 func inhibit(obs []findings.Observation, byID *resourceIndex) {
-	findings.Inhibit(obs, func(id string) []string {
+	findings.Inhibit(obs, parentsIn(byID))
+}
+
+// parentsIn is the topology parents of a resource of the index, nil for
+// one it does not hold.
+func parentsIn(byID *resourceIndex) func(id string) []string {
+	return func(id string) []string {
 		r := byID.indexed(id)
 		if r == nil {
 			return nil
 		}
 		return topologyParents(r)
-	})
+	}
 }
 
 // topologyParents are the parents inhibition walks from r: its parent

@@ -189,9 +189,12 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
+	check := checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources))
 	in := findings.RunInput{
-		Observations: obs, Complete: complete, Reconcile: true,
-		Check: checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources)), Policy: set.Publish,
+		Observations: obs, Complete: complete, Reconcile: true, Check: check, Policy: set.Publish,
+		// A node offline holds its guests' findings this run cannot
+		// evaluate (their metrics or reachability are missing).
+		Holds: findings.Holder(obs, parentsIn(byID), func(f *findings.Finding) bool { return check(f) == findings.CheckUnknown }),
 	}
 	if inScope != nil {
 		in.InScope = func(id string) bool { return inScope[id] }

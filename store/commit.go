@@ -233,6 +233,8 @@ func reconcile(ctx context.Context, tx *sql.Tx, in findings.RunInput, active map
 		f := active[id]
 		if reason := in.Resolution(&f); reason != "" {
 			changes = append(changes, findings.Resolve(f, reason, "", in.Now, in.RunID))
+		} else if c, ok := in.Hold(f); ok {
+			changes = append(changes, c)
 		}
 	}
 	return changes, nil
