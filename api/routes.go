@@ -103,6 +103,10 @@ func (a *API) wrap(rt route) http.Handler {
 	})
 }
 
+// unavailable is an error of a dependency that cannot serve now (the
+// store's file was replaced under the daemon): 503 not_ready, not 500.
+type unavailable interface{ Unavailable() bool }
+
 // asError maps an unexpected handler error to an API error.
 func (a *API) asError(rt route, err error) *Error {
 	var e *Error
@@ -111,6 +115,10 @@ func (a *API) asError(rt route, err error) *Error {
 	}
 	if tooLarge := bodyTooLarge(err, a.opts.MaxBodyBytes); tooLarge != nil {
 		return tooLarge
+	}
+	var u unavailable
+	if errors.As(err, &u) && u.Unavailable() {
+		return newError(CodeNotReady, "not ready: %v", err)
 	}
 	a.log.Error("api handler failed", "route", rt.name, "err", err)
 	return newError(CodeInternal, "internal error")

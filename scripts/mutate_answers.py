@@ -46,6 +46,8 @@ MUTATIONS = [
      "\t\t\t\td.dbLost(err)\n\t\t\t}\n\t\t}\n\t}\n}", "\t\t\t}\n\t\t}\n\t}\n}", LOSTDB),
     ("pool-never-creates-db", "store/store.go", '\t\tq.Set("mode", "rw")\n', "",
      ["./store", "-run", "TestDeletedFileIsNotCreatedAgain"]),
+    ("pool-never-opens-another-file", "store/checkpoint.go", "\tif c.opened == nil {\n\t\treturn nil", "\tif true {\n\t\treturn nil",
+     ["./store", "-run", "TestReplacedFileIsNeverOpened"]),
     ("new-db-beside-history", "daemon/dbwatch.go", "\tif n == 0 {\n", "\tif n >= 0 {\n", NEWDB),
     ("empty-db-beside-history", "daemon/dbwatch.go", "\t\tif len(runs) > 0 {\n", "\t\tif len(runs) >= 0 {\n", NEWDB),
     ("ready-on-store-run-failure", "daemon/ready.go",

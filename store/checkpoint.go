@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"sync"
@@ -20,13 +21,65 @@ import (
 const driverName = "sqlite3_patrold"
 
 func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		// journal_size_limit: a log reset after a checkpoint is cut back to
-		// WALLimit instead of keeping its largest size on disk.
-		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d", WALLimit), nil)
-		return err
-	}})
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: connectPragmas})
 }
+
+// connectPragmas runs on every connection the store opens.
+// journal_size_limit: a log reset after a checkpoint is cut back to
+// WALLimit instead of keeping its largest size on disk.
+func connectPragmas(c *sqlite3.SQLiteConn) error {
+	_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d", WALLimit), nil)
+	return err
+}
+
+// fileConnector opens a store's connections to the file it opened first,
+// and only to it (the driver's registered pragmas included). A file put
+// in its place later (a restore, a mistake) is another database: a
+// connection the pool opens then fails with a FileMissingError instead
+// of reading or writing it. The connections already open go on with the
+// file they opened.
+type fileConnector struct {
+	dsn    string
+	drv    *sqlite3.SQLiteDriver
+	path   string
+	opened os.FileInfo // nil: no file to hold to (":memory:")
+}
+
+func newFileConnector(dsn, path string, opened os.FileInfo) *fileConnector {
+	c := &fileConnector{dsn: dsn, path: path, opened: opened}
+	// Checked once the file is open; an open that failed (a deleted file)
+	// is told apart by Connect.
+	c.drv = &sqlite3.SQLiteDriver{ConnectHook: func(conn *sqlite3.SQLiteConn) error {
+		if err := c.same(); err != nil {
+			return err
+		}
+		return connectPragmas(conn)
+	}}
+	return c
+}
+
+// same is nil while path is the file the store opened.
+// The pools' mode=rw keeps a deleted file from being created again; this
+// keeps a replaced one from being used.
+func (c *fileConnector) same() error {
+	if c.opened == nil {
+		return nil
+	}
+	if fi, err := os.Stat(c.path); err != nil || !os.SameFile(c.opened, fi) {
+		return &FileMissingError{Path: c.path}
+	}
+	return nil
+}
+
+func (c *fileConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil && c.same() != nil {
+		return nil, &FileMissingError{Path: c.path, Cause: err}
+	}
+	return conn, err
+}
+
+func (c *fileConnector) Driver() driver.Driver { return c.drv }
 
 // WALLimit bounds the write-ahead log on disk while a replica applies
 // the state stream (boundWAL). It leaves room for one large run commit

@@ -67,6 +67,28 @@ func (s *Store) Vacuum(ctx context.Context) error {
 // ErrFileMissing: the database file is no longer where it was opened.
 var ErrFileMissing = errors.New("database file missing")
 
+// FileMissingError: a connection would have opened a file other than
+// the one the store opened (it was replaced or deleted). It is
+// ErrFileMissing, and Unavailable: the API answers 503, not 500.
+type FileMissingError struct {
+	Path  string
+	Cause error // what opening it said (nil: it opened another file)
+}
+
+func (e *FileMissingError) Error() string {
+	msg := e.Path + " was replaced or deleted since it was opened: " + ErrFileMissing.Error()
+	if e.Cause != nil {
+		msg += " (" + e.Cause.Error() + ")"
+	}
+	return msg
+}
+
+// Is makes it ErrFileMissing.
+func (e *FileMissingError) Is(target error) bool { return target == ErrFileMissing }
+
+// Unavailable says the store cannot serve this now (not a bug).
+func (e *FileMissingError) Unavailable() bool { return true }
+
 // FileCheck reports whether the database file opened is still on disk
 // at its path (the same file, not a new empty one created in its place).
 // A deleted file keeps working through the open handle, so pings alone

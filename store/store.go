@@ -115,10 +115,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
 	q.Set("_synchronous", "NORMAL")
-	db, err := sql.Open(driverName, "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	var opened os.FileInfo
+	if path != "" && path != ":memory:" {
+		var err error
+		if opened, err = os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
 	}
+	db := sql.OpenDB(newFileConnector("file:"+path+"?"+q.Encode(), path, opened))
 	// A bounded pool of connections kept open: each SQLite connection has
 	// its own page cache, and opening one re-runs the pragmas, so under
 	// many API readers an unbounded pool that closes idle connections costs
@@ -134,15 +138,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	q.Set("_cache_size", fmt.Sprint(-CommitCacheKiB))
-	commitDB, err := sql.Open(driverName, "file:"+path+"?"+q.Encode())
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store: %w", err)
-	}
+	commitDB := sql.OpenDB(newFileConnector("file:"+path+"?"+q.Encode(), path, opened))
 	commitDB.SetMaxOpenConns(1)
 	commitDB.SetMaxIdleConns(1)
-	info, _ := os.Stat(path)
-	return &Store{db: db, commitDB: commitDB, path: path, info: info, ck: startCheckpointer(db)}, nil
+	return &Store{db: db, commitDB: commitDB, path: path, info: opened, ck: startCheckpointer(db)}, nil
 }
 
 // ErrSchemaTooNew: the database was migrated by a newer patrold.
