@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,7 +28,8 @@ import (
 // fleet's snapshot). Unsigned, wrong-key and stale requests for the full
 // pool's finding are refused and counted by reason: they never reach the
 // worker, no action runs (the snapshot is byte for byte what it was) and
-// the database does not change.
+// the database does not change. A signed request replayed is dropped as
+// a duplicate or refused.
 func TestForgedRequestsRefused(t *testing.T) {
 	dir, remediation := remediationFleet(t)
 	cfg, err := config.Load([]byte("data_dir: "+dir+"\nlog: {level: warn}\nhttp: {listen: '127.0.0.1:0'}\n"+
@@ -65,7 +67,7 @@ func TestForgedRequestsRefused(t *testing.T) {
 	req := &contracts.RemediationRequest{FindingID: id, ResourceID: "storage/pve1/local-zfs", Category: string(findings.CategoryCapacity), Key: "high_disk",
 		Severity: "critical", Title: "forged", Autonomy: string(findings.AutonomyFull), Attempt: 1, RunID: "forged-run", RequestedAt: time.Now().UTC()}
 	refused := map[string]float64{}
-	publish := func(msgID string, req *contracts.RemediationRequest, auth *msgauth.Auth) {
+	publish := func(msgID string, req *contracts.RemediationRequest, auth *msgauth.Auth) *nats.Msg {
 		t.Helper()
 		row, err := contracts.RequestEvent(msgID, req, time.Now())
 		if err != nil {
@@ -81,6 +83,7 @@ func TestForgedRequestsRefused(t *testing.T) {
 		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
 			t.Fatal(err)
 		}
+		return msg
 	}
 	for _, a := range []struct {
 		reason string
@@ -99,11 +102,23 @@ func TestForgedRequestsRefused(t *testing.T) {
 	// would have reached it too, and the worker never named their finding.
 	probe := *req
 	probe.FindingID = "0000000000000000"
-	publish("signed-probe", &probe, key.Auth)
+	signed := publish("signed-probe", &probe, key.Auth)
 	testkit.Eventually(t, 20*time.Second, "the worker drops the signed request", func() bool {
 		return strings.Contains(logs.String(), "finding="+probe.FindingID)
 	})
 	if strings.Contains(logs.String(), id) {
 		t.Fatalf("a forged request reached the worker:\n%s", logs)
 	}
+	// The signed request replayed: its own copy is a duplicate the
+	// stream drops, one under another message id fails its MAC.
+	if ack, err := js.PublishMsg(context.Background(), signed); err != nil || !ack.Duplicate {
+		t.Fatalf("replayed request: ack %+v, %v; want a duplicate", ack, err)
+	}
+	signed.Header.Set(jetstream.MsgIDHeader, "replayed-under-another-id")
+	if _, err := js.PublishMsg(context.Background(), signed); err != nil {
+		t.Fatal(err)
+	}
+	refused[msgauth.ReasonBadMAC]++
+	waitRefused(t, reg, contracts.SubjectRemediationRequests, refused)
+	storetest.SameDB(t, "replayed request", storetest.DumpDB(t, db), before)
 }
