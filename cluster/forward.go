@@ -104,7 +104,7 @@ func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		role = "leader"
 	}
 	w.Header().Set(HeaderReplicaRole, role)
-	if writer || api.ReadOnly(r.Method) || strings.HasPrefix(r.URL.Path, "/-/") && r.URL.Path != "/-/reload" {
+	if servedHere(writer, r) {
 		if !writer {
 			c.setLag(r.Context(), w.Header())
 		}
@@ -112,6 +112,14 @@ func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.forward(w, r)
+}
+
+// servedHere reports whether this instance answers r itself: the writer
+// answers everything; a standby answers reads and its own `/-/` routes.
+// `POST /-/reload` goes to the writer: it writes an audit row, and only
+// the writer writes (docs/CLUSTER.md "Reads and mutations on a standby").
+func servedHere(writer bool, r *http.Request) bool {
+	return writer || api.ReadOnly(r.Method) || strings.HasPrefix(r.URL.Path, "/-/") && r.URL.Path != "/-/reload"
 }
 
 func (c *clusterHTTP) setLag(ctx context.Context, h http.Header) {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -42,4 +43,30 @@ func FuzzDecodeForwarded(f *testing.F) {
 			t.Fatalf("accepted %s %s", r.Method, r.URL)
 		}
 	})
+}
+
+// TestServedHere holds the routing table of a clustered instance: a
+// standby answers reads and its own routes, and forwards every write,
+// POST /-/reload included (its audit row is the writer's).
+func TestServedHere(t *testing.T) {
+	for _, tc := range []struct {
+		writer       bool
+		method, path string
+		want         bool
+	}{
+		{true, "POST", "/api/v1/silences", true},
+		{true, "POST", "/-/reload", true},
+		{false, "GET", "/api/v1/findings", true},
+		{false, "HEAD", "/api/v1/status", true},
+		{false, "GET", "/-/healthz", true},
+		{false, "POST", "/-/reload", false},
+		{false, "POST", "/api/v1/silences", false},
+		{false, "DELETE", "/api/v1/silences/abc", false},
+		{false, "POST", "/api/v1/findings/abc/ack", false},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		if got := servedHere(tc.writer, r); got != tc.want {
+			t.Errorf("servedHere(writer=%v, %s %s) = %v, want %v", tc.writer, tc.method, tc.path, got, tc.want)
+		}
+	}
 }

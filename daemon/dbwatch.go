@@ -38,9 +38,7 @@ func (d *Daemon) guardStore(next http.Handler) http.Handler {
 			api.WriteNotReady(w, err.Error())
 			return
 		}
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
+		if !api.ReadOnly(r.Method) {
 			if err := d.storeWritable(); err != nil {
 				d.dbLost(err)
 				api.WriteNotReady(w, fmt.Sprintf("database file gone, nothing is written: %v (restore it and restart patrold)", err))
