@@ -164,6 +164,13 @@ func (b *Bus) clientOptions() ([]nats.Option, error) {
 		nats.Name(clientName),
 		nats.Timeout(DefaultConnectTimeout),
 		nats.MaxReconnects(-1),
+		// No reconnect buffer: a publish while disconnected fails at
+		// once. A buffer would send those messages after reconnecting,
+		// ahead of the ones lost in flight on the dead connection, and
+		// the relay's retry would then put the lost ones after them: a
+		// replica reads that as a gap it cannot close
+		// (docs/CLUSTER.md "Failure cases").
+		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(b.reconnectWait),
 		nats.ReconnectJitter(min(DefaultReconnectJitter, b.reconnectWait), min(DefaultReconnectJitter, b.reconnectWait)),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/patrold/patrold/bus/embedded"
+	"github.com/patrold/patrold/internal/testkit"
 )
 
 func TestBusEmbeddedServesTheStreamOnItsListener(t *testing.T) {
@@ -231,3 +233,29 @@ func TestCleanCloseLogsNoWarning(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestBusKeepsNoReconnectBuffer: while the server is gone, a publish on
+// the bus's connection fails at once. A buffered publish would reach the
+// stream after reconnecting, ahead of the messages lost in flight, and
+// the relay's retry would put those behind it (docs/CLUSTER.md "Failure
+// cases").
+func TestBusKeepsNoReconnectBuffer(t *testing.T) {
+	srv := startServer(t)
+	b, err := New(Options{URL: srv.url()}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Conn().Publish("patrol.probe", []byte("up")); err != nil {
+		t.Fatalf("publish while connected: %v", err)
+	}
+	srv.shutdown()
+	testkit.Eventually(t, 10*time.Second, "the bus sees the server gone", func() bool { return !b.Conn().IsConnected() })
+	err = b.Conn().Publish("patrol.probe", []byte("down"))
+	if !errors.Is(err, nats.ErrReconnectBufExceeded) {
+		t.Fatalf("publish while disconnected = %v, want %v", err, nats.ErrReconnectBufExceeded)
+	}
+}
