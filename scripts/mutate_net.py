@@ -32,7 +32,7 @@ MUTATIONS = [
      "f := c.res[snapshot.CanonicalID(resourceID)]\n\tif f == nil {",
      "f := c.any()\n\tif f == nil {", ["./cmd/patrold", "./model/ground", "-run", "TestPatrolAttacks|TestGroundingIsPerResource"]),
     ("safe-signal-text", "patrol/pipeline.go",
-     "\t\tsafeSignalsParallel(sigs, r.plain)\n", "\n", ATTACKS),
+     "\t\tsafeSignalsParallel(sigs, r.plain)\n", "\n", ["./patrol", "-run", "TestGoldenRunReports"]),
     # Detection while the snapshot decodes (patrol/stream.go) is used only
     # where it is what detecting the decoded snapshot gives.
     ("stream-safe-signal-text", "patrol/stream.go",
