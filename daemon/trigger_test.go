@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store/storetest"
 )
 
 // triggerMsg is a trigger request on the daemon's prefix, signed with
@@ -92,6 +94,8 @@ func TestNATSTriggerAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := contracts.TriggerRequest{Resources: []string{"node/pve1"}, Reason: "monitor: HostDown"}
+	db := filepath.Join(dir, daemon.DBFile)
+	before := storetest.DumpDB(t, db)
 	refused := map[string]float64{}
 	for _, a := range []struct {
 		reason string
@@ -123,6 +127,7 @@ func TestNATSTriggerAttacks(t *testing.T) {
 	if n := runCount(t, d); n != 0 {
 		t.Fatalf("%d runs after refused triggers, want none", n)
 	}
+	storetest.SameDB(t, "refused triggers", storetest.DumpDB(t, db), before)
 
 	signed := triggerMsg(t, req, key.Auth)
 	got := askTrigger(t, nc, signed, key.Auth)
@@ -146,7 +151,13 @@ func TestNATSTriggerAttacks(t *testing.T) {
 		t.Fatalf("run %s trigger %q scope %+v, want alert over %v for %q", rep.RunID, rep.Trigger, rep.Scope, req.Resources, req.Reason)
 	}
 	// The very message again: its nonce was seen, so it is a replay
-	// (not a rate-limited request) and starts nothing.
+	// (not a rate-limited request) and starts nothing. The run's rows are
+	// all published first, so the database is at rest.
+	testkit.Eventually(t, 30*time.Second, "the run's outbox rows are published", func() bool {
+		n, err := d.Store().PendingCount(context.Background())
+		return err == nil && n == 0
+	})
+	ran := storetest.DumpDB(t, db)
 	again := askTrigger(t, nc, signed, nil)
 	if again.Outcome != contracts.TriggerUnauthenticated || !strings.Contains(again.Error, "message refused: "+msgauth.ReasonReplayed) {
 		t.Fatalf("replayed trigger answered %+v, want unauthenticated (replayed)", again)
@@ -156,6 +167,7 @@ func TestNATSTriggerAttacks(t *testing.T) {
 	if n := runCount(t, d); n != 1 {
 		t.Fatalf("%d runs, want the one signed trigger's", n)
 	}
+	storetest.SameDB(t, "replayed trigger", storetest.DumpDB(t, db), ran)
 	gotM := metricLines(t, d, "patrold_patrol_triggers_total")
 	wantM := []string{`patrold_patrol_triggers_total{outcome="coalesced"} 0`, `patrold_patrol_triggers_total{outcome="refused"} 0`, `patrold_patrol_triggers_total{outcome="taken"} 1`}
 	if !reflect.DeepEqual(gotM, wantM) {
