@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/bus/embedded"
@@ -37,15 +34,7 @@ func TestStandaloneWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(context.Background())
+	d := start(t, cfg)
 
 	// The request is published before any worker exists.
 	rep, err := d.RunNow(context.Background(), patrol.TriggerManual)

@@ -19,9 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/store"
@@ -223,19 +220,7 @@ func TestNotifyAlertmanagerEndToEnd(t *testing.T) {
 		"    - {name: am, kind: alertmanager, backoff: 200ms, max_backoff: 1s, max_deliver: 1000,\n"+
 		"       alertmanager: {urls: ['http://"+am.addr+"'], labels: {team: infra}, resend_interval: 1s,\n"+
 		"                      link: 'https://patrold.example/findings/{finding_id}'}}\n")
-	cfg, err := (&app{configPath: c.cfg}).loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(context.Background())
+	d := startDaemon(t, c)
 	ctx := context.Background()
 	if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
 		t.Fatal(err)
