@@ -87,8 +87,9 @@ var keyAliases = map[string]string{
 	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
 	"capacity-forecast": "capacity_forecast", "storage-full-soon": "capacity_forecast", "disk-full-soon": "capacity_forecast",
 	"backup-job-failed": "backup_job_failed", "datastore-job-failed": "backup_job_failed",
-	// patrold's own finding about its source keeps its documented spelling.
-	"source-failing": "source_failing",
+	// patrold's own findings about its source and its probe keep their
+	// documented spelling.
+	"source-failing": "source_failing", "network-unroutable": "network_unroutable",
 }
 
 // canonicalKeys are the aliases' targets, which NormalizeKey maps to

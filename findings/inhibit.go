@@ -24,14 +24,21 @@ type inhibitRule struct {
 //   - a node offline explains its guests' unreachable findings;
 //   - a full (critical high_disk) or degraded storage or pool explains
 //     the unreachable and backup findings of the guests whose volumes or
-//     backups are on it.
+//     backups are on it;
+//   - a network the patrol host cannot send to explains the unreachable
+//     findings of the guests whose probed addresses are in it.
 var inhibitRules = []inhibitRule{
 	{parent: string(signals.TypeNodeOffline), children: []string{string(signals.TypeGuestUnreachable)}},
 	{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical, children: []string{
 		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
 	{parent: string(signals.TypeZFSPoolDegraded), children: []string{
 		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
+	{parent: KeyNetworkUnroutable, children: []string{string(signals.TypeGuestUnreachable)}},
 }
+
+// KeyNetworkUnroutable is patrold's finding about a network its prober
+// had no route to (on SyntheticResourcePrefix+"network/<cidr>").
+const KeyNetworkUnroutable = "network_unroutable"
 
 // keptBy are the parent findings that explain every finding of their
 // children a run keeps open because it could not evaluate it (the

@@ -13,6 +13,7 @@ import (
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/probe"
 )
 
 var titles = map[signals.Type]string{
@@ -332,6 +333,28 @@ func memberFailing(name string, problems []snapshot.Problem) findings.Observatio
 		Description:    prompt.Safe("The last run could not collect from source "+name+", so what it covers is not being checked (and none of its findings resolves): "+msg, maxSummaryRunes),
 		Recommendation: prompt.Safe("Check the sources entry "+name+" and its collector; the finding resolves at the next run that collects from it.", maxSummaryRunes),
 		Evidence:       prompt.Safe("source="+strconv.Quote(name)+" error="+strconv.Quote(msg), maxEvidenceRunes),
+	}
+}
+
+// NetworkResourceID is the resource of patrold's finding about a
+// network (probe.NetworkOf) its prober could not send to.
+func NetworkResourceID(network string) string {
+	return snapshot.CanonicalID(findings.SyntheticResourcePrefix + "network/" + network)
+}
+
+// networkUnroutable is the observation a run files for a network the
+// prober had no route to: the guests in it are not probed, their
+// reachability unknown (one finding per network, their parent).
+func networkUnroutable(u probe.Unroutable) findings.Observation {
+	n := strconv.Itoa(u.Addresses)
+	return findings.Observation{
+		Key: findings.KeyNetworkUnroutable, ResourceID: NetworkResourceID(u.Network), ResourceKind: "patrold",
+		ResourceName: prompt.SafeName("network " + u.Network), Category: findings.CategoryReliability,
+		Severity: findings.SeverityWarning, Source: findings.SourceDeterministic,
+		Title:          prompt.Safe("patrold has no route to network "+u.Network, maxTitleRunes),
+		Description:    prompt.Safe("The patrol host could not send to "+n+" guest address(es) in "+u.Network+", so those guests' reachability is unknown (and none of their unreachable findings resolves): "+u.Error, maxSummaryRunes),
+		Recommendation: prompt.Safe("Check the patrol host's routes and addresses towards "+u.Network+"; the finding resolves at the next run that can probe it.", maxSummaryRunes),
+		Evidence:       prompt.Safe("network="+strconv.Quote(u.Network)+" addresses="+n+" error="+strconv.Quote(u.Error), maxEvidenceRunes),
 	}
 }
 

@@ -1,26 +1,53 @@
 package patrol
 
 import (
+	"slices"
+
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/probe"
 )
 
 // inhibit marks the observations whose cause is a parent's observation
 // of this run (findings.Inhibit) over the snapshot's topology.
-func inhibit(obs []findings.Observation, byID *resourceIndex) {
-	findings.Inhibit(obs, parentsIn(byID))
+func inhibit(obs []findings.Observation, parents func(id string) []string) {
+	findings.Inhibit(obs, parents)
 }
 
 // parentsIn is the topology parents of a resource of the index, nil for
-// one it does not hold.
-func parentsIn(byID *resourceIndex) func(id string) []string {
+// one it does not hold. nets are the unroutable networks of the guests
+// (unroutableNets), parents after the topology's.
+func parentsIn(byID *resourceIndex, nets map[string][]string) func(id string) []string {
 	return func(id string) []string {
 		r := byID.indexed(id)
 		if r == nil {
 			return nil
 		}
-		return topologyParents(r)
+		return append(topologyParents(r), nets[id]...)
 	}
+}
+
+// unroutableNets maps each guest (canonical id) of a probe result to the
+// resources of the networks it had an address in that the patrol host
+// could not send to (NetworkResourceID), in address order, each once.
+// Such a network is a parent of the guest this run. It holds only what
+// the run keeps open: a guest that answered on another address is
+// judged on that.
+func unroutableNets(res *probe.Result) map[string][]string {
+	if res == nil || len(res.Unroutable) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, a := range res.Addresses {
+		if a.Outcome != probe.OutcomeUnroutable {
+			continue
+		}
+		id, n := snapshot.CanonicalID(a.ResourceID), NetworkResourceID(probe.NetworkOf(a.Address))
+		if !slices.Contains(out[id], n) {
+			out[id] = append(out[id], n)
+		}
+	}
+	return out
 }
 
 // topologyParents are the parents inhibition walks from r: its parent

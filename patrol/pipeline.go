@@ -185,16 +185,23 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	for _, name := range failedSources {
 		obs = append(obs, memberFailing(name, problems))
 	}
-	inhibit(obs, byID)
+	if rep.Probe != nil {
+		for _, u := range rep.Probe.Unroutable {
+			obs = append(obs, networkUnroutable(u))
+		}
+	}
+	parents := parentsIn(byID, unroutableNets(rep.Probe))
+	inhibit(obs, parents)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
-	check := checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources))
+	check := checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources), rep.Probe != nil)
 	in := findings.RunInput{
 		Observations: obs, Complete: complete, Reconcile: true, Check: check, Policy: set.Publish,
 		// A node offline holds its guests' findings this run cannot
-		// evaluate (their metrics or reachability are missing).
-		Holds: findings.Holder(obs, parentsIn(byID), func(f *findings.Finding) bool { return check(f) == findings.CheckUnknown }),
+		// evaluate (their metrics or reachability are missing), and an
+		// unroutable network its guests' unreachable findings.
+		Holds: findings.Holder(obs, parents, func(f *findings.Finding) bool { return check(f) == findings.CheckUnknown }),
 	}
 	if inScope != nil {
 		in.InScope = func(id string) bool { return inScope[id] }
@@ -467,13 +474,20 @@ func askedIDs(active []findings.Finding, sigs []signals.Signal) map[string]bool 
 // clears only where the detector evaluated the resource and found nothing
 // (for capacity_forecast: where the forecast had the history, forecastSeen).
 // When a source of several failed, a resource absent from the snapshot
-// that it may cover (failed) keeps its finding open.
-func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool) func(f *findings.Finding) findings.Check {
+// that it may cover (failed) keeps its finding open. A network's
+// finding clears in a run that probed (probed) and did not observe it.
+func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool, probed bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
 		if f.ResourceID == SourceResourceID || strings.HasPrefix(f.ResourceID, SourceResourceID+"/") {
 			// This run collected a snapshot; a source of several that
 			// failed again observed its own finding this run.
 			return findings.CheckCleared
+		}
+		if f.Key == findings.KeyNetworkUnroutable && strings.HasPrefix(f.ResourceID, findings.SyntheticResourcePrefix+"network/") {
+			if probed {
+				return findings.CheckCleared
+			}
+			return findings.CheckUnknown
 		}
 		id := snapshot.CanonicalID(f.ResourceID)
 		res := byID.get(id)

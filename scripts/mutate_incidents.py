@@ -13,6 +13,7 @@ STREAM = ["./daemon", "-run", "TestInhibition"]
 SCOPE = ["./patrol", "-run", "TestScopedRun"]
 TRIGGER = ["./patrol", "-run", "TestTriggerLimitsAndCoalescing"]
 NATS_TRIGGER = ["./daemon", "-run", "TestNATSTrigger"]
+NETWORK = ["./patrol", "-run", "TestUnroutableNetworkHoldsItsGuests"]
 PVE_PARENTS = ["./snapshot/proxmox", "-run", "TestGuestStorageParents|TestFullVolumeStorageHoldsItsGuests|TestConfigStorages"]
 
 MUTATIONS = [
@@ -94,8 +95,16 @@ MUTATIONS = [
      "\tif by == \"\" && f.InhibitedBy == \"\" {", "\tif by == \"\" {", ["./findings", "-run", "TestHolder"]),
     ("pipeline-holds", "patrol/pipeline.go",
      "return check(f) == findings.CheckUnknown }", "return f == nil }", ["./daemon", "-run", "TestNodeOfflineHoldsMissingMetrics"]),
+    ("inhibit-unroutable-network", "findings/inhibit.go",
+     "{parent: KeyNetworkUnroutable, children", "{parent: \"none\", children", NETWORK),
+    ("network-parent", "patrol/inhibit.go",
+     "return append(topologyParents(r), nets[id]...)", "return topologyParents(r)", NETWORK),
+    ("network-finding-filed", "patrol/pipeline.go",
+     "obs = append(obs, networkUnroutable(u))", "_ = u", NETWORK),
+    ("network-finding-clears", "patrol/pipeline.go",
+     "\t\t\tif probed {\n\t\t\t\treturn findings.CheckCleared", "\t\t\tif false {\n\t\t\t\treturn findings.CheckCleared", NETWORK),
     ("pipeline-inhibits", "patrol/pipeline.go",
-     "\tinhibit(obs, byID)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
+     "\tinhibit(obs, parents)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
 ]
 
 if __name__ == "__main__":

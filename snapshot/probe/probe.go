@@ -62,7 +62,11 @@ type Prober struct {
 }
 
 // New validates opts and builds a Prober.
-func New(opts Options) (*Prober, error) {
+func New(opts Options) (*Prober, error) { return NewDialing(opts, nil) }
+
+// NewDialing is New connecting with dial (a test's network); nil dial
+// is a net.Dialer's.
+func NewDialing(opts Options, dial func(ctx context.Context, network, address string) (net.Conn, error)) (*Prober, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -81,8 +85,10 @@ func New(opts Options) (*Prober, error) {
 			return nil, err
 		}
 	}
-	return &Prober{timeout: opts.Timeout, concurrency: opts.Concurrency, metrics: m,
-		dial: (&net.Dialer{}).DialContext}, nil
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return &Prober{timeout: opts.Timeout, concurrency: opts.Concurrency, metrics: m, dial: dial}, nil
 }
 
 // Outcome classifies one address probe.
@@ -163,7 +169,7 @@ func unroutable(as []Address) []Unroutable {
 		if a.Outcome != OutcomeUnroutable {
 			continue
 		}
-		n := networkOf(a.Address)
+		n := NetworkOf(a.Address)
 		if i, ok := index[n]; ok {
 			out[i].Addresses++
 			continue
@@ -174,9 +180,10 @@ func unroutable(as []Address) []Unroutable {
 	return out
 }
 
-// networkOf is the /24 (IPv4) or /64 (IPv6) of a host:port address, or
+// NetworkOf is the network Unroutable groups an address under: the
+// /24 (IPv4) or /64 (IPv6) of a host:port address, or
 // its host when that is a name.
-func networkOf(hostport string) string {
+func NetworkOf(hostport string) string {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return hostport
