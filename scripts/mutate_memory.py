@@ -3,7 +3,9 @@
 a daemon gives back after each run, the one-shot run's report (text
 counts, JSON printed as the indenting encoder would) and the usage
 history a run touches (only due points written, only ready series read),
-and the run's memo of sanitised text (what prompt.Safe would give).
+the run's memo of sanitised text (what prompt.Safe would give) and the
+binary's pages given back after a run (only its read-only, uncopied
+mappings).
 Apply each mutation below (one rule removed) in turn, run the tests that
 guard it, and report whether they fail. Restores every file.
 
@@ -127,6 +129,21 @@ MUTATIONS += [
     ("safe-memo-node-is-safe", "patrol/filing.go",
      "\to.ResourceNode = m.safeName(nodeOf(r))\n", "\to.ResourceNode = m.safe(nodeOf(r), 1<<16)\n",
      ["./patrol", "-run", "TestMemoObservationIsTheSafeBuild"]),
+    ("daemon-releases-binary", "daemon/daemon.go",
+     "\tif _, err := exepages.Release(); err != nil {", "\tif _, err := exepages.Resident(); err != nil {",
+     ["./daemon", "-run", "TestRunGivesTheBinaryBack"]),
+    ("exepages-own-binary", "internal/exepages/exepages.go",
+     "return m.path == path && ", "return ",
+     ["./internal/exepages", "-run", "TestReleasable"]),
+    ("exepages-not-writable", "internal/exepages/exepages.go",
+     '!strings.Contains(m.perms, "w") && ', "",
+     ["./internal/exepages", "-run", "TestReleasable"]),
+    ("exepages-no-copied-page", "internal/exepages/exepages.go",
+     " && m.anon == 0", "",
+     ["./internal/exepages", "-run", "TestReleasable"]),
+    ("exepages-unmaps", "internal/exepages/exepages.go",
+     "syscall.MADV_RANDOM, syscall.MADV_DONTNEED}", "syscall.MADV_RANDOM}",
+     ["./internal/exepages", "-run", "TestReleaseGivesTheBinaryBack"]),
     ("forecast-reads-ready-only", "patrol/forecast.go",
      "series, err := h.UsageSeries(ctx, read)", "series, err := h.UsageSeries(ctx, ids)",
      ["./patrol", "-run", "TestForecastReadsOnlyReadySeries"]),
