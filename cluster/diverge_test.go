@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/store/records"
 	"github.com/patrold/patrold/store/storetest"
 )
 
@@ -76,15 +78,7 @@ func TestRestartedWriterReseedsItself(t *testing.T) {
 	}
 
 	// b takes over and writes.
-	if err := b.f.EnableCapture(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
-	run(t, b.rel.Run)
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := b.f.AwaitEpoch(actx, 2); err != nil {
-		t.Fatal(err)
-	}
+	takeOver(t, b, 2)
 	if _, err := b.st.Act(ctx, fs[1].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +159,131 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestResumedWriterReseedsItself: writer a is deposed while it runs (as
+// after SIGSTOP and SIGCONT: b took over with a higher epoch) and writes
+// on. Its own follower sees its change fenced: the database holds a
+// change no other replica has. It is recorded as a divergence naming the
+// change, the instance stops serving and re-seeds itself from a
+// caught-up instance, then holds exactly b's rows and follows on.
+func TestResumedWriterReseedsItself(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	logs := &testkit.LogBuffer{}
+	reg := prometheus.NewRegistry()
+	m, err := cluster.New(cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: a.st,
+		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg,
+		Now: func() time.Time { return now.Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	defer func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s", logs.String())
+		}
+	}()
+	// a writes (capture on after Start, which starts a standby).
+	if err := a.f.EnableCapture(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	run(t, a.rel.Run)
+	run(t, b.f.Run)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	caughtUp(t, a, b.f)
+
+	// b takes over: its epoch marker is on the stream and applied by a.
+	takeOver(t, b, 2)
+	testkit.Eventually(t, 10*time.Second, "a applied b's epoch", func() bool {
+		st, err := a.st.ReplicaStatus(ctx)
+		return err == nil && st.AppliedEpoch == 2
+	})
+	bBefore := replicated(storetest.DumpDB(t, b.st.Path()))
+
+	// a, resumed and deposed without knowing it, acknowledges a finding.
+	fs, err := a.st.List(ctx, findings.ListFilter{})
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("a's findings: %d %v", len(fs), err)
+	}
+	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a.rel.Kick()
+	// The follower's divergence follows the recorded one, change by change.
+	var d records.Divergence
+	testkit.Eventually(t, 10*time.Second, "a diverged as recorded, its outbox drained", func() bool {
+		n, err := a.st.PendingCount(ctx)
+		if err != nil || n != 0 {
+			return false
+		}
+		if d, err = a.st.Divergence(ctx); err != nil || !d.Diverged() {
+			return false
+		}
+		got := m.Diverged()
+		return got != nil && got.Error() == (&cluster.DivergedError{Divergence: d}).Error()
+	})
+	if d.LastWriter != "b" || !d.Since.Equal(now.Add(time.Hour)) || d.Fenced == 0 || len(d.FencedRows) != d.Fenced {
+		t.Fatalf("a's divergence: %+v", d)
+	}
+	ack := records.DroppedRow{Kind: "findings upsert", ID: fs[0].ID}
+	if !slices.Contains(append(d.FencedRows, d.Rows...), ack) {
+		t.Fatalf("a's divergence does not name %+v: %+v", ack, d)
+	}
+	wantErr := (&cluster.DivergedError{Divergence: d}).Error()
+	if err := m.Diverged(); err == nil || err.Error() != wantErr || !strings.Contains(wantErr, "fenced on every replica (") {
+		t.Fatalf("m.Diverged() = %v, want %s", err, wantErr)
+	}
+	if got := metricValue(t, reg, "patrold_replica_diverged_rows_total"); got != float64(d.Fenced+d.Count) {
+		t.Errorf("patrold_replica_diverged_rows_total = %v, want %d", got, d.Fenced+d.Count)
+	}
+	if !strings.Contains(logs.String(), `"msg":"DATABASE DIVERGED: a change this instance wrote as a deposed writer was fenced`) {
+		t.Errorf("a's log lacks the divergence")
+	}
+
+	// A caught-up instance serves a copy: a re-seeds itself.
+	run(t, func(ctx context.Context) error { return b.f.ServeSeeds(ctx, b.b.Conn(), t.TempDir(), 1, b.f.SeedReady) })
+	testkit.Eventually(t, 20*time.Second, "a re-seeded itself", func() bool { return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded") })
+	if got := metricValue(t, reg, "patrold_replica_reseeds_total"); got != 1 {
+		t.Errorf("patrold_replica_reseeds_total = %v, want 1", got)
+	}
+	storetest.SameDB(t, "b after a's fenced write", replicated(storetest.DumpDB(t, b.st.Path())), bBefore)
+	storetest.SameDB(t, "a after its re-seed", replicated(storetest.DumpDB(t, a.st.Path())), bBefore)
+
+	// a follows b on.
+	if _, err := b.st.Act(ctx, fs[1].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b.rel.Kick()
+	caughtUp(t, b, b.f)
+	testkit.Eventually(t, 10*time.Second, "a caught up", func() bool {
+		l := m.Lag(ctx)
+		return l != nil && !l.Behind
+	})
+	storetest.SameDB(t, "a following b", replicated(storetest.DumpDB(t, a.st.Path())), replicated(storetest.DumpDB(t, b.st.Path())))
+	if m.Diverged() != nil {
+		t.Fatalf("a diverged again: %v", m.Diverged())
+	}
+}
+
+// takeOver makes n the writer with epoch: it captures, its relay runs,
+// and its follower (running) applied its epoch marker.
+func takeOver(t *testing.T, n *node, epoch uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := n.f.EnableCapture(ctx, epoch); err != nil {
+		t.Fatal(err)
+	}
+	run(t, n.rel.Run)
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := n.f.AwaitEpoch(actx, epoch); err != nil {
+		t.Fatal(err)
+	}
 }

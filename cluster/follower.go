@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,6 +84,12 @@ type Follower struct {
 	// applyErr: the last change could not be applied (a full disk, a
 	// read-only file); nil once one is.
 	applyErr error
+	// divergedRows counts the rows dropped or fenced for a divergence
+	// since the start.
+	divergedRows atomic.Uint64
+	// diverging is signalled when a running follower finds the database
+	// diverged (its own change fenced).
+	diverging chan struct{}
 }
 
 // NewFollower validates the options.
@@ -106,7 +113,7 @@ func NewFollower(o FollowerOptions) (*Follower, error) {
 	if o.StallAfter <= 0 {
 		o.StallAfter = DefaultStallAfter
 	}
-	return &Follower{o: o, log: o.Logger.With("component", "replica", "instance", o.Instance)}, nil
+	return &Follower{o: o, log: o.Logger.With("component", "replica", "instance", o.Instance), diverging: make(chan struct{}, 1)}, nil
 }
 
 // FullSubject is the subject state changes are published on.
@@ -282,14 +289,54 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if res == records.ApplyFenced && c.Origin == f.o.Instance {
-		f.log.Error("state change fenced: this instance wrote as a deposed writer; its database holds changes no other replica has: re-seed it from a standby's database (docs/CLUSTER.md)",
-			"seq", seq, "epoch", c.Epoch, "table", c.Table, "op", c.Op)
+	if res == records.ApplyFenced && c.Origin == f.o.Instance && c.Op != contracts.OpEpoch {
+		return f.fencedOwn(ctx, seq, c)
 	} else if res == records.ApplyFenced {
 		f.log.Warn("state change fenced: written by a deposed writer", "seq", seq, "origin", c.Origin, "epoch", c.Epoch,
 			"table", c.Table, "op", c.Op)
 	}
 	return nil
+}
+
+// fencedOwn handles a change this instance wrote that the stream fenced:
+// it wrote as a deposed writer (frozen, then resumed), so its database
+// holds a change no other replica has. ApplyState recorded that as a
+// divergence. Then, as for a restarted writer (Member.fence):
+//   - its unsent outbox events are dropped (remediation outcomes
+//     excepted) and named: each would be fenced in turn;
+//   - the divergence stops the writer and the API and starts a re-seed
+//     (Member.Start waits on diverging).
+func (f *Follower) fencedOwn(ctx context.Context, seq uint64, c contracts.StateChange) error {
+	before, err := f.o.Store.Divergence(ctx)
+	if err != nil {
+		return err
+	}
+	if !before.Diverged() {
+		return errors.New("own change fenced, but no divergence recorded")
+	}
+	div, err := f.o.Store.DropDiverged(ctx, before.LastWriter, f.o.Now(), contracts.TypeRemediationOutcome)
+	if err != nil {
+		return err
+	}
+	f.divergedRows.Add(uint64(div.Count-before.Count) + 1)
+	f.mu.Lock()
+	first := !f.diverged.Diverged()
+	f.diverged = div
+	f.mu.Unlock()
+	f.log.Error("DATABASE DIVERGED: a change this instance wrote as a deposed writer was fenced; no other replica has it: not writing, not serving reads, re-seeding from a caught-up instance",
+		"seq", seq, "epoch", c.Epoch, "fenced", changeName(c), "last_writer", div.LastWriter, "outbox_dropped", div.Count-before.Count)
+	if first {
+		select {
+		case f.diverging <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// changeName is a state change's table, operation and row id.
+func changeName(c contracts.StateChange) string {
+	return fmt.Sprintf("%s %s rowid %d", c.Table, c.Op, c.RowID)
 }
 
 // watchStall re-subscribes when the follower stays behind the stream

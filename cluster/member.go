@@ -79,9 +79,8 @@ type Member struct {
 	instance string
 
 	writer atomic.Bool // leading, caught up, capturing
-	// divergedRows counts the outbox events dropped for a divergence
-	// since the start; reseeds the re-seeds that ended one.
-	divergedRows, reseeds atomic.Uint64
+	// reseeds counts the re-seeds that ended a divergence since the start.
+	reseeds atomic.Uint64
 
 	runMu  sync.Mutex
 	cancel context.CancelFunc // Start's goroutines
@@ -177,7 +176,17 @@ func (r *Member) Start(ctx context.Context) error {
 	// re-seeds itself first.
 	r.goRun(func() {
 		r.reseedLoop(runCtx)
-		_ = r.f.ServeSeeds(runCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady)
+		r.goRun(func() { _ = r.f.ServeSeeds(runCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady) })
+		// A divergence found while running (its own change fenced: it
+		// wrote as a deposed writer) is re-seeded the same way.
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-r.f.diverging:
+				r.reseedLoop(runCtx)
+			}
+		}
 	})
 	r.goRun(func() { r.watch(runCtx) })
 	return nil
@@ -245,7 +254,7 @@ func (r *Member) fence(ctx context.Context) {
 		return
 	}
 	dropped := div.Count - before.Count
-	r.divergedRows.Add(uint64(dropped))
+	r.f.divergedRows.Add(uint64(dropped))
 	r.f.setDiverged(div)
 	r.log.Error("unsent state changes dropped: another instance wrote since this one stopped; this database still holds them and is re-seeded",
 		"rows", dropped, "state_changes", n, "last_writer", st.AppliedOrigin, "dropped", div.Rows)
@@ -277,6 +286,9 @@ func (r *Member) watch(ctx context.Context) {
 		case lead && !r.writer.Load():
 			r.promote(ctx)
 		case !lead && r.writer.Load():
+			r.demote(ctx)
+		case r.writer.Load() && r.f.Diverged() != nil:
+			// Diverged while writing: stop; promote then yields the lease.
 			r.demote(ctx)
 		}
 		select {

@@ -66,7 +66,7 @@ var (
 	replicaDivergedDesc = prometheus.NewDesc("patrold_replica_diverged",
 		"Cluster mode: 1 while the database holds changes the state stream never got (it is re-seeded, and neither writes nor serves reads).", nil, nil)
 	replicaDivergedRowsDesc = prometheus.NewDesc("patrold_replica_diverged_rows_total",
-		"Cluster mode: unsent outbox events dropped since the start because another instance wrote since they were committed.", nil, nil)
+		"Cluster mode: unsent outbox events dropped, and own changes fenced, since the start because another instance wrote since they were committed.", nil, nil)
 	replicaResubscribesDesc = prometheus.NewDesc("patrold_replica_resubscribes_total",
 		"Cluster mode: times the follower re-subscribed to the state stream, behind it with nothing applied for the stall bound (the lease TTL).", nil, nil)
 	replicaReseedsDesc = prometheus.NewDesc("patrold_replica_reseeds_total",
@@ -92,7 +92,7 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaWriterDesc, prometheus.GaugeValue, boolValue(c.r.isWriter()))
 	ch <- prometheus.MustNewConstMetric(replicaDivergedDesc, prometheus.GaugeValue, boolValue(c.r.f.Diverged() != nil))
-	ch <- prometheus.MustNewConstMetric(replicaDivergedRowsDesc, prometheus.CounterValue, float64(c.r.divergedRows.Load()))
+	ch <- prometheus.MustNewConstMetric(replicaDivergedRowsDesc, prometheus.CounterValue, float64(c.r.f.divergedRows.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaReseedsDesc, prometheus.CounterValue, float64(c.r.reseeds.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaResubscribesDesc, prometheus.CounterValue, float64(c.r.f.Resubscribes()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

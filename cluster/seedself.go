@@ -31,17 +31,28 @@ const (
 type DivergedError struct{ records.Divergence }
 
 func (e *DivergedError) Error() string {
-	var rows []string
-	for _, r := range e.Rows {
-		rows = append(rows, strings.TrimSpace(r.Kind+" "+r.ID))
+	var what []string
+	if e.Count > 0 || e.Fenced == 0 {
+		what = append(what, fmt.Sprintf("the rows of %d events the state stream never got (dropped from the outbox: %s)", e.Count, rowList(e.Rows, e.Count)))
 	}
-	more := ""
-	if n := e.Count - len(e.Rows); n > 0 {
-		more = fmt.Sprintf(" and %d more", n)
+	if e.Fenced > 0 {
+		what = append(what, fmt.Sprintf("%d changes it wrote as a deposed writer, fenced on every replica (%s)", e.Fenced, rowList(e.FencedRows, e.Fenced)))
 	}
-	return fmt.Sprintf("this database holds the rows of %d events the state stream never got (dropped from the outbox at %s: %s wrote since; %s%s): "+
+	return fmt.Sprintf("this database holds %s; diverged at %s: %s wrote since: "+
 		"it is re-seeded from a caught-up instance automatically; if that keeps failing, stop patrold and run patrold db seed --force --config FILE",
-		e.Count, e.Since.Format(time.RFC3339), e.LastWriter, strings.Join(rows, ", "), more)
+		strings.Join(what, " and "), e.Since.Format(time.RFC3339), e.LastWriter)
+}
+
+// rowList names rows, of n in all.
+func rowList(rows []records.DroppedRow, n int) string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, strings.TrimSpace(r.Kind+" "+r.ID))
+	}
+	if more := n - len(rows); more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(out, ", ")
 }
 
 // Diverged returns the divergence that stops this replica (nil: none).

@@ -49,7 +49,9 @@ func (s *Store) ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error
 // ApplyState applies the state change at stream sequence seq, once: a
 // sequence at or below the one applied last is skipped. A change written
 // by self (this instance, as leader) only advances the sequence, and so
-// does one of an epoch below the highest applied (fenced). An epoch
+// does one of an epoch below the highest applied (fenced). A fenced
+// change written by self is also recorded as a divergence (Divergence):
+// this database holds it, no other replica does. An epoch
 // marker raises the applied epoch. The change and the sequence commit
 // together, and the capture triggers do not fire for it.
 func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error) {
@@ -75,6 +77,12 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 			result, origin = records.Applied, "" // a refused change names nobody
 		case c.Epoch < uint64(epoch):
 			result, origin = records.ApplyFenced, ""
+			if c.Origin == self && c.Op != contracts.OpEpoch {
+				// This instance's own rows hold the change: diverged.
+				if err := recordFenced(ctx, tx, now, c); err != nil {
+					return err
+				}
+			}
 		case c.Op == contracts.OpEpoch:
 			result = records.Applied
 		case c.Origin != self:

@@ -83,6 +83,11 @@ func droppedRow(typ, resource string, data []byte) records.DroppedRow {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return records.DroppedRow{Kind: typ, ID: resource}
 	}
+	return changeRow(c)
+}
+
+// changeRow names one state change by its table, operation and row id.
+func changeRow(c contracts.StateChange) records.DroppedRow {
 	kind := c.Op
 	if c.Table != contracts.SkipTable {
 		kind = c.Table + " " + c.Op
@@ -96,6 +101,34 @@ func droppedRow(typ, resource string, data []byte) records.DroppedRow {
 		id = ""
 	}
 	return records.DroppedRow{Kind: kind, ID: id}
+}
+
+// recordFenced records, in ApplyState's transaction, that this
+// instance's own change c was fenced: it wrote as a deposed writer, so
+// its rows hold a change no other replica applied. The instance that
+// wrote the fencing epoch is the last writer.
+func recordFenced(ctx context.Context, tx *sql.Tx, now time.Time, c contracts.StateChange) error {
+	d, err := readDivergence(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !d.Diverged() {
+		var last string
+		if err := tx.QueryRowContext(ctx, "SELECT applied_origin FROM replica_state WHERE id = 1").Scan(&last); err != nil {
+			return err
+		}
+		if last == "" {
+			last = "a writer of a later epoch"
+		}
+		d = records.Divergence{Since: now.UTC(), LastWriter: last}
+	}
+	d.Fenced++
+	if len(d.FencedRows) < records.MaxDroppedRows {
+		d.FencedRows = append(d.FencedRows, changeRow(c))
+	}
+	mark, _ := json.Marshal(d)
+	_, err = tx.ExecContext(ctx, "UPDATE replica_state SET diverged = ? WHERE id = 1", string(mark))
+	return err
 }
 
 // Divergence is the divergence recorded (zero: none).

@@ -82,6 +82,7 @@ type instance struct {
 	p               *proc
 	c               *api.Client
 	fwd             *headerTap // the Patrold-Forwarded-By of c's last answer
+	api             string     // the API's address
 }
 
 // headerTap records one header of the last answer an api.Client read.
@@ -113,6 +114,7 @@ func (in *instance) start(t *testing.T) {
 func (in *instance) connect(t *testing.T) {
 	t.Helper()
 	_, h := apiOf(t, in.p, in.data)
+	in.api = h.API
 	in.fwd = &headerTap{name: cluster.HeaderForwardedBy}
 	var err error
 	in.c, err = api.NewClient("http://"+h.API, testAdminToken, &http.Client{Timeout: 10 * time.Second, Transport: in.fwd})
@@ -132,6 +134,17 @@ func (in *instance) status() *api.Status {
 		return nil
 	}
 	return &s
+}
+
+// ready reports whether the instance's /readyz answers 200.
+func (in *instance) ready() bool {
+	c := &http.Client{Timeout: 5 * time.Second}
+	res, err := c.Get("http://" + in.api + "/readyz")
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
 }
 
 // writer reports whether the instance leads and has caught up.

@@ -109,6 +109,11 @@ type Divergence struct {
 	LastWriter string       `json:"last_writer"` // the instance that wrote since
 	Count      int          `json:"count"`       // outbox events dropped
 	Rows       []DroppedRow `json:"rows"`        // the first MaxDroppedRows of them
+	// Fenced counts this instance's own changes that the stream got but
+	// every replica fenced (it wrote as a deposed writer, e.g. frozen and
+	// resumed); FencedRows names the first MaxDroppedRows of them.
+	Fenced     int          `json:"fenced,omitempty"`
+	FencedRows []DroppedRow `json:"fenced_rows,omitempty"`
 }
 
 // MaxDroppedRows bounds the dropped rows a Divergence lists.
