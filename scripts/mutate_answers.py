@@ -21,6 +21,9 @@ FREEZE = ["./cmd/patrold", "-run", "TestClusterFreezeKeepsAnsweredActions"]
 
 # (name, file, original, mutated, test args)
 MUTATIONS = [
+    ("unavailable-answers-503", "api/routes.go",
+     "\tif errors.As(err, &u) && u.Unavailable() {", "\tif errors.As(err, &u) && false {",
+     ["./api", "-run", "TestUnavailableStoreAnswers503"]),
     ("body-read-timeout", "daemon/http.go",
      "ReadTimeout: hc.ReadTimeout, ", "", SLOW),
     ("body-limit-before-auth", "api/decode.go",
