@@ -123,20 +123,7 @@ func TestClusterFreezeKeepsAnsweredActions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	snap, err := filepath.Abs(filepath.Join("..", "..", "examples", "small-faults.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	urls := natstest.Cluster(t, 3)
-	nodes := clusterNodes(t, urls, testkit.KeyFile(t),
-		"schedule: {cron: '@every 2s', startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n", freezeTTL)
-	for _, in := range nodes {
-		in.start(t)
-	}
-	for _, in := range nodes {
-		in.connect(t)
-	}
-	writer, _ := writerOf(t, nodes, 30*time.Second)
+	nodes, writer := faultCluster(t)
 	load := &operatorLoad{answered: map[string]findings.Silence{}, by: map[string]int{}}
 	for round := 1; round <= 3; round++ {
 		frozen := writer
@@ -208,4 +195,26 @@ func TestClusterFreezeKeepsAnsweredActions(t *testing.T) {
 		}
 		writer = next
 	}
+}
+
+// faultCluster starts three instances on a three-server JetStream
+// cluster, reading the example fleet with faults (runs every 2 s, lease
+// TTL freezeTTL), connects to each and returns them with the writer.
+func faultCluster(t *testing.T) ([]*instance, *instance) {
+	t.Helper()
+	snap, err := filepath.Abs(filepath.Join("..", "..", "examples", "small-faults.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := natstest.Cluster(t, 3)
+	nodes := clusterNodes(t, urls, testkit.KeyFile(t),
+		"schedule: {cron: '@every 2s', startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n", freezeTTL)
+	for _, in := range nodes {
+		in.start(t)
+	}
+	for _, in := range nodes {
+		in.connect(t)
+	}
+	writer, _ := writerOf(t, nodes, 30*time.Second)
+	return nodes, writer
 }

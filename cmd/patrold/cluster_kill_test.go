@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/patrold/patrold/api"
-	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
@@ -33,20 +31,7 @@ func TestClusterKillRightAfterCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	snap, err := filepath.Abs(filepath.Join("..", "..", "examples", "small-faults.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	urls := natstest.Cluster(t, 3)
-	nodes := clusterNodes(t, urls, testkit.KeyFile(t),
-		"schedule: {cron: '@every 2s', startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n", freezeTTL)
-	for _, in := range nodes {
-		in.start(t)
-	}
-	for _, in := range nodes {
-		in.connect(t)
-	}
-	killed, _ := writerOf(t, nodes, 30*time.Second)
+	nodes, killed := faultCluster(t)
 	survivors := slices.DeleteFunc(slices.Clone(nodes), func(in *instance) bool { return in == killed })
 	load := &operatorLoad{answered: map[string]findings.Silence{}, by: map[string]int{}}
 	stopped := make(chan time.Time, 1)
