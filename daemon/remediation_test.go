@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/patrold/patrold/config"
-	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
@@ -54,15 +51,7 @@ func TestRemediationEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(context.Background())
+	d := start(t, cfg)
 	// The capability manifest lists every profile's tools with their kinds.
 	code, caps := call(t, "GET", "http://"+d.HTTPAddr()+"/api/v1/agent/capabilities", "", "")
 	if code != 200 {

@@ -224,15 +224,8 @@ func openSession(t *testing.T) openedSession {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := startWith(t, cfg, reg)
 	ctx := context.Background()
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop(context.Background()) })
 	if _, err := d.RunNow(ctx, patrol.TriggerManual); err != nil {
 		t.Fatal(err)
 	}
