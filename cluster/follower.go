@@ -319,10 +319,7 @@ func (f *Follower) fencedOwn(ctx context.Context, seq uint64, c contracts.StateC
 		return err
 	}
 	f.divergedRows.Add(uint64(div.Count-before.Count) + 1)
-	f.mu.Lock()
-	first := !f.diverged.Diverged()
-	f.diverged = div
-	f.mu.Unlock()
+	first := !f.setDiverged(div)
 	f.log.Error("DATABASE DIVERGED: a change this instance wrote as a deposed writer was fenced; no other replica has it: not writing, not serving reads, re-seeding from a caught-up instance",
 		"seq", seq, "epoch", c.Epoch, "fenced", changeName(c), "last_writer", div.LastWriter, "outbox_dropped", div.Count-before.Count)
 	if first {

@@ -65,10 +65,14 @@ func (f *Follower) Diverged() error {
 	return &DivergedError{f.diverged}
 }
 
-func (f *Follower) setDiverged(d records.Divergence) {
+// setDiverged records d and reports whether a divergence was recorded
+// already.
+func (f *Follower) setDiverged(d records.Divergence) (was bool) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	was = f.diverged.Diverged()
 	f.diverged = d
-	f.mu.Unlock()
+	return was
 }
 
 // Reseed replaces the database with a caught-up instance's copy, fetched
