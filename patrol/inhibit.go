@@ -3,16 +3,9 @@ package patrol
 import (
 	"slices"
 
-	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/probe"
 )
-
-// inhibit marks the observations whose cause is a parent's observation
-// of this run (findings.Inhibit) over the snapshot's topology.
-func inhibit(obs []findings.Observation, parents func(id string) []string) {
-	findings.Inhibit(obs, parents)
-}
 
 // parentsIn is the topology parents of a resource of the index, nil for
 // one it does not hold. nets are the unroutable networks of the guests

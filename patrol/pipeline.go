@@ -190,8 +190,11 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 			obs = append(obs, networkUnroutable(u))
 		}
 	}
+	// An observation whose cause is a parent's observation of this run,
+	// over the snapshot's topology and the unroutable networks, is
+	// marked inhibited.
 	parents := parentsIn(byID, unroutableNets(rep.Probe))
-	inhibit(obs, parents)
+	findings.Inhibit(obs, parents)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}

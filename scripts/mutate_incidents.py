@@ -104,7 +104,7 @@ MUTATIONS = [
     ("network-finding-clears", "patrol/pipeline.go",
      "\t\t\tif probed {\n\t\t\t\treturn findings.CheckCleared", "\t\t\tif false {\n\t\t\t\treturn findings.CheckCleared", NETWORK),
     ("pipeline-inhibits", "patrol/pipeline.go",
-     "\tinhibit(obs, parents)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
+     "\tfindings.Inhibit(obs, parents)\n", "", ["./patrol", "-run", "TestInhibitedFindingsCounted"]),
 ]
 
 if __name__ == "__main__":
