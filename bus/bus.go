@@ -134,6 +134,20 @@ func (b *Bus) Start(ctx context.Context) error {
 	return nil
 }
 
+// Dial connects to the configured server and nothing more: no embedded
+// server, no stream. It is for a command that only sends core NATS
+// requests (`patrold trigger`), whose user may have no permission on the
+// stream's API (docs/NATS.md#trigger-requests).
+func (b *Bus) Dial() error {
+	if b.opts.URL == "" {
+		return errors.New("nats.url: empty: there is no server to send to")
+	}
+	if err := b.connect(); err != nil {
+		return errors.Join(err, b.Close())
+	}
+	return nil
+}
+
 func (b *Bus) connect() error {
 	copts, err := b.clientOptions()
 	if err != nil {

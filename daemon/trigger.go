@@ -56,7 +56,8 @@ func (r *Root) SendTrigger(ctx context.Context, resources []string, reason strin
 	if err != nil {
 		return contracts.TriggerAnswer{}, configErr(err)
 	}
-	if err := b.Start(ctx); err != nil {
+	// Dial, not Start: a sender needs no stream (docs/NATS.md#trigger-requests).
+	if err := b.Dial(); err != nil {
 		return contracts.TriggerAnswer{}, err
 	}
 	defer b.Close()

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -227,4 +229,50 @@ func TestNATSTriggerOnlyTheWriter(t *testing.T) {
 	if taken != 8 {
 		t.Fatalf("the writer counted %g trigger requests, want 8", taken)
 	}
+}
+
+// TestTriggerSenderOnARestrictedUser: `patrold trigger` against a NATS of
+// the operator's own, as a user allowed only the trigger subject and its
+// inbox, reaches the writer and starts the scoped run. The attack is a
+// sender that also ensures the stream: that user may not, and the
+// trigger would wait and fail instead of being sent.
+func TestTriggerSenderOnARestrictedUser(t *testing.T) {
+	sopts, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sopts.Users = []*server.User{
+		{Username: "writer", Password: "writer-pass"},
+		{Username: "monitor", Password: "monitor-pass", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{contracts.TriggerSubject(contracts.DefaultSubjectPrefix)}},
+			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+		}},
+	}
+	srv, err := embedded.StartServer(sopts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	dir := t.TempDir()
+	cfg, _ := slowConfig(t, dir, "0")
+	cfg.NATS.URL, cfg.NATS.User, cfg.NATS.Password = srv.ClientURL(), "writer", "writer-pass"
+	d := start(t, cfg)
+	sender := *cfg
+	sender.NATS.User, sender.NATS.Password = "monitor", "monitor-pass"
+	root, err := daemon.NewRoot(&sender, daemon.RootOptions{Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	req := contracts.TriggerRequest{Resources: []string{"node/pve1"}, Reason: "HostDown on pve1"}
+	ans, err := root.SendTrigger(ctx, req.Resources, req.Reason)
+	if err != nil {
+		t.Fatalf("trigger as the restricted user: %v", err)
+	}
+	if want := (contracts.TriggerAnswer{Outcome: string(patrol.TriggerTaken), RunID: ans.RunID, Resources: req.Resources}); ans.RunID == "" || !reflect.DeepEqual(ans, want) {
+		t.Fatalf("answer %+v, want %+v", ans, want)
+	}
+	testkit.Eventually(t, 30*time.Second, "the triggered run is recorded", func() bool { return runCount(t, d) == 1 })
 }
