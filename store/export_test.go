@@ -65,3 +65,11 @@ func SetWALLimit(n int64) (restore func()) {
 	walLimit = n
 	return func() { walLimit = old }
 }
+
+// DropUsageKept forgets the newest usage points kept between calls of
+// RecordUsage: the next call reads them, as a fresh process does.
+func (s *Store) DropUsageKept() { s.usage.take() }
+
+// UsageReads is how many times RecordUsage read the newest points of its
+// samples from the database.
+func (s *Store) UsageReads() int64 { return s.usage.reads.Load() }

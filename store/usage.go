@@ -19,66 +19,72 @@ import (
 //     than a run every few hours;
 //   - points older than at - retention are deleted.
 //
-// One query over every sample finds the resources due a point, so a run
-// inside the interval writes nothing but the prune.
+// The newest point of each sampled resource's series is read in one query
+// (usage_series), or, when the call samples the resources of the last one
+// and nothing else changed the history since, taken from what that call
+// left (usage_kept.go): a run inside the interval then reads and writes
+// nothing but the prune.
 func (s *Store) RecordUsage(ctx context.Context, at time.Time, samples []signals.UsageSample, interval, retention time.Duration) error {
 	unix := at.Unix()
 	after := unix - int64(interval/time.Second)
-	return s.withTx(ctx, func(tx *sql.Tx) error {
-		due, err := dueSamples(ctx, tx, samples, after)
+	cutoff := unix - int64(retention/time.Second)
+	kept := s.usage.take()
+	var left usageState
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		v, err := usageVersion(ctx, tx)
 		if err != nil {
 			return fmt.Errorf("record usage: %w", err)
 		}
-		if len(due) > 0 {
-			// A duplicate of a sample in the same call, or a point already
-			// at exactly at, is ignored: the first point stays.
-			ins, err := tx.PrepareContext(ctx, "INSERT INTO usage_points(resource_id, at, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-			if err != nil {
+		last, reused := kept.last, kept.version == v && kept.same(samples)
+		if !reused {
+			s.usage.reads.Add(1)
+			if last, err = newestPoints(ctx, tx, samples); err != nil {
 				return fmt.Errorf("record usage: %w", err)
 			}
-			defer ins.Close()
-			for _, i := range due {
-				sm := samples[i]
-				if _, err := ins.ExecContext(ctx, sm.ResourceID, unix, sm.Value); err != nil {
-					return fmt.Errorf("record usage of %s: %w", sm.ResourceID, err)
+		}
+		var ins *sql.Stmt
+		for i, sm := range samples {
+			if last[i] > after {
+				continue
+			}
+			if ins == nil {
+				// A duplicate of a sample in the same call, or a point
+				// already at exactly at, is ignored: the first point stays.
+				if ins, err = tx.PrepareContext(ctx, "INSERT INTO usage_points(resource_id, at, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"); err != nil {
+					return fmt.Errorf("record usage: %w", err)
 				}
+				defer ins.Close()
+			}
+			if _, err := ins.ExecContext(ctx, sm.ResourceID, unix, sm.Value); err != nil {
+				return fmt.Errorf("record usage of %s: %w", sm.ResourceID, err)
+			}
+			last[i] = max(last[i], unix)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM usage_points WHERE at < ?", cutoff); err != nil {
+			return fmt.Errorf("prune usage: %w", err)
+		}
+		// A series whose newest point was pruned is gone.
+		for i := range last {
+			if last[i] < cutoff {
+				last[i] = noPoint
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM usage_points WHERE at < ?", unix-int64(retention/time.Second)); err != nil {
-			return fmt.Errorf("prune usage: %w", err)
+		if v, err = usageVersion(ctx, tx); err != nil {
+			return fmt.Errorf("record usage: %w", err)
+		}
+		if reused { // the same samples: their ids are kept already
+			left = kept
+			left.version = v
+		} else {
+			left = keptState(samples, last, v)
 		}
 		return nil
 	})
-}
-
-// dueSamples is the indexes, in order, of the samples whose resource has
-// no point after after: one query over a JSON array of their ids.
-func dueSamples(ctx context.Context, tx *sql.Tx, samples []signals.UsageSample, after int64) ([]int, error) {
-	if len(samples) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, len(samples))
-	for i, sm := range samples {
-		ids[i] = sm.ResourceID
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT j.key FROM json_each(?1) AS j
-		WHERE NOT EXISTS (SELECT 1 FROM usage_points WHERE resource_id = j.value AND at > ?2)`,
-		string(jsonArray(ids)), after)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rows.Close()
-	var due []int
-	for rows.Next() {
-		var i int
-		if err := rows.Scan(&i); err != nil {
-			return nil, err
-		}
-		due = append(due, i)
-	}
-	// In sample order, so the first of a duplicate is the one kept.
-	slices.Sort(due)
-	return due, rows.Err()
+	s.usage.put(left)
+	return nil
 }
 
 // jsonArray is the JSON array of ids.
