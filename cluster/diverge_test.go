@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,14 +169,38 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 // change no other replica has. It is recorded as a divergence naming the
 // change, the instance stops serving and re-seeds itself from a
 // caught-up instance, then holds exactly b's rows and follows on.
+//
+// With the first read of the divergence failing (a busy database at the
+// moment of the fence) the outcome is the same: the follower handles the
+// fenced change on its next consumer, not only after a restart.
 func TestResumedWriterReseedsItself(t *testing.T) {
+	t.Run("read", func(t *testing.T) { resumedWriterReseedsItself(t, 0) })
+	t.Run("read fails once", func(t *testing.T) { resumedWriterReseedsItself(t, 1) })
+}
+
+// failingDivergence is a Store whose next fail reads of the divergence
+// fail.
+type failingDivergence struct {
+	cluster.Store
+	fail atomic.Int32
+}
+
+func (s *failingDivergence) Divergence(ctx context.Context) (records.Divergence, error) {
+	if s.fail.Add(-1) >= 0 {
+		return records.Divergence{}, errors.New("injected: database is locked")
+	}
+	return s.Store.Divergence(ctx)
+}
+
+func resumedWriterReseedsItself(t *testing.T, failReads int32) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	logs := &testkit.LogBuffer{}
 	reg := prometheus.NewRegistry()
-	m, err := cluster.New(cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: a.st,
+	mst := &failingDivergence{Store: a.st}
+	m, err := cluster.New(cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: mst,
 		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg,
 		Now: func() time.Time { return now.Add(time.Hour) }})
 	if err != nil {
@@ -212,6 +238,7 @@ func TestResumedWriterReseedsItself(t *testing.T) {
 	if err != nil || len(fs) != 2 {
 		t.Fatalf("a's findings: %d %v", len(fs), err)
 	}
+	mst.fail.Store(failReads)
 	if _, err := a.st.Act(ctx, fs[0].ID, findings.ActionRequest{Action: findings.ActionAcknowledge, Actor: "op"}, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,17 @@ type Follower struct {
 	// diverging is signalled when a running follower finds the database
 	// diverged (its own change fenced).
 	diverging chan struct{}
+	// unhandled is an own change applied as fenced whose handling
+	// (fencedOwn) failed; only the consumer loop touches it. The change
+	// is applied, so the stream never delivers it again: the next
+	// consumer handles it before it reads on.
+	unhandled *fencedChange
+}
+
+// fencedChange is an own change the stream fenced, at its sequence.
+type fencedChange struct {
+	seq uint64
+	c   contracts.StateChange
 }
 
 // NewFollower validates the options.
@@ -203,6 +214,15 @@ func (f *Follower) follow(ctx context.Context) error {
 	f.mu.Lock()
 	f.restart = cancel
 	f.mu.Unlock()
+	if u := f.unhandled; u != nil {
+		f.applyMu.Lock()
+		err := f.fencedOwn(ctx, u.seq, u.c)
+		f.applyMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("own change fenced at seq %d, not handled yet: %w", u.seq, err)
+		}
+		f.unhandled = nil
+	}
 	st, err := f.o.Store.ReplicaStatus(ctx)
 	if err != nil {
 		return err
@@ -290,7 +310,10 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	if res == records.ApplyFenced && c.Origin == f.o.Instance && c.Op != contracts.OpEpoch {
-		return f.fencedOwn(ctx, seq, c)
+		if err := f.fencedOwn(ctx, seq, c); err != nil {
+			f.unhandled = &fencedChange{seq: seq, c: c}
+			return fmt.Errorf("own change fenced at seq %d: %w", seq, err)
+		}
 	} else if res == records.ApplyFenced {
 		f.log.Warn("state change fenced: written by a deposed writer", "seq", seq, "origin", c.Origin, "epoch", c.Epoch,
 			"table", c.Table, "op", c.Op)
