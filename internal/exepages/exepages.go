@@ -49,9 +49,24 @@ var advice = []uintptr{syscall.MADV_NOHUGEPAGE, syscall.MADV_RANDOM, syscall.MAD
 // rebuilt drops the executable's page cache once per process: the kernel
 // maps a large folio whole on a fault, so a binary cached in large
 // folios (as a freshly written or read-ahead one is) keeps megabytes
-// resident for a byte of code. What is read back comes in small pages.
-// Dirty pages (a binary written moments ago) are not dropped.
+// resident for a byte of code. What is read back comes in small pages
+// (RANDOM: no read-ahead). The kernel drops only clean pages that no
+// process maps, so the rebuild (rebuild):
+//   - first writes back a binary written moments ago (fdatasync; a
+//     fresh `go build` leaves its output dirty for up to 30 s);
+//   - evicts the pages this process maps where the kernel lets it
+//     (PAGEOUT: for a binary the process owns or may write), which also
+//     splits a large folio;
+//   - unmaps and drops rebuildRounds times: the daemon's other threads
+//     map hot folios again between the unmap and the drop, and each
+//     round drops those that were not touched in its window.
 var rebuilt sync.Once
+
+// rebuildRounds: a freshly built daemon (2 MB folios) kept 44 MB of its
+// binary resident after a steady 100k run with one round, 15.7 MB with
+// five, and 12.2 MB with PAGEOUT too (docs/PATROL_ARCHITECTURE.md,
+// Performance).
+const rebuildRounds = 5
 
 // Release unmaps the resident pages of the executable's read-only file
 // mappings and returns how many bytes were resident there; the first
@@ -67,22 +82,52 @@ func Release() (int64, error) {
 			continue
 		}
 		for _, a := range advice {
-			if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), a); errno != 0 {
-				return released, fmt.Errorf("madvise %x-%x (%d): %w", m.start, m.end, a, errno)
+			if err := madvise(m, a); err != nil {
+				return released, err
 			}
 		}
 		released += m.rss
 	}
-	rebuilt.Do(func() {
-		if f, ferr := os.Open(exe); ferr == nil {
-			err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-			f.Close()
-		}
-	})
+	rebuilt.Do(func() { err = rebuild(exe, maps) })
+	return released, err
+}
+
+// rebuild drops the page cache of the executable at exe (rebuilt), whose
+// releasable mappings are maps.
+func rebuild(exe string, maps []mapping) error {
+	f, err := os.Open(exe)
 	if err != nil {
-		return released, fmt.Errorf("fadvise %s: %w", exe, err)
+		return fmt.Errorf("rebuild %s: %w", exe, err)
 	}
-	return released, nil
+	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("rebuild %s: fdatasync: %w", exe, err)
+	}
+	for range rebuildRounds {
+		for _, m := range maps {
+			if !m.releasable(exe) {
+				continue
+			}
+			// PAGEOUT is refused by kernels before 5.4 and skips what it
+			// may not evict: DONTNEED then unmaps alone.
+			_ = madvise(m, unix.MADV_PAGEOUT)
+			if err := madvise(m, syscall.MADV_DONTNEED); err != nil {
+				return err
+			}
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("rebuild %s: fadvise: %w", exe, err)
+		}
+	}
+	return nil
+}
+
+// madvise gives advice a to the whole of mapping m.
+func madvise(m mapping, a uintptr) error {
+	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), a); errno != 0 {
+		return fmt.Errorf("madvise %x-%x (%d): %w", m.start, m.end, a, errno)
+	}
+	return nil
 }
 
 // Resident is how many bytes of the executable's releasable mappings are
