@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -139,12 +138,9 @@ func assistantToolNames(t *testing.T) []string {
 }
 
 func TestAssistantDocMatchesCode(t *testing.T) {
-	doc, err := os.ReadFile("ASSISTANT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDoc(t, "ASSISTANT.md")
 	assistantTools := assistantToolNames(t)
-	for _, p := range checkAssistantDoc(string(doc), assistant.Decide, assistantTools) {
+	for _, p := range checkAssistantDoc(doc, assistant.Decide, assistantTools) {
 		t.Error(p)
 	}
 }
@@ -152,11 +148,7 @@ func TestAssistantDocMatchesCode(t *testing.T) {
 // TestAssistantGuardFailsOnDrift shows the guard reports a change in the
 // code or the document.
 func TestAssistantGuardFailsOnDrift(t *testing.T) {
-	raw, err := os.ReadFile("ASSISTANT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	doc := readDoc(t, "ASSISTANT.md")
 	assistantTools := assistantToolNames(t)
 	looser := func(a findings.Autonomy, r assistant.Risk) assistant.Decision {
 		if a == findings.AutonomyAssisted && r == assistant.RiskMedium {

@@ -124,25 +124,18 @@ func assistantSources(t *testing.T) map[string]string {
 }
 
 func TestAssistantVerifiesMatchesCode(t *testing.T) {
-	doc, err := os.ReadFile("ASSISTANT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDoc(t, "ASSISTANT.md")
 	code := assistantVerifies(assistantSources(t))
 	if len(code) < 5 || !code["check_condition"] {
 		t.Fatalf("could not read the tool declarations: %v", code)
 	}
-	for _, p := range checkAssistantVerifies(string(doc), code) {
+	for _, p := range checkAssistantVerifies(doc, code) {
 		t.Error(p)
 	}
 }
 
 func TestAssistantVerifiesGuardFailsOnDrift(t *testing.T) {
-	raw, err := os.ReadFile("ASSISTANT.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	doc := readDoc(t, "ASSISTANT.md")
 	src := assistantSources(t)
 	mutated := map[string]string{}
 	hit := false

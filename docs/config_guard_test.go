@@ -387,7 +387,9 @@ func checkConfigDoc(keys []cfgKey, doc string) []string {
 	return problems
 }
 
-func cfgReadDoc(t *testing.T, name string) string {
+// readDoc is the text of a file under docs/; a guard cannot run
+// without it.
+func readDoc(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -404,7 +406,7 @@ func TestConfigDocMatchesCode(t *testing.T) {
 	if len(keys) < 40 {
 		t.Fatalf("only %d keys derived from config.Config: the walker is broken", len(keys))
 	}
-	for _, p := range checkConfigDoc(keys, cfgReadDoc(t, "CONFIGURATION.md")) {
+	for _, p := range checkConfigDoc(keys, readDoc(t, "CONFIGURATION.md")) {
 		t.Error(p)
 	}
 }
@@ -489,7 +491,7 @@ func checkExampleMentions(keys []cfgKey, example string) []string {
 }
 
 func TestExampleConfigIsDefaults(t *testing.T) {
-	example := cfgReadDoc(t, "../deploy/patrold.example.yaml")
+	example := readDoc(t, "../deploy/patrold.example.yaml")
 	cfg, err := config.Load([]byte(example), nil)
 	if err != nil {
 		t.Fatalf("the example does not load: %v", err)
@@ -509,8 +511,8 @@ func TestExampleConfigIsDefaults(t *testing.T) {
 // TestConfigGuardFailsOnDrift changes the code's view and the documents
 // under the guard and checks that each change is reported.
 func TestConfigGuardFailsOnDrift(t *testing.T) {
-	doc := cfgReadDoc(t, "CONFIGURATION.md")
-	example := cfgReadDoc(t, "../deploy/patrold.example.yaml")
+	doc := readDoc(t, "CONFIGURATION.md")
+	example := readDoc(t, "../deploy/patrold.example.yaml")
 	def := config.Default()
 	keys, err := cfgKeysFor(def, def.Alerts)
 	if err != nil {

@@ -2,7 +2,6 @@ package docs
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,11 +55,8 @@ func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
 // TestInhibitionDocMatchesCode: FINDINGS.md lists the inhibition rules
 // of findings/inhibit.go, in order, parent, least severity and children.
 func TestInhibitionDocMatchesCode(t *testing.T) {
-	doc, err := os.ReadFile("FINDINGS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range inhibitDocProblems(string(doc), findings.InhibitRules()) {
+	doc := readDoc(t, "FINDINGS.md")
+	for _, p := range inhibitDocProblems(doc, findings.InhibitRules()) {
 		t.Error(p)
 	}
 }
@@ -68,11 +64,7 @@ func TestInhibitionDocMatchesCode(t *testing.T) {
 // TestInhibitionGuardFailsOnDrift: a child added in code, a severity
 // dropped in the doc and a rule missing from the doc are each seen.
 func TestInhibitionGuardFailsOnDrift(t *testing.T) {
-	data, err := os.ReadFile("FINDINGS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
+	doc := readDoc(t, "FINDINGS.md")
 	grown := findings.InhibitRules()
 	grown[0].Children = append(grown[0].Children, "metrics_missing")
 	if len(inhibitDocProblems(doc, grown)) == 0 {

@@ -26,11 +26,7 @@ import (
 // listOrderDoc is the order FINDINGS.md states after guard:list-order.
 func listOrderDoc(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile("FINDINGS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
+	text := readDoc(t, "FINDINGS.md")
 	i := strings.Index(text, "<!-- guard:list-order -->")
 	if i < 0 {
 		t.Fatal("FINDINGS.md: no guard:list-order")
@@ -91,11 +87,8 @@ func TestListOrderDoc(t *testing.T) {
 // TestOutsideTextDoc: FINDINGS.md states the id cap of the code and the
 // escapes termsafe writes.
 func TestOutsideTextDoc(t *testing.T) {
-	data, err := os.ReadFile("FINDINGS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Join(strings.Fields(string(data)), " ")
+	data := readDoc(t, "FINDINGS.md")
+	doc := strings.Join(strings.Fields(data), " ")
 	if want := "`snapshot.MaxIDBytes` (" + strconv.Itoa(snapshot.MaxIDBytes) + ") bytes"; !strings.Contains(doc, want) {
 		t.Errorf("FINDINGS.md does not state %q", want)
 	}
@@ -177,11 +170,7 @@ func textFields() []string {
 // TestOutsideTextFieldsDoc: FINDINGS.md lists exactly the fields the code
 // types as prompt.Text, and a sink of each kind is one.
 func TestOutsideTextFieldsDoc(t *testing.T) {
-	data, err := os.ReadFile("FINDINGS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
+	text := readDoc(t, "FINDINGS.md")
 	i := strings.Index(text, "<!-- guard:outside-text -->")
 	if i < 0 {
 		t.Fatal("FINDINGS.md: no guard:outside-text")
@@ -207,11 +196,8 @@ func TestOutsideTextFieldsDoc(t *testing.T) {
 // names, as model/ground has them, and the safety docs name the marker
 // that replaces an unsupported claim in a note or reason.
 func TestGroundingDocs(t *testing.T) {
-	data, err := os.ReadFile("MODEL_STAGES.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(data), "<!-- guard:check-metrics -->\n")
+	data := readDoc(t, "MODEL_STAGES.md")
+	_, rest, ok := strings.Cut(data, "<!-- guard:check-metrics -->\n")
 	if !ok {
 		t.Fatal("MODEL_STAGES.md: no guard:check-metrics")
 	}
@@ -224,11 +210,8 @@ func TestGroundingDocs(t *testing.T) {
 		t.Errorf("MODEL_STAGES.md states the check metrics %v, model/ground has %v", doc, got)
 	}
 	for _, name := range []string{"ASSISTANT_SAFETY.md", "FINDINGS.md"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(data), "`"+assistant.UngroundedMarker+"`") {
+		data := readDoc(t, name)
+		if !strings.Contains(data, "`"+assistant.UngroundedMarker+"`") {
 			t.Errorf("%s does not name the marker %q", name, assistant.UngroundedMarker)
 		}
 	}

@@ -2,7 +2,6 @@ package docs
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,12 +15,9 @@ import (
 // what an eval run of the shipped corpus gives, through the daemon's own
 // composition of the model stages.
 func TestModelsReferenceTable(t *testing.T) {
-	doc, err := os.ReadFile("MODELS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDoc(t, "MODELS.md")
 	const begin, end = "<!-- eval:reference -->\n", "<!-- /eval:reference -->"
-	_, rest, ok := strings.Cut(string(doc), begin)
+	_, rest, ok := strings.Cut(doc, begin)
 	table, _, ok2 := strings.Cut(rest, end)
 	if !ok || !ok2 {
 		t.Fatalf("MODELS.md has no %q ... %q block", begin, end)

@@ -2,7 +2,6 @@ package docs
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -65,11 +64,7 @@ func checkMasking(doc string) []string {
 // TestModelsMaskingMatchesCode keeps the masking section of MODELS.md
 // true, and shows the guard notices each kind of drift.
 func TestModelsMaskingMatchesCode(t *testing.T) {
-	b, err := os.ReadFile("MODELS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
+	doc := readDoc(t, "MODELS.md")
 	for _, problem := range checkMasking(doc) {
 		t.Error(problem)
 	}

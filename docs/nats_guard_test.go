@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,34 +84,28 @@ func checkNATSDoc(doc string, words []string, lists map[string][]string) []strin
 }
 
 func TestNATSDocMatchesCode(t *testing.T) {
-	doc, err := os.ReadFile("NATS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDoc(t, "NATS.md")
 	words, lists := natsDocFacts()
-	for _, p := range checkNATSDoc(string(doc), words, lists) {
+	for _, p := range checkNATSDoc(doc, words, lists) {
 		t.Error(p)
 	}
 }
 
 // TestNATSGuardFailsOnDrift shows the guard reports a change on either side.
 func TestNATSGuardFailsOnDrift(t *testing.T) {
-	doc, err := os.ReadFile("NATS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDoc(t, "NATS.md")
 	words, lists := natsDocFacts()
 	grown := map[string][]string{}
 	for k, v := range lists {
 		grown[k] = append(append([]string(nil), v...), "escalated")
 	}
-	if len(checkNATSDoc(string(doc), words, grown)) == 0 {
+	if len(checkNATSDoc(doc, words, grown)) == 0 {
 		t.Error("a new event in code went unnoticed")
 	}
-	if len(checkNATSDoc(strings.Replace(string(doc), "`suppressed`", "`silenced`", 1), words, lists)) == 0 {
+	if len(checkNATSDoc(strings.Replace(doc, "`suppressed`", "`silenced`", 1), words, lists)) == 0 {
 		t.Error("a renamed event in the doc went unnoticed")
 	}
-	if len(checkNATSDoc(strings.ReplaceAll(string(doc), "`patrold.run.completed`", "`patrold.run.done`"), words, lists)) == 0 {
+	if len(checkNATSDoc(strings.ReplaceAll(doc, "`patrold.run.completed`", "`patrold.run.done`"), words, lists)) == 0 {
 		t.Error("a renamed type in the doc went unnoticed")
 	}
 }

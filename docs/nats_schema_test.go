@@ -197,11 +197,8 @@ func goEvents(t *testing.T) map[string][]byte {
 // none on the wire the example leaves out), and both pass the event
 // type's schema.
 func TestNATSExamplesMatchTheWire(t *testing.T) {
-	doc, err := os.ReadFile("NATS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, envelopes := docExamples(t, string(doc))
+	doc := readDoc(t, "NATS.md")
+	data, envelopes := docExamples(t, doc)
 	wire := wireEvents(t)
 	real := map[string][]byte{}
 	realEnv := map[string][]byte{}
@@ -325,8 +322,8 @@ func TestSchemaEnumsMatchCode(t *testing.T) {
 // finding event is caught by the shape comparison; the schema rejects a
 // dropped or moved field and accepts an added one (v1 is additive).
 func TestNATSWireGuardFailsOnDrift(t *testing.T) {
-	doc, _ := os.ReadFile("NATS.md")
-	data, _ := docExamples(t, string(doc))
+	doc := readDoc(t, "NATS.md")
+	data, _ := docExamples(t, doc)
 	orig := data["patrold.finding.opened"]
 	s := compileSchemas(t)["patrold.finding.v1.json"]
 	for name, mutate := range map[string]func(map[string]any){

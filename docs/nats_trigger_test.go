@@ -2,7 +2,6 @@ package docs
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -18,11 +17,8 @@ import (
 // writer decodes it. The answer's outcomes in the schema are the code's,
 // both ways.
 func TestTriggerExamplesMatchTheContract(t *testing.T) {
-	doc, err := os.ReadFile("NATS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := docExamples(t, string(doc))
+	doc := readDoc(t, "NATS.md")
+	data, _ := docExamples(t, doc)
 	schemas := compileSchemas(t)
 	req, err := json.Marshal(contracts.TriggerRequest{Resources: []string{"node/pve1"}, Reason: "why"})
 	if err != nil {

@@ -82,7 +82,7 @@ func TestNotifyDocMatchesCode(t *testing.T) {
 	if len(metrics) < 6 {
 		t.Fatalf("only %d notify metrics gathered: %v", len(metrics), metrics)
 	}
-	doc := cfgReadDoc(t, "NOTIFY.md")
+	doc := readDoc(t, "NOTIFY.md")
 	for _, p := range checkNotifyDoc(doc, metrics) {
 		t.Error(p)
 	}

@@ -608,11 +608,11 @@ func patrolDocRead(name string) (string, bool) {
 
 func TestPatrolDocsMatchCode(t *testing.T) {
 	src := loadPatrolDocSources(t)
-	arch, fnd := cfgReadDoc(t, "PATROL_ARCHITECTURE.md"), cfgReadDoc(t, "FINDINGS.md")
+	arch, fnd := readDoc(t, "PATROL_ARCHITECTURE.md"), readDoc(t, "FINDINGS.md")
 	for _, p := range checkPatrolDocs(src, arch, fnd, patrolDocRead) {
 		t.Error(p)
 	}
-	for _, p := range patrolDocCheckLinks(cfgReadDoc(t, "CONFIGURATION.md"), "CONFIGURATION.md", patrolDocRead) {
+	for _, p := range patrolDocCheckLinks(readDoc(t, "CONFIGURATION.md"), "CONFIGURATION.md", patrolDocRead) {
 		t.Error(p)
 	}
 }
@@ -621,7 +621,7 @@ func TestPatrolDocsMatchCode(t *testing.T) {
 // sources and the documents and checks that each change is reported.
 func TestPatrolDocsGuardFailsOnDrift(t *testing.T) {
 	src := loadPatrolDocSources(t)
-	arch, fnd := cfgReadDoc(t, "PATROL_ARCHITECTURE.md"), cfgReadDoc(t, "FINDINGS.md")
+	arch, fnd := readDoc(t, "PATROL_ARCHITECTURE.md"), readDoc(t, "FINDINGS.md")
 	if p := checkPatrolDocs(src, arch, fnd, patrolDocRead); len(p) != 0 {
 		t.Fatalf("baseline not clean: %v", p)
 	}

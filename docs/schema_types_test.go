@@ -296,8 +296,8 @@ func TestSchemasAreAdditive(t *testing.T) {
 			t.Errorf("%s: the description does not say fields are only added: %q", name, d)
 		}
 	}
-	doc, _ := os.ReadFile("NATS.md")
-	data, _ := docExamples(t, string(doc))
+	doc := readDoc(t, "NATS.md")
+	data, _ := docExamples(t, doc)
 	var m map[string]any
 	if err := json.Unmarshal(data["patrold.finding.opened"], &m); err != nil {
 		t.Fatal(err)

@@ -68,12 +68,9 @@ func TestTrustDocsMatchCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nats, err := os.ReadFile("NATS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nats := readDoc(t, "NATS.md")
 	// Message authentication and the trust boundaries together.
-	doc := section(string(nats), "Message authentication") + section(string(nats), "Trust boundaries")
+	doc := section(nats, "Message authentication") + section(nats, "Trust boundaries")
 	if m := trustMissing(doc, metric, reasons, subjects); len(m) != 0 {
 		t.Errorf("docs/NATS.md (message authentication, trust boundaries) does not state: %q", m)
 	}
@@ -130,11 +127,8 @@ func credentialsDrift(doc string, roles []embedded.Role) []string {
 // The credentials table of NATS.md names each role's seed file as the
 // code names it, and no other.
 func TestCredentialsDocMatchesCode(t *testing.T) {
-	doc, err := os.ReadFile("NATS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := credentialsDrift(string(doc), embedded.Roles); len(d) != 0 {
+	doc := readDoc(t, "NATS.md")
+	if d := credentialsDrift(doc, embedded.Roles); len(d) != 0 {
 		t.Errorf("docs/NATS.md, Embedded server credentials: %q", d)
 	}
 }
@@ -175,11 +169,8 @@ func TestUpgradeDocMatchesCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := os.ReadFile("CLUSTER.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := upgradeMissing(section(string(cl), "Trust"), metric); len(m) != 0 {
+	cl := readDoc(t, "CLUSTER.md")
+	if m := upgradeMissing(section(cl, "Trust"), metric); len(m) != 0 {
 		t.Errorf("docs/CLUSTER.md, Upgrading to signed messages, does not state: %q", m)
 	}
 }
@@ -189,11 +180,8 @@ func TestUpgradeGuardFailsOnDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := os.ReadFile("CLUSTER.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	trust := section(string(cl), "Trust")
+	cl := readDoc(t, "CLUSTER.md")
+	trust := section(cl, "Trust")
 	if got := upgradeMissing(strings.Replace(trust, "message refused: not", "message dropped: not", 1), metric); !slices.Equal(got, []string{"`" + bus.RefusedLog + "`"}) {
 		t.Fatalf("a changed log line: drift %q", got)
 	}
