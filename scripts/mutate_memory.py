@@ -194,5 +194,19 @@ MUTATIONS += [
      ["./signals", "-run", "TestSeriesDigestSame"]),
 ]
 
+# The decoded snapshot's slice is sized from the file (snapshot/codec.go)
+# and the one-shot run's soft limit leaves room under its 2x goal.
+MUTATIONS += [
+    ("decode-sizes-from-first", "snapshot/codec.go",
+     "\t\tif size > 0 && len(resources) == sizeSample {\n", "\t\tif false {\n",
+     ["./snapshot", "-run", "TestDecodeFileSizesTheResourceSlice"]),
+    ("decode-sizes-at-their-bytes", "snapshot/codec.go",
+     "return int(min(int64(n)+rest+rest/16+1,", "return int(min(int64(n)+rest+rest+1,",
+     ["./snapshot", "-run", "TestDecodeFileSizesTheResourceSlice"]),
+    ("oneshot-limit-leaves-room", "cmd/patrold/oneshot_gc.go",
+     "\toneShotLimitPerFile = 1.5\n", "\toneShotLimitPerFile = 1.8\n",
+     ["./cmd/patrold", "-run", "TestOneShotLimit"]),
+]
+
 if __name__ == "__main__":
     run(MUTATIONS)

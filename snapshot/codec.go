@@ -127,7 +127,7 @@ const DefaultKeptBatch = 1024
 // tokenizer rejects is handed to the encoding/json v1 decoder, so which
 // documents are rejected, and the words of the rejection, are v1's.
 func Decode(data []byte, opts DecodeOptions) (*Snapshot, []Problem, error) {
-	snap, probs, err := decodeStream(bytes.NewBuffer(data), opts, countHint(data))
+	snap, probs, err := decodeStream(bytes.NewBuffer(data), opts, sizing{count: countHint(data)})
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
 		return decodeV1(data, opts)
@@ -140,20 +140,61 @@ func Decode(data []byte, opts DecodeOptions) (*Snapshot, []Problem, error) {
 // with the tokenizer's description of the first error; a read error is
 // returned as it is (not a *DocumentError).
 func DecodeReader(r io.Reader, opts DecodeOptions) (*Snapshot, []Problem, error) {
-	hint := 0
+	var size sizing
 	if f, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			// Sized for ~256 bytes a resource, so the slice is not grown
-			// (and copied) over and over for a large fleet.
-			hint = int(min(fi.Size()/256, 1<<24))
+			// Sized from the file (sizing), so the slice is neither grown
+			// (and copied) over and over nor left half empty.
+			size.bytes = fi.Size()
 		}
 	}
-	snap, probs, err := decodeStream(r, opts, hint)
+	snap, probs, err := decodeStream(r, opts, size)
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
 		return nil, nil, &DocumentError{Problem: fmt.Sprintf("not valid JSON at byte %d: %v", se.ByteOffset, se.Err)}
 	}
 	return snap, probs, err
+}
+
+// sizing is what the capacity of the resource slice is taken from: a
+// count of the resources (Decode counts them in the document), or else
+// the document's size in bytes (a file). With a size, the first
+// sizeSample resources are decoded into a slice of that many; the slice
+// is then sized for the rest of the document at the bytes a resource
+// those took (sizeFor). Zero: the slice grows as append grows it.
+type sizing struct {
+	count int
+	bytes int64
+}
+
+// sizeSample is how many resources a document of known size decodes
+// before its resource slice is sized: no more than one batch handed over
+// (DefaultKeptBatch), so the default stream hands every batch from the
+// slice the snapshot keeps.
+const sizeSample = DefaultKeptBatch
+
+// first is the capacity to decode the first resources into.
+func (z sizing) first() int {
+	if z.count > 0 {
+		return z.count
+	}
+	if z.bytes > 0 {
+		return int(min(sizeSample, z.bytes/256+1))
+	}
+	return 0
+}
+
+// sizeFor is the capacity of a resource slice whose first n resources
+// took used bytes, with left bytes of the document after them: the rest
+// at the same bytes a resource, and a sixteenth more for resources a
+// little larger later on. Never more than 1<<24 resources, never less
+// than n+1.
+func sizeFor(n int, used, left int64) int {
+	if used <= 0 || left <= 0 {
+		return n + 1
+	}
+	rest := left * int64(n) / used
+	return int(min(int64(n)+rest+rest/16+1, max(1<<24, int64(n)+1)))
 }
 
 // countHint guesses how many resources data holds (for the capacity of
@@ -186,7 +227,7 @@ var docKeys = []string{"", "version", "taken_at", "source", "resources"}
 //
 // Each resource element is read as one validated value and parsed in
 // place by the fast path; elements it does not keep go to decodeResource.
-func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Problem, error) {
+func decodeStream(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Problem, error) {
 	d := jsontext.NewDecoder(r, tokenOpts...)
 	var decoding uint64
 	var kept func([]Resource, int, time.Time)
@@ -287,12 +328,12 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 					haveRes, resources, problems = false, nil, nil
 				case '[':
 					// A later "resources" replaces an earlier one.
-					haveRes, resources, problems = true, make([]Resource, 0, hint), nil
+					haveRes, resources, problems = true, make([]Resource, 0, size.first()), nil
 					var at time.Time
 					if takenAt != nil {
 						at, _ = time.Parse(time.RFC3339, *takenAt)
 					}
-					if resources, problems, err = decodeResources(d, fp, resources, kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at); err != nil {
+					if resources, problems, err = decodeResources(d, fp, resources, kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at, size.bytes); err != nil {
 						return nil, nil, err
 					}
 				default:
@@ -368,10 +409,11 @@ func decodeStream(r io.Reader, opts DecodeOptions, hint int) (*Snapshot, []Probl
 // decodeResources reads the elements of the resources array (the '[' is
 // next) through its ']', handing each batch of kept resources to kept
 // (when set).
-func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, kept func([]Resource, int, time.Time), batch int, takenAt time.Time) ([]Resource, []Problem, error) {
+func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, kept func([]Resource, int, time.Time), batch int, takenAt time.Time, size int64) ([]Resource, []Problem, error) {
 	if _, err := d.ReadToken(); err != nil {
 		return nil, nil, err
 	}
+	start := d.InputOffset()
 	var problems []Problem
 	handed := len(resources) // resources before this many went to kept
 	for i := 0; ; i++ {
@@ -401,8 +443,14 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, 
 			r, probs = decodeResource(json.RawMessage(raw), i, fp.strict)
 		}
 		problems = append(problems, probs...)
-		if r != nil {
-			resources = append(resources, *r)
+		if r == nil {
+			continue
+		}
+		resources = append(resources, *r)
+		if size > 0 && len(resources) == sizeSample {
+			// Batches handed over before keep the slice they came from.
+			at := d.InputOffset()
+			resources = append(make([]Resource, 0, sizeFor(len(resources), at-start, size-at)), resources...)
 		}
 	}
 	if _, err := d.ReadToken(); err != nil {

@@ -15,9 +15,11 @@ import (
 // and are left alone.
 const (
 	oneShotGCPercent = 400
-	// oneShotLimitPerFile is the soft limit per byte of the file (1.8x:
-	// below the 2x goal for the peak of a large fleet's run).
-	oneShotLimitPerFile = 1.8
+	// oneShotLimitPerFile is the soft limit per byte of the file (1.5x).
+	// The peak of a large fleet's run is the limit plus what is not
+	// heap (the binary's pages, SQLite's cache): below the 2x goal with
+	// room for those.
+	oneShotLimitPerFile = 1.5
 	// oneShotMinLimit is the least soft limit (256 MiB): a small file's
 	// run is all garbage above its live heap, and a limit near that live
 	// heap would have the collector run without end.

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestOneShotLimit: 1.8x the file, never below 256 MiB.
+// TestOneShotLimit: 1.5x the file, never below 256 MiB.
 func TestOneShotLimit(t *testing.T) {
 	got := []int64{oneShotLimit(0), oneShotLimit(36_700_000), oneShotLimit(369_065_046)}
-	want := []int64{256 << 20, 256 << 20, 664_317_082}
+	want := []int64{256 << 20, 256 << 20, 553_597_569}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("limits %v, want %v", got, want)
