@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"hash/maphash"
+	"maps"
 	"sync"
 )
 
@@ -17,17 +18,22 @@ import (
 //     needs both to collide, which outside text cannot aim at.
 //   - What the last round saw is kept, older rounds are forgotten, so the
 //     memo holds at most two rounds' texts.
+//   - Each text is one entry stamped with the round it was last met in,
+//     so a text met again costs one probe of the table, not three.
 //
 // The nil memo remembers nothing. A memo is safe for concurrent use.
 type PlainMemo struct {
-	seeds      [2]maphash.Seed
-	mu         sync.Mutex
-	last, this map[[2]uint64]struct{}
+	seeds [2]maphash.Seed
+	mu    sync.Mutex
+	met   map[[2]uint64]uint64 // the round each text was last met in: this one or the last
+	round uint64               // this round's number
+	// The texts the last round met, and those this round met so far.
+	last, this int
 }
 
 // NewPlainMemo returns an empty memo.
 func NewPlainMemo() *PlainMemo {
-	return &PlainMemo{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, this: map[[2]uint64]struct{}{}}
+	return &PlainMemo{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, met: map[[2]uint64]uint64{}}
 }
 
 // Remembered is Safe(s, maxRunes): a text within the cap that this round
@@ -43,11 +49,10 @@ func (m *PlainMemo) SafeText(s string, maxRunes int) string {
 	}
 	k := [2]uint64{maphash.String(m.seeds[0], s), maphash.String(m.seeds[1], s)}
 	m.mu.Lock()
-	_, seen := m.this[k]
-	if !seen {
-		if _, seen = m.last[k]; seen {
-			m.this[k] = struct{}{}
-		}
+	r, seen := m.met[k]
+	if seen && r != m.round { // met again: kept for the next round
+		m.met[k] = m.round
+		m.this++
 	}
 	m.mu.Unlock()
 	if seen {
@@ -57,7 +62,10 @@ func (m *PlainMemo) SafeText(s string, maxRunes int) string {
 		return SafeText(s, maxRunes)
 	}
 	m.mu.Lock()
-	m.this[k] = struct{}{}
+	if r, ok := m.met[k]; !ok || r != m.round { // not met meanwhile
+		m.met[k] = m.round
+		m.this++
+	}
 	m.mu.Unlock()
 	return s
 }
@@ -70,15 +78,18 @@ func (m *PlainMemo) Round() {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last, m.this = m.this, make(map[[2]uint64]struct{}, len(m.this))
+	maps.DeleteFunc(m.met, func(_ [2]uint64, r uint64) bool { return r != m.round })
+	m.round++
+	m.last, m.this = m.this, 0
 }
 
-// Len is the number of texts the memo remembers (both rounds).
+// Len is the number of texts the memo remembers: those the last round
+// met and those this round met (a text met in both counts twice).
 func (m *PlainMemo) Len() int {
 	if m == nil {
 		return 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.last) + len(m.this)
+	return m.last + m.this
 }

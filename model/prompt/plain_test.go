@@ -1,6 +1,9 @@
 package prompt
 
 import (
+	"hash/maphash"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,4 +103,49 @@ func BenchmarkPlainMemo(b *testing.B) {
 			}
 		}
 	})
+	// A fleet's texts are distinct: 45k (a 100k run's titles, summaries,
+	// descriptions and evidence at 10 % faults), met once each a round.
+	fleet := make([]string, 45_000)
+	for i := range fleet {
+		fleet[i] = "vm app-" + strconv.Itoa(i) + " (vm/" + strconv.Itoa(i) + ") disk at 93% above 90% for 15m0s on node pve1"
+	}
+	b.Run("memo-fleet", func(b *testing.B) {
+		m := NewPlainMemo()
+		for _, s := range fleet {
+			m.SafeText(s, 512)
+		}
+		for b.Loop() {
+			m.Round()
+			for _, s := range fleet {
+				m.SafeText(s, 512)
+			}
+		}
+	})
+}
+
+// TestPlainMemoForgetsOldRounds: the memo's table holds the texts of
+// this round and the last, no older one. The attacks: a round that
+// forgets nothing (the table grows run after run), and a text met again
+// that is not kept for the next round.
+func TestPlainMemoForgetsOldRounds(t *testing.T) {
+	m := NewPlainMemo()
+	remembers := func(s string) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		_, ok := m.met[[2]uint64{maphash.String(m.seeds[0], s), maphash.String(m.seeds[1], s)}]
+		return ok
+	}
+	m.SafeText("disk at 93%", 64)
+	m.SafeText("memory at 95%", 64)
+	m.Round()
+	m.SafeText("disk at 93%", 64) // met again
+	m.Round()
+	got := []bool{remembers("disk at 93%"), remembers("memory at 95%"), len(m.met) == 1}
+	if want := []bool{true, false, true}; !slices.Equal(got, want) {
+		t.Fatalf("two rounds on: remembers the text met again, the one met once, only one: %v, want %v (%d entries)", got, want, len(m.met))
+	}
+	m.Round()
+	if len(m.met) != 0 || remembers("disk at 93%") {
+		t.Fatalf("a round with no text met: %d entries remembered, want 0", len(m.met))
+	}
 }
