@@ -91,7 +91,7 @@ func safeSignalsParallel(sigs []signals.Signal, plain *prompt.PlainMemo) {
 func observationsFor(sigs []signals.Signal, plain *prompt.PlainMemo) []findings.Observation {
 	obs := make([]findings.Observation, len(sigs))
 	shares.Each(len(sigs), minShare, func(lo, hi int) {
-		m := safeMemo{plain: plain}
+		m := safeMemo{plain: plain, buf: new([]byte)}
 		for i := lo; i < hi; i++ {
 			obs[i] = m.observationFor(&sigs[i])
 		}
@@ -108,7 +108,11 @@ func safeSignal(s *signals.Signal, memo safeMemo) {
 	for k, v := range s.Evidence {
 		switch x := v.(type) {
 		case string:
-			s.Evidence[k] = memo.text(x, signals.MaxErrorRunes)
+			// Most evidence text is safe as it is: only a changed text is
+			// stored again (a string stored in an any is a new box).
+			if safe := memo.text(x, signals.MaxErrorRunes); safe != x {
+				s.Evidence[k] = safe
+			}
 		case []string:
 			safe := make([]string, len(x))
 			for j := range x {
@@ -131,11 +135,12 @@ func safeSignal(s *signals.Signal, memo safeMemo) {
 type safeMemo struct {
 	seen  map[safeKey]prompt.Text
 	plain *prompt.PlainMemo
+	buf   *[]byte // room to write the evidence text in (nil: none)
 }
 
 // newSafeMemo is an empty memo over plain (nil: none).
 func newSafeMemo(plain *prompt.PlainMemo) safeMemo {
-	return safeMemo{seen: map[safeKey]prompt.Text{}, plain: plain}
+	return safeMemo{seen: map[safeKey]prompt.Text{}, plain: plain, buf: new([]byte)}
 }
 
 type safeKey struct {
@@ -217,21 +222,34 @@ func (m safeMemo) observationFor(s *signals.Signal) findings.Observation {
 		Key: string(s.Type), ResourceID: s.ResourceID, ResourceKind: string(s.ResourceKind), ResourceName: m.safeName(s.ResourceName),
 		Category: findings.Category(s.Category), Severity: findings.Severity(s.Severity), Source: findings.SourceDeterministic,
 		Title: m.plain.Remembered(titleFor(s.Type, name), maxTitleRunes), Description: m.plain.Remembered(s.Summary, maxSummaryRunes),
-		Recommendation: m.safe(recommendations[s.Type], maxSummaryRunes), Evidence: m.plain.Remembered(evidenceText(s), maxEvidenceRunes),
+		Recommendation: m.safe(recommendations[s.Type], maxSummaryRunes), Evidence: m.plain.Remembered(m.evidenceText(s), maxEvidenceRunes),
 	}
+}
+
+// evidenceText is evidenceText, written in the memo's room.
+func (m safeMemo) evidenceText(s *signals.Signal) string {
+	if m.buf == nil {
+		return evidenceText(s)
+	}
+	*m.buf = appendEvidenceText((*m.buf)[:0], s)
+	return string(*m.buf)
 }
 
 // evidenceText renders structured evidence as stable "k=v" pairs, each
 // value as json.Marshal writes it (appendEvidence writes the common
 // values itself).
 func evidenceText(s *signals.Signal) string {
+	return string(appendEvidenceText(make([]byte, 0, 24*len(s.Evidence)), s))
+}
+
+// appendEvidenceText appends evidenceText(s) to b.
+func appendEvidenceText(b []byte, s *signals.Signal) []byte {
 	var keys [8]string
 	ks := keys[:0]
 	for k := range s.Evidence {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
-	b := make([]byte, 0, 24*len(ks))
 	for i, k := range ks {
 		if i > 0 {
 			b = append(b, ' ')
@@ -240,7 +258,7 @@ func evidenceText(s *signals.Signal) string {
 		b = append(b, '=')
 		b = appendEvidence(b, s.Evidence[k])
 	}
-	return string(b)
+	return b
 }
 
 // appendEvidence appends v as json.Marshal encodes it: the kinds

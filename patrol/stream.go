@@ -2,6 +2,7 @@ package patrol
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -89,6 +90,7 @@ func (s *detectStream) kept(h snapshot.Handed) {
 func (s *detectStream) consume() {
 	defer close(s.done)
 	memo := newSafeMemo(s.plain)
+	var room []signals.Signal // detectSafe's
 	for p := range s.in {
 		if p.off == 0 { // a (later) array replaces what came before
 			s.parts, s.broken, s.decoding = s.parts[:0], false, p.decoding
@@ -96,7 +98,7 @@ func (s *detectStream) consume() {
 		} else if p.decoding != s.decoding { // another decoding's, mid-array: no guess at all
 			s.broken = true
 		}
-		p.sigs = detectSafe(p.rs, p.takenAt, s.th, s.active, memo)
+		p.sigs, room = detectSafe(room, p.rs, p.takenAt, s.th, s.active, memo)
 		p.obs = make([]findings.Observation, len(p.sigs))
 		i := 0 // the next signal; signals are in resource order
 		for j := range p.rs {
@@ -104,15 +106,18 @@ func (s *detectStream) consume() {
 			lo := i
 			for ; i < len(p.sigs) && p.sigs[i].ResourceID == r.ID; i++ {
 				p.obs[i] = memo.observation(&p.sigs[i], r)
-				s.asked[r.ID] = true
 			}
+			asked := i > lo // a resource with signals, or a candidate, is asked about
 			if probe.Candidate(r) {
 				p.cands = append(p.cands, candidate{j: j, lo: lo, hi: i})
+				asked = true
+			}
+			if asked {
 				s.asked[r.ID] = true
+			} else if !s.asked[r.ID] {
+				continue
 			}
-			if s.asked[r.ID] {
-				s.at[r.ID] = p.off + j
-			}
+			s.at[r.ID] = p.off + j
 		}
 		if i < len(p.sigs) { // a signal of no resource of this batch: no guess at all
 			s.broken = true
@@ -174,7 +179,11 @@ func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, pr
 	out.obs = make([]findings.Observation, 0, sigs)
 	partly, refile := false, false
 	memo := newSafeMemo(s.plain)
-	again := func(rs []snapshot.Resource) []signals.Signal { return detectSafe(rs, snap.TakenAt, s.th, active, memo) }
+	var room []signals.Signal
+	again := func(rs []snapshot.Resource) (sigs []signals.Signal) {
+		sigs, room = detectSafe(room, rs, snap.TakenAt, s.th, active, memo)
+		return sigs
+	}
 	for i := range s.parts {
 		p := &s.parts[i]
 		rs := snap.Resources[p.off : p.off+p.n]
@@ -217,9 +226,14 @@ func (s *detectStream) result(snap *snapshot.Snapshot, active signals.Active, pr
 	return out, use
 }
 
-// detectSafe detects rs (taken at takenAt) and neutralises the signals.
-func detectSafe(rs []snapshot.Resource, takenAt time.Time, th signals.Thresholds, active signals.Active, memo safeMemo) []signals.Signal {
-	sigs := signals.DetectResources(rs, takenAt, th, active)
+// detectSafe detects rs (taken at takenAt) and neutralises the signals,
+// in a new slice of just their number. It detects in room, whose
+// elements it overwrites, and hands room back (grown to fit).
+// A batch's signals are a slice of their own, so no batch holds another's
+// room; and room is not grown from a guess per batch.
+func detectSafe(room []signals.Signal, rs []snapshot.Resource, takenAt time.Time, th signals.Thresholds, active signals.Active, memo safeMemo) (sigs, grown []signals.Signal) {
+	room = signals.AppendResources(room[:0], rs, takenAt, th, active)
+	sigs = slices.Clone(room)
 	safeSignals(sigs, memo)
-	return sigs
+	return sigs, room
 }

@@ -3,8 +3,9 @@
 a daemon gives back after each run, the one-shot run's report (text
 counts, JSON printed as the indenting encoder would) and the usage
 history a run touches (only due points written, only ready series read),
-the run's memo of sanitised text (what prompt.Safe would give) and the
-binary's pages given back after a run (only its read-only, uncopied
+the run's memo of sanitised text (what prompt.Safe would give), the
+detection stream's batches (each its own signals; only the resources
+the run asks about indexed) and the binary's pages given back after a run (only its read-only, uncopied
 mappings).
 Apply each mutation below (one rule removed) in turn, run the tests that
 guard it, and report whether they fail. Restores every file.
@@ -150,6 +151,24 @@ MUTATIONS += [
 MUTATIONS += [
     ("safe-memo-keys-the-cap", "patrol/filing.go",
      "\tk := safeKey{s, maxRunes}\n", "\tk := safeKey{s, 0}\n",
+     ["./patrol", "-run", "TestMemoObservationIsTheSafeBuild"]),
+    ("safe-evidence-text-stored", "patrol/filing.go",
+     "if safe := memo.text(x, signals.MaxErrorRunes); safe != x {", "if safe := memo.text(x, signals.MaxErrorRunes); safe == x {",
+     ["./patrol", "-run", "TestSafeSignalsParallelIsSafeSignals|TestMemoObservationIsTheSafeBuild|TestGoldenRunReports"]),
+    ("stream-batch-owns-its-signals", "patrol/stream.go",
+     "\tsigs = slices.Clone(room)\n", "\tsigs = slices.Clip(room)\n",
+     ["./patrol", "-run", "TestStreamIsDetection|TestStreamBatchesAreTheDetection|TestGoldenRunReports"]),
+    ("stream-indexes-signalled", "patrol/stream.go",
+     "\t\t\tasked := i > lo // a resource", "\t\t\tasked := false && i > lo // a resource",
+     ["./patrol", "-run", "TestStreamIndexesWhatTheRunAsks"]),
+    ("stream-indexes-active", "patrol/stream.go",
+     "\t\t} else if !s.asked[r.ID] {\n", "\t\t} else {\n",
+     ["./patrol", "-run", "TestStreamIndexesWhatTheRunAsks"]),
+    ("stream-indexes-candidates", "patrol/stream.go",
+     "\t\t\t\tasked = true\n", "\t\t\t\tasked = asked\n",
+     ["./patrol", "-run", "TestStreamIndexesWhatTheRunAsks"]),
+    ("memo-evidence-text-is-evidence-text", "patrol/filing.go",
+     "\t*m.buf = appendEvidenceText((*m.buf)[:0], s)\n", "\t*m.buf = appendEvidenceText((*m.buf)[:1], s)\n",
      ["./patrol", "-run", "TestMemoObservationIsTheSafeBuild"]),
     ("safe-memo-node-is-safe", "patrol/filing.go",
      "\to.ResourceNode = m.safeName(nodeOf(r))\n", "\to.ResourceNode = m.safe(nodeOf(r), 1<<16)\n",

@@ -36,7 +36,7 @@ MUTATIONS = [
     # Detection while the snapshot decodes (patrol/stream.go) is used only
     # where it is what detecting the decoded snapshot gives.
     ("stream-safe-signal-text", "patrol/stream.go",
-     "\tsafeSignals(sigs, memo)\n\treturn sigs\n", "\treturn sigs\n", ["./patrol", "-run", "TestGoldenRunReports"]),
+     "\tsafeSignals(sigs, memo)\n\treturn sigs, room\n", "\treturn sigs, room\n", ["./patrol", "-run", "TestGoldenRunReports"]),
     ("stream-hysteresis-after-collection", "patrol/stream.go",
      "!maps.Equal(active, s.active)", "!maps.Equal(active, active)",
      ["./patrol", "-run", "TestStreamSeesALateResolve"]),

@@ -41,7 +41,9 @@ type UsageSample struct {
 // storage usage_percent and guest disk_percent (the sustained value when
 // the snapshot has one), of resources whose metrics are not stale.
 func UsageSamples(rs []snapshot.Resource) []UsageSample {
-	var out []UsageSample
+	// Most of a fleet is guests and storage: room for all at once, not
+	// a slice grown a dozen times over.
+	out := make([]UsageSample, 0, len(rs))
 	for i := range rs {
 		r := &rs[i]
 		m := ForecastMetric(r)

@@ -127,7 +127,12 @@ const minDetectShare = 4096
 func DetectResources(rs []snapshot.Resource, takenAt time.Time, th Thresholds, active Active) []Signal {
 	// Sized for a fleet with a few percent of its resources signalling;
 	// a worse day grows the slice.
-	out := make([]Signal, 0, len(rs)/32)
+	return AppendResources(make([]Signal, 0, len(rs)/32), rs, takenAt, th, active)
+}
+
+// AppendResources is DetectResources appending to out: a caller
+// detecting batch after batch reuses one slice as room to detect in.
+func AppendResources(out []Signal, rs []snapshot.Resource, takenAt time.Time, th Thresholds, active Active) []Signal {
 	for i := range rs {
 		r := &rs[i]
 		out = detectResource(out, r, th.Resolve(r), active, takenAt)
