@@ -8,6 +8,7 @@ The loop is scripts/mutations.py (a stale mutation fails the script)."""
 from mutations import run
 
 CACHE_TESTS = ["./store", "-run", "TestActiveCache"]
+RARE = ["./store", "-run", "TestRareColumnsReadBack"]
 MIGRATION = "migrations/00012_steady_runs.sql"
 
 
@@ -54,6 +55,13 @@ MUTATIONS = [
      "\t\tst = activeState{byID: make(map[string]findings.Finding, len(read))}",
      "\t\tst = activeState{byID: make(map[string]findings.Finding, len(read)), order: st.order}",
      ["./store", "-run", "TestActiveKeysSeeAnotherProcessesSwap"]),
+    # A read packs the rare columns (NULL when all hold their default).
+    ("rare-default-per-column", "store/rows.go",
+     '{"resolve_note", "= \'\'"}', '{"resolve_note", "= resolve_note"}', RARE),
+    ("rare-packs-bytes", "store/rows.go",
+     '"octet_length("+v+")', '"length("+v+")', RARE),
+    ("rare-flags-strict", "store/rows.go",
+     '\t\tcase "1":\n', '\t\tcase "1", "2":\n', RARE),
 ]
 
 if __name__ == "__main__":

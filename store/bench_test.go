@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -52,5 +53,23 @@ func BenchmarkCommitRun(b *testing.B) {
 				commit(b, st, at.Add(time.Duration(i+1)*time.Hour), true, obs...)
 			}
 		})
+	}
+}
+
+// BenchmarkActiveKeysCold is a fresh process's read of 11k active
+// findings (ActiveKeys keeping nothing: every row read whole, as
+// `patrold run` does before detecting).
+func BenchmarkActiveKeysCold(b *testing.B) {
+	obs := make([]findings.Observation, 11_000)
+	for i := range obs {
+		obs[i] = fobs(fmt.Sprintf("vm/%d", i), "high_cpu", "warning", fmt.Sprintf("cpu_percent_avg %d.5 over 900 s", 80+i%20))
+	}
+	st := openStore(b)
+	commit(b, st, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), true, obs...)
+	for b.Loop() {
+		st.DropActiveCache()
+		if keys, err := st.ActiveKeys(context.Background()); err != nil || len(keys) != len(obs) {
+			b.Fatalf("%d keys, %v", len(keys), err)
+		}
 	}
 }

@@ -73,3 +73,9 @@ func (s *Store) DropUsageKept() { s.usage.take() }
 // UsageReads is how many times RecordUsage read the newest points of its
 // samples from the database.
 func (s *Store) UsageReads() int64 { return s.usage.reads.Load() }
+
+// UnpackRare splits a read's packed rare columns, for its fuzz test.
+var UnpackRare = unpackRare
+
+// RareColumns is how many columns a read packs.
+var RareColumns = len(rareColumns)

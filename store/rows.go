@@ -53,29 +53,118 @@ var upsertSQL, upsertSeenSQL = func() (string, string) {
 		ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, last_run_id = excluded.last_run_id, times_raised = excluded.times_raised`
 }()
 
+// rareColumns hold their default in nearly every finding (every active
+// one that no operator or investigation touched): the resolution, the
+// operator's actions, the investigation bookkeeping. A read takes them
+// packed in one column (findingSelect), NULL when every one holds its
+// default, so the common row crosses from SQLite in half the columns.
+// Each is given with the test of its default.
+var rareColumns = []struct{ name, isDefault string }{
+	{"resolved_at", "IS NULL"}, {"resolve_reason", "= ''"}, {"resolve_note", "= ''"}, {"regression_count", "= 0"},
+	{"acknowledged_at", "IS NULL"}, {"snoozed_until", "IS NULL"}, {"dismissed_reason", "= ''"}, {"dismissed_at", "IS NULL"},
+	{"suppressed", "= 0"}, {"seen_while_suppressed", "= 0"}, {"investigation_attempts", "= 0"},
+	{"investigation_status", "= ''"}, {"investigation_started_at", "IS NULL"}, {"last_investigation_at", "IS NULL"},
+	{"last_outcome", "= ''"}, {"investigation_session_id", "= ''"}, {"fix_summary", "= ''"},
+	{"previous_fix_summary", "= ''"}, {"flapping", "= 0"}, {"silenced", "= 0"}, {"investigation_attempt", "= 0"},
+}
+
+// findingSelect is what a read selects: findingColumns without the rare
+// ones, in their order, then the rare ones packed: NULL when all hold
+// their default, else each one's text (NULL as empty) as "length:text",
+// one after another in rareColumns' order (unpackRare).
+var findingSelect = func() string {
+	rare := map[string]bool{}
+	var isDefault, packed []string
+	for _, c := range rareColumns {
+		rare[c.name] = true
+		isDefault = append(isDefault, c.name+" "+c.isDefault)
+		v := "coalesce(CAST(" + c.name + " AS TEXT), '')"
+		packed = append(packed, "octet_length("+v+") || ':' || "+v)
+	}
+	var cols []string
+	for _, c := range strings.Split(findingColumns, ",") {
+		if c = strings.TrimSpace(c); !rare[c] {
+			cols = append(cols, c)
+		}
+	}
+	return strings.Join(cols, ", ") + ", CASE WHEN " + strings.Join(isDefault, " AND ") +
+		" THEN NULL ELSE " + strings.Join(packed, " || ") + " END"
+}()
+
 type scanner interface{ Scan(dest ...any) error }
 
+// scanFinding scans a row of findingSelect.
 func scanFinding(sc scanner) (findings.Finding, error) {
 	var f findings.Finding
 	var detected, lastSeen, transitions, tags string
-	var resolved, acked, snoozed, dismissed, invStarted, lastInv, lastPub sql.NullString
+	var lastPub, rare sql.NullString
 	err := sc.Scan(&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName, &f.Category, &f.Severity, &f.Source,
-		&f.Title, &f.Description, &f.Recommendation, &f.Evidence, &f.Status, &detected, &lastSeen, &resolved,
-		&f.ResolveReason, &f.ResolveNote, &f.TimesRaised, &f.RegressionCount, &f.LastRunID, &acked,
-		&snoozed, &f.DismissedReason, &dismissed, &f.Suppressed, &f.SeenWhileSuppressed,
-		&f.Attempts, &f.InvestigationStatus, &invStarted, &lastInv,
-		&f.LastOutcome, &f.InvestigationSession, &f.FixSummary, &f.PreviousFixSummary, &lastPub,
-		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced, &f.Attempt, &f.ResourceNode, &f.InhibitedBy)
+		&f.Title, &f.Description, &f.Recommendation, &f.Evidence, &f.Status, &detected, &lastSeen,
+		&f.TimesRaised, &f.LastRunID, &lastPub,
+		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &tags, &f.ResourceNode, &f.InhibitedBy, &rare)
 	if err != nil {
 		return f, err
 	}
 	f.DetectedAt, f.LastSeenAt = parseTime(detected), parseTime(lastSeen)
-	f.ResolvedAt, f.AcknowledgedAt, f.SnoozedUntil = parseTimePtr(resolved), parseTimePtr(acked), parseTimePtr(snoozed)
-	f.DismissedAt, f.InvestigationStarted, f.LastInvestigationAt = parseTimePtr(dismissed), parseTimePtr(invStarted), parseTimePtr(lastInv)
 	f.LastPublishedAt = parseTimePtr(lastPub)
 	f.Transitions = parseTransitions(transitions)
 	f.ResourceTags = decodeTags(tags)
+	if rare.Valid {
+		if err := scanRare(&f, rare.String); err != nil {
+			return f, fmt.Errorf("finding %s: %w", f.ID, err)
+		}
+	}
 	return f, nil
+}
+
+// scanRare sets f's rare columns (rareColumns) from their packed text.
+func scanRare(f *findings.Finding, packed string) error {
+	v, err := unpackRare(packed)
+	if err != nil {
+		return err
+	}
+	var ints [4]int
+	for i, c := range []int{3, 9, 10, 20} {
+		if ints[i], err = strconv.Atoi(v[c]); err != nil {
+			return fmt.Errorf("column %s: %q is not an integer", rareColumns[c].name, v[c])
+		}
+	}
+	var flags [3]bool
+	for i, c := range []int{8, 18, 19} {
+		switch v[c] {
+		case "0":
+		case "1":
+			flags[i] = true
+		default:
+			return fmt.Errorf("column %s: %q is not a boolean", rareColumns[c].name, v[c])
+		}
+	}
+	t := func(i int) *time.Time { return parseTimePtr(sql.NullString{String: v[i], Valid: true}) }
+	f.ResolvedAt, f.ResolveReason, f.ResolveNote, f.RegressionCount = t(0), v[1], v[2], ints[0]
+	f.AcknowledgedAt, f.SnoozedUntil, f.DismissedReason, f.DismissedAt = t(4), t(5), v[6], t(7)
+	f.Suppressed, f.SeenWhileSuppressed, f.Attempts = flags[0], ints[1], ints[2]
+	f.InvestigationStatus, f.InvestigationStarted, f.LastInvestigationAt = v[11], t(12), t(13)
+	f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary = v[14], v[15], v[16], v[17]
+	f.Flapping, f.Silenced, f.Attempt = flags[1], flags[2], ints[3]
+	return nil
+}
+
+// unpackRare splits the packed rare columns: each "length:text", one
+// per rareColumns entry.
+func unpackRare(s string) ([]string, error) {
+	out := make([]string, len(rareColumns))
+	for i := range out {
+		n, rest, ok := strings.Cut(s, ":")
+		size, err := strconv.Atoi(n)
+		if !ok || err != nil || size < 0 || size > len(rest) {
+			return nil, fmt.Errorf("packed column %s: not a length and its text", rareColumns[i].name)
+		}
+		out[i], s = rest[:size], rest[size:]
+	}
+	if s != "" {
+		return nil, fmt.Errorf("packed columns: %d bytes past the last", len(s))
+	}
+	return out, nil
 }
 
 // decodeTags reads the stored resource_tags column: a JSON array of
@@ -162,7 +251,7 @@ func queryFindings(ctx context.Context, q querier, where string, args ...any) ([
 // up front: a Finding is large, and growing the slice row by row copies
 // every finding read so far, again and again.
 func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]findings.Finding, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM "+findingsFrom+" "+where, args...)
+	rows, err := q.QueryContext(ctx, "SELECT "+findingSelect+" FROM "+findingsFrom+" "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query findings: %w", err)
 	}
@@ -182,7 +271,7 @@ func queryFindingsSized(ctx context.Context, q querier, size int, where string, 
 }
 
 func getFinding(ctx context.Context, q querier, id string) (findings.Finding, error) {
-	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingColumns+" FROM "+findingsFrom+" WHERE id = ?", id))
+	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingSelect+" FROM "+findingsFrom+" WHERE id = ?", id))
 	if err == sql.ErrNoRows {
 		return f, fmt.Errorf("finding %s: %w", id, findings.ErrNotFound)
 	}

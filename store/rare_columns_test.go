@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/store"
+)
+
+// TestRareColumnsReadBack: a read takes the columns that hold their
+// default in nearly every row packed in one (NULL when all do). Each of
+// them set alone, then all together, reads back as it was written, by Get
+// and by List: a default test that is wrong for one column, or a packing
+// that a text of digits and colons confuses, loses it.
+func TestRareColumnsReadBack(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 500_000_000, time.UTC)
+	tp := func(d time.Duration) *time.Time { v := at.Add(d); return &v }
+	ts := func(d time.Duration) string { return at.Add(d).Format(time.RFC3339Nano) }
+	note := "12:3 \"a:b\" 4:x ünïcode\nnext"
+	cases := []struct {
+		col string
+		val any
+		set func(f *findings.Finding)
+	}{
+		{"resolved_at", ts(time.Hour), func(f *findings.Finding) { f.ResolvedAt = tp(time.Hour) }},
+		{"resolve_reason", "condition_cleared", func(f *findings.Finding) { f.ResolveReason = "condition_cleared" }},
+		{"resolve_note", note, func(f *findings.Finding) { f.ResolveNote = note }},
+		{"regression_count", 3, func(f *findings.Finding) { f.RegressionCount = 3 }},
+		{"acknowledged_at", ts(2 * time.Hour), func(f *findings.Finding) { f.AcknowledgedAt = tp(2 * time.Hour) }},
+		{"snoozed_until", ts(3 * time.Hour), func(f *findings.Finding) { f.SnoozedUntil = tp(3 * time.Hour) }},
+		{"dismissed_reason", "will_fix_later", func(f *findings.Finding) { f.DismissedReason = "will_fix_later" }},
+		{"dismissed_at", ts(4 * time.Hour), func(f *findings.Finding) { f.DismissedAt = tp(4 * time.Hour) }},
+		{"suppressed", 1, func(f *findings.Finding) { f.Suppressed = true }},
+		{"seen_while_suppressed", 12, func(f *findings.Finding) { f.SeenWhileSuppressed = 12 }},
+		{"investigation_attempts", 2, func(f *findings.Finding) { f.Attempts = 2 }},
+		{"investigation_status", "running", func(f *findings.Finding) { f.InvestigationStatus = "running" }},
+		{"investigation_started_at", ts(5 * time.Hour), func(f *findings.Finding) { f.InvestigationStarted = tp(5 * time.Hour) }},
+		{"last_investigation_at", ts(6 * time.Hour), func(f *findings.Finding) { f.LastInvestigationAt = tp(6 * time.Hour) }},
+		{"last_outcome", "fixed", func(f *findings.Finding) { f.LastOutcome = "fixed" }},
+		{"investigation_session_id", "sess-1", func(f *findings.Finding) { f.InvestigationSession = "sess-1" }},
+		{"fix_summary", "restarted: 2:ok", func(f *findings.Finding) { f.FixSummary = "restarted: 2:ok" }},
+		{"previous_fix_summary", "rebooted", func(f *findings.Finding) { f.PreviousFixSummary = "rebooted" }},
+		{"flapping", 1, func(f *findings.Finding) { f.Flapping = true }},
+		{"silenced", 1, func(f *findings.Finding) { f.Silenced = true }},
+		{"investigation_attempt", 4, func(f *findings.Finding) { f.Attempt = 4 }},
+	}
+	if len(cases) != store.RareColumns {
+		t.Fatalf("%d cases for %d packed columns", len(cases), store.RareColumns)
+	}
+	base := func(resource string) findings.Finding {
+		t.Helper()
+		ch := commit(t, st, at, false, fobs(resource, "high_cpu", findings.SeverityWarning, "CPU is high"))
+		f, err := st.Get(ctx, ch[0].Finding.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	check := func(name string, want findings.Finding) {
+		t.Helper()
+		got, err := st.Get(ctx, want.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Get\n%+v\nwant\n%+v", name, got, want)
+		}
+		all, err := st.List(ctx, findings.ListFilter{Status: "all"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			if f.ID == want.ID && !reflect.DeepEqual(f, want) {
+				t.Errorf("%s: List\n%+v\nwant\n%+v", name, f, want)
+			}
+		}
+	}
+	every := base("node/all")
+	for i, c := range cases {
+		want := base(fmt.Sprintf("node/%d", i))
+		if _, err := st.DB().Exec("UPDATE findings SET "+c.col+" = ? WHERE id = ?", c.val, want.ID); err != nil {
+			t.Fatal(err)
+		}
+		c.set(&want)
+		check(c.col, want)
+		if _, err := st.DB().Exec("UPDATE findings SET "+c.col+" = ? WHERE id = ?", c.val, every.ID); err != nil {
+			t.Fatal(err)
+		}
+		c.set(&every)
+	}
+	check("every column", every)
+	// A stored flag that is not 0 or 1 is refused, naming its column.
+	bad := base("node/bad")
+	if _, err := st.DB().Exec("UPDATE findings SET suppressed = 2 WHERE id = ?", bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, bad.ID); err == nil || !strings.Contains(err.Error(), `column suppressed: "2" is not a boolean`) {
+		t.Errorf("a flag of 2: %v", err)
+	}
+}
+
+// FuzzUnpackRare: any text either splits into the packed columns or is
+// refused; what the read's packing makes splits back whole.
+func FuzzUnpackRare(f *testing.F) {
+	f.Add("a:b", "", "12:3 4:x")
+	f.Add("", "0:", "9:")
+	f.Fuzz(func(t *testing.T, a, b, raw string) {
+		if out, err := store.UnpackRare(raw); err == nil && len(out) != store.RareColumns {
+			t.Fatalf("%q: %d columns", raw, len(out))
+		}
+		vals := make([]string, store.RareColumns)
+		var packed strings.Builder
+		for i := range vals {
+			vals[i] = []string{a, b}[i%2]
+			packed.WriteString(strconv.Itoa(len(vals[i])) + ":" + vals[i])
+		}
+		out, err := store.UnpackRare(packed.String())
+		if err != nil || !reflect.DeepEqual(out, vals) {
+			t.Fatalf("packed %q: %q, %v", packed.String(), out, err)
+		}
+		if _, err := store.UnpackRare(packed.String() + "x"); err == nil {
+			t.Fatalf("a byte past the last column was accepted")
+		}
+	})
+}
