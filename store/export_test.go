@@ -75,7 +75,17 @@ func (s *Store) DropUsageKept() { s.usage.take() }
 func (s *Store) UsageReads() int64 { return s.usage.reads.Load() }
 
 // UnpackRare splits a read's packed rare columns, for its fuzz test.
-var UnpackRare = unpackRare
+func UnpackRare(s string) ([]string, error) {
+	out := make([]string, len(rareNames))
+	dst := make([]*string, len(out))
+	for i := range out {
+		dst[i] = &out[i]
+	}
+	if err := unpackColumns(s, rareNames, dst); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // RareColumns is how many columns a read packs.
 var RareColumns = len(rareColumns)

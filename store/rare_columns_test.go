@@ -55,12 +55,17 @@ func TestRareColumnsReadBack(t *testing.T) {
 	if len(cases) != store.RareColumns {
 		t.Fatalf("%d cases for %d packed columns", len(cases), store.RareColumns)
 	}
+	// The others are packed too: a text of digits and colons in them, as
+	// the run filed it.
 	base := func(resource string) findings.Finding {
 		t.Helper()
-		ch := commit(t, st, at, false, fobs(resource, "high_cpu", findings.SeverityWarning, "CPU is high"))
+		ch := commit(t, st, at, false, fobs(resource, "high_cpu", findings.SeverityWarning, note))
 		f, err := st.Get(ctx, ch[0].Finding.ID)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if filed := ch[0].Finding; f.Title != filed.Title || f.Evidence != filed.Evidence || f.ResourceID != resource || f.TimesRaised != 1 {
+			t.Fatalf("read back %+v\nfiled %+v", f, filed)
 		}
 		return f
 	}

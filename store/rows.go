@@ -56,9 +56,8 @@ var upsertSQL, upsertSeenSQL = func() (string, string) {
 // rareColumns hold their default in nearly every finding (every active
 // one that no operator or investigation touched): the resolution, the
 // operator's actions, the investigation bookkeeping. A read takes them
-// packed in one column (findingSelect), NULL when every one holds its
-// default, so the common row crosses from SQLite in half the columns.
-// Each is given with the test of its default.
+// apart from the others (findingSelect), as NULL when every one holds
+// its default. Each is given with the test of its default.
 var rareColumns = []struct{ name, isDefault string }{
 	{"resolved_at", "IS NULL"}, {"resolve_reason", "= ''"}, {"resolve_note", "= ''"}, {"regression_count", "= 0"},
 	{"acknowledged_at", "IS NULL"}, {"snoozed_until", "IS NULL"}, {"dismissed_reason", "= ''"}, {"dismissed_at", "IS NULL"},
@@ -68,45 +67,73 @@ var rareColumns = []struct{ name, isDefault string }{
 	{"previous_fix_summary", "= ''"}, {"flapping", "= 0"}, {"silenced", "= 0"}, {"investigation_attempt", "= 0"},
 }
 
-// findingSelect is what a read selects: findingColumns without the rare
-// ones, in their order, then the rare ones packed: NULL when all hold
-// their default, else each one's text (NULL as empty) as "length:text",
-// one after another in rareColumns' order (unpackRare).
-var findingSelect = func() string {
+// hotColumns are findingColumns without the rare ones, in their order.
+var hotColumns = func() []string {
 	rare := map[string]bool{}
-	var isDefault, packed []string
 	for _, c := range rareColumns {
 		rare[c.name] = true
-		isDefault = append(isDefault, c.name+" "+c.isDefault)
-		v := "coalesce(CAST(" + c.name + " AS TEXT), '')"
-		packed = append(packed, "octet_length("+v+") || ':' || "+v)
 	}
-	var cols []string
+	var out []string
 	for _, c := range strings.Split(findingColumns, ",") {
 		if c = strings.TrimSpace(c); !rare[c] {
-			cols = append(cols, c)
+			out = append(out, c)
 		}
 	}
-	return strings.Join(cols, ", ") + ", CASE WHEN " + strings.Join(isDefault, " AND ") +
-		" THEN NULL ELSE " + strings.Join(packed, " || ") + " END"
+	return out
 }()
+
+// findingSelect is what a read selects, in two columns, each a packing
+// (packColumns) of findingColumns: the hot ones, then the rare ones, or
+// NULL when every rare one holds its default. A row crosses from SQLite
+// as two values instead of one a column.
+var findingSelect = func() string {
+	var isDefault, rare []string
+	for _, c := range rareColumns {
+		isDefault = append(isDefault, c.name+" "+c.isDefault)
+		rare = append(rare, c.name)
+	}
+	return packColumns(hotColumns) + ", CASE WHEN " + strings.Join(isDefault, " AND ") +
+		" THEN NULL ELSE " + packColumns(rare) + " END"
+}()
+
+// packColumns is the SQL of one text holding the columns: each one's text
+// (NULL as empty) as "length:text", in bytes, one after another.
+func packColumns(cols []string) string {
+	var parts []string
+	for _, c := range cols {
+		v := "coalesce(CAST(" + c + " AS TEXT), '')"
+		parts = append(parts, "octet_length("+v+")", "':'", v)
+	}
+	return "concat(" + strings.Join(parts, ", ") + ")"
+}
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanFinding scans a row of findingSelect.
+// scanFinding scans a row of findingSelect. Its strings share the row's
+// text: one allocation a row, not one a column.
 func scanFinding(sc scanner) (findings.Finding, error) {
 	var f findings.Finding
-	var detected, lastSeen, transitions, tags string
-	var lastPub, rare sql.NullString
-	err := sc.Scan(&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName, &f.Category, &f.Severity, &f.Source,
-		&f.Title, &f.Description, &f.Recommendation, &f.Evidence, &f.Status, &detected, &lastSeen,
-		&f.TimesRaised, &f.LastRunID, &lastPub,
-		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &tags, &f.ResourceNode, &f.InhibitedBy, &rare)
-	if err != nil {
+	var hot string
+	var rare sql.NullString
+	if err := sc.Scan(&hot, &rare); err != nil {
 		return f, err
 	}
+	var category, severity, source, status, detected, lastSeen, raised, lastPub, pubSeverity, transitions, tags string
+	// In hotColumns' order.
+	err := unpackColumns(hot, hotColumns, []*string{&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName,
+		&category, &severity, &source, &f.Title, &f.Description, &f.Recommendation, &f.Evidence, &status, &detected, &lastSeen,
+		&raised, &f.LastRunID, &lastPub, &pubSeverity, &f.LastPublishedEvent, &transitions, &tags,
+		&f.ResourceNode, &f.InhibitedBy})
+	if err != nil {
+		return f, fmt.Errorf("scan finding: %w", err)
+	}
+	f.Category, f.Severity, f.Source, f.Status = findings.Category(category), findings.Severity(severity), findings.Source(source), findings.Status(status)
+	f.LastPublishedSeverity = findings.Severity(pubSeverity)
+	if f.TimesRaised, err = strconv.Atoi(raised); err != nil {
+		return f, fmt.Errorf("finding %s: column times_raised: %q is not an integer", f.ID, raised)
+	}
 	f.DetectedAt, f.LastSeenAt = parseTime(detected), parseTime(lastSeen)
-	f.LastPublishedAt = parseTimePtr(lastPub)
+	f.LastPublishedAt = parseTimePtr(sql.NullString{String: lastPub, Valid: true})
 	f.Transitions = parseTransitions(transitions)
 	f.ResourceTags = decodeTags(tags)
 	if rare.Valid {
@@ -119,11 +146,16 @@ func scanFinding(sc scanner) (findings.Finding, error) {
 
 // scanRare sets f's rare columns (rareColumns) from their packed text.
 func scanRare(f *findings.Finding, packed string) error {
-	v, err := unpackRare(packed)
-	if err != nil {
+	v := make([]string, len(rareColumns))
+	dst := make([]*string, len(v))
+	for i := range v {
+		dst[i] = &v[i]
+	}
+	if err := unpackColumns(packed, rareNames, dst); err != nil {
 		return err
 	}
 	var ints [4]int
+	var err error
 	for i, c := range []int{3, 9, 10, 20} {
 		if ints[i], err = strconv.Atoi(v[c]); err != nil {
 			return fmt.Errorf("column %s: %q is not an integer", rareColumns[c].name, v[c])
@@ -149,22 +181,33 @@ func scanRare(f *findings.Finding, packed string) error {
 	return nil
 }
 
-// unpackRare splits the packed rare columns: each "length:text", one
-// per rareColumns entry.
-func unpackRare(s string) ([]string, error) {
+// rareNames are rareColumns' names.
+var rareNames = func() []string {
 	out := make([]string, len(rareColumns))
-	for i := range out {
+	for i, c := range rareColumns {
+		out[i] = c.name
+	}
+	return out
+}()
+
+// unpackColumns splits a packing of the columns names (packColumns) into
+// dst, one for each, as substrings of s.
+func unpackColumns(s string, names []string, dst []*string) error {
+	if len(dst) != len(names) {
+		return fmt.Errorf("%d destinations for %d packed columns", len(dst), len(names))
+	}
+	for i, name := range names {
 		n, rest, ok := strings.Cut(s, ":")
 		size, err := strconv.Atoi(n)
 		if !ok || err != nil || size < 0 || size > len(rest) {
-			return nil, fmt.Errorf("packed column %s: not a length and its text", rareColumns[i].name)
+			return fmt.Errorf("packed column %s: not a length and its text", name)
 		}
-		out[i], s = rest[:size], rest[size:]
+		*dst[i], s = rest[:size], rest[size:]
 	}
 	if s != "" {
-		return nil, fmt.Errorf("packed columns: %d bytes past the last", len(s))
+		return fmt.Errorf("packed columns: %d bytes past the last", len(s))
 	}
-	return out, nil
+	return nil
 }
 
 // decodeTags reads the stored resource_tags column: a JSON array of
