@@ -81,6 +81,9 @@ type Follower struct {
 	restart  context.CancelFunc // ends the consumer in use: Run starts another
 	// resubscribes counts the consumers ended for a stall.
 	resubscribes uint64
+	// consumerSince is when the consumer in use was subscribed; zero
+	// while none is (one is coming up). A stall is counted from it.
+	consumerSince time.Time
 	// applyErr: the last change could not be applied (a full disk, a
 	// read-only file); nil once one is.
 	applyErr error
@@ -242,6 +245,8 @@ func (f *Follower) follow(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
+	f.subscribed(time.Now())
+	defer f.subscribed(time.Time{})
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -400,7 +405,12 @@ func (f *Follower) watchStall(ctx context.Context) {
 		case since.IsZero():
 			since = now
 			continue
-		case now.Sub(since) < f.o.StallAfter:
+		}
+		// Nothing can be applied before a consumer is subscribed: the
+		// stall is counted from then. Ending one still coming up would
+		// start it over, again and again on a slow server.
+		sub := f.subscribedAt()
+		if sub.IsZero() || now.Sub(since) < f.o.StallAfter || now.Sub(sub) < f.o.StallAfter {
 			continue
 		}
 		if !stalled {
@@ -417,6 +427,18 @@ func (f *Follower) watchStall(ctx context.Context) {
 			restart()
 		}
 	}
+}
+
+func (f *Follower) subscribed(at time.Time) {
+	f.mu.Lock()
+	f.consumerSince = at
+	f.mu.Unlock()
+}
+
+func (f *Follower) subscribedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.consumerSince
 }
 
 // Resubscribes counts the consumers ended for a stall since the start.

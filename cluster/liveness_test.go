@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/cluster"
@@ -210,5 +212,52 @@ func TestReplicaThatCannotApplySaysSo(t *testing.T) {
 	})
 	if f, err := b.st.Get(ctx, fs[0].ID); err != nil || f.AcknowledgedAt == nil {
 		t.Fatalf("the acknowledgement on the standby: %+v %v", f, err)
+	}
+}
+
+// slowFirstConsumer is a JetStream whose first ordered consumer takes
+// delay to come up, as on a loaded server.
+type slowFirstConsumer struct {
+	jetstream.JetStream
+	delay time.Duration
+	calls atomic.Int32
+}
+
+func (s *slowFirstConsumer) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	if s.calls.Add(1) == 1 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(s.delay):
+		}
+	}
+	return s.JetStream.OrderedConsumer(ctx, stream, cfg)
+}
+
+// TestSlowFirstConsumerIsNoStall: a new standby, behind from its start,
+// whose first consumer takes twice the stall bound to come up, is not
+// stalled: nothing could be applied before it was subscribed. It logs no
+// stall, never re-subscribes (which would cancel the consumer coming up)
+// and catches up on that first consumer.
+func TestSlowFirstConsumerIsNoStall(t *testing.T) {
+	nodes := newNodes(t, "a", "b")
+	a, b := nodes[0], nodes[1]
+	replicate(t, 1, a)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	caughtUp(t, a, a.f)
+
+	js := &slowFirstConsumer{JetStream: b.b.JetStream(), delay: 2 * stall}
+	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: js, Stream: b.b.StreamName(), Prefix: b.b.Prefix(), Store: b.st,
+		Instance: b.name, Guard: b.b.Guard(), StallAfter: stall, Logger: slog.New(slog.NewTextHandler(&b.log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, f.Run)
+	caughtUp(t, a, f)
+	if n := strings.Count(b.log.String(), "state stream stalled"); n != 0 || f.Resubscribes() != 0 || js.calls.Load() != 1 {
+		t.Fatalf("stall logged %d times, %d re-subscribes, %d consumers; want none, none and one:\n%s",
+			n, f.Resubscribes(), js.calls.Load(), b.log.String())
 	}
 }
