@@ -7,16 +7,17 @@ import (
 	"github.com/patrold/patrold/snapshot/probe"
 )
 
-// parentsIn is the topology parents of a resource of the index, nil for
-// one it does not hold. nets are the unroutable networks of the guests
-// (unroutableNets), parents after the topology's.
-func parentsIn(byID *resourceIndex, nets map[string][]string) func(id string) []string {
+// parentsIn is the topology parents of a resource the run asked about,
+// nil for one the snapshot does not hold or the run did not ask about.
+// nets are the unroutable networks of the guests (unroutableNets),
+// parents after the topology's.
+func (x *resourceFacts) parentsIn(nets map[string][]string) func(id string) []string {
 	return func(id string) []string {
-		r := byID.indexed(id)
-		if r == nil {
+		r, ok := x.held[id]
+		if !ok || !x.asked[id] {
 			return nil
 		}
-		return append(topologyParents(r), nets[id]...)
+		return append(slices.Clip(r.parents), nets[id]...)
 	}
 }
 

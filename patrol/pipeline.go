@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -190,15 +191,23 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 			obs = append(obs, networkUnroutable(u))
 		}
 	}
+	// The rest of the run reads of the snapshot only the facts of the
+	// resources it asked about: without the model stages, the snapshot
+	// is garbage from here, and a daemon collects it before the commit.
+	facts := newResourceFacts(byID)
+	snap, byID, st.index = nil, nil, nil
+	if r.opts.CollectBeforeCommit && !withModel {
+		runtime.GC()
+	}
 	// An observation whose cause is a parent's observation of this run,
 	// over the snapshot's topology and the unroutable networks, is
 	// marked inhibited.
-	parents := parentsIn(byID, unroutableNets(rep.Probe))
+	parents := facts.parentsIn(unroutableNets(rep.Probe))
 	findings.Inhibit(obs, parents)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
-	check := checker(byID, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources), rep.Probe != nil)
+	check := checker(facts, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources), rep.Probe != nil)
 	in := findings.RunInput{
 		Observations: obs, Complete: complete, Reconcile: true, Check: check, Policy: set.Publish,
 		// A node offline holds its guests' findings this run cannot
@@ -479,7 +488,10 @@ func askedIDs(active []findings.Finding, sigs []signals.Signal) map[string]bool 
 // When a source of several failed, a resource absent from the snapshot
 // that it may cover (failed) keeps its finding open. A network's
 // finding clears in a run that probed (probed) and did not observe it.
-func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool, probed bool) func(f *findings.Finding) findings.Check {
+// A finding on a resource the run did not ask about (one activated by
+// another writer after the run read the active findings) is unknown:
+// this run's detection did not see it, and the next run judges it.
+func checker(facts *resourceFacts, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool, probed bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
 		if f.ResourceID == SourceResourceID || strings.HasPrefix(f.ResourceID, SourceResourceID+"/") {
 			// This run collected a snapshot; a source of several that
@@ -493,8 +505,11 @@ func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen ma
 			return findings.CheckUnknown
 		}
 		id := snapshot.CanonicalID(f.ResourceID)
-		res := byID.get(id)
-		if res == nil {
+		if !facts.asked[id] {
+			return findings.CheckUnknown
+		}
+		res, held := facts.held[id]
+		if !held {
 			if failed != nil && failed(id) {
 				return findings.CheckUnknown
 			}
@@ -507,7 +522,7 @@ func checker(byID *resourceIndex, detected map[signals.Key]bool, forecastSeen ma
 		if detected[signals.Key{Type: typ, ResourceID: id}] {
 			return findings.CheckDetected
 		}
-		if signals.Evaluated(res, typ) || (typ == signals.TypeCapacityForecast && forecastSeen[id]) {
+		if res.evaluated(typ) || (typ == signals.TypeCapacityForecast && forecastSeen[id]) {
 			return findings.CheckCleared
 		}
 		return findings.CheckUnknown

@@ -101,7 +101,7 @@ MUTATIONS = [
     ("inhibit-unroutable-network", "findings/inhibit.go",
      "{parent: KeyNetworkUnroutable, children", "{parent: \"none\", children", NETWORK),
     ("network-parent", "patrol/inhibit.go",
-     "return append(topologyParents(r), nets[id]...)", "return topologyParents(r)", NETWORK),
+     "return append(slices.Clip(r.parents), nets[id]...)", "return slices.Clip(r.parents)", NETWORK),
     ("network-finding-filed", "patrol/pipeline.go",
      "obs = append(obs, networkUnroutable(u))", "_ = u", NETWORK),
     ("network-finding-clears", "patrol/pipeline.go",

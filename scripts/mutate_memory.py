@@ -226,8 +226,9 @@ MUTATIONS += [
      ["./signals", "-run", "TestSeriesDigestSame"]),
 ]
 
-# The decoded snapshot's slice is sized from the file (snapshot/codec.go)
-# and the one-shot run's soft limit leaves room under its 2x goal.
+# The decoded snapshot's slice is sized from the file (snapshot/codec.go),
+# a run's snapshot is garbage at its commit (the daemon collects it
+# there) and the one-shot run's soft limit leaves room under its 2x goal.
 MUTATIONS += [
     ("decode-sizes-from-first", "snapshot/codec.go",
      "\t\tif size > 0 && len(resources) == sizeSample {\n", "\t\tif false {\n",
@@ -235,6 +236,15 @@ MUTATIONS += [
     ("decode-sizes-at-their-bytes", "snapshot/codec.go",
      "return int(min(int64(n)+rest+rest/16+1,", "return int(min(int64(n)+rest+rest+1,",
      ["./snapshot", "-run", "TestDecodeFileSizesTheResourceSlice"]),
+    ("run-collects-before-commit", "patrol/pipeline.go",
+     "if r.opts.CollectBeforeCommit && !withModel {", "if false {",
+     ["./patrol", "-run", "TestSnapshotIsGarbageAtTheCommit"]),
+    ("facts-keep-each-type", "patrol/facts.go",
+     "types |= 1 << i", "types |= 1 << (i % 2)",
+     ["./patrol", "-run", "TestResourceFactsAnswerAsTheIndex"]),
+    ("checker-unasked-unknown", "patrol/pipeline.go",
+     "\t\tif !facts.asked[id] {\n\t\t\treturn findings.CheckUnknown\n\t\t}\n", "",
+     ["./patrol", "-run", "TestResourceFactsAnswerAsTheIndex"]),
     ("oneshot-limit-leaves-room", "cmd/patrold/oneshot_gc.go",
      "\toneShotLimitPerFile = 1.5\n", "\toneShotLimitPerFile = 1.8\n",
      ["./cmd/patrold", "-run", "TestOneShotLimit"]),
