@@ -213,7 +213,7 @@ func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, now 
 			lastError := clip(b.LastError, MaxErrorRunes)
 			s.Evidence = map[string]any{"last_status": b.LastStatus, "last_finished_at": finished.UTC().Format(time.RFC3339), "last_error": lastError, "max_age": maxAge.String()}
 			withStorage(s.Evidence, b)
-			s.Summary = fmt.Sprintf("last backup of %s failed %s ago", display(r), roundAge(age))
+			s.Summary = "last backup of " + display(r) + " failed " + roundAge(age) + " ago"
 			if lastError != "" {
 				s.Summary += ": " + lastError
 			}
@@ -224,15 +224,16 @@ func appendBackup(out []Signal, r *snapshot.Resource, maxAge time.Duration, now 
 		s := newSignal(r, TypeBackupStale, SeverityWarning)
 		s.Value, s.Threshold = -1, window
 		s.Evidence = map[string]any{"last_success_at": nil, "max_age": maxAge.String()}
-		s.Summary = fmt.Sprintf("%s has never had a successful backup", display(r))
+		s.Summary = display(r) + " has never had a successful backup"
 		return append(out, s)
 	}
 	if age := now.Sub(*b.LastSuccessAt); age > maxAge {
 		s := newSignal(r, TypeBackupStale, SeverityWarning)
 		s.Value, s.Threshold = round2(age.Hours()), window
-		s.Evidence = map[string]any{"last_success_at": b.LastSuccessAt.UTC().Format(time.RFC3339), "age": roundAge(age), "max_age": maxAge.String()}
+		ageText, maxAgeText := roundAge(age), maxAge.String()
+		s.Evidence = map[string]any{"last_success_at": b.LastSuccessAt.UTC().Format(time.RFC3339), "age": ageText, "max_age": maxAgeText}
 		withStorage(s.Evidence, b)
-		s.Summary = fmt.Sprintf("last successful backup of %s was %s ago, older than %s", display(r), roundAge(age), maxAge)
+		s.Summary = "last successful backup of " + display(r) + " was " + ageText + " ago, older than " + maxAgeText
 		out = append(out, s)
 	}
 	return out
@@ -254,7 +255,7 @@ func unreachable(r *snapshot.Resource) (Signal, bool) {
 	s := newSignal(r, TypeGuestUnreachable, SeverityWarning)
 	s.Value, s.Threshold = 0, 0
 	s.Evidence = map[string]any{"reachable": false, "addresses": r.Addresses}
-	s.Summary = fmt.Sprintf("%s %s is running but unreachable", r.Kind, display(r))
+	s.Summary = string(r.Kind) + " " + display(r) + " is running but unreachable"
 	return s, true
 }
 
