@@ -226,6 +226,14 @@ MUTATIONS += [
      ["./signals", "-run", "TestSeriesDigestSame"]),
 ]
 
+# A steady run's commit path copies only what it must: a canonical id is
+# returned itself.
+MUTATIONS += [
+    ("canonical-id-no-copy", "snapshot/snapshot.go",
+     "kind != id[:i] {", "true {",
+     ["./snapshot", "-run", "TestCanonicalIDKeepsACanonicalID"]),
+]
+
 # The decoded snapshot's slice is sized from the file (snapshot/codec.go),
 # a run's snapshot is garbage at its commit (the daemon collects it
 # there) and the one-shot run's soft limit leaves room under its 2x goal.

@@ -318,10 +318,14 @@ func kindSlot(k Kind) int {
 
 // CanonicalID canonicalises a resource id: trimmed, with the kind prefix
 // (before the first '/') lower-cased. Used by every matcher.
+// An id that is already canonical is returned as is, without a copy
+// (strings.ToLower returns a lower-case string itself).
 func CanonicalID(id string) string {
 	id = strings.TrimSpace(id)
 	if i := strings.IndexByte(id, '/'); i > 0 {
-		return strings.ToLower(id[:i]) + id[i:]
+		if kind := strings.ToLower(id[:i]); kind != id[:i] {
+			return kind + id[i:]
+		}
 	}
 	return id
 }
