@@ -120,7 +120,7 @@ func explains(parent *Observation, childKey string) bool {
 func Inhibit(obs []Observation, parents func(resourceID string) []string) {
 	byResource := map[string][]int{}
 	for i := range obs {
-		obs[i].Normalize()
+		obs[i].normalize()
 		obs[i].InhibitedBy = ""
 		byResource[obs[i].ResourceID] = append(byResource[obs[i].ResourceID], i)
 	}

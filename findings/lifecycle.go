@@ -37,12 +37,18 @@ type Observation struct {
 
 // Normalize canonicalises the identity fields of o and returns its id.
 func (o *Observation) Normalize() string {
+	o.normalize()
+	return ID(o.ResourceID, o.Category, o.Key)
+}
+
+// normalize canonicalises the identity fields of o. It does not hash
+// them: a caller that needs no id spends no hash and no allocation.
+func (o *Observation) normalize() {
 	o.Key = NormalizeKey(o.Key)
 	o.Category = NormalizeCategory(string(o.Category))
 	if !o.Severity.Valid() {
 		o.Severity = SeverityWarning
 	}
-	return ID(o.ResourceID, o.Category, o.Key)
 }
 
 // ChangeKind says what a run did to a finding (run report "change").
@@ -81,10 +87,10 @@ const MaxEventsPerFinding = 50
 // Observe applies one detection to the existing finding (nil when none) and
 // returns the new state and the change. It is pure: now and runID are inputs.
 func Observe(existing *Finding, o Observation, now time.Time, runID string) Change {
-	id := o.Normalize()
+	o.normalize()
 	if existing == nil {
 		f := Finding{
-			ID: id, Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind,
+			ID: ID(o.ResourceID, o.Category, o.Key), Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind,
 			ResourceName: o.ResourceName.String(), ResourceNode: o.ResourceNode.String(), ResourceTags: prompt.Strings(o.ResourceTags),
 			Category: o.Category, Severity: o.Severity, Source: o.Source, Status: StatusActive,
 			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,

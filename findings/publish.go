@@ -1,6 +1,7 @@
 package findings
 
 import (
+	"slices"
 	"time"
 
 	"github.com/patrold/patrold/contracts"
@@ -123,11 +124,25 @@ func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, 
 	return f, d
 }
 
+// pruneTransitions keeps the times of ts inside the window before now,
+// in order. It never writes to ts's array:
+//   - when every time is kept, it returns ts itself, clipped (an append
+//     to the result copies, so ts is not changed);
+//   - otherwise it returns a new slice of exactly the kept times.
 func pruneTransitions(ts []time.Time, now time.Time, window time.Duration) []time.Time {
 	if window <= 0 {
 		return nil
 	}
-	out := ts[:0:0]
+	kept := 0
+	for _, t := range ts {
+		if now.Sub(t) < window {
+			kept++
+		}
+	}
+	if kept == len(ts) {
+		return slices.Clip(ts)
+	}
+	out := make([]time.Time, 0, kept)
 	for _, t := range ts {
 		if now.Sub(t) < window {
 			out = append(out, t)

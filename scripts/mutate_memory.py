@@ -227,11 +227,18 @@ MUTATIONS += [
 ]
 
 # A steady run's commit path copies only what it must: a canonical id is
-# returned itself.
+# returned itself, and the kept flap transitions never share growable
+# room with the finding they came from (Decide is pure).
 MUTATIONS += [
     ("canonical-id-no-copy", "snapshot/snapshot.go",
      "kind != id[:i] {", "true {",
      ["./snapshot", "-run", "TestCanonicalIDKeepsACanonicalID"]),
+    ("prune-clips-kept", "findings/publish.go",
+     "return slices.Clip(ts)", "return slices.Grow(ts, 0)",
+     ["./findings", "-run", "TestDecideLeavesTheTransitionsArray"]),
+    ("prune-drops-outside-window", "findings/publish.go",
+     "if kept == len(ts) {", "if kept > 0 {",
+     ["./findings", "-run", "TestDecidePrunesTransitions"]),
 ]
 
 # The decoded snapshot's slice is sized from the file (snapshot/codec.go),
