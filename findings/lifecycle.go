@@ -86,22 +86,33 @@ const MaxEventsPerFinding = 50
 
 // Observe applies one detection to the existing finding (nil when none) and
 // returns the new state and the change. It is pure: now and runID are inputs.
-func Observe(existing *Finding, o Observation, now time.Time, runID string) Change {
+//
+// A re-detection is the steady run's common case, so:
+//   - it hashes no id (the existing finding has it);
+//   - it builds the new state in the result, copying existing once
+//     there and once into Previous;
+//   - it keeps the existing tags slice when the observed tags are the
+//     same strings.
+func Observe(existing *Finding, o Observation, now time.Time, runID string) (c Change) {
 	o.normalize()
 	if existing == nil {
-		f := Finding{
+		c.Kind = ChangeNew
+		c.Finding = Finding{
 			ID: ID(o.ResourceID, o.Category, o.Key), Key: o.Key, ResourceID: o.ResourceID, ResourceKind: o.ResourceKind,
 			ResourceName: o.ResourceName.String(), ResourceNode: o.ResourceNode.String(), ResourceTags: prompt.Strings(o.ResourceTags),
 			Category: o.Category, Severity: o.Severity, Source: o.Source, Status: StatusActive,
 			DetectedAt: now, LastSeenAt: now, TimesRaised: 1, LastRunID: runID,
 		}
-		setText(&f, o)
+		f := &c.Finding
+		setText(f, &o)
 		f.InhibitedBy = o.InhibitedBy
 		f.Transitions = []time.Time{now}
-		return Change{Finding: f, Kind: ChangeNew}
+		return c
 	}
-	prev := *existing
-	f := *existing
+	prev := new(Finding)
+	*prev = *existing
+	c.Finding, c.Previous = *existing, prev
+	f := &c.Finding
 	f.LastSeenAt, f.LastRunID = now, runID
 	f.TimesRaised++
 	f.InhibitedBy = o.InhibitedBy
@@ -114,7 +125,7 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 	if o.ResourceKind != "" {
 		f.ResourceKind = o.ResourceKind
 	}
-	if o.ResourceTags != nil {
+	if o.ResourceTags != nil && !sameTags(f.ResourceTags, o.ResourceTags) {
 		f.ResourceTags = prompt.Strings(o.ResourceTags)
 	}
 	if f.Status == StatusResolved {
@@ -127,27 +138,46 @@ func Observe(existing *Finding, o Observation, now time.Time, runID string) Chan
 		f.Investigation = Investigation{PreviousFixSummary: f.PreviousFixSummary}
 		f.Severity = o.Severity
 		f.Transitions = append(f.Transitions, now)
-		setText(&f, o)
-		return Change{Finding: f, Kind: ChangeReopened, Previous: &prev}
+		setText(f, &o)
+		c.Kind = ChangeReopened
+		return c
 	}
 	quietable := f.Suppressed || f.DismissedReason != ""
 	if quietable {
 		if o.Severity.Rank() <= f.Severity.Rank() {
 			f.SeenWhileSuppressed++
-			return Change{Finding: f, Kind: ChangeUnchanged, Previous: &prev, Quiet: true}
+			c.Kind, c.Quiet = ChangeUnchanged, true
+			return c
 		}
 		// Re-detected at a higher severity: reactivate.
 		f.Suppressed, f.DismissedReason, f.DismissedAt = false, "", nil
 	}
-	setText(&f, o)
+	setText(f, &o)
 	if o.Severity != f.Severity {
 		f.Severity = o.Severity
-		return Change{Finding: f, Kind: ChangeUpdated, Previous: &prev}
+		c.Kind = ChangeUpdated
+		return c
 	}
-	return Change{Finding: f, Kind: ChangeUnchanged, Previous: &prev}
+	c.Kind = ChangeUnchanged
+	return c
 }
 
-func setText(f *Finding, o Observation) {
+// sameTags reports whether have (a non-nil slice) holds the strings of
+// tags in order. A nil have is never the same: the observed tags replace
+// it with a non-nil slice.
+func sameTags(have []string, tags []prompt.Text) bool {
+	if have == nil || len(have) != len(tags) {
+		return false
+	}
+	for i := range tags {
+		if have[i] != tags[i].String() {
+			return false
+		}
+	}
+	return true
+}
+
+func setText(f *Finding, o *Observation) {
 	if !o.Title.Empty() {
 		f.Title = o.Title.String()
 	}

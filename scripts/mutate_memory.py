@@ -3,7 +3,8 @@
 a daemon gives back after each run, the one-shot run's report (text
 counts, JSON printed as the indenting encoder would) and the usage
 history a run touches (only due points written, only ready series read),
-the run's memo of sanitised text (what prompt.Safe would give), the
+a steady re-detection's cost (no id hashed again, the same tags kept,
+Previous its own copy), the run's memo of sanitised text (what prompt.Safe would give), the
 detection stream's batches (each its own signals; only the resources
 the run asks about indexed) and the binary's pages given back after a run (only its read-only, uncopied
 mappings).
@@ -260,6 +261,18 @@ MUTATIONS += [
     ("checker-unasked-unknown", "patrol/pipeline.go",
      "\t\tif !facts.asked[id] {\n\t\t\treturn findings.CheckUnknown\n\t\t}\n", "",
      ["./patrol", "-run", "TestResourceFactsAnswerAsTheIndex"]),
+    ("observe-steady-no-id", "findings/lifecycle.go",
+     "\to.normalize()\n\tif existing == nil {", "\to.Normalize()\n\tif existing == nil {",
+     ["./findings", "-run", "TestSteadyObserve"]),
+    ("observe-keeps-same-tags", "findings/lifecycle.go",
+     "o.ResourceTags != nil && !sameTags(f.ResourceTags, o.ResourceTags)", "o.ResourceTags != nil",
+     ["./findings", "-run", "TestSteadyObserve"]),
+    ("observe-tags-nil-differs", "findings/lifecycle.go",
+     "if have == nil || len(have) != len(tags) {", "if len(have) != len(tags) {",
+     ["./findings", "-run", "TestSteadyObserve"]),
+    ("observe-previous-own-copy", "findings/lifecycle.go",
+     "c.Finding, c.Previous = *existing, prev", "c.Finding, c.Previous = *existing, existing",
+     ["./findings", "-run", "TestSteadyObserve"]),
     ("oneshot-limit-leaves-room", "cmd/patrold/oneshot_gc.go",
      "\toneShotLimitPerFile = 1.5\n", "\toneShotLimitPerFile = 1.8\n",
      ["./cmd/patrold", "-run", "TestOneShotLimit"]),
