@@ -36,6 +36,11 @@ func replicated(db storetest.DB) storetest.DB {
 	return db
 }
 
+// reseedWithin bounds a re-seed that a test waits for: the attempts made
+// before a copy is served fail, and back off to 30 s between attempts
+// (seedself.go); under load the copy may be served just after one.
+const reseedWithin = 50 * time.Second
+
 // TestRestartedWriterReseedsItself: writer a commits an acknowledgement
 // and a silence and dies before its relay publishes them; b takes over
 // and writes. When a restarts, its outbox changes are stale: they are
@@ -107,7 +112,7 @@ func TestRestartedWriterReseedsItself(t *testing.T) {
 			t.Logf("a's log:\n%s", logs.String())
 		}
 	}()
-	testkit.Eventually(t, 20*time.Second, "a re-seeded itself", func() bool { return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded") })
+	testkit.Eventually(t, reseedWithin, "a re-seeded itself", func() bool { return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded") })
 
 	// The stale changes were named and counted.
 	log := logs.String()
@@ -276,7 +281,7 @@ func resumedWriterReseedsItself(t *testing.T, failReads int32) {
 
 	// A caught-up instance serves a copy: a re-seeds itself.
 	run(t, func(ctx context.Context) error { return b.f.ServeSeeds(ctx, b.b.Conn(), t.TempDir(), 1, b.f.SeedReady) })
-	testkit.Eventually(t, 20*time.Second, "a re-seeded itself", func() bool { return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded") })
+	testkit.Eventually(t, reseedWithin, "a re-seeded itself", func() bool { return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded") })
 	if got := metricValue(t, reg, "patrold_replica_reseeds_total"); got != 1 {
 		t.Errorf("patrold_replica_reseeds_total = %v, want 1", got)
 	}
