@@ -82,7 +82,7 @@ MUTATIONS = [
      ["./store", "-run", "TestRecordUsageKeepsNewestPoints"]),
     ("usage-kept-pruned-gone", "store/usage.go",
      "\t\t\tif last[i] < cutoff {\n", "\t\t\tif false {\n",
-     ["./store", "-run", "TestRecordUsageKeptMatchesReading"]),
+     ["./store", "-run", "TestRecordUsageKeptForgetsAPrunedSeries|TestRecordUsageKeptMatchesReading"]),
     ("usage-kept-version-after", "store/usage.go",
      "\t\tif v, err = usageVersion(ctx, tx); err != nil {", "\t\tif _, err = usageVersion(ctx, tx); err != nil {",
      ["./store", "-run", "TestRecordUsageKeepsNewestPoints"]),

@@ -89,6 +89,26 @@ func TestRecordUsageKeepsNewestPoints(t *testing.T) {
 	}
 }
 
+// TestRecordUsageKeptForgetsAPrunedSeries: with a retention shorter than
+// the interval, a call can prune a series' only point while it records
+// none. The series is gone, so the next call records a point for it; a
+// kept newest point that still named the pruned one would call it not
+// due.
+func TestRecordUsageKeptForgetsAPrunedSeries(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, h := range []int{0, 2, 3} {
+		if err := st.RecordUsage(ctx, t0.Add(time.Duration(h)*time.Hour), usageSamples(float64(h), "vm/1"), 4*time.Hour, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 0h: recorded. 2h: not due, and the 0h point is pruned. 3h: due.
+	if got, want := usagePoints(t, st), []string{fmt.Sprintf("vm/1 %d 3", t0.Add(3*time.Hour).Unix())}; !reflect.DeepEqual(got, want) {
+		t.Errorf("points %q, want %q", got, want)
+	}
+}
+
 // TestRecordUsageKeptSeesOtherWrites is the attack on the kept newest
 // points: between two calls over the same samples another writer deletes
 // one series' newest point (it is due again) and another process records
