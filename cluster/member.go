@@ -176,14 +176,26 @@ func (r *Member) Start(ctx context.Context) error {
 	// re-seeds itself first.
 	r.goRun(func() {
 		r.reseedLoop(runCtx)
-		r.goRun(func() { _ = r.f.ServeSeeds(runCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady) })
 		// A divergence found while running (its own change fenced: it
-		// wrote as a deposed writer) is re-seeded the same way.
+		// wrote as a deposed writer) is re-seeded the same way. Meanwhile
+		// this instance leaves the seed queue group: the group hands each
+		// request to one member, and a diverged one would take its own
+		// request (and others') only to refuse it.
 		for {
+			serveCtx, stopServing := context.WithCancel(runCtx)
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				_ = r.f.ServeSeeds(serveCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady)
+			}()
 			select {
 			case <-runCtx.Done():
+				stopServing()
+				<-served
 				return
 			case <-r.f.diverging:
+				stopServing()
+				<-served
 				r.reseedLoop(runCtx)
 			}
 		}
