@@ -73,6 +73,7 @@ var terminalOutcomes = map[string]bool{
 // ShouldInvestigate reports whether f may be investigated at now under
 // autonomy; when not, reason names the first condition that refused.
 func (g Gate) ShouldInvestigate(f *Finding, autonomy Autonomy, now time.Time) (ok bool, reason string) {
+	//mutate:gate:cases ./findings ^TestGateConditions$
 	switch {
 	case autonomy == "" || autonomy == AutonomyMonitor:
 		return false, RefuseAutonomy

@@ -1,0 +1,190 @@
+// Command mutate proves that each marked safety rule is tested. It finds
+// every `//mutate:NAME[:kind] PKGS TESTREGEX` comment in the tree,
+// derives the mutation from the code below it (docs/MUTATIONS.md), applies
+// each in turn, runs the named tests and reports whether they fail.
+// Every file is restored. A mutation no test catches, or one that no
+// longer builds, fails the run.
+//
+// Usage: go run ./scripts/mutate [-list] [-only a,b] [-sample N]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+func main() {
+	list := flag.Bool("list", false, "list the mutations and run nothing")
+	only := flag.String("only", "", "comma-separated marker names to run")
+	n := flag.Int("sample", 0, "run a fixed sample of this many mutations")
+	root := flag.String("root", ".", "repository root")
+	flag.Parse()
+
+	ms, err := Collect(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutate:", err)
+		os.Exit(2)
+	}
+	if *only != "" {
+		ms, err = pick(ms, strings.Split(*only, ","))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate:", err)
+			os.Exit(2)
+		}
+	}
+	ms = sample(ms, *n)
+	if *list {
+		for _, m := range ms {
+			fmt.Printf("%-36s %s:%d %s -> %s\n", m.Name, m.File, m.At, m.Node, strings.Join(m.Pkgs, ","))
+		}
+		return
+	}
+	bad := 0
+	for _, m := range ms {
+		verdict, out := Run(*root, m)
+		fmt.Printf("%-36s %-9s %s:%d %s\n", m.Name, verdict, m.File, m.At, m.Node)
+		if verdict != "caught" {
+			bad++
+			if verdict == "BROKEN" {
+				fmt.Println(indent(tail(out, 12)))
+			}
+		}
+	}
+	fmt.Printf("mutate: %d mutations, %d caught, %d not\n", len(ms), len(ms)-bad, bad)
+	if bad > 0 {
+		os.Exit(1)
+	}
+}
+
+// Collect derives every marked mutation below root, sorted by name.
+// Names must be unique.
+func Collect(root string) ([]Mutation, error) {
+	var out []Mutation
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "testdata", "node_modules", "vendor", "var", "dist":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(src), "//mutate:") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		ms, err := Derive(rel, src)
+		out = append(out, ms...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	for i := 1; i < len(out); i++ {
+		if out[i].Name == out[i-1].Name {
+			return nil, fmt.Errorf("marker %s is named twice (%s:%d and %s:%d)",
+				out[i].Name, out[i-1].File, out[i-1].Line, out[i].File, out[i].Line)
+		}
+	}
+	return out, nil
+}
+
+func pick(ms []Mutation, names []string) ([]Mutation, error) {
+	by := map[string]Mutation{}
+	for _, m := range ms {
+		by[m.Name] = m
+	}
+	var out []Mutation
+	for _, n := range names {
+		m, ok := by[n]
+		if !ok {
+			return nil, fmt.Errorf("no marker named %s", n)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Run applies one mutation, runs its tests and restores the file. The
+// verdict is caught, SURVIVED (the tests passed) or BROKEN (it did not
+// build: the marker names the wrong node).
+func Run(root string, m Mutation) (string, string) {
+	path := filepath.Join(root, m.File)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return "BROKEN", err.Error()
+	}
+	restore := func() { _ = os.WriteFile(path, src, 0o644) }
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		if _, ok := <-sig; ok {
+			restore()
+			os.Exit(130)
+		}
+	}()
+	defer func() { signal.Stop(sig); close(sig) }()
+	defer restore()
+	if err := os.WriteFile(path, m.Apply(src), 0o644); err != nil {
+		return "BROKEN", err.Error()
+	}
+	args := append([]string{"test", "-count=1", "-timeout", "300s", "-run", m.Run}, m.Pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	// A property test that failed under the mutation leaves its
+	// counterexample behind; it belongs to the mutation, not the tree.
+	_ = exec.Command("git", "-C", root, "clean", "-fdq", "--", ":(glob)**/testdata/rapid/**").Run()
+	out := string(b)
+	switch {
+	case err == nil && ranNothing(out):
+		return "NO-TESTS", out
+	case err == nil:
+		return "SURVIVED", out
+	case strings.Contains(out, "build failed") || strings.Contains(out, "setup failed"):
+		return "BROKEN", out
+	}
+	return "caught", out
+}
+
+// ranNothing says every package's test run matched no test: the
+// marker's regex is wrong, so nothing was proved.
+func ranNothing(out string) bool {
+	oks := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "ok ") {
+			oks++
+			if !strings.Contains(l, "[no tests to run]") {
+				return false
+			}
+		}
+	}
+	return oks > 0
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const fixture = `package p
+
+var table = map[string][]string{
+	//mutate:row-b ./p ^TestRows$
+	"b": {"x"},
+	"c": {"y"},
+}
+
+func f(a, b int, s string) int {
+	//mutate:guard ./p,./q ^TestGuard$
+	if a > b {
+		return 1
+	}
+	//mutate:flip:negate ./p ^TestFlip$
+	if v := a + b; v > 3 {
+		return v
+	}
+	switch {
+	//mutate:tagless ./p ^TestSwitch$
+	case a == 1, b == 2:
+		return 2
+	}
+	switch s {
+	//mutate:tagged ./p ^TestSwitch$
+	case "x":
+		return 3
+	default:
+	}
+	//mutate:call ./p ^TestCall$
+	println(a)
+	return 0
+}
+`
+
+// Each marker's mutation is compared whole, as the text it produces.
+func TestDeriveEachKind(t *testing.T) {
+	ms, err := Derive("p/p.go", []byte(fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"row-b":   {"\t\"b\": {\"x\"},", ""},
+		"guard":   {"if a > b {", "if false && (a > b) {"},
+		"flip":    {"if v := a + b; v > 3 {", "if v := a + b; !(v > 3) {"},
+		"tagless": {"case a == 1, b == 2:", "case false && ((a == 1) || (b == 2)):"},
+		"tagged":  {"\tcase \"x\":\n\t\treturn 3\n", "\n"},
+		"call":    {"\tprintln(a)\n", "\t\n"},
+	}
+	if len(ms) != len(want) {
+		t.Fatalf("derived %d mutations, want %d", len(ms), len(want))
+	}
+	for _, m := range ms {
+		w, ok := want[m.Name]
+		if !ok {
+			t.Fatalf("unexpected mutation %q", m.Name)
+		}
+		got := string(m.Apply([]byte(fixture)))
+		if strings.Count(fixture, w[0]) != 1 {
+			t.Fatalf("%s: fixture must hold %q once", m.Name, w[0])
+		}
+		if exp := strings.Replace(fixture, w[0], w[1], 1); got != exp {
+			t.Errorf("%s: mutated source:\n%s\nwant:\n%s", m.Name, got, exp)
+		}
+	}
+	if g := ms[1]; g.Name != "guard" || strings.Join(g.Pkgs, " ") != "./p ./q" || g.Run != "^TestGuard$" || g.Line != 10 {
+		t.Errorf("guard marker = %+v", g.Marker)
+	}
+}
+
+// The structural kinds give one mutation per clause or row, named by
+// the code the clause returns or the row's key.
+func TestDeriveExpandsCasesAndRows(t *testing.T) {
+	src := `package p
+
+//mutate:tbl:rows ./p ^T$
+var tbl = map[string]int{
+	"a b": 1,
+	"c":   2,
+}
+
+func g(x int) (bool, string) {
+	//mutate:gate:cases ./p ^T$
+	switch {
+	case x == 1:
+		return false, RefuseOne
+	case x == 2:
+		return false, "two"
+	default:
+	}
+	return true, ""
+}
+`
+	ms, err := Derive("p/p.go", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Name)
+	}
+	if strings.Join(got, " ") != "tbl/a-b tbl/c gate/refuseone gate/2" {
+		t.Fatalf("names = %v", got)
+	}
+	if out := string(ms[2].Apply([]byte(src))); !strings.Contains(out, "case false && ((x == 1)):") {
+		t.Fatalf("gate/refuseone:\n%s", out)
+	}
+	if out := string(ms[0].Apply([]byte(src))); strings.Contains(out, `"a b"`) || !strings.Contains(out, `"c":   2,`) {
+		t.Fatalf("tbl/a-b:\n%s", out)
+	}
+}
+
+// A marker must name something: a stale one fails loudly.
+func TestDeriveRefusesAMarkerWithNothingBelow(t *testing.T) {
+	src := "package p\n\nfunc f() {\n\t//mutate:lost ./p ^T$\n}\n"
+	_, err := Derive("p/p.go", []byte(src))
+	if err == nil || !strings.Contains(err.Error(), "p/p.go:4: marker lost: no statement") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = Derive("p/p.go", []byte("package p\n\n//mutate:Bad name\nvar x = 1\n"))
+	if err == nil || !strings.Contains(err.Error(), "malformed marker") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = Derive("p/p.go", []byte("package p\n\nfunc f() {\n\t//mutate:k:always ./p ^T$\n\tprintln()\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "applies to an if statement only") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRanNothing(t *testing.T) {
+	if !ranNothing("ok  \tx/p\t0.01s [no tests to run]\n") {
+		t.Error("a run that matched nothing was taken as a run")
+	}
+	if ranNothing("ok  \tx/p\t0.01s [no tests to run]\nok  \tx/q\t0.2s\n") {
+		t.Error("a run that tested one package was taken as empty")
+	}
+}
+
+func TestSampleIsStable(t *testing.T) {
+	var ms []Mutation
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		ms = append(ms, Mutation{Marker: Marker{Name: n}})
+	}
+	a, b := sample(ms, 3), sample(append([]Mutation{ms[4]}, ms[:4]...), 3)
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			t.Fatalf("sample depends on input order: %v vs %v", a, b)
+		}
+	}
+}
