@@ -76,7 +76,8 @@ type RelayOptions struct {
 type Relay struct {
 	opts    RelayOptions
 	kick    chan struct{}
-	mu      sync.Mutex // serialises Flush
+	retry   chan struct{} // like kick, but also ends a backoff
+	mu      sync.Mutex    // serialises Flush
 	lastPrn time.Time
 	m       relayMetrics
 
@@ -118,7 +119,7 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 		return nil, err
 	}
 	o.Logger = o.Logger.With("component", "outbox_relay")
-	return &Relay{opts: o, kick: make(chan struct{}, 1), m: m, moved: make(chan struct{})}, nil
+	return &Relay{opts: o, kick: make(chan struct{}, 1), retry: make(chan struct{}, 1), m: m, moved: make(chan struct{})}, nil
 }
 
 // WaitStored returns nil once the stream acknowledged every outbox row up
@@ -163,6 +164,16 @@ func (r *Relay) Kick() {
 	}
 }
 
+// Retry wakes the relay now, even while it backs off after a failure: a
+// replica found one of this writer's changes missing from the stream,
+// so the stream answers again. It never blocks.
+func (r *Relay) Retry() {
+	select {
+	case r.retry <- struct{}{}:
+	default:
+	}
+}
+
 // Run publishes until ctx ends: after every Kick, every Interval, and with
 // exponential backoff (capped at 30 s) while publishing fails. It returns
 // nil when ctx is cancelled.
@@ -194,6 +205,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-kick:
 			timer.Stop()
+		case <-r.retry:
+			timer.Stop()
+			backoff = 0
 		}
 	}
 }

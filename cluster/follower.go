@@ -50,7 +50,27 @@ type FollowerOptions struct {
 	// StallAfter bounds a stall: behind the stream with nothing applied
 	// for that long, the follower re-subscribes (0: DefaultStallAfter).
 	StallAfter time.Duration
+	// HoldFor bounds the wait for a change missing from the stream while
+	// later ones arrived (0: DefaultHoldFor); then it is a gap.
+	HoldFor time.Duration
+	// Republish, when set, makes this instance's relay publish what it
+	// has not stored yet now: called when its own change is missing.
+	Republish func()
 }
+
+// DefaultHoldFor is FollowerOptions.HoldFor's default: the bound of the
+// default lease TTL.
+var DefaultHoldFor = HoldBound(bus.DefaultLeaseTTL)
+
+// HoldBound is the hold bound for a lease TTL: one TTL, at least 2 s. A
+// writer's relay retries a publish well within it once the stream
+// answers again.
+func HoldBound(leaseTTL time.Duration) time.Duration {
+	return max(leaseTTL, 2*time.Second)
+}
+
+// maxHeld bounds the changes held behind a missing one.
+const maxHeld = 10000
 
 // DefaultStallAfter is FollowerOptions.StallAfter's default: the bound
 // of the default lease TTL.
@@ -98,6 +118,22 @@ type Follower struct {
 	// is applied, so the stream never delivers it again: the next
 	// consumer handles it before it reads on.
 	unhandled *fencedChange
+
+	// Holding (the consumer loop's): held are the changes read since
+	// one arrived ahead of its number, in stream order; heldBase is the
+	// sequence before the first.
+	held     []heldChange
+	heldBase uint64
+	// waitN is the number held changes wait for, since waitSince (kept
+	// across consumers, so a new one does not restart the bound); early
+	// names the changes applied ahead of their stream position (seq to
+	// number), so a new consumer skips them.
+	waitN     uint64
+	waitSince time.Time
+	early     map[uint64]uint64
+	// gaps counts the gaps found; gapped is signalled at each.
+	gaps   atomic.Uint64
+	gapped chan struct{}
 }
 
 // fencedChange is an own change the stream fenced, at its sequence.
@@ -127,7 +163,11 @@ func NewFollower(o FollowerOptions) (*Follower, error) {
 	if o.StallAfter <= 0 {
 		o.StallAfter = DefaultStallAfter
 	}
-	return &Follower{o: o, log: o.Logger.With("component", "replica", "instance", o.Instance), diverging: make(chan struct{}, 1)}, nil
+	if o.HoldFor <= 0 {
+		o.HoldFor = DefaultHoldFor
+	}
+	return &Follower{o: o, log: o.Logger.With("component", "replica", "instance", o.Instance), diverging: make(chan struct{}, 1),
+		early: map[uint64]uint64{}, gapped: make(chan struct{}, 1)}, nil
 }
 
 // FullSubject is the subject state changes are published on.
@@ -230,6 +270,14 @@ func (f *Follower) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.held = nil // the new consumer reads them again
+	f.mu.Lock()
+	for seq := range f.early {
+		if seq <= st.AppliedSeq {
+			delete(f.early, seq)
+		}
+	}
+	f.mu.Unlock()
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.FullSubject()}, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if st.AppliedSeq > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, st.AppliedSeq+1
@@ -290,18 +338,195 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		}
 		c = contracts.SkipChange(f.o.Instance) // advances the sequence only
 	}
+	if n, ok := f.early[seq]; ok && n == c.N {
+		// Applied ahead of its turn by an earlier consumer: only the
+		// sequence moves.
+		c = contracts.SkipChange(f.o.Instance)
+	}
+	if len(f.held) > 0 {
+		return f.applyHeld(ctx, heldChange{seq: seq, c: c})
+	}
+	return f.applyNext(ctx, seq, c)
+}
+
+// applyNext applies the change at seq, holding it back when an earlier
+// number is still missing from the stream.
+func (f *Follower) applyNext(ctx context.Context, seq uint64, c contracts.StateChange) error {
+	err := f.applyOne(ctx, seq, c)
+	var gap *records.GapError
+	if !errors.As(err, &gap) {
+		return err
+	}
+	// The stream may store the writer's changes out of order (a publish
+	// retried after its stream leader moved): wait for the earlier ones,
+	// up to the hold bound, before calling it a gap.
+	//mutate:follower-holds-ahead-change ./cluster ^TestFollowerWaitsForAnEarlierChange
+	if gap.Got > gap.Want && (!f.holdExpired(gap) || c.Origin == f.o.Instance) {
+		f.hold(ctx, gap, heldChange{seq: seq, c: c})
+		return nil
+	}
+	return f.gapFound(gap)
+}
+
+// heldChange is a change read ahead of its number's turn, at its
+// sequence; early: it was applied already (it is the missing one).
+type heldChange struct {
+	seq   uint64
+	c     contracts.StateChange
+	early bool
+}
+
+// hold starts holding h back: the changes after it are held too, in
+// stream order, until the missing number arrives or the bound ends.
+func (f *Follower) hold(ctx context.Context, gap *records.GapError, h heldChange) {
+	f.held, f.heldBase = []heldChange{h}, h.seq-1
+	f.mu.Lock()
+	own := h.c.Origin == f.o.Instance
+	switch {
+	case f.waitN != gap.Want:
+		f.waitN, f.waitSince = gap.Want, time.Now()
+		f.log.Info("state change read ahead of an earlier one: waiting for it", "seq", h.seq, "want", gap.Want, "got", gap.Got,
+			"bound", f.o.HoldFor)
+	case own && time.Since(f.waitSince) >= f.o.HoldFor:
+		// Its own change: never a gap, it has it (heldLonger).
+		f.waitSince = time.Now()
+		f.log.Warn("own state change missing from the stream: publishing it again", "want", gap.Want, "seq", h.seq)
+	}
+	left := f.o.HoldFor - time.Since(f.waitSince)
+	restart := f.restart
+	f.mu.Unlock()
+	if own && f.o.Republish != nil {
+		// Its own change is missing: publish it again, before anything newer.
+		f.o.Republish()
+	}
+	// When nothing else arrives, the consumer ends at the bound and the
+	// next one finds it passed.
+	t := time.AfterFunc(max(left, 0)+10*time.Millisecond, func() {
+		if ctx.Err() == nil && restart != nil {
+			restart()
+		}
+	})
+	context.AfterFunc(ctx, func() { t.Stop() })
+}
+
+// holdExpired reports whether the wait for gap's missing number passed
+// its bound.
+func (f *Follower) holdExpired(gap *records.GapError) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waitN == gap.Want && time.Since(f.waitSince) >= f.o.HoldFor
+}
+
+// applyHeld takes the next change while others are held: the missing
+// number applies at once (the sequence stays), then the held ones in
+// stream order; anything else joins them.
+func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
+	if len(f.held) >= maxHeld {
+		return f.gapFound(&records.GapError{Seq: f.held[0].seq, Want: f.waitN, Got: f.held[0].c.N})
+	}
+	f.held = append(f.held, h)
+	before, err := f.o.Store.ReplicaStatus(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := f.o.Store.ApplyState(ctx, f.heldBase, f.o.Instance, h.c, f.o.Now())
+	if err != nil || res != records.Applied {
+		var gap *records.GapError
+		if errors.As(err, &gap) || err == nil {
+			return f.heldLonger()
+		}
+		return f.applied(ctx, f.heldBase, h.c, res, err)
+	}
+	f.held[len(f.held)-1].early = true
+	f.mu.Lock()
+	f.early[h.seq] = h.c.N
+	f.mu.Unlock()
+	f.log.Info("state change applied ahead of those read before it: its number was missing", "seq", h.seq, "n", h.c.N,
+		"held", len(f.held)-1, "applied_seq", before.AppliedSeq)
+	held := f.held
+	f.held = nil
+	for i, x := range held {
+		c := x.c
+		if x.early {
+			c = contracts.SkipChange(f.o.Instance)
+		}
+		err := f.applyOne(ctx, x.seq, c)
+		var gap *records.GapError
+		if errors.As(err, &gap) && gap.Got > gap.Want {
+			// Another number is missing: hold the rest.
+			f.hold(ctx, gap, x)
+			f.held = append(f.held, held[i+1:]...)
+			return nil
+		}
+		if gap != nil {
+			return f.gapFound(gap)
+		}
+		if err != nil {
+			f.held, f.heldBase = held[i:], x.seq-1
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.waitN, f.waitSince = 0, time.Time{}
+	f.mu.Unlock()
+	return nil
+}
+
+// heldLonger checks the bound while changes are held.
+func (f *Follower) heldLonger() error {
+	f.mu.Lock()
+	want, since := f.waitN, f.waitSince
+	f.mu.Unlock()
+	if time.Since(since) < f.o.HoldFor {
+		return nil
+	}
+	if f.held[0].c.Origin == f.o.Instance {
+		// Its own change: this instance has it and publishes it again.
+		// Never a gap; standbys re-seed from it meanwhile.
+		f.mu.Lock()
+		f.waitSince = time.Now()
+		f.mu.Unlock()
+		f.log.Warn("own state change missing from the stream: publishing it again", "want", want, "seq", f.held[0].seq)
+		if f.o.Republish != nil {
+			f.o.Republish()
+		}
+		return nil
+	}
+	return f.gapFound(&records.GapError{Seq: f.held[0].seq, Want: want, Got: f.held[0].c.N})
+}
+
+// gapFound records a gap no wait closes: changes are missing from the
+// stream for good. It is logged once; the instance re-seeds itself.
+func (f *Follower) gapFound(gap *records.GapError) error {
+	f.held = nil
+	f.mu.Lock()
+	first := f.gap == nil
+	f.gap = gap
+	f.mu.Unlock()
+	if first {
+		f.gaps.Add(1)
+		f.log.Error("replica cannot catch up", "err", gap)
+		select {
+		case f.gapped <- struct{}{}:
+		default:
+		}
+	}
+	return gap
+}
+
+// applyOne applies one change at seq and handles the result; a gap is
+// returned as it is.
+func (f *Follower) applyOne(ctx context.Context, seq uint64, c contracts.StateChange) error {
 	res, err := f.o.Store.ApplyState(ctx, seq, f.o.Instance, c, f.o.Now())
 	var gap *records.GapError
 	if errors.As(err, &gap) {
-		f.mu.Lock()
-		first := f.gap == nil
-		f.gap = gap
-		f.mu.Unlock()
-		if first {
-			f.log.Error("replica cannot catch up", "err", gap)
-		}
-		return err
+		return gap
 	}
+	return f.applied(ctx, seq, c, res, err)
+}
+
+// applied handles what ApplyState did with the change at seq.
+func (f *Follower) applied(ctx context.Context, seq uint64, c contracts.StateChange, res records.Apply, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return nil // stopped or restarted mid-change: nothing to report
 	}
@@ -481,6 +706,9 @@ type Lag struct {
 	// ApplyError, when set, is why the last change could not be applied
 	// (a full disk, a read-only file): the follower retries it.
 	ApplyError string `json:"apply_error,omitempty"`
+	// WaitingFor, when set, is the change number missing from the stream
+	// while later ones arrived: they are held until it does (HoldFor).
+	WaitingFor uint64 `json:"waiting_for,omitempty"`
 }
 
 // Gap returns the changes missing from the stream that stop this replica
@@ -529,13 +757,14 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	if f.applyErr != nil {
 		applyErr = f.applyErr.Error()
 	}
+	waiting := f.waitN
 	f.mu.Unlock()
 	diverged := ""
 	if err := f.Diverged(); err != nil {
 		diverged = err.Error()
 	}
 	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
-		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr}, nil
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr, WaitingFor: waiting}, nil
 }
 
 // CatchUp returns once the database applied the stream's last state

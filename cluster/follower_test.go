@@ -56,7 +56,7 @@ func newGuardedNode(t *testing.T, o bus.Options, name string, g *bus.Guard, now 
 	}
 	t.Cleanup(func() { b.Close() })
 	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.JetStream(), Stream: b.StreamName(), Prefix: b.Prefix(), Store: st, Instance: name,
-		Guard: g, Now: now})
+		Guard: g, Now: now, HoldFor: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

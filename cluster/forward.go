@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,7 +29,12 @@ import (
 // `<prefix>.>`, so no stream captures it. The writer serves it through its
 // own API (tokens are checked there) and answers with the response.
 const (
-	forwardTimeout   = 30 * time.Second
+	// ForwardQueue is the queue group forwarded requests are served in:
+	// each goes to one writer, never to a deposed and a new one both.
+	ForwardQueue = "patrold-writer"
+	// ForwardMargin is what a standby waits beyond the writer's bound
+	// (http.stream_ack_timeout) for the writer's answer to come back.
+	ForwardMargin    = time.Second
 	forwardMaxHeader = 64
 	lagCacheFor      = 500 * time.Millisecond
 
@@ -73,7 +80,7 @@ func decodeForwarded(data []byte) (*http.Request, error) {
 // requests through next while it is the writer.
 func (r *Member) Forwarding(next http.Handler) http.Handler {
 	c := &clusterHTTP{log: r.log, next: next, nc: r.o.Bus.Conn(), subj: contracts.ForwardSubject(r.o.Bus.Prefix()),
-		guard: r.o.Bus.Guard(), instance: r.instance, writer: r.o.Leadership.IsWriter, lagNow: r.Lag}
+		guard: r.o.Bus.Guard(), instance: r.instance, writer: r.o.Leadership.IsWriter, lagNow: r.Lag, timeout: ForwardBound(r.o.AnswerTimeout)}
 	r.WhileWriter(c.serveForwarded)
 	return c
 }
@@ -91,6 +98,8 @@ type clusterHTTP struct {
 	instance string
 	writer   func() bool
 	lagNow   func(context.Context) *Lag
+	// timeout bounds the wait for a forwarded answer (ForwardBound).
+	timeout time.Duration
 
 	lagMu   sync.Mutex
 	lastLag *Lag
@@ -152,7 +161,8 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusInternalServerError, api.CodeInternal, err.Error(), nil)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
+	timeout := cmp.Or(c.timeout, ForwardBound(0))
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	req := nats.NewMsg(c.subj)
 	req.Data = data
@@ -166,8 +176,15 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		c.log.Warn("forward to the leader failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeAPIError(w, http.StatusServiceUnavailable, api.CodeNotReady, "this instance is a standby and no leader answered: "+err.Error(),
-			map[string]any{"role": "standby"})
+		msg, details := "this instance is a standby and no leader answered: "+err.Error(), map[string]any{"role": "standby"}
+		if !errors.Is(err, nats.ErrNoResponders) {
+			// The request may have reached a writer that could not answer
+			// in time: the change may be applied.
+			msg = fmt.Sprintf("this instance is a standby and the leader did not answer within %s (%v): "+
+				"read the object back once the cluster has a writer before repeating the request", timeout, err)
+			details["forwarded"] = true
+		}
+		writeAPIError(w, http.StatusServiceUnavailable, api.CodeNotReady, msg, details)
 		return
 	}
 	var resp contracts.ForwardResponse
@@ -187,35 +204,51 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 // serveForwarded answers forwarded requests while this instance is the
 // writer (until ctx ends).
 func (c *clusterHTTP) serveForwarded(ctx context.Context) {
-	sub, err := c.nc.Subscribe(c.subj, func(m *nats.Msg) {
-		var resp contracts.ForwardResponse
-		r, err := decodeForwarded(m.Data)
-		rec := api.NewRecorder()
-		if verr := c.guard.CheckNow(contracts.StemForward, m); verr != nil {
-			// Never served: what the request would change stays as it was.
-			writeAPIError(rec, http.StatusUnauthorized, api.CodeUnauthorized, "forwarded request refused: "+verr.Error(), nil)
-		} else if err != nil {
-			writeAPIError(rec, http.StatusBadRequest, api.CodeInvalidRequest, err.Error(), nil)
-		} else {
-			// The writer's own API answers, a success only once the
-			// change is on the stream (api.DurableAnswers).
-			c.next.ServeHTTP(rec, r.WithContext(ctx))
-			rec.Header().Set(HeaderForwardedBy, c.instance)
-		}
-		resp = contracts.ForwardResponse{Status: rec.Code(), Header: rec.Header(), Body: rec.Body.Bytes()}
-		data, _ := json.Marshal(resp)
-		ans := &nats.Msg{Subject: m.Reply, Data: data}
-		c.guard.SignAnswer(m, ans)
-		if err := m.RespondMsg(ans); err != nil {
-			c.log.Warn("answer a forwarded request", "err", err)
-		}
-	})
+	// One writer serves each request (a queue group). Each is served on
+	// its own goroutine: a held answer must not delay the next request.
+	// (An empty queue would be a plain subscription.)
+	queue := ""
+	//mutate:forward-queue-group ./cluster ^TestForwardedRequestServedOnce
+	queue = ForwardQueue
+	sub, err := c.nc.QueueSubscribe(c.subj, queue, func(m *nats.Msg) { go c.serveOne(ctx, m) })
 	if err != nil {
 		c.log.Error("serve forwarded requests", "err", err)
 		return
 	}
 	<-ctx.Done()
 	_ = sub.Unsubscribe()
+}
+
+// serveOne answers one forwarded request.
+func (c *clusterHTTP) serveOne(ctx context.Context, m *nats.Msg) {
+	var resp contracts.ForwardResponse
+	r, err := decodeForwarded(m.Data)
+	rec := api.NewRecorder()
+	if verr := c.guard.CheckNow(contracts.StemForward, m); verr != nil {
+		// Never served: what the request would change stays as it was.
+		writeAPIError(rec, http.StatusUnauthorized, api.CodeUnauthorized, "forwarded request refused: "+verr.Error(), nil)
+	} else if err != nil {
+		writeAPIError(rec, http.StatusBadRequest, api.CodeInvalidRequest, err.Error(), nil)
+	} else {
+		// The writer's own API answers, a success only once the
+		// change is on the stream (api.DurableAnswers).
+		c.next.ServeHTTP(rec, r.WithContext(ctx))
+		rec.Header().Set(HeaderForwardedBy, c.instance)
+	}
+	resp = contracts.ForwardResponse{Status: rec.Code(), Header: rec.Header(), Body: rec.Body.Bytes()}
+	data, _ := json.Marshal(resp)
+	ans := &nats.Msg{Subject: m.Reply, Data: data}
+	c.guard.SignAnswer(m, ans)
+	if err := m.RespondMsg(ans); err != nil {
+		c.log.Warn("answer a forwarded request", "err", err)
+	}
+}
+
+// ForwardBound is how long a standby waits for a forwarded answer: the
+// writer's own bound on a held answer (http.stream_ack_timeout; 0: its
+// default) and ForwardMargin.
+func ForwardBound(answerTimeout time.Duration) time.Duration {
+	return cmp.Or(answerTimeout, api.DefaultStreamAckTimeout) + ForwardMargin
 }
 
 func writeAPIError(w http.ResponseWriter, status int, code api.Code, msg string, details map[string]any) {

@@ -59,6 +59,16 @@ type Options struct {
 	// the follower re-subscribes (0: DefaultStallAfter; the daemon passes
 	// StallBound of the lease TTL).
 	StallAfter time.Duration
+	// HoldFor bounds the wait for a change missing from the stream while
+	// later ones arrived (0: DefaultHoldFor; the daemon passes HoldBound
+	// of the lease TTL).
+	HoldFor time.Duration
+	// Republish makes the relay publish what is pending now, even while
+	// it backs off (nil: Kick).
+	Republish func()
+	// AnswerTimeout is http.stream_ack_timeout: a standby waits that
+	// long, and ForwardMargin, for a forwarded answer (0: its default).
+	AnswerTimeout time.Duration
 }
 
 // Member runs a clustered instance's side of the shared state. The
@@ -132,8 +142,12 @@ func New(o Options) (*Member, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Republish == nil {
+		o.Republish = o.Kick
+	}
 	f, err := NewFollower(FollowerOptions{JetStream: o.Bus.JetStream(), Stream: o.Bus.StreamName(), Prefix: o.Bus.Prefix(),
-		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now, Guard: o.Bus.Guard(), StallAfter: o.StallAfter})
+		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now, Guard: o.Bus.Guard(), StallAfter: o.StallAfter,
+		HoldFor: o.HoldFor, Republish: o.Republish})
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,9 @@ func (s *Store) ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error
 }
 
 // ApplyState applies the state change at stream sequence seq, once: a
-// sequence at or below the one applied last is skipped. A change written
+// sequence at or below the one applied last is skipped, unless it is
+// the next numbered change (one the follower read ahead of its turn,
+// applied without moving the sequence back). A change written
 // by self (this instance, as leader) only advances the sequence, and so
 // does one of an epoch below the highest applied (fenced). A fenced
 // change written by self is also recorded as a divergence (Divergence):
@@ -61,10 +63,13 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch, applied_n FROM replica_state WHERE id = 1").Scan(&last, &epoch, &appliedN); err != nil {
 			return err
 		}
-		if seq <= uint64(last) {
+		fenced := c.Epoch < uint64(epoch) && !(c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch)
+		if seq <= uint64(last) && (c.N == 0 || fenced || c.N != uint64(appliedN)+1) {
+			// Applied before. A numbered change the follower held back
+			// behind a missing earlier number is the exception: the next
+			// number applies here, without moving the sequence back.
 			return nil
 		}
-		fenced := c.Epoch < uint64(epoch) && !(c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch)
 		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
 			return &records.GapError{Seq: seq, Want: uint64(appliedN) + 1, Got: c.N}
 		}
@@ -104,7 +109,7 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 		if result == records.ApplyFenced {
 			newEpoch = uint64(epoch)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE replica_state SET applying = 0, applied_seq = ?, applied_at = ?,
+		_, err := tx.ExecContext(ctx, `UPDATE replica_state SET applying = 0, applied_seq = max(applied_seq, ?), applied_at = ?,
 			applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END, applied_epoch = ?, fenced = fenced + ?, applied_n = ? WHERE id = 1`,
 			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(result == records.ApplyFenced), appliedN)
 		return err
