@@ -67,7 +67,6 @@ mutate:
 	python3 scripts/mutate_registry.py
 	python3 scripts/mutate_cluster.py
 	python3 scripts/mutate_store.py
-	python3 scripts/mutate_memory.py
 	python3 scripts/mutate_arch.py
 	python3 scripts/mutate_lifecycle.py
 	python3 scripts/mutate_operator.py

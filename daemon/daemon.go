@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/cluster"
 	"github.com/patrold/patrold/config"
-	"github.com/patrold/patrold/internal/exepages"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot/sources"
 	"github.com/patrold/patrold/store"
@@ -308,17 +308,14 @@ func (d *Daemon) afterRun(rep *patrol.Report) {
 }
 
 // releaseMemory gives a run's peak back to the OS once it has ended:
-// what the store's commit left cached outside the Go heap, the Go heap's
-// free pages (patrol.ReleaseMemory), then the binary's pages the run and
-// the startup touched (exepages.Release: they stay in the page cache).
+// the commit connection's page cache, then the Go heap's free pages.
+// The C allocator's thresholds are the unit's environment
+// (deploy/patrold.service), not code.
 func (d *Daemon) releaseMemory() {
 	if err := d.store.ReleaseMemory(context.Background()); err != nil {
 		d.log.Warn("memory not released after the run", "err", err)
 	}
-	patrol.ReleaseMemory()
-	if _, err := exepages.Release(); err != nil {
-		d.log.Debug("binary pages not released after the run", "err", err)
-	}
+	debug.FreeOSMemory()
 }
 
 // Stop refuses new runs and stops every started part in reverse order of

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/patrold/patrold/internal/exepages"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
@@ -45,36 +44,4 @@ func TestRunGivesItsPeakBack(t *testing.T) {
 			t.Fatalf("run %d: the heap keeps %d free bytes from the OS after the run (want at most 4 MiB)", i+1, free)
 		}
 	}
-}
-
-// TestRunGivesTheBinaryBack: when a run has ended, the pages of the
-// binary it and the startup touched are no longer mapped. At most three
-// quarters of what was resident before the run is resident after it:
-//   - a run without the release only adds pages;
-//   - what the test and the runtime touch after the release comes back,
-//     and an earlier test in this process may have released already
-//     (about 17 of 54 MB come back on a first run, 27 of 44 on a later
-//     one).
-func TestRunGivesTheBinaryBack(t *testing.T) {
-	dir := t.TempDir()
-	data, err := snapshot.Encode(demo.Generate(demo.Options{Seed: 1, Resources: 200, FaultRate: 0.1}, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d := start(t, testConfig(t, dir, "", ""))
-	before, err := exepages.Resident()
-	if err != nil || before == 0 {
-		t.Fatalf("resident before the run: %d %v", before, err)
-	}
-	if _, err := d.RunNow(context.Background(), patrol.TriggerManual); err != nil {
-		t.Fatal(err)
-	}
-	after, err := exepages.Resident()
-	if err != nil || after > before*3/4 {
-		t.Fatalf("the binary's pages resident: %d kB before the run, %d kB after (%v)", before>>10, after>>10, err)
-	}
-	t.Logf("the binary's pages resident: %d kB before the run, %d kB after", before>>10, after>>10)
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -85,8 +84,8 @@ type Options struct {
 	// Release, when set, is called after each run, once its report is
 	// handed on (AfterCommit) and its snapshot is garbage. It runs before
 	// the run lock is released. A daemon gives the run's peak back to the
-	// OS there (ReleaseMemory), so it does not stay resident until the
-	// next run.
+	// OS there, so it does not stay resident until the next run. A run
+	// admitted meanwhile waits for it (acquire).
 	Release func()
 	// KeepPlainText keeps, from each run to the next, the texts the run
 	// found plain (prompt.PlainMemo), so a steady run does not check the
@@ -100,13 +99,6 @@ type Options struct {
 	// keeps the peak it reaches.
 	CollectBeforeCommit bool
 }
-
-// ReleaseMemory collects the garbage a run left and returns every free
-// page of the heap to the OS (debug.FreeOSMemory). After a steady run
-// of a 100k-resource fleet it costs one collection of the live heap
-// (tens of ms); docs/PATROL_ARCHITECTURE.md (Performance) has the
-// figures that chose it over a soft memory limit.
-func ReleaseMemory() { debug.FreeOSMemory() }
 
 // DefaultProgressEvery: a long collection says it is still running every
 // 15 seconds, so a large fleet's run is never silent until its end.
@@ -131,6 +123,12 @@ type Runner struct {
 	mu      sync.Mutex
 	current string // run id holding the lock, "" when idle
 	cancel  context.CancelFunc
+	// finishing is set while the current run's record already says it
+	// finished and only its tail runs (hand-over, AfterCommit, Release).
+	// freed is closed when that run lets the lock go.
+	finishing bool
+	freed     chan struct{}
+	waiting   int // admissions queued behind a finishing run (tests)
 
 	// plain remembers from run to run the texts a run found plain
 	// (prompt.PlainMemo): a steady run files the same text again.
@@ -165,15 +163,43 @@ func New(opts Options) (*Runner, error) {
 	return r, nil
 }
 
-// acquire takes the run lock for a new run id.
-func (r *Runner) acquire(id string, cancel context.CancelFunc) error {
+// FinishingWait bounds how long a new run queues behind a run whose
+// record already says finished (docs/API.md, POST /api/v1/runs).
+const FinishingWait = 10 * time.Second
+
+// acquire takes the run lock for a new run id. A run whose record says
+// finished no longer refuses: the new run waits for its tail, at most
+// FinishingWait.
+func (r *Runner) acquire(ctx context.Context, id string, cancel context.CancelFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	//mutate:queue-behind-finished ./patrol ^TestRunQueuesBehindAFinishedRun$
+	if r.current != "" && r.finishing {
+		freed := r.freed
+		r.waiting++
+		r.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+		case <-time.After(FinishingWait):
+		}
+		r.mu.Lock()
+		r.waiting--
+	}
 	if r.current != "" {
 		return &BusyError{CurrentRunID: r.current}
 	}
-	r.current, r.cancel = id, cancel
+	r.current, r.cancel, r.freed = id, cancel, make(chan struct{})
 	return nil
+}
+
+// finish marks the run id as finishing: its record is durable.
+func (r *Runner) finish(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current == id {
+		r.finishing = true
+	}
 }
 
 // release clears the lock only if id still holds it (compare-and-clear).
@@ -181,7 +207,8 @@ func (r *Runner) release(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.current == id {
-		r.current, r.cancel = "", nil
+		r.current, r.cancel, r.finishing = "", nil, false
+		close(r.freed)
 	}
 }
 
@@ -267,7 +294,7 @@ func (r *Runner) admit(ctx context.Context, trigger Trigger) (*admission, error)
 	} else {
 		a.ctx, a.cancel = context.WithCancel(ctx)
 	}
-	if err := r.acquire(a.id, a.cancel); err != nil {
+	if err := r.acquire(ctx, a.id, a.cancel); err != nil {
 		a.cancel()
 		r.opts.Metrics.skippedRun(trigger)
 		return nil, err
@@ -284,6 +311,7 @@ func (a *admission) run(ro RunOptions) (*Report, error) {
 		return nil, fmt.Errorf("record run start: %w", err)
 	}
 	err := r.execute(ctx, a.set, rep, ro)
+	r.finish(a.id)
 	r.plain.Round()
 	if rep.Status != StatusError {
 		r.handOver(context.WithoutCancel(ctx), a.set, rep)

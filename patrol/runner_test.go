@@ -12,6 +12,7 @@ import (
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/store"
@@ -350,6 +351,52 @@ func TestOneRunAtATime(t *testing.T) {
 	wg.Wait()
 	if first.Status != patrol.StatusHealthy || r.Current() != "" {
 		t.Fatalf("first run %s, lock %q", first.Status, r.Current())
+	}
+}
+
+// TestRunQueuesBehindAFinishedRun: once a run's record says finished, a
+// new run is not refused while the first one releases its memory; it
+// waits for the lock and runs (docs/API.md, POST /api/v1/runs).
+func TestRunQueuesBehindAFinishedRun(t *testing.T) {
+	e := newEnv(t)
+	releasing, unblock := make(chan struct{}), make(chan struct{})
+	pol, _ := alerts.New(alerts.Settings{})
+	var once sync.Once
+	r, _ := patrol.New(patrol.Options{Store: e.store, Release: func() {
+		once.Do(func() { close(releasing); <-unblock })
+	}, Settings: func() patrol.Settings {
+		return patrol.Settings{Policy: pol, Source: snapshot.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
+			return &snapshot.Snapshot{Version: 1, Resources: []snapshot.Resource{node(10)}}, nil, nil
+		})}
+	}})
+	firstDone := make(chan *patrol.Report, 1)
+	go func() {
+		rep, _ := r.Run(context.Background(), patrol.TriggerScheduled, patrol.RunOptions{})
+		firstDone <- rep
+	}()
+	<-releasing
+	first := r.Current()
+	stored, err := e.store.Run(context.Background(), first)
+	if err != nil || stored.Status != patrol.StatusHealthy || stored.FinishedAt == nil {
+		t.Fatalf("the first run's record while it releases: %+v %v", stored, err)
+	}
+	type result struct {
+		rep *patrol.Report
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		rep, err := r.Run(context.Background(), patrol.TriggerManual, patrol.RunOptions{})
+		second <- result{rep, err}
+	}()
+	testkit.Eventually(t, 5*time.Second, "the second run queues", func() bool { return r.Waiting() == 1 })
+	close(unblock)
+	got := <-second
+	if got.err != nil || got.rep.Status != patrol.StatusHealthy || got.rep.RunID == first {
+		t.Fatalf("second run: %+v %v", got.rep, got.err)
+	}
+	if rep := <-firstDone; rep.RunID != first {
+		t.Fatalf("first run %s, want %s", rep.RunID, first)
 	}
 }
 
