@@ -132,8 +132,6 @@ MUTATIONS += [
     ("backup-jobs-clear-at-trigger", "alerts/alerts.go",
      "out.BackupJobs = applyDir(out.BackupJobs, s.Storage.BackupJobs, 0)", "out.BackupJobs = apply(out.BackupJobs, s.Storage.BackupJobs)",
      SIG + ["-run", "TestBackupJob"]),
-    ("decoder-reads-backup-store", "snapshot/fast.go",
-     '\t"backup_store": fBackupStore,\n', "\n", ["./snapshot", "-run", "TestBackupStoreField"]),
     ("backup-store-job-type", "snapshot/wire.go",
      "case !slices.Contains(JobTypes, job.Type):", "case false:", ["./snapshot", "-run", "TestBackupStoreField"]),
     ("backup-jobs-clear-rule", "alerts/alerts.go",

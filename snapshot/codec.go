@@ -123,16 +123,10 @@ const DefaultKeptBatch = 1024
 // the whole document; otherwise invalid resources are dropped and returned
 // as problems (warnings, in strict mode, are returned too but drop nothing).
 //
-// Decoding is one streaming pass (see DecodeReader). A document the
-// tokenizer rejects is handed to the encoding/json v1 decoder, so which
-// documents are rejected, and the words of the rejection, are v1's.
+// Decoding is one streaming pass (see DecodeReader): a jsontext walk of
+// the document, each resource read into its wire type and then checked.
 func Decode(data []byte, opts DecodeOptions) (*Snapshot, []Problem, error) {
-	snap, probs, err := decodeStream(bytes.NewBuffer(data), opts, sizing{count: countHint(data)})
-	var se *jsontext.SyntacticError
-	if errors.As(err, &se) {
-		return decodeV1(data, opts)
-	}
-	return snap, probs, err
+	return decode(bytes.NewBuffer(data), opts, sizing{count: countHint(data)})
 }
 
 // DecodeReader is Decode over a stream: the document is never held whole,
@@ -148,6 +142,11 @@ func DecodeReader(r io.Reader, opts DecodeOptions) (*Snapshot, []Problem, error)
 			size.bytes = fi.Size()
 		}
 	}
+	return decode(r, opts, size)
+}
+
+// decode is decodeStream with a syntax error as a *DocumentError.
+func decode(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Problem, error) {
 	snap, probs, err := decodeStream(r, opts, size)
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
@@ -225,8 +224,7 @@ var docKeys = []string{"", "version", "taken_at", "source", "resources"}
 //   - a later duplicate key wins;
 //   - the checks run in the same order.
 //
-// Each resource element is read as one validated value and parsed in
-// place by the fast path; elements it does not keep go to decodeResource.
+// Each resource element is read by a resourceDecoder.
 func decodeStream(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Problem, error) {
 	d := jsontext.NewDecoder(r, tokenOpts...)
 	var decoding uint64
@@ -247,7 +245,7 @@ func decodeStream(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Pr
 		problems  []Problem
 		unknown   *string // first unknown document key (strict)
 	)
-	fp := newFastParser(opts.Strict)
+	rd := newResourceDecoder(opts.Strict)
 	typeError := func(field, want string, k jsontext.Kind) {
 		if typeErr == nil {
 			typeErr = &DocumentError{Field: field, Problem: "must be " + want + ", got " + kindName(k)}
@@ -333,7 +331,7 @@ func decodeStream(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Pr
 					if takenAt != nil {
 						at, _ = time.Parse(time.RFC3339, *takenAt)
 					}
-					if resources, problems, err = decodeResources(d, fp, resources, kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at, size.bytes); err != nil {
+					if resources, problems, err = decodeResources(d, rd, resources, kept, cmp.Or(opts.KeptBatch, DefaultKeptBatch), at, size.bytes); err != nil {
 						return nil, nil, err
 					}
 				default:
@@ -376,8 +374,9 @@ func decodeStream(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Pr
 	if version == nil {
 		return nil, nil, &DocumentError{Field: "version", Problem: "required"}
 	}
-	var v int
-	if err := json.Unmarshal(version, &v); err != nil || v != Version {
+	// A number written as an integer, as v1 reads an int.
+	v, err := strconv.Atoi(string(version))
+	if err != nil || v != Version {
 		return nil, nil, &DocumentError{Field: "version", Problem: fmt.Sprintf("must be %d, got %s", Version, string(version))}
 	}
 	if !haveRes {
@@ -409,7 +408,7 @@ func decodeStream(r io.Reader, opts DecodeOptions, size sizing) (*Snapshot, []Pr
 // decodeResources reads the elements of the resources array (the '[' is
 // next) through its ']', handing each batch of kept resources to kept
 // (when set).
-func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, kept func([]Resource, int, time.Time), batch int, takenAt time.Time, size int64) ([]Resource, []Problem, error) {
+func decodeResources(d *jsontext.Decoder, rd *resourceDecoder, resources []Resource, kept func([]Resource, int, time.Time), batch int, takenAt time.Time, size int64) ([]Resource, []Problem, error) {
 	if _, err := d.ReadToken(); err != nil {
 		return nil, nil, err
 	}
@@ -428,19 +427,9 @@ func decodeResources(d *jsontext.Decoder, fp *fastParser, resources []Resource, 
 			kept(resources[handed:len(resources):len(resources)], handed, takenAt)
 			handed = len(resources)
 		}
-		raw, err := d.ReadValue() // validated, not copied: valid until the next read
+		r, probs, err := rd.decode(d, i)
 		if err != nil {
 			return nil, nil, err
-		}
-		var r *Resource
-		var probs []Problem
-		if k == '{' && fp.parse(raw) {
-			r = &fp.res
-			if fp.strict {
-				probs = enumWarnings(r, i)
-			}
-		} else {
-			r, probs = decodeResource(json.RawMessage(raw), i, fp.strict)
 		}
 		problems = append(problems, probs...)
 		if r == nil {

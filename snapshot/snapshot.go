@@ -404,7 +404,6 @@ type KeptSource interface {
 // - s was decoded without Kept;
 // - a duplicate was dropped;
 // - its last array handed nothing over;
-// - the v1 decoder decoded it again;
 // - or it was built otherwise.
 func (s *Snapshot) HeldFrom() uint64 { return s.heldFrom }
 

@@ -190,7 +190,7 @@ func validate(b *testing.B, exe, path string) usage {
 
 // BenchmarkValidateVsJSON holds `patrold snapshot validate` to a process
 // that reads the same file and decodes it with plain encoding/json into
-// the same structs (jsonref), CPU against CPU (x-json; goal at most 0.5).
+// typed structs (jsonref), CPU against CPU (x-json; goal at most 0.5).
 func BenchmarkValidateVsJSON(b *testing.B) {
 	exe := binary(b)
 	path, _ := fleetFile(b, 100_000, 0.1)
