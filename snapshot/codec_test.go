@@ -44,8 +44,8 @@ func TestResourcesDropped(t *testing.T) {
 	 {"id":"vm/11","kind":"vm","metrics":{"memory_percent":null}},
 	 {"id":"vm/12","kind":"vm","backup":{"last_success_at":"last week"}},
 	 {"id":"vm/13","kind":"vm","tags":"prod"},
-	 {"id":"dup","kind":"vm"},
-	 {"id":"dup","kind":"vm"},
+	 {"id":"vm/dup","kind":"vm"},
+	 {"id":"vm/dup","kind":"vm"},
 	 {"id":"disk/x","kind":"disk","smart":{"pending_sectors":-1}},
 	 {"id":"vm/14","kind":"vm","metrics":{"window_seconds":900,"cpu_percent_avg":99.5}},
 	 {"id":" VM/15 ","kind":"VM"}
@@ -69,8 +69,8 @@ func TestResourcesDropped(t *testing.T) {
 		"vm/11: metrics.memory_percent: not a number",
 		"vm/12: backup.last_success_at: not an RFC 3339 time",
 		"vm/13: tags: must be an array",
-		"dup: id: duplicate id",
-		"dup: id: duplicate id",
+		"vm/dup: id: duplicate id",
+		"vm/dup: id: duplicate id",
 		"disk/x: smart.pending_sectors: negative",
 	}
 	if len(probs) != len(want) {
@@ -169,6 +169,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{"version":1,"resources":[{"id":"a","kind":"vm","metrics":{"cpu_percent":1e308}}]}`), false)
 	f.Add([]byte(`{"version":1,"resources":[{"id":"a","kind":"disk","smart":{"wearout_percent":101}},{"id":"a"}]}`), true)
+	f.Add([]byte(`{"version":1,"resources":[{"id":"--all","kind":"vm"},{"id":"/1","kind":"vm"},{"id":"vm/ ","kind":"vm"},{"id":"vm/-rf","kind":"vm"},{"id":"VM/1","kind":"vm"}]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, strict bool) {
 		snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Strict: strict})
 		if err != nil {
@@ -179,7 +180,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, r := range snap.Resources {
-			if r.ID == "" || !r.Kind.Valid() || seen[r.ID] {
+			kind, name, slash := strings.Cut(r.ID, "/")
+			if r.ID == "" || !r.Kind.Valid() || seen[r.ID] || !slash || kind == "" || name == "" ||
+				snapshot.IDProblem(r.ID) != "" || strings.HasPrefix(r.ID, "-") || strings.Contains(r.ID, "/-") {
 				t.Fatalf("invalid resource kept: %+v", r)
 			}
 			seen[r.ID] = true

@@ -82,6 +82,7 @@ var oddDocuments = []string{
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","status":null,"name":"x","name":null,"reachable":true,"reachable":null,"smart":{"wearout_percent":1},"smart":{"wearout_percent":null}}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","backup_store":{"jobs":[{"id":"j","type":"gc","last_finished_at":"x"}]}},{"id":"vm/2","kind":"vm","backup":{"colour":1},"smart":{"x":1}}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","tags":5,"id":"vm/2"},{"tags":5,"id":"vm/3"},{"id":"vm/4","tags":5,"id":7},{"backup":{"last_success_at":1},"id":"vm/5"}]}`,
+	`{"version":1,"resources":[{"id":"vm","kind":"vm"},{"id":"/1","kind":"vm"},{"id":"vm/","kind":"vm"},{"id":"--all","kind":"vm"},{"id":" /x","kind":"vm"}]}`,
 	`{"version":1,"resources":[{"id":"vm/1","kind":"vm","Metrics":{"a":1},"TAGS":["x"],"bAcKuP":{"LAST_STATUS":"ok"}}]}`,
 }
 
