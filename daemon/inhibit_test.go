@@ -101,7 +101,8 @@ func fleetDoc(resources ...string) string {
 // TestInhibitionOnTheStream: each rule, with whole events on the stream.
 // The parent opens and its children are held (recorded, not published,
 // not investigated); the parent resolves and each child is published or
-// resolved as the data says.
+// resolved as the data says. A full storage holds its guests' disk
+// findings and not their failed backup; a degraded pool holds nothing.
 func TestInhibitionOnTheStream(t *testing.T) {
 	const (
 		nodeUp   = `{"id":"node/pve1","kind":"node","status":"online"}`
@@ -116,10 +117,10 @@ func TestInhibitionOnTheStream(t *testing.T) {
 		roomy    = `{"id":"storage/pve2/zfs","kind":"storage","parent":"node/pve2","status":"online","metrics":{"usage_percent":40}}`
 		degraded = `{"id":"storage/pve2/pool","kind":"storage","parent":"node/pve2","status":"online","zfs":{"state":"DEGRADED"}}`
 		healthy  = `{"id":"storage/pve2/pool","kind":"storage","parent":"node/pve2","status":"online","zfs":{"state":"ONLINE"}}`
-		bkFailed = `{"id":"vm/202","kind":"vm","parent":"node/pve2","parents":["storage/pve2/zfs"],"status":"running",` +
-			`"backup":{"last_status":"failed","last_finished_at":"2026-11-29T02:00:00Z","last_success_at":"2026-11-28T02:00:00Z"}}`
-		bkOK = `{"id":"vm/202","kind":"vm","parent":"node/pve2","parents":["storage/pve2/zfs"],"status":"running",` +
-			`"backup":{"last_status":"ok","last_finished_at":"2026-11-29T02:00:00Z","last_success_at":"2026-11-29T02:00:00Z"}}`
+		bkFailed = `{"id":"vm/202","kind":"vm","parent":"node/pve2","parents":["storage/pve2/zfs"],"status":"running","metrics":{"disk_percent":90},` +
+			`"backup":{"last_status":"failed","last_finished_at":"2026-11-29T02:00:00Z","last_success_at":"2026-11-28T02:00:00Z","storage":"storage/pve2/zfs"}}`
+		bkOK = `{"id":"vm/202","kind":"vm","parent":"node/pve2","parents":["storage/pve2/zfs"],"status":"running","metrics":{"disk_percent":40},` +
+			`"backup":{"last_status":"ok","last_finished_at":"2026-11-29T02:00:00Z","last_success_at":"2026-11-29T02:00:00Z","storage":"storage/pve2/zfs"}}`
 		poolVM = `{"id":"vm/203","kind":"vm","parent":"node/pve2","parents":["storage/pve2/pool"],"status":"running","reachable":false}`
 	)
 	dir := t.TempDir()
@@ -143,22 +144,25 @@ func TestInhibitionOnTheStream(t *testing.T) {
 	}
 
 	// Run 1: every parent opens; vm/201 (on an online node, nothing
-	// explains it) is published, the others are held.
+	// explains it), vm/202's failed backup (a full storage explains no
+	// backup) and vm/203 (a degraded pool explains nothing) are
+	// published, the others are held.
 	rep := run(fleetDoc(nodeDown, node2, vmDown, vm2Down, full, degraded, bkFailed, poolVM))
-	got := sub.next(t, 0, 4)
+	got := sub.next(t, 0, 6)
 	want := []findingEvent{
 		ev("patrold.finding.opened", "node/pve1", "node_offline", "critical", "detected", "active", "first", 1),
-		ev("patrold.finding.opened", "storage/pve2/pool", "zfs_pool_degraded", "warning", "detected", "active", "first", 1),
+		ev("patrold.finding.opened", "storage/pve2/pool", "zfs_pool_degraded", "warning", "detected", "active", "first", 0),
 		ev("patrold.finding.opened", "storage/pve2/zfs", "high_disk", "critical", "detected", "active", "first", 1),
 		ev("patrold.finding.opened", "vm/201", "guest_unreachable", "warning", "detected", "active", "first", 0),
+		ev("patrold.finding.opened", "vm/202", "backup_failed", "warning", "detected", "active", "first", 0),
+		ev("patrold.finding.opened", "vm/203", "guest_unreachable", "warning", "detected", "active", "first", 0),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("run 1 events\n%+v\nwant\n%+v\n(report %+v)", got, want, rep.Findings)
 	}
 	held := map[string]string{
 		findings.ID("vm/101", findings.CategoryReliability, "guest_unreachable"): findings.ID("node/pve1", findings.CategoryReliability, "node_offline"),
-		findings.ID("vm/202", findings.CategoryBackup, "backup_failed"):          findings.ID("storage/pve2/zfs", findings.CategoryCapacity, "high_disk"),
-		findings.ID("vm/203", findings.CategoryReliability, "guest_unreachable"): findings.ID("storage/pve2/pool", findings.CategoryReliability, "zfs_pool_degraded"),
+		findings.ID("vm/202", findings.CategoryCapacity, "high_disk"):            findings.ID("storage/pve2/zfs", findings.CategoryCapacity, "high_disk"),
 	}
 	for child, parent := range held {
 		f, err := d.Store().Get(ctx, child)
@@ -192,17 +196,20 @@ func TestInhibitionOnTheStream(t *testing.T) {
 	run(fleetDoc(nodeDown, node2, vmDown, vm2Down, full, degraded, bkFailed, poolVM))
 
 	// Run 3: every parent resolves. vm/101 is still unreachable (opened
-	// now, first published), vm/202's backup is fine now and vm/203 is
-	// reachable (resolved, never announced: nothing), the storage above
-	// warning is still a finding (a warning high_disk inhibits nothing).
+	// now, first published), vm/202's disk is fine now (resolved, never
+	// announced: nothing) and so is its backup, vm/203 is reachable, the
+	// storage above warning is still a finding (a warning high_disk
+	// inhibits nothing).
 	run(fleetDoc(nodeUp, node2, vmDown, vm2Up, filling, healthy, bkOK, strings.Replace(poolVM, "false", "true", 1)))
-	got = sub.next(t, 4, 5)
+	got = sub.next(t, 6, 7)
 	want = []findingEvent{
 		ev("patrold.finding.resolved", "node/pve1", "node_offline", "critical", "resolved", "resolved", "resolved", 0),
 		ev("patrold.finding.resolved", "storage/pve2/pool", "zfs_pool_degraded", "warning", "resolved", "resolved", "resolved", 0),
 		ev("patrold.finding.updated", "storage/pve2/zfs", "high_disk", "warning", "needs_attention", "active", "severity_changed", 0),
 		ev("patrold.finding.opened", "vm/101", "guest_unreachable", "warning", "detected", "active", "first", 0),
 		ev("patrold.finding.resolved", "vm/201", "guest_unreachable", "warning", "resolved", "resolved", "resolved", 0),
+		ev("patrold.finding.resolved", "vm/202", "backup_failed", "warning", "resolved", "resolved", "resolved", 0),
+		ev("patrold.finding.resolved", "vm/203", "guest_unreachable", "warning", "resolved", "resolved", "resolved", 0),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("run 3 events\n%+v\nwant\n%+v", got, want)
@@ -220,7 +227,7 @@ func TestInhibitionOnTheStream(t *testing.T) {
 		}
 	}
 	run(fleetDoc(nodeUp, node2, vmUp, vm2Up, roomy, healthy, bkOK))
-	got = sub.next(t, 9, 2)
+	got = sub.next(t, 13, 2)
 	want = []findingEvent{
 		ev("patrold.finding.resolved", "storage/pve2/zfs", "high_disk", "warning", "resolved", "resolved", "resolved", 0),
 		ev("patrold.finding.resolved", "vm/101", "guest_unreachable", "warning", "resolved", "resolved", "resolved", 0),

@@ -22,6 +22,9 @@ func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
 		return []string{"FINDINGS.md: no <!-- guard:inhibit --> table"}
 	}
 	var problems []string
+	if !strings.Contains(doc, "only findings with `source: "+string(findings.ParentSource)+"`\ncan be parents") {
+		problems = append(problems, "FINDINGS.md does not say only `source: "+string(findings.ParentSource)+"` findings can be parents (findings.ParentSource)")
+	}
 	for _, k := range findings.KeptBy() {
 		if !strings.Contains(doc, "`"+k+"` also holds") {
 			problems = append(problems, "FINDINGS.md does not say what `"+k+"` also holds (findings.KeptBy)")
@@ -37,15 +40,20 @@ func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
 		if len(parent) > 0 {
 			got.Parent = parent[0][1]
 		}
-		if len(parent) > 1 && strings.Contains(cells[0], " at `"+parent[1][1]+"`") {
-			got.MinSeverity = findings.Severity(parent[1][1])
+		for _, m := range parent[min(1, len(parent)):] {
+			switch {
+			case strings.Contains(cells[0], " at `"+m[1]+"`"):
+				got.MinSeverity = findings.Severity(m[1])
+			case strings.Contains(cells[0], " on a `"+m[1]+"`"):
+				got.ParentKind = m[1]
+			}
 		}
 		if len(cells) > 1 {
 			for _, m := range inhibitTick.FindAllStringSubmatch(cells[1], -1) {
 				got.Children = append(got.Children, m[1])
 			}
 		}
-		if got.Parent != r.Parent || got.MinSeverity != r.MinSeverity || !slices.Equal(got.Children, r.Children) {
+		if got.Parent != r.Parent || got.MinSeverity != r.MinSeverity || got.ParentKind != r.ParentKind || !slices.Equal(got.Children, r.Children) {
 			problems = append(problems, fmt.Sprintf("FINDINGS.md inhibition row %d: %+v, the code's rule %+v", i+1, got, r))
 		}
 	}
@@ -73,8 +81,17 @@ func TestInhibitionGuardFailsOnDrift(t *testing.T) {
 	if len(inhibitDocProblems(strings.Replace(doc, "`high_disk` at `critical`", "`high_disk`", 1), findings.InhibitRules())) == 0 {
 		t.Error("a least severity dropped from the doc went unnoticed")
 	}
-	if len(inhibitDocProblems(strings.Replace(doc, "| `zfs_pool_degraded` |", "| zfs |", 1), findings.InhibitRules())) == 0 {
+	if len(inhibitDocProblems(strings.Replace(doc, "| `network_unroutable` (", "| network (", 1), findings.InhibitRules())) == 0 {
 		t.Error("a rule missing from the doc went unnoticed")
+	}
+	if len(inhibitDocProblems(strings.Replace(doc, " on a `storage`", "", 1), findings.InhibitRules())) == 0 {
+		t.Error("a parent kind dropped from the doc went unnoticed")
+	}
+	if len(inhibitDocProblems(strings.Replace(doc, "| `high_disk` (the disk", "| `high_disk`, `backup_stale` (the disk", 1), findings.InhibitRules())) == 0 {
+		t.Error("a child added in the doc went unnoticed")
+	}
+	if len(inhibitDocProblems(strings.Replace(doc, "source: deterministic`\ncan be parents", "any source`\ncan be parents", 1), findings.InhibitRules())) == 0 {
+		t.Error("the parents' provenance dropped from the doc went unnoticed")
 	}
 	if len(inhibitDocProblems(strings.Replace(doc, "`node_offline` also holds", "a node also holds", 1), findings.InhibitRules())) == 0 {
 		t.Error("the missing-metrics hold dropped from the doc went unnoticed")

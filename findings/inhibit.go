@@ -12,28 +12,48 @@ import (
 type inhibitRule struct {
 	// parent is the parent finding's key; minSeverity, when set, is the
 	// least severity it must have (a full storage is a critical
-	// high_disk, not a warning one).
+	// high_disk, not a warning one); parentKind, when set, the kind of
+	// the parent's resource.
 	parent      string
 	minSeverity Severity
+	parentKind  snapshot.Kind
 	// children are the keys of the child findings it explains.
 	children []string
 }
 
 // inhibitRules are the causes patrold recognises, in the order they are
-// tried:
-//   - a node offline explains its guests' unreachable findings;
-//   - a full (critical high_disk) or degraded storage or pool explains
-//     the unreachable and backup findings of the guests whose volumes or
-//     backups are on it;
+// tried. Each parent holds only what it explains:
+//   - a node offline explains its guests' unreachable findings (and, by
+//     keptBy, those the run cannot evaluate for missing metrics);
+//   - a full storage (a critical high_disk) explains the disk findings of
+//     the guests whose volumes are on it, never their backups;
 //   - a network the patrol host cannot send to explains the unreachable
 //     findings of the guests whose probed addresses are in it.
 var inhibitRules = []inhibitRule{
+	//mutate:inhibit-row-node-offline ./findings ^TestInhibit
 	{parent: string(signals.TypeNodeOffline), children: []string{string(signals.TypeGuestUnreachable)}},
-	{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical, children: []string{
-		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
-	{parent: string(signals.TypeZFSPoolDegraded), children: []string{
-		string(signals.TypeGuestUnreachable), string(signals.TypeBackupFailed), string(signals.TypeBackupStale)}},
+	//mutate:inhibit-row-full-storage ./findings ^TestInhibit
+	{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical, parentKind: snapshot.KindStorage, children: []string{string(signals.TypeHighDisk)}},
+	//mutate:inhibit-row-network ./findings ^TestInhibit
 	{parent: KeyNetworkUnroutable, children: []string{string(signals.TypeGuestUnreachable)}},
+}
+
+// ParentSource is the only source whose findings may be inhibition
+// parents: a model finding adds information, it never hides any.
+const ParentSource = SourceDeterministic
+
+// parentIndex maps each resource id to the observations of obs on it
+// that may be parents: deterministic ones only.
+func parentIndex(obs []Observation) map[string][]int {
+	byResource := map[string][]int{}
+	for i := range obs {
+		//mutate:inhibit-parent-provenance ./findings ^TestInhibit
+		if obs[i].Source != ParentSource {
+			continue
+		}
+		byResource[obs[i].ResourceID] = append(byResource[obs[i].ResourceID], i)
+	}
+	return byResource
 }
 
 // KeyNetworkUnroutable is patrold's finding about a network its prober
@@ -58,10 +78,7 @@ func KeptBy() []string { return append([]string(nil), keptBy...) }
 //
 // parents is as for Inhibit.
 func Holder(obs []Observation, parents func(resourceID string) []string, unknown func(f *Finding) bool) func(f *Finding) string {
-	byResource := map[string][]int{}
-	for i := range obs {
-		byResource[obs[i].ResourceID] = append(byResource[obs[i].ResourceID], i)
-	}
+	byResource := parentIndex(obs)
 	return func(f *Finding) string {
 		if len(byResource) == 0 {
 			return ""
@@ -95,7 +112,8 @@ func Holder(obs []Observation, parents func(resourceID string) []string, unknown
 // a child finding with key childKey.
 func explains(parent *Observation, childKey string) bool {
 	for _, r := range inhibitRules {
-		if parent.Key != r.parent || (r.minSeverity != "" && parent.Severity.Rank() < r.minSeverity.Rank()) {
+		if parent.Key != r.parent || (r.minSeverity != "" && parent.Severity.Rank() < r.minSeverity.Rank()) ||
+			(r.parentKind != "" && snapshot.Kind(parent.ResourceKind) != r.parentKind) {
 			continue
 		}
 		for _, k := range r.children {
@@ -118,12 +136,11 @@ func explains(parent *Observation, childKey string) bool {
 // finding is active exactly while the run that files it observes it, so
 // a parent that cleared inhibits nothing.
 func Inhibit(obs []Observation, parents func(resourceID string) []string) {
-	byResource := map[string][]int{}
 	for i := range obs {
 		obs[i].normalize()
 		obs[i].InhibitedBy = ""
-		byResource[obs[i].ResourceID] = append(byResource[obs[i].ResourceID], i)
 	}
+	byResource := parentIndex(obs)
 	for i := range obs {
 		o := &obs[i]
 		for _, p := range parents(o.ResourceID) {
@@ -147,11 +164,13 @@ func explainer(obs []Observation, indexes []int, childKey string) string {
 }
 
 // InhibitRule is one inhibition rule as docs/FINDINGS.md#inhibition
-// states it: a Parent finding (of at least MinSeverity, when set)
-// explains the Children findings of its resource's children.
+// states it: a deterministic Parent finding (of at least MinSeverity and
+// on a ParentKind resource, when set) explains the Children findings of
+// its resource's children.
 type InhibitRule struct {
 	Parent      string
 	MinSeverity Severity
+	ParentKind  string
 	Children    []string
 }
 
@@ -159,7 +178,7 @@ type InhibitRule struct {
 func InhibitRules() []InhibitRule {
 	out := make([]InhibitRule, len(inhibitRules))
 	for i, r := range inhibitRules {
-		out[i] = InhibitRule{Parent: r.parent, MinSeverity: r.minSeverity, Children: append([]string(nil), r.children...)}
+		out[i] = InhibitRule{Parent: r.parent, MinSeverity: r.minSeverity, ParentKind: string(r.parentKind), Children: append([]string(nil), r.children...)}
 	}
 	return out
 }

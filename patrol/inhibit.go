@@ -45,15 +45,10 @@ func unroutableNets(res *probe.Result) map[string][]string {
 }
 
 // topologyParents are the parents inhibition walks from r: its parent
-// and parents (docs/SOURCES.md#topology), then the storage its newest
-// backup is on, which a full or degraded backup storage explains.
-func topologyParents(r *snapshot.Resource) []string {
-	out := r.ParentIDs()
-	if b := r.Backup; b != nil && b.Storage != "" {
-		out = append(out, snapshot.CanonicalID(b.Storage))
-	}
-	return out
-}
+// and parents (docs/SOURCES.md#topology). The storage its backups go to
+// is not one: a full storage explains its guests' disk findings, never
+// a stale or failed backup (docs/FINDINGS.md#inhibition).
+func topologyParents(r *snapshot.Resource) []string { return r.ParentIDs() }
 
 // indexed is the resource with id when the index already holds it (the
 // run's signals' and active findings' resources), else nil: it never

@@ -17,15 +17,6 @@ NETWORK = ["./patrol", "-run", "TestUnroutableNetworkHoldsItsGuests"]
 PVE_PARENTS = ["./snapshot/proxmox", "-run", "TestGuestStorageParents|TestFullVolumeStorageHoldsItsGuests|TestConfigStorages"]
 
 MUTATIONS = [
-    ("inhibit-node-offline", "findings/inhibit.go",
-     "{parent: string(signals.TypeNodeOffline), children: []string{string(signals.TypeGuestUnreachable)}},",
-     "{parent: string(signals.TypeNodeOffline)},", FINDINGS),
-    ("inhibit-full-storage", "findings/inhibit.go",
-     "{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical,",
-     "{parent: \"none\", minSeverity: SeverityCritical,", FINDINGS),
-    ("inhibit-degraded-pool", "findings/inhibit.go",
-     "{parent: string(signals.TypeZFSPoolDegraded), children",
-     "{parent: \"none\", children", FINDINGS),
     ("inhibit-full-needs-critical", "findings/inhibit.go",
      "(r.minSeverity != \"\" && parent.Severity.Rank() < r.minSeverity.Rank())",
      "false", FINDINGS),
@@ -98,8 +89,6 @@ MUTATIONS = [
      "\tif by == \"\" && f.InhibitedBy == \"\" {", "\tif by == \"\" {", ["./findings", "-run", "TestHolder"]),
     ("pipeline-holds", "patrol/pipeline.go",
      "return check(f) == findings.CheckUnknown }", "return f == nil }", ["./daemon", "-run", "TestNodeOfflineHoldsMissingMetrics"]),
-    ("inhibit-unroutable-network", "findings/inhibit.go",
-     "{parent: KeyNetworkUnroutable, children", "{parent: \"none\", children", NETWORK),
     ("network-parent", "patrol/inhibit.go",
      "return append(slices.Clip(r.parents), nets[id]...)", "return slices.Clip(r.parents)", NETWORK),
     ("network-finding-filed", "patrol/pipeline.go",

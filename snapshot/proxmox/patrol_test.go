@@ -78,10 +78,13 @@ func patrolOver(t *testing.T, srv *httptest.Server) (*store.Store, func() runOut
 }
 
 // TestFullVolumeStorageHoldsItsGuests: pve1's local-lvm, where vm/102's
-// disk is (its config's scsi0), fills; its critical high_disk explains
-// vm/102's backup findings, which are held under it. When it has room
-// again the guest's findings are released, still active as the data
-// says. Every other finding is held by nothing.
+// disk is (its config's scsi0), fills, and so does vm/102's disk; the
+// storage's critical high_disk explains vm/102's high_disk, which is held
+// under it, and never its backup findings (docs/FINDINGS.md#inhibition).
+// When it has room again the guest's finding is released, still active
+// (its disk figure is gone: the run cannot evaluate it). container/200's
+// disk finding is held by pve2's full local-lvm throughout. Every other
+// finding is held by nothing.
 func TestFullVolumeStorageHoldsItsGuests(t *testing.T) {
 	fake, srv := newFake(t)
 	resources, err := os.ReadFile(filepath.Join("testdata", "api2", "json", "cluster", "resources.json"))
@@ -93,6 +96,11 @@ func TestFullVolumeStorageHoldsItsGuests(t *testing.T) {
 	if full == string(resources) {
 		t.Fatalf("resources.json has no %s", room)
 	}
+	const vmDisk = `"disk":0,"maxdisk":17179869184,"uptime":7200,"template":0,"tags":"prod;web"`
+	if !strings.Contains(full, vmDisk) {
+		t.Fatalf("resources.json has no %s", vmDisk)
+	}
+	full = strings.Replace(full, vmDisk, strings.Replace(vmDisk, `"disk":0`, `"disk":16000000000`, 1), 1)
 	fake.body["cluster/resources"] = full
 	st, run := patrolOver(t, srv)
 	held := func() map[string]string {
@@ -119,14 +127,16 @@ func TestFullVolumeStorageHoldsItsGuests(t *testing.T) {
 		"disk/pve2/sdb disk_temperature", "storage/pve1/local-lvm high_disk"} {
 		want[s] = ""
 	}
-	want["vm/102 backup_failed"], want["vm/102 backup_stale"] = parent, parent
+	want["vm/102 backup_failed"], want["vm/102 backup_stale"], want["vm/102 high_disk"] = "", "", parent
+	// container/200's root disk is on pve2's local-lvm, full all along.
+	want["container/200 high_disk"] = findings.ID("storage/pve2/local-lvm", findings.CategoryCapacity, string(signals.TypeHighDisk))
 	if got := held(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("active findings and what holds them:\n got %v\nwant %v", got, want)
 	}
 	delete(fake.body, "cluster/resources")
 	run()
 	delete(want, "storage/pve1/local-lvm high_disk")
-	want["vm/102 backup_failed"], want["vm/102 backup_stale"] = "", ""
+	want["vm/102 high_disk"] = ""
 	if got := held(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after local-lvm has room again:\n got %v\nwant %v", got, want)
 	}
