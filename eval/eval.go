@@ -27,7 +27,10 @@ const ResultVersion = 1
 
 // Default qualification bars.
 const (
-	DefaultMinRecall      = 0.8
+	DefaultMinRecall = 0.8
+	// DefaultMinPrecision: at least four in five model findings are
+	// supported, neither a duplicate nor above the measurement.
+	DefaultMinPrecision   = 0.8
 	DefaultMaxUnsupported = 0
 )
 
@@ -35,6 +38,8 @@ const (
 type Bars struct {
 	// MinRecall is the least overall recall (every repetition's).
 	MinRecall float64 `json:"min_recall"`
+	// MinPrecision is the least overall precision (every repetition's).
+	MinPrecision float64 `json:"min_precision"`
 	// MaxUnsupported is the most model findings neither the net nor the
 	// ground truth supports, over the whole evaluation.
 	MaxUnsupported int `json:"max_unsupported_filed"`
@@ -45,7 +50,7 @@ type Bars struct {
 
 // DefaultBars are the bars of docs/MODELS.md.
 func DefaultBars() Bars {
-	return Bars{MinRecall: DefaultMinRecall, MaxUnsupported: DefaultMaxUnsupported}
+	return Bars{MinRecall: DefaultMinRecall, MinPrecision: DefaultMinPrecision, MaxUnsupported: DefaultMaxUnsupported}
 }
 
 // Validate names the bar.
@@ -53,6 +58,9 @@ func (b Bars) Validate() error {
 	var errs []error
 	if b.MinRecall < 0 || b.MinRecall > 1 || math.IsNaN(b.MinRecall) {
 		errs = append(errs, fmt.Errorf("min_recall: %g is outside 0..1", b.MinRecall))
+	}
+	if b.MinPrecision < 0 || b.MinPrecision > 1 || math.IsNaN(b.MinPrecision) {
+		errs = append(errs, fmt.Errorf("min_precision: %g is outside 0..1", b.MinPrecision))
 	}
 	if b.MaxUnsupported < 0 {
 		errs = append(errs, fmt.Errorf("max_unsupported_filed: %d must not be negative", b.MaxUnsupported))
@@ -144,6 +152,13 @@ type Counts struct {
 	// UnsupportedFiled are model findings neither the net nor the ground
 	// truth supports.
 	UnsupportedFiled int `json:"unsupported_filed"`
+	// Duplicates are model findings on a supported resource and category
+	// beyond the findings the truth holds there (other keys of the same
+	// problem).
+	Duplicates int `json:"duplicates"`
+	// AboveMeasurement are model findings more severe than what the net
+	// measured on their resource and category.
+	AboveMeasurement int `json:"above_measurement"`
 	// RefusedClaims are reports refused as unsupported_claim.
 	RefusedClaims int `json:"refused_claims"`
 	// RefusedCalls are tool calls answered with an error or a refusal.
@@ -165,6 +180,8 @@ func (c *Counts) add(o Counts) {
 	c.ModelFindings += o.ModelFindings
 	c.Supported += o.Supported
 	c.UnsupportedFiled += o.UnsupportedFiled
+	c.Duplicates += o.Duplicates
+	c.AboveMeasurement += o.AboveMeasurement
 	c.RefusedClaims += o.RefusedClaims
 	c.RefusedCalls += o.RefusedCalls
 	c.Turns += o.Turns
@@ -190,6 +207,8 @@ type Overall struct {
 	Recall       *float64 `json:"recall"`
 	RecallSpread *Spread  `json:"recall_spread"` // over repetitions
 	Precision    *float64 `json:"precision"`
+	// PrecisionSpread is over repetitions (nil: the model filed nothing).
+	PrecisionSpread *Spread `json:"precision_spread"`
 	Counts
 }
 
@@ -287,8 +306,10 @@ func overall(scs []ScenarioResult, repeat int) Overall {
 	o.Precision = ratio(o.Supported, o.ModelFindings)
 	for i := range perRep {
 		perRep[i].Recall = ratio(perRep[i].FiledByModel, perRep[i].Signals)
+		perRep[i].Precision = ratio(perRep[i].Supported, perRep[i].ModelFindings)
 	}
 	o.RecallSpread = spread(perRep, func(f Figures) *float64 { return f.Recall })
+	o.PrecisionSpread = spread(perRep, func(f Figures) *float64 { return f.Precision })
 	return o
 }
 
@@ -297,6 +318,11 @@ func qualify(res *Result, o Options) Qualification {
 	ov := res.Overall
 	if ov.RecallSpread != nil && ov.RecallSpread.Min < o.Bars.MinRecall {
 		q.Failures = append(q.Failures, fmt.Sprintf("recall %.4g is below the bar %.4g", ov.RecallSpread.Min, o.Bars.MinRecall))
+	}
+	// A model that files nothing has no precision; recall judges it.
+	//mutate:eval-precision-bar ./eval,./cmd/patrold ^(TestQualifyBars|TestEvalScoresInflation)$
+	if ov.PrecisionSpread != nil && ov.PrecisionSpread.Min < o.Bars.MinPrecision {
+		q.Failures = append(q.Failures, fmt.Sprintf("precision %.4g is below the bar %.4g", ov.PrecisionSpread.Min, o.Bars.MinPrecision))
 	}
 	if ov.UnsupportedFiled > o.Bars.MaxUnsupported {
 		q.Failures = append(q.Failures, fmt.Sprintf("%d unsupported findings filed, the bar is at most %d", ov.UnsupportedFiled, o.Bars.MaxUnsupported))
@@ -389,16 +415,9 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 		f.Missed = append(f.Missed, SignalRef{Type: u.Type, ResourceID: u.ResourceID, Severity: sev[signals.Key{Type: u.Type, ResourceID: u.ResourceID}]})
 	}
 	f.Recall = ratio(f.FiledByModel, f.Signals)
-	truth := map[Pair]bool{}
-	for _, s := range rep.Signals {
-		truth[Pair{snapshot.CanonicalID(s.ResourceID), s.Category}] = true
-	}
-	for _, fd := range sc.Expect.Findings {
-		truth[Pair{snapshot.CanonicalID(fd.ResourceID), fd.Category}] = true
-	}
-	for _, p := range sc.Expect.Supported {
-		truth[Pair{snapshot.CanonicalID(p.ResourceID), p.Category}] = true
-	}
+	held := groundTruth(rep, sc)
+	byPair := map[Pair][]patrol.FindingRef{}
+	var pairs []Pair
 	for _, fr := range rep.Findings {
 		// Before is patrolled without a model: a model finding is one
 		// of this run.
@@ -406,13 +425,115 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 			continue
 		}
 		f.ModelFindings++
-		if truth[Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}] {
+		p := Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}
+		//mutate:eval-precision-needs-support ./eval ^(TestReferenceModels|TestMeasureCountsDuplicates)$
+		if held[p] == nil {
+			f.UnsupportedFiled++
+			continue
+		}
+		if byPair[p] == nil {
+			pairs = append(pairs, p)
+		}
+		byPair[p] = append(byPair[p], fr)
+	}
+	for _, p := range pairs {
+		t := held[p]
+		// The truth's own keys take the places first: another key on
+		// the same problem is the duplicate.
+		frs := byPair[p]
+		slices.SortStableFunc(frs, func(a, b patrol.FindingRef) int { return t.other(a.Key) - t.other(b.Key) })
+		for i, fr := range frs {
+			//mutate:eval-precision-duplicates ./eval,./cmd/patrold ^(TestMeasureCountsDuplicates|TestEvalScoresInflation)$
+			if i >= t.room() {
+				f.Duplicates++
+				continue
+			}
+			//mutate:eval-precision-above-measurement ./eval,./cmd/patrold ^(TestMeasureCountsAboveMeasurement|TestEvalScoresInflation)$
+			if fr.Severity.Rank() > t.ceiling() {
+				f.AboveMeasurement++
+				continue
+			}
 			f.Supported++
 		}
 	}
-	f.UnsupportedFiled = f.ModelFindings - f.Supported
 	f.Precision = ratio(f.Supported, f.ModelFindings)
 	return f
+}
+
+// truth is what the ground truth holds on one resource and category.
+type truth struct {
+	// keys are the keys of the signals and expected findings there.
+	keys map[string]bool
+	// places is how many model findings it supports: one a key, one a
+	// supported entry.
+	places int
+	// measured is the highest severity rank of the run's signals there;
+	// expected the highest of the scenario's expected findings.
+	measured, expected int
+}
+
+// other is 0 for a key of the truth, 1 for another (a nil truth has none).
+func (t *truth) other(key string) int {
+	if t != nil && t.keys[key] {
+		return 0
+	}
+	return 1
+}
+
+// room is how many model findings the truth supports (none when nil).
+func (t *truth) room() int {
+	if t == nil {
+		return 0
+	}
+	return t.places
+}
+
+func (t *truth) addKey(key string) {
+	if !t.keys[key] {
+		t.keys[key] = true
+		t.places++
+	}
+}
+
+// ceiling is the most severe rank a model finding may have there: what
+// the net measured, else what the scenario expects, else any.
+func (t *truth) ceiling() int {
+	switch {
+	case t == nil:
+		return 0
+	case t.measured > 0:
+		return t.measured
+	case t.expected > 0:
+		return t.expected
+	}
+	return signals.SeverityRank(signals.SeverityCritical)
+}
+
+// groundTruth gathers the signals of the run (the measurement) and the
+// scenario's expected findings and supported pairs.
+func groundTruth(rep *patrol.Report, sc *Scenario) map[Pair]*truth {
+	out := map[Pair]*truth{}
+	at := func(id, category string) *truth {
+		p := Pair{snapshot.CanonicalID(id), category}
+		if out[p] == nil {
+			out[p] = &truth{keys: map[string]bool{}}
+		}
+		return out[p]
+	}
+	for _, s := range rep.Signals {
+		t := at(s.ResourceID, s.Category)
+		t.addKey(findings.NormalizeKey(string(s.Type)))
+		t.measured = max(t.measured, signals.SeverityRank(s.Severity))
+	}
+	for _, fd := range sc.Expect.Findings {
+		t := at(fd.ResourceID, fd.Category)
+		t.addKey(findings.NormalizeKey(fd.Key))
+		t.expected = max(t.expected, signals.SeverityRank(fd.Severity))
+	}
+	for _, p := range sc.Expect.Supported {
+		at(p.ResourceID, p.Category).places++
+	}
+	return out
 }
 
 // sum adds the counters of family name whose labels pass keep.

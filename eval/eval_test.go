@@ -104,9 +104,9 @@ func TestQualifyBars(t *testing.T) {
 	run := Figures{Recall: r(0.9), StatusReasons: []string{}, Counts: Counts{Signals: 10, FiledByModel: 9, InputTokens: 900, OutputTokens: 100, LargestRequestTokens: 5000}}
 	base := func() *Result {
 		return &Result{Scenarios: []ScenarioResult{{Name: "s", Runs: []Figures{run}}},
-			Overall: Overall{Recall: r(0.9), RecallSpread: &Spread{Mean: 0.9, Min: 0.9, Max: 0.9}}}
+			Overall: Overall{Recall: r(0.9), RecallSpread: &Spread{Mean: 0.9, Min: 0.9, Max: 0.9}, PrecisionSpread: &Spread{Mean: 0.8, Min: 0.8, Max: 0.8}}}
 	}
-	bars := Options{Bars: Bars{MinRecall: 0.8, MaxTokensPerRun: 1000}, ContextTokens: 8192}
+	bars := Options{Bars: Bars{MinRecall: 0.8, MinPrecision: 0.8, MaxTokensPerRun: 1000}, ContextTokens: 8192}
 	if q := qualify(base(), bars); !reflect.DeepEqual(q, Qualification{Passed: true, Failures: []string{}}) {
 		t.Fatalf("passing result: %+v", q)
 	}
@@ -116,6 +116,7 @@ func TestQualifyBars(t *testing.T) {
 		want string
 	}{
 		{"recall", func(x *Result, _ *Options) { x.Overall.RecallSpread = &Spread{Mean: 0.85, Min: 0.7, Max: 1} }, "recall 0.7 is below the bar 0.8"},
+		{"precision", func(x *Result, _ *Options) { x.Overall.PrecisionSpread = &Spread{Mean: 0.9, Min: 0.75, Max: 1} }, "precision 0.75 is below the bar 0.8"},
 		{"unsupported", func(x *Result, _ *Options) { x.Overall.UnsupportedFiled = 1 }, "1 unsupported findings filed, the bar is at most 0"},
 		{"budget", func(x *Result, _ *Options) { x.Scenarios[0].Runs[0].StatusReasons = []string{"budget_exhausted"} }, "s (run 1): the budget ran out (budget_exhausted)"},
 		{"tokens", func(x *Result, _ *Options) { x.Scenarios[0].Runs[0].OutputTokens = 101 }, "s (run 1): 1001 tokens, the bar is at most 1000 per run"},

@@ -34,10 +34,10 @@ func spreadText(s *Spread) string {
 func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "model %s/%s  context_tokens %d  scenarios %d  repeat %d\n", r.Provider, r.Model, r.ContextTokens, len(r.Scenarios), r.Repeat)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsignals\tfiled\trecall\tfindings\tprecision\tunsupported\trefused claims\trefused calls\tturns\ttokens in/out\tcost\twall ms\tlargest request")
+	fmt.Fprintln(tw, "scenario\tsignals\tfiled\trecall\tfindings\tprecision\tunsupported\tduplicates\tabove measured\trefused claims\trefused calls\tturns\ttokens in/out\tcost\twall ms\tlargest request")
 	row := func(name string, c Counts, recall, precision string) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d/%d\t$%.4f\t%d\t%d\n", name, c.Signals, c.FiledByModel, recall, c.ModelFindings,
-			precision, c.UnsupportedFiled, c.RefusedClaims, c.RefusedCalls, c.Turns, c.InputTokens, c.OutputTokens, c.CostUSD, c.WallMS, c.LargestRequestTokens)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t$%.4f\t%d\t%d\n", name, c.Signals, c.FiledByModel, recall, c.ModelFindings,
+			precision, c.UnsupportedFiled, c.Duplicates, c.AboveMeasurement, c.RefusedClaims, c.RefusedCalls, c.Turns, c.InputTokens, c.OutputTokens, c.CostUSD, c.WallMS, c.LargestRequestTokens)
 	}
 	for _, sc := range r.Scenarios {
 		var c Counts
@@ -54,8 +54,12 @@ func WriteText(w io.Writer, r *Result) error {
 	if o.RecallSpread != nil && r.Repeat > 1 {
 		fmt.Fprintf(w, "recall over %d repetitions: %s\n", r.Repeat, spreadText(o.RecallSpread))
 	}
+	if o.PrecisionSpread != nil && r.Repeat > 1 {
+		fmt.Fprintf(w, "precision over %d repetitions: %s\n", r.Repeat, spreadText(o.PrecisionSpread))
+	}
 	if r.Qualification.Passed {
-		_, err := fmt.Fprintf(w, "qualified: recall >= %g, at most %d unsupported findings, within the token budget\n", r.Bars.MinRecall, r.Bars.MaxUnsupported)
+		_, err := fmt.Fprintf(w, "qualified: recall >= %g, precision >= %g, at most %d unsupported findings, within the token budget\n",
+			r.Bars.MinRecall, r.Bars.MinPrecision, r.Bars.MaxUnsupported)
 		return err
 	}
 	fmt.Fprintln(w, "NOT qualified:")

@@ -21,8 +21,6 @@ SESSION_MASK = ["./model/mask", "./assistant", "-run", "TestMaskedSession|TestIn
 MUTATIONS = [
     ("recall-counts-matched-only", "eval/eval.go",
      "f.FiledByModel = f.Signals - len(rep.UnmatchedSignals)", "f.FiledByModel = f.Signals", REFERENCE),
-    ("precision-needs-support", "eval/eval.go",
-     "if truth[Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}] {", "if true {", REFERENCE),
     ("refused-claims-counted", "eval/eval.go",
      'return l["outcome"] == "unsupported_claim"', 'return false', REFERENCE),
     ("refused-calls-counted", "eval/eval.go",

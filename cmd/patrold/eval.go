@@ -94,6 +94,7 @@ func newEvalCmd(a *app) *cobra.Command {
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "run every scenario this many times and report the spread (1..100)")
 	cmd.Flags().StringVar(&reference, "reference", "", "evaluate a reference model instead of the configured one: perfect, lazy or noisy")
 	cmd.Flags().Float64Var(&bars.MinRecall, "min-recall", bars.MinRecall, "qualification bar: least overall recall (0..1)")
+	cmd.Flags().Float64Var(&bars.MinPrecision, "min-precision", bars.MinPrecision, "qualification bar: least overall precision (0..1; duplicates and findings above the measurement count against it)")
 	cmd.Flags().IntVar(&bars.MaxUnsupported, "max-unsupported", bars.MaxUnsupported, "qualification bar: most unsupported findings filed")
 	cmd.Flags().IntVar(&bars.MaxTokensPerRun, "max-tokens", 0, "qualification bar: most input+output tokens of one scenario run (0: no bound)")
 	outputFlag(cmd, &output)

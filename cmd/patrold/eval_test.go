@@ -44,7 +44,8 @@ func TestEvalCommand(t *testing.T) {
 	}
 	one := 1.0
 	wantOverall := eval.Overall{Scenarios: 2, Runs: 2, Recall: &one, RecallSpread: &eval.Spread{Mean: 1, Min: 1, Max: 1}, Precision: &one,
-		Counts: eval.Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1}}
+		PrecisionSpread: &eval.Spread{Mean: 1, Min: 1, Max: 1},
+		Counts:          eval.Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1}}
 	got := res.Overall
 	got.Turns, got.Requests, got.InputTokens, got.OutputTokens, got.WallMS, got.LargestRequestTokens = 0, 0, 0, 0, 0, 0
 	if !reflect.DeepEqual(got, wantOverall) || res.Provider != "script" || res.Model != "reference:perfect" || res.ContextTokens != 128000 ||
@@ -81,6 +82,7 @@ func TestEvalCommand(t *testing.T) {
 		{[]string{"eval", "--reference", "genius"}, `--reference: reference: "genius" is not one of [perfect lazy noisy]`},
 		{[]string{"eval", "--reference", "lazy", "--repeat", "0"}, "--repeat: 0 is outside 1..100"},
 		{[]string{"eval", "--reference", "lazy", "--min-recall", "2"}, "min_recall: 2 is outside 0..1"},
+		{[]string{"eval", "--reference", "lazy", "--min-precision", "-0.1"}, "min_precision: -0.1 is outside 0..1"},
 		{[]string{"eval", "--scenarios", filepath.Join(c.dir, "nowhere")}, "--scenarios: stat "},
 		{[]string{"eval", "--scenarios", t.TempDir()}, "--scenarios: scenarios: no *.yaml file"},
 		{[]string{"eval", "--scenarios", c.dir}, "--scenarios: patrold.yaml: scenario: "},
