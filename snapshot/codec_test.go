@@ -272,14 +272,15 @@ func TestBackupStoreField(t *testing.T) {
 
 // TestUnreadableResourceNamesItsField: a resource that cannot be read is
 // dropped with a problem naming its first bad field in document order,
-// by its path and its own name however the document cased it, and the id
-// wherever it stands in the resource.
+// by its path and its own name however the document cased it (what the
+// document named escaped), and the id wherever it stands in the resource.
 func TestUnreadableResourceNamesItsField(t *testing.T) {
 	doc := `{"version":1,"resources":[
 	 {"id":"vm/1","kind":"vm","metrics":{"b":"x","a":true}},
 	 {"id":"vm/2","kind":"vm","metrics":{"a":1e400}},
 	 {"id":"vm/3","kind":"vm","addresses":["a:1",true]},
 	 {"id":"vm/4","kind":"vm","labels":{"site":5}},
+	 {"id":"vm/4b","kind":"vm","labels":{"a\u001b[2J":5}},
 	 {"TAGS":5,"id":"vm/5","kind":"vm"},
 	 {"id":"vm/6","kind":"vm","backup":{"last_success_at":5}},
 	 {"id":"storage/7","kind":"storage","backup_store":{"jobs":[{"id":"j","type":"gc","last_finished_at":"soon"}]}},
@@ -294,11 +295,12 @@ func TestUnreadableResourceNamesItsField(t *testing.T) {
 		{ID: "vm/2", Index: 1, Field: "metrics.a", Problem: "must be a number, got number 1e400"},
 		{ID: "vm/3", Index: 2, Field: "addresses[1]", Problem: "must be a string, got bool"},
 		{ID: "vm/4", Index: 3, Field: "labels.site", Problem: "must be a string, got number"},
-		{ID: "vm/5", Index: 4, Field: "tags", Problem: "must be an array, got number"},
-		{ID: "vm/6", Index: 5, Field: "backup.last_success_at", Problem: "not an RFC 3339 time"},
-		{ID: "storage/7", Index: 6, Field: "backup_store.jobs[0].last_finished_at", Problem: "not an RFC 3339 time"},
-		{ID: "disk/8", Index: 7, Field: "smart.pending_sectors", Problem: "must be a number, got number 1.5"},
-		{Index: 8, Field: "(resource)", Problem: "must be an object, got number"},
+		{ID: "vm/4b", Index: 4, Field: `labels.a\x1b[2J`, Problem: "must be a string, got number"},
+		{ID: "vm/5", Index: 5, Field: "tags", Problem: "must be an array, got number"},
+		{ID: "vm/6", Index: 6, Field: "backup.last_success_at", Problem: "not an RFC 3339 time"},
+		{ID: "storage/7", Index: 7, Field: "backup_store.jobs[0].last_finished_at", Problem: "not an RFC 3339 time"},
+		{ID: "disk/8", Index: 8, Field: "smart.pending_sectors", Problem: "must be a number, got number 1.5"},
+		{Index: 9, Field: "(resource)", Problem: "must be an object, got number"},
 	}
 	if !reflect.DeepEqual(probs, want) {
 		t.Errorf("problems\n got %+v\nwant %+v", probs, want)

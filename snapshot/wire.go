@@ -235,7 +235,7 @@ func (rd *resourceDecoder) decode(d *jsontext.Decoder, i int) (*Resource, []Prob
 			return nil, nil, err
 		}
 		field, problem := decodeProblem(err, depth)
-		return nil, []Problem{{ID: ProblemID(CanonicalID(w.ID)), Index: i, Field: field, Problem: problem}}, nil
+		return nil, []Problem{{ID: ProblemID(CanonicalID(w.ID)), Index: i, Field: quoted(field), Problem: problem}}, nil
 	}
 	r := &w.Resource
 	r.Metrics = w.Metrics.m
@@ -382,6 +382,13 @@ func fieldPath(t reflect.Type, p jsontext.Pointer, depth int) string {
 	return b.String()
 }
 
+// quoted is a field path with what a document named in it escaped, so a
+// problem carries no live text.
+func quoted(field string) string {
+	q := strconv.Quote(field)
+	return q[1 : len(q)-1]
+}
+
 // structField returns the type and JSON name of the field of struct t a
 // document names name (matched as resourceOpts match it); nil and name
 // itself when none is.
@@ -420,7 +427,7 @@ func unknownName(raw []byte, i int, id string) []Problem {
 	if !errors.As(err, &se) || !errors.Is(se.Err, json.ErrUnknownName) {
 		return nil
 	}
-	return []Problem{{ID: ProblemID(CanonicalID(id)), Index: i, Field: fieldPath(reflect.TypeFor[resourceWire](), se.JSONPointer, 0), Problem: "unknown field (ignored)", Warning: true}}
+	return []Problem{{ID: ProblemID(CanonicalID(id)), Index: i, Field: quoted(fieldPath(reflect.TypeFor[resourceWire](), se.JSONPointer, 0)), Problem: "unknown field (ignored)", Warning: true}}
 }
 
 // metricsWire reads the metrics object: values in name order, a null
