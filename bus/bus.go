@@ -63,6 +63,11 @@ func WithEmbedded[S Server](start func(listen, storeDir string, logger *slog.Log
 	}
 }
 
+// AttachStream makes Start look the stream up instead of creating or
+// updating it: only patrold serve manages the stream, and a worker's or
+// notifier's user may not (docs/NATS.md, trust boundaries).
+func AttachStream() Option { return func(b *Bus) { b.attach = true } }
+
 // WithGuard gives the Bus the deployment key's guard (Guard hands it to
 // what is built on the Bus).
 func WithGuard(g *Guard) Option { return func(b *Bus) { b.guard = g } }
@@ -79,6 +84,7 @@ type Bus struct {
 	reconnectWait time.Duration
 
 	guard     *Guard
+	attach    bool
 	embed     func(listen, storeDir string, logger *slog.Logger) (Server, error)
 	srv       Server
 	nc        *nats.Conn
@@ -128,7 +134,11 @@ func (b *Bus) Start(ctx context.Context) error {
 	if err := b.connect(); err != nil {
 		return errors.Join(err, b.Close())
 	}
-	if err := b.ensureStream(ctx); err != nil {
+	ensure := b.ensureStream
+	if b.attach {
+		ensure = b.awaitStream
+	}
+	if err := ensure(ctx); err != nil {
 		return errors.Join(err, b.Close())
 	}
 	return nil
@@ -292,6 +302,33 @@ func (b *Bus) ensureStream(ctx context.Context) error {
 			return fmt.Errorf("nats.stream: create or update %s: %w", cfg.Name, err)
 		}
 		b.log.Warn("stream create or update unanswered; retrying", "stream", cfg.Name, "err", err)
+	}
+}
+
+// awaitStream waits until the stream exists: a process that may not
+// create it waits for patrold serve to, for up to streamCreateWait.
+func (b *Bus) awaitStream(ctx context.Context) error {
+	name := b.opts.Stream.Name
+	ctx, cancel := context.WithTimeout(ctx, streamCreateWait)
+	defer cancel()
+	logged := false
+	for {
+		actx, acancel := context.WithTimeout(ctx, streamAttemptTimeout)
+		_, err := b.js.Stream(actx, name)
+		acancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil || !errors.Is(err, jetstream.ErrStreamNotFound):
+			return fmt.Errorf("nats.stream: look up %s: %w", name, err)
+		case !logged:
+			b.log.Warn("stream not found; waiting for patrold serve to create it", "stream", name)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(streamAttemptTimeout):
+		}
 	}
 }
 

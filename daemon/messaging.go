@@ -81,13 +81,20 @@ func NATSSeedFile(dataDir string, r embedded.Role) string {
 // their permissions naming this configuration's subjects, work queue and
 // notify sinks.
 func embeddedAuth(cfg *config.Config) embedded.Auth {
+	return embedded.Auth{Dir: cfg.DataDir, Names: EmbeddedNames(cfg)}
+}
+
+// EmbeddedNames are what the embedded server's permissions name for
+// cfg: its subjects, stream, lease bucket, work queue and the consumers
+// of serve's notify sinks.
+func EmbeddedNames(cfg *config.Config) embedded.Names {
 	o := cfg.NATS.WithDefaults()
 	n := embedded.Names{Prefix: o.SubjectPrefix, Stream: o.Stream.Name, LeaseBucket: o.Lease.Bucket, WorkQueue: assistant.DefaultDurable,
 		Outcomes: OutcomesDurable}
-	for _, s := range cfg.Notify.Sinks {
-		n.Notify = append(n.Notify, notify.Durable(s.Name))
+	for _, c := range cfg.Notify.Consumers(n.Prefix) {
+		n.Notify = append(n.Notify, embedded.Sink{Durable: c.Durable, Filters: c.Filters, Replay: c.Replay})
 	}
-	return embedded.Auth{Dir: cfg.DataDir, Names: n}
+	return n
 }
 
 // clientBusOptions is the nats section for a process that is a client of

@@ -228,12 +228,15 @@ func readKeys(cfg *config.Config, create, check bool) ([]msgauth.Key, error) {
 
 // newBus builds a Bus on o that signs and verifies with the deployment
 // key (create: serve's, see Guard).
-func (r *Root) newBus(o bus.Options, log *slog.Logger, reg prometheus.Registerer, create bool) (*bus.Bus, error) {
+func (r *Root) newBus(o bus.Options, log *slog.Logger, reg prometheus.Registerer, create bool, with ...bus.Option) (*bus.Bus, error) {
 	g, err := r.Guard(create)
 	if err != nil {
 		return nil, err
 	}
-	return bus.New(o, log, reg, bus.WithEmbedded(embeddedAuth(r.cfg).Starter()), bus.WithGuard(g))
+	auth := embeddedAuth(r.cfg)
+	auth.Registerer = reg
+	with = append([]bus.Option{bus.WithEmbedded(auth.Starter()), bus.WithGuard(g)}, with...)
+	return bus.New(o, log, reg, with...)
 }
 
 // DBPath is the database file under data_dir.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/patrold/patrold/api"
+	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/notify"
@@ -31,7 +32,8 @@ func (r *Root) Notify(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return err
 	}
-	b, err := r.newBus(bo, r.log, r.o.Registerer, false)
+	// Only serve manages the stream; the notifier's user may not.
+	b, err := r.newBus(bo, r.log, r.o.Registerer, false, bus.AttachStream())
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,8 @@ func (r *Root) Worker(ctx context.Context, listen string, ready func(addr string
 	if err != nil {
 		return configErr(err)
 	}
-	b, err := r.newBus(bo, log, r.o.Registerer, false)
+	// Only serve manages the stream; the worker's user may not.
+	b, err := r.newBus(bo, log, r.o.Registerer, false, bus.AttachStream())
 	if err != nil {
 		return configErr(err)
 	}

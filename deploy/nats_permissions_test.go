@@ -17,6 +17,7 @@ import (
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/bus/embedded"
 	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/config"
 	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/notify"
@@ -67,18 +68,20 @@ func ok(t *testing.T, who, what string, err error) {
 // deploy/nats-example.conf. Each user can do what its process needs:
 // patrold, the worker and the notifier start on it through bus.Start.
 // No user can do what the docs forbid:
-//   - nobody deletes a stream or a consumer;
+//   - nobody deletes the stream or one of patrold's consumers;
+//   - only patrold manages the stream: the worker and the notifier find it;
 //   - the worker publishes outcomes and no other event;
 //   - the notifier and the subscriber publish nothing, and neither can
-//     read the remediation work queue or patrold's consumers.
+//     read the remediation work queue or patrold's consumers;
+//   - nobody but patrold creates a consumer on a subject of its choosing.
 func TestNATSExamplePermissions(t *testing.T) {
 	url := startExample(t)
 	ctx := context.Background()
-	start := func(user string) {
+	start := func(user string, with ...bus.Option) {
 		t.Helper()
 		o := bus.DefaultOptions()
 		o.URL, o.User, o.Password = url, user, user+"-pw"
-		b, err := bus.New(o, nil, nil)
+		b, err := bus.New(o, nil, nil, with...)
 		ok(t, user, "configure the bus", err)
 		ok(t, user, "start on the bus (stream ensured)", b.Start(ctx))
 		t.Cleanup(func() { b.Close() })
@@ -100,7 +103,7 @@ func TestNATSExamplePermissions(t *testing.T) {
 	p.Denied(t, "delete a consumer", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-outcomes",
 		func(ctx context.Context) error { return p.JS.DeleteConsumer(ctx, "PATROL", "patrold-outcomes") })
 
-	start("worker")
+	start("worker", bus.AttachStream())
 	w := connectAs(t, url, "worker")
 	queue, err := w.JS.Consumer(ctx, "PATROL", "patrold-assistant")
 	ok(t, "worker", "open the work queue", err)
@@ -126,20 +129,47 @@ func TestNATSExamplePermissions(t *testing.T) {
 		})
 	w.Denied(t, "delete the work queue", "Publish", "$JS.API.CONSUMER.DELETE.PATROL.patrold-assistant",
 		func(ctx context.Context) error { return w.JS.DeleteConsumer(ctx, "PATROL", "patrold-assistant") })
+	cut := bus.DefaultOptions().StreamConfig()
+	cut.MaxMsgs = 2
+	w.Denied(t, "cut the stream", "Publish", "$JS.API.STREAM.UPDATE.PATROL",
+		func(ctx context.Context) error { _, err := w.JS.UpdateStream(ctx, cut); return err })
+	w.Denied(t, "point the work queue at every event", "Publish", "$JS.API.CONSUMER.CREATE.PATROL.patrold-assistant.patrol.>",
+		func(ctx context.Context) error {
+			_, err := w.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-assistant",
+				FilterSubject: "patrol.>", AckPolicy: jetstream.AckExplicitPolicy})
+			return err
+		})
 
-	start("notify")
+	start("notify", bus.AttachStream())
 	nf := connectAs(t, url, "notify")
 	_, err = nf.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-notify-am", FilterSubject: "patrol.findings.>",
 		AckPolicy: jetstream.AckExplicitPolicy})
 	ok(t, "notify", "create its sink's consumer", err)
-	ordered, err := nf.JS.OrderedConsumer(ctx, "PATROL", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"patrol.findings.>"},
-		DeliverPolicy: jetstream.DeliverAllPolicy})
-	ok(t, "notify", "open an ephemeral consumer (an alertmanager sink's replay)", err)
-	first, err := ordered.Next(jetstream.FetchMaxWait(5 * time.Second))
+	replayer, err := nf.JS.CreateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Name: notify.ReplayConsumer("am"),
+		FilterSubject: "patrol.findings.>", DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy})
+	ok(t, "notify", "create an alertmanager sink's replay consumer", err)
+	first, err := replayer.Next(jetstream.FetchMaxWait(5 * time.Second))
 	ok(t, "notify", "replay a finding event", err)
 	if first.Subject() != "patrol.findings.opened.warning" {
 		t.Fatalf("notify replayed %s, want patrol.findings.opened.warning", first.Subject())
 	}
+	nf.Denied(t, "delete its replay consumer", "Publish", "$JS.API.CONSUMER.DELETE.PATROL."+notify.ReplayConsumer("am"),
+		func(ctx context.Context) error {
+			return nf.JS.DeleteConsumer(ctx, "PATROL", notify.ReplayConsumer("am"))
+		})
+	nf.Denied(t, "read remediation requests through its own consumer", "Publish",
+		"$JS.API.CONSUMER.CREATE.PATROL.patrold-notify-am.patrol.remediation.>", func(ctx context.Context) error {
+			_, err := nf.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-notify-am",
+				FilterSubject: "patrol.remediation.>", AckPolicy: jetstream.AckExplicitPolicy})
+			return err
+		})
+	nf.Denied(t, "cut the stream", "Publish", "$JS.API.STREAM.UPDATE.PATROL",
+		func(ctx context.Context) error { _, err := nf.JS.UpdateStream(ctx, cut); return err })
+	nf.Denied(t, "open a consumer of its own naming", "Publish", "$JS.API.CONSUMER.CREATE.PATROL.intruder.patrol.remediation.>",
+		func(ctx context.Context) error {
+			_, err := nf.JS.CreateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Name: "intruder", FilterSubject: "patrol.remediation.>"})
+			return err
+		})
 	nf.Denied(t, "take over the work queue", "Publish", "$JS.API.CONSUMER.CREATE.PATROL.patrold-assistant.patrol.remediation.requests",
 		func(ctx context.Context) error {
 			_, err := nf.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "patrold-assistant",
@@ -170,6 +200,11 @@ func TestNATSExamplePermissions(t *testing.T) {
 	if err := replay.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 		t.Fatalf("subscriber replay: %v", err)
 	}
+	s.Denied(t, "keep its consumer on every event", "Publish", "$JS.API.CONSUMER.CREATE.PATROL.subscriber.patrol.>",
+		func(ctx context.Context) error {
+			_, err := s.JS.CreateOrUpdateConsumer(ctx, "PATROL", jetstream.ConsumerConfig{Durable: "subscriber", FilterSubject: "patrol.>"})
+			return err
+		})
 	for _, durable := range []string{"patrold-assistant", "patrold-outcomes"} {
 		s.Denied(t, "delete "+durable, "Publish", "$JS.API.CONSUMER.DELETE.PATROL."+durable,
 			func(ctx context.Context) error { return s.JS.DeleteConsumer(ctx, "PATROL", durable) })
@@ -202,15 +237,26 @@ func TestNATSExamplePermissions(t *testing.T) {
 
 // The embedded server's users have the permissions nats-example.conf
 // gives the same users, subject for subject: the example's proof above
-// holds for the embedded server (whose sinks here are the example's am,
-// chat and audit).
+// holds for the embedded server of serve with notify.example.yaml (whose
+// sinks are the example's am, chat and audit).
 func TestEmbeddedRolesAreTheExamplesUsers(t *testing.T) {
 	opts, err := server.ProcessConfigFile("nats-example.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := embedded.Names{Prefix: contracts.DefaultSubjectPrefix, Stream: contracts.DefaultStreamName, LeaseBucket: contracts.DefaultLeaseBucket,
-		WorkQueue: assistant.DefaultDurable, Outcomes: daemon.OutcomesDurable, Notify: []string{notify.Durable("am"), notify.Durable("chat"), notify.Durable("audit")}}
+	cfg, err := config.Load([]byte(read(t, "notify.example.yaml")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := daemon.EmbeddedNames(cfg)
+	if want := (embedded.Names{Prefix: contracts.DefaultSubjectPrefix, Stream: contracts.DefaultStreamName, LeaseBucket: contracts.DefaultLeaseBucket,
+		WorkQueue: assistant.DefaultDurable, Outcomes: daemon.OutcomesDurable, Notify: []embedded.Sink{
+			{Durable: notify.Durable("am"), Filters: []string{"patrol.findings.>"}, Replay: notify.ReplayConsumer("am")},
+			{Durable: notify.Durable("chat"), Filters: []string{"patrol.findings.*.critical"}},
+			{Durable: notify.Durable("audit"), Filters: []string{"patrol.runs.completed", "patrol.findings.resolved.*"}},
+		}}); !reflect.DeepEqual(names, want) {
+		t.Fatalf("names of notify.example.yaml: %+v, want %+v", names, want)
+	}
 	user := map[embedded.Role]string{embedded.RoleDaemon: "patrold", embedded.RoleWorker: "worker", embedded.RoleNotify: "notify",
 		embedded.RoleSubscriber: "subscriber"}
 	for _, r := range embedded.Roles {

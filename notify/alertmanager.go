@@ -298,21 +298,22 @@ func (s *amSink) postOne(ctx context.Context, base string, alerts []model.Alert)
 }
 
 // replay rebuilds the state from the finding events of the last
-// forget_after on the stream (an ordered, ephemeral consumer; nothing is
-// posted or acknowledged).
+// forget_after on the stream, through the sink's replay consumer: the
+// notify role may read no consumer it does not name (docs/NATS.md).
+// Nothing is posted or acknowledged. The consumer is not deleted (serve's
+// user, running notify in_serve, may delete none): it expires
+// replayInactive after its last pull, and a replay that finds it still
+// there fails and is retried.
 func (s *amSink) replay(ctx context.Context, js jetstream.JetStream, stream, filter string) (int, error) {
 	start := s.now().Add(-s.opts.Alertmanager.ForgetAfter)
-	oc, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
+	oc, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Name: ReplayConsumer(s.opts.Name), FilterSubject: filter, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &start,
+		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, InactiveThreshold: replayInactive,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("replay %s: %w", filter, err)
 	}
-	info, err := oc.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("replay %s: %w", filter, err)
-	}
-	if info.NumPending == 0 {
+	if oc.CachedInfo().NumPending == 0 {
 		return 0, nil
 	}
 	n := 0

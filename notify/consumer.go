@@ -16,6 +16,9 @@ const (
 	lagInterval     = 5 * time.Second
 	ackWaitMargin   = 5 * time.Second
 	maxReasonLength = 200
+	// replayInactive removes a replay consumer once it is read: a pull
+	// waits at most pullWait, so a replay in progress is never idle as long.
+	replayInactive = 2 * pullWait
 )
 
 // permanentError marks an event no retry can deliver (it does not decode):

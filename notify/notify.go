@@ -82,7 +82,7 @@ func New(o RunnerOptions) (*Runner, error) {
 		switch s.Kind {
 		case KindAlertmanager:
 			run.am = newAMSink(s, o.Client, m, log, o.Now)
-			c.filters = []string{findingsFilter(o.Prefix)}
+			c.filters = sinkFilters(s, o.Prefix)
 			// every Alertmanager is posted in parallel, each within the timeout
 			c.ackWait = s.Alertmanager.Timeout + 2*ackWaitMargin
 			c.deliver = run.am.deliver
@@ -97,10 +97,7 @@ func New(o RunnerOptions) (*Runner, error) {
 					return nil, fmt.Errorf("notify.sinks[%d].webhook.secret_file: %s is empty", i, s.Webhook.SecretFile)
 				}
 			}
-			c.filters = s.Webhook.Subjects
-			if len(c.filters) == 0 {
-				c.filters = []string{findingsFilter(o.Prefix)}
-			}
+			c.filters = sinkFilters(s, o.Prefix)
 			c.ackWait = s.Webhook.Timeout + 2*ackWaitMargin
 			c.deliver = w.deliver
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -334,3 +335,39 @@ func RedactURL(raw string) string {
 
 // Durable is the durable consumer name of a sink.
 func Durable(sink string) string { return "patrold-notify-" + sink }
+
+// ReplayConsumer is the consumer an alertmanager sink's replay reads.
+// Notify durables start "patrold-notify-", so no sink name collides.
+func ReplayConsumer(sink string) string { return "patrold-replay-" + sink }
+
+// SinkConsumers are the consumers one sink reads: its durable, the
+// subjects the durable filters and, for an alertmanager sink, its replay
+// consumer ("" for none). The embedded server's notify role may use
+// these and no other (docs/NATS.md).
+type SinkConsumers struct {
+	Durable string
+	Filters []string
+	Replay  string
+}
+
+// Consumers lists what every sink of o reads under prefix, in order.
+func (o Options) Consumers(prefix string) []SinkConsumers {
+	var out []SinkConsumers
+	for _, s := range o.Sinks {
+		c := SinkConsumers{Durable: Durable(s.Name), Filters: sinkFilters(s, prefix)}
+		if s.Kind == KindAlertmanager {
+			c.Replay = ReplayConsumer(s.Name)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sinkFilters are the subjects a sink's durable filters: every finding
+// event, unless a webhook names its subjects.
+func sinkFilters(s SinkOptions, prefix string) []string {
+	if s.Kind == KindWebhook && len(s.Webhook.Subjects) > 0 {
+		return slices.Clone(s.Webhook.Subjects)
+	}
+	return []string{findingsFilter(prefix)}
+}

@@ -57,6 +57,16 @@ func ServerOptions(listen, storeDir string) (*server.Options, error) {
 // A fixed port that is taken fails at once, naming the key: nats-server
 // itself would only time out after ReadyTimeout.
 func StartServer(opts *server.Options, logger *slog.Logger) (*server.Server, error) {
+	r, err := NewRefusals(nil)
+	if err != nil {
+		return nil, err
+	}
+	return startServer(opts, logger, r)
+}
+
+// startServer is StartServer counting the client requests the server
+// refuses in r.
+func startServer(opts *server.Options, logger *slog.Logger, r *Refusals) (*server.Server, error) {
 	if opts.Port > 0 {
 		addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 		ln, err := net.Listen("tcp", addr)
@@ -72,7 +82,7 @@ func StartServer(opts *server.Options, logger *slog.Logger) (*server.Server, err
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	if logger != nil {
-		srv.SetLoggerV2(serverLogger{logger.With("component", "nats_server")}, false, false, false)
+		srv.SetLoggerV2(serverLogger{logger.With("component", "nats_server"), r}, false, false, false)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(ReadyTimeout) {
@@ -95,12 +105,23 @@ func Start(listen, storeDir string, logger *slog.Logger) (*server.Server, error)
 
 // serverLogger adapts slog to nats-server's Logger. Notices are logged at
 // debug level: the server is chatty at start and patrold logs its own
-// summary.
-type serverLogger struct{ l *slog.Logger }
+// summary. A client's refused request is counted and logged once at WARN.
+type serverLogger struct {
+	l       *slog.Logger
+	refused *Refusals
+}
 
 func (s serverLogger) Noticef(f string, v ...any) { s.l.Debug(fmt.Sprintf(f, v...)) }
 func (s serverLogger) Warnf(f string, v ...any)   { s.l.Warn(fmt.Sprintf(f, v...)) }
 func (s serverLogger) Fatalf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...)) }
-func (s serverLogger) Errorf(f string, v ...any)  { s.l.Error(fmt.Sprintf(f, v...)) }
-func (s serverLogger) Debugf(f string, v ...any)  { s.l.Debug(fmt.Sprintf(f, v...)) }
-func (s serverLogger) Tracef(f string, v ...any)  {}
+func (s serverLogger) Errorf(f string, v ...any) {
+	line := fmt.Sprintf(f, v...)
+	//mutate:nats-refusal-not-error ./bus/embedded ^TestRefusedRequestsAreWarnedOnceAndCounted$
+	if kind, key, ok := refusal(line); ok {
+		s.refused.note(s.l, kind, key, line)
+		return
+	}
+	s.l.Error(line)
+}
+func (s serverLogger) Debugf(f string, v ...any) { s.l.Debug(fmt.Sprintf(f, v...)) }
+func (s serverLogger) Tracef(f string, v ...any) {}

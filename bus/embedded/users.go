@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/contracts"
 )
@@ -50,73 +51,125 @@ type Names struct {
 	LeaseBucket string
 	WorkQueue   string
 	Outcomes    string
-	Notify      []string
+	Notify      []Sink
+}
+
+// Sink is what one notify sink reads: its durable consumer, the subjects
+// that consumer filters and, for an alertmanager sink, the consumer its
+// replay reads ("" for none).
+type Sink struct {
+	Durable string
+	Filters []string
+	Replay  string
 }
 
 // SubscriberConsumer is the one durable consumer the subscriber role
 // may keep.
 const SubscriberConsumer = "subscriber"
 
-// Permissions are the role's permissions on the server. They are the
-// ones deploy/nats-example.conf gives the same user (a test in deploy/
-// compares them):
-//   - nobody deletes a stream or a consumer;
+// SubscriberSubjects are the subjects the subscriber role reads, below
+// the prefix.
+var SubscriberSubjects = []string{"findings.>", "runs.>", "approvals.>"}
+
+// jsAPI names the JetStream API subjects of one stream.
+type jsAPI struct{ stream string }
+
+func (a jsAPI) streamInfo() string { return "$JS.API.STREAM.INFO." + a.stream }
+
+// create is the create subject of consumer c that pins its filter: the
+// server refuses a filter other than the one in the subject.
+func (a jsAPI) create(c, filter string) string {
+	return "$JS.API.CONSUMER.CREATE." + a.stream + "." + c + "." + filter
+}
+
+// createAnyFilter is the create subject of consumer c without a filter:
+// the only one a consumer of several filters can use.
+func (a jsAPI) createAnyFilter(c string) string {
+	return "$JS.API.CONSUMER.CREATE." + a.stream + "." + c
+}
+
+func (a jsAPI) info(c string) string   { return "$JS.API.CONSUMER.INFO." + a.stream + "." + c }
+func (a jsAPI) next(c string) string   { return "$JS.API.CONSUMER.MSG.NEXT." + a.stream + "." + c }
+func (a jsAPI) delete(c string) string { return "$JS.API.CONSUMER.DELETE." + a.stream + "." + c }
+func (a jsAPI) ack(c string) string    { return "$JS.ACK." + a.stream + "." + c + ".>" }
+
+// Permissions are the role's permissions on the server, the one table of
+// them (docs/NATS.md, embedded server credentials). deploy/nats-example.conf
+// gives the same users the same permissions (a test in deploy/ compares
+// them), and a test tries every JetStream API verb with each seed:
+//   - only the daemon manages the stream and patrold's consumers, and
+//     nobody deletes the stream or a consumer of patrold;
 //   - the worker publishes outcomes and session calls, and reads only the
-//     work queue;
-//   - notify reads its sinks' consumers and ephemeral ones (an
-//     alertmanager sink's replay), never the work queue's, the outcomes'
-//     or the subscriber's, and publishes nothing;
+//     work queue, whose filter it cannot change;
+//   - notify reads its sinks' consumers, each on the sink's filter, and
+//     an alertmanager sink's replay consumer; it publishes nothing;
 //   - the subscriber reads findings, runs and approvals, keeps one
-//     consumer named "subscriber" and publishes nothing.
+//     consumer named "subscriber" on those subjects and publishes nothing.
 func (r Role) Permissions(n Names) *server.Permissions {
-	p, s := n.Prefix, n.Stream
+	p, js := n.Prefix, jsAPI{n.Stream}
 	stem := func(stem string) string { return stem + "." + p }
-	jsRead := []string{"$JS.API.INFO", "$JS.API.STREAM.INFO." + s}
-	jsEnsure := slices.Concat(jsRead, []string{"$JS.API.STREAM.CREATE." + s, "$JS.API.STREAM.UPDATE." + s})
-	c := "$JS.API.CONSUMER."
-	consumer := func(durable string, del bool) []string {
-		out := []string{c + "CREATE." + s + "." + durable + ".>", c + "INFO." + s + "." + durable, c + "MSG.NEXT." + s + "." + durable}
-		if del {
-			out = append(out, c+"DELETE."+s+"."+durable)
-		}
-		return append(out, "$JS.ACK."+s+"."+durable+".>")
-	}
-	inbox := []string{"_INBOX.>"}
+	inbox := &server.SubjectPermission{Allow: []string{"_INBOX.>"}}
 	switch r {
 	case RoleDaemon:
 		subs := []string{p + ".>", "$KV." + n.LeaseBucket + ".>", "$O." + contracts.SeedBucket + ".>", "_INBOX.>",
 			stem(contracts.StemForward), stem(contracts.StemSessions) + ".>", stem(contracts.StemSeed), stem(contracts.StemTrigger), "$SRV.>"}
 		pub := slices.Concat(subs[:1], []string{"$JS.API.>", "$JS.ACK.>"}, subs[1:])
 		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: pub, Deny: []string{"$JS.API.STREAM.DELETE.>", "$JS.API.CONSUMER.DELETE.>"}},
+			Publish: &server.SubjectPermission{Allow: pub, Deny: []string{
+				//mutate:nats-daemon-keeps-stream ./bus/embedded ^TestRolesOnTheJetStreamAPI$
+				"$JS.API.STREAM.DELETE.>",
+				//mutate:nats-daemon-keeps-consumers ./bus/embedded ^TestRolesOnTheJetStreamAPI$
+				"$JS.API.CONSUMER.DELETE.>",
+			}},
 			Subscribe: &server.SubjectPermission{Allow: subs},
 		}
 	case RoleWorker:
-		pub := slices.Concat([]string{contracts.FullSubject(p, contracts.SubjectRemediationOutcomes), stem(contracts.StemSessions) + ".>"},
-			jsEnsure, consumer(n.WorkQueue, false))
+		q := n.WorkQueue
 		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: pub},
-			Subscribe: &server.SubjectPermission{Allow: inbox},
+			Publish: &server.SubjectPermission{Allow: []string{
+				contracts.FullSubject(p, contracts.SubjectRemediationOutcomes),
+				stem(contracts.StemSessions) + ".>",
+				js.streamInfo(),
+				//mutate:nats-worker-takes-work-queue ./daemon ^TestStandaloneWorker$
+				js.create(q, contracts.FullSubject(p, contracts.SubjectRemediationRequests)),
+				js.info(q),
+				js.next(q),
+				js.ack(q),
+			}},
+			Subscribe: inbox,
 		}
 	case RoleNotify:
-		pub := slices.Clone(jsEnsure)
-		for _, d := range n.Notify {
-			pub = append(pub, consumer(d, false)...)
+		pub := []string{js.streamInfo()}
+		for _, k := range n.Notify {
+			create := []string{js.createAnyFilter(k.Durable)}
+			// A list of filters cannot be pinned; one filter is.
+			//mutate:nats-notify-filter-pinned ./bus/embedded ^TestRolesOnTheJetStreamAPI$
+			if len(k.Filters) == 1 {
+				create = []string{js.create(k.Durable, k.Filters[0])}
+			}
+			pub = slices.Concat(pub, create, []string{js.info(k.Durable), js.next(k.Durable), js.ack(k.Durable)})
+			if k.Replay != "" {
+				pub = append(pub, js.create(k.Replay, k.Filters[0]), js.next(k.Replay))
+			}
 		}
-		pub = append(pub, c+"CREATE."+s+".*."+p+".>", c+"INFO."+s+".*", c+"MSG.NEXT."+s+".*")
-		var deny []string
-		for _, d := range []string{n.WorkQueue, n.Outcomes, SubscriberConsumer} {
-			deny = append(deny, consumer(d, true)...)
-		}
-		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: pub, Deny: deny},
-			Subscribe: &server.SubjectPermission{Allow: inbox},
-		}
+		return &server.Permissions{Publish: &server.SubjectPermission{Allow: pub}, Subscribe: inbox}
 	case RoleSubscriber:
-		subs := []string{p + ".findings.>", p + ".runs.>", p + ".approvals.>", "_INBOX.>"}
+		var subs, create []string
+		for _, s := range SubscriberSubjects {
+			subs = append(subs, p+"."+s)
+			create = append(create, js.create(SubscriberConsumer, p+"."+s))
+		}
+		c := SubscriberConsumer
+		own := []string{
+			js.info(c),
+			//mutate:nats-subscriber-replays ./daemon ^TestDocumentedReplayWorks$
+			js.next(c),
+			js.delete(c),
+			js.ack(c),
+		}
 		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: slices.Concat(jsRead, consumer(SubscriberConsumer, true))},
-			Subscribe: &server.SubjectPermission{Allow: subs},
+			Publish:   &server.SubjectPermission{Allow: slices.Concat([]string{js.streamInfo()}, create, own)},
+			Subscribe: &server.SubjectPermission{Allow: append(subs, "_INBOX.>")},
 		}
 	}
 	// Unknown roles may do nothing.
@@ -202,10 +255,12 @@ func RequireUsers(opts *server.Options, pubs map[Role]string, n Names) {
 }
 
 // Auth is the embedded server's users: their seeds under Dir (the
-// data directory), their permissions naming Names.
+// data directory), their permissions naming Names. Registerer (nil:
+// none) gets the count of the requests the server refused.
 type Auth struct {
-	Dir   string
-	Names Names
+	Dir        string
+	Names      Names
+	Registerer prometheus.Registerer
 }
 
 // Starter returns the embedded server's start for bus.WithEmbedded: it
@@ -222,6 +277,10 @@ func (a Auth) Starter() func(listen, storeDir string, logger *slog.Logger) (*ser
 			return nil, err
 		}
 		RequireUsers(opts, pubs, a.Names)
-		return StartServer(opts, logger)
+		refused, err := NewRefusals(a.Registerer)
+		if err != nil {
+			return nil, err
+		}
+		return startServer(opts, logger, refused)
 	}
 }

@@ -3,6 +3,7 @@ package natstest
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,4 +87,39 @@ func ConnectRole(t testing.TB, url, dataDir string, r embedded.Role, opts ...nat
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// Try sends a request on subject and reports whether the server let it
+// through: true when an answer came (an API error is an answer), false
+// when the server reported a publish permission violation on subject.
+// Neither within 10 s fails the test.
+func (u *User) Try(t testing.TB, subject string, body []byte) bool {
+	t.Helper()
+	inbox := u.NC.NewRespInbox()
+	sub, err := u.NC.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	u.mu.Lock()
+	seen := len(u.violations)
+	u.mu.Unlock()
+	if err := u.NC.PublishRequest(subject, inbox, body); err != nil {
+		t.Fatalf("%s: %s: %v", u.Name, subject, err)
+	}
+	want := `permissions violation for publish to "` + strings.ToLower(subject) + `"`
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := sub.NextMsg(10 * time.Millisecond); err == nil {
+			return true
+		}
+		u.mu.Lock()
+		refused := slices.ContainsFunc(u.violations[seen:], func(v string) bool { return strings.Contains(strings.ToLower(v), want) })
+		u.mu.Unlock()
+		if refused {
+			return false
+		}
+	}
+	t.Fatalf("%s: %s: neither an answer nor a refusal", u.Name, subject)
+	return false
 }
