@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,12 +101,16 @@ func checkUnit(text string, drain time.Duration) []string {
 		"Type": "notify", "ExecReload": "/bin/kill -HUP $MAINPID", "ProtectSystem": "strict",
 		"ReadWritePaths": "/var/lib/patrold", "StateDirectory": "patrold", "NoNewPrivileges": "yes",
 		"CapabilityBoundingSet": "", "PrivateTmp": "yes", "ProtectHome": "yes",
-		"Environment": "PATROLD_DATA_DIR=/var/lib/patrold",
 	}
 	for k, v := range want {
 		if len(got[k]) != 1 || got[k][0] != v {
 			p = append(p, fmt.Sprintf("%s: want exactly %q, have %q", k, v, got[k]))
 		}
+	}
+	// The data directory, and glibc's memory policy (the unit says why).
+	env := []string{"PATROLD_DATA_DIR=/var/lib/patrold", "MALLOC_ARENA_MAX=2", "MALLOC_TRIM_THRESHOLD_=131072", "MALLOC_MMAP_THRESHOLD_=131072"}
+	if !slices.Equal(got["Environment"], env) {
+		p = append(p, fmt.Sprintf("Environment: want exactly %q, have %q", env, got["Environment"]))
 	}
 	if got["DynamicUser"] == nil && got["User"] == nil {
 		p = append(p, "neither DynamicUser nor User is set: the daemon would run as root")
