@@ -121,14 +121,16 @@ type Options struct {
 
 // API is the HTTP API. It is safe for concurrent use.
 type API struct {
-	opts    Options
-	log     *slog.Logger
-	auth    *authTable
-	metrics *metrics
-	audit   *auditor
-	prom    http.Handler // nil without a Gatherer
-	handler http.Handler
-	web     *webUI
+	opts Options
+	log  *slog.Logger
+	auth *authTable
+	// throttle counts failed tokens by client address (docs/API.md#throttling).
+	throttle *authThrottle
+	metrics  *metrics
+	audit    *auditor
+	prom     http.Handler // nil without a Gatherer
+	handler  http.Handler
+	web      *webUI
 }
 
 // New validates opts and builds the API.
@@ -164,7 +166,7 @@ func New(opts Options) (*API, error) {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
-	a := &API{opts: opts, log: opts.Logger.With("component", "api"), auth: newAuthTable(opts.Tokens)}
+	a := &API{opts: opts, log: opts.Logger.With("component", "api"), auth: newAuthTable(opts.Tokens), throttle: newAuthThrottle(opts.Now)}
 	if opts.Gatherer != nil {
 		a.prom = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Scope is what a token may do.
@@ -25,6 +26,26 @@ const (
 	// metrics).
 	scopeOpen Scope = ""
 )
+
+// MinTokenLength is the fewest characters a token's secret may have
+// (docs/API.md#authentication): a short secret is guessed, throttle or
+// not.
+const MinTokenLength = 16
+
+// shortSecret says what is wrong with a secret below MinTokenLength; "" when
+// it is long enough. It never repeats the secret.
+func shortSecret(secret string) string {
+	n := utf8.RuneCountInString(secret)
+	//mutate:token-min-length ./api ^TestShortTokensRefused
+	if n < MinTokenLength {
+		unit := "characters"
+		if n == 1 {
+			unit = "character"
+		}
+		return fmt.Sprintf("%d %s; a token needs at least %d", n, unit, MinTokenLength)
+	}
+	return ""
+}
 
 // Token is one bearer token. Secret is never logged or printed.
 type Token struct {
@@ -82,6 +103,14 @@ func TokensFromConfig(cfg []TokenSpec) ([]Token, error) {
 			errs = append(errs, fmt.Errorf("%s: set exactly one of token and token_file", key))
 			continue
 		}
+		if why := shortSecret(secret); why != "" {
+			if c.TokenFile != "" {
+				errs = append(errs, fmt.Errorf("%s.token_file: %s holds %s", key, c.TokenFile, why))
+			} else {
+				errs = append(errs, fmt.Errorf("%s.token: %s", key, why))
+			}
+			continue
+		}
 		out = append(out, Token{Name: c.Name, Secret: secret, Scope: Scope(c.Scope)})
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -105,6 +134,8 @@ func validateTokens(tokens []Token) error {
 		names[t.Name] = true
 		if t.Secret == "" {
 			errs = append(errs, fmt.Errorf("%s.Secret: required", key))
+		} else if why := shortSecret(t.Secret); why != "" {
+			errs = append(errs, fmt.Errorf("%s.Secret: %s", key, why))
 		} else {
 			d := sha256.Sum256([]byte(t.Secret))
 			if j, dup := digests[d]; dup {

@@ -140,24 +140,24 @@ func TestTokensFromConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "ops.token")
 	empty := filepath.Join(dir, "empty.token")
-	os.WriteFile(good, []byte("  file-secret-123\n"), 0o600)
+	os.WriteFile(good, []byte("  file-secret-123456\n"), 0o600)
 	os.WriteFile(empty, []byte("\n \n"), 0o600)
 
 	toks, err := api.TokensFromConfig([]api.TokenSpec{
-		{Name: "inline", Token: "inline-secret", Scope: "read"},
+		{Name: "inline", Token: "inline-secret-0001", Scope: "read"},
 		{Name: "file", TokenFile: good, Scope: "admin"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if toks[0].Secret != "inline-secret" || toks[1].Secret != "file-secret-123" || toks[1].Scope != api.ScopeAdmin || toks[1].Name != "file" {
+	if toks[0].Secret != "inline-secret-0001" || toks[1].Secret != "file-secret-123456" || toks[1].Scope != api.ScopeAdmin || toks[1].Name != "file" {
 		t.Fatalf("tokens = %v %q", toks, toks[1].Secret)
 	}
 	for _, c := range []struct {
 		cfg  []api.TokenSpec
 		want string
 	}{
-		{[]api.TokenSpec{{Name: "a", Token: "x", Scope: "read"}, {Name: "b", TokenFile: filepath.Join(dir, "missing"), Scope: "admin"}}, "http.tokens[1].token_file:"},
+		{[]api.TokenSpec{{Name: "a", Token: "x-secret-0000001", Scope: "read"}, {Name: "b", TokenFile: filepath.Join(dir, "missing"), Scope: "admin"}}, "http.tokens[1].token_file:"},
 		{[]api.TokenSpec{{Name: "a", TokenFile: empty, Scope: "admin"}}, "http.tokens[0].token_file: " + empty + " is empty"},
 		{[]api.TokenSpec{{Name: "a", Scope: "admin"}}, "http.tokens[0]: set exactly one"},
 		{[]api.TokenSpec{{Name: "a", Token: "x", TokenFile: good, Scope: "admin"}}, "http.tokens[0]: set exactly one"},
@@ -178,12 +178,12 @@ func TestNewValidatesOptions(t *testing.T) {
 		{func(o *api.Options) { o.Store = nil }, "Store: required"},
 		{func(o *api.Options) { o.Daemon = nil }, "Daemon: required"},
 		{func(o *api.Options) { o.MaxBodyBytes = -1 }, "MaxBodyBytes"},
-		{func(o *api.Options) { o.Tokens = []api.Token{{Name: "a", Secret: "s", Scope: "root"}} }, "Tokens[0].Scope"},
+		{func(o *api.Options) { o.Tokens = []api.Token{{Name: "a", Secret: "s-secret-0000001", Scope: "root"}} }, "Tokens[0].Scope"},
 		{func(o *api.Options) {
-			o.Tokens = []api.Token{{Name: "a", Secret: "s", Scope: "read"}, {Name: "a", Secret: "t", Scope: "read"}}
+			o.Tokens = []api.Token{{Name: "a", Secret: "s-secret-0000001", Scope: "read"}, {Name: "a", Secret: "t-secret-0000001", Scope: "read"}}
 		}, "Tokens[1].Name: duplicate"},
 		{func(o *api.Options) {
-			o.Tokens = []api.Token{{Name: "a", Secret: "s", Scope: "read"}, {Name: "b", Secret: "s", Scope: "admin"}}
+			o.Tokens = []api.Token{{Name: "a", Secret: "s-secret-0000001", Scope: "read"}, {Name: "b", Secret: "s-secret-0000001", Scope: "admin"}}
 		}, "Tokens[1].Secret: same secret"},
 		{func(o *api.Options) { o.Tokens = []api.Token{{Name: "", Secret: "", Scope: "read"}} }, "Tokens[0].Secret: required"},
 	} {

@@ -33,7 +33,7 @@ func benchServe(b *testing.B, h http.Handler, method, path, token string, want i
 func BenchmarkAuthorizedRead(b *testing.B) {
 	tokens := append([]api.Token{}, testTokens...)
 	for i := range 18 {
-		tokens = append(tokens, api.Token{Name: fmt.Sprintf("t%d", i), Secret: fmt.Sprintf("secret-%d-abcdef", i), Scope: api.ScopeRead})
+		tokens = append(tokens, api.Token{Name: fmt.Sprintf("t%d", i), Secret: fmt.Sprintf("secret-%d-abcdefgh", i), Scope: api.ScopeRead})
 	}
 	e := newEnv(b, tokens, nil)
 	benchServe(b, e.api.Handler(), "GET", "/api/v1/status", readSecret, 200)

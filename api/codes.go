@@ -22,6 +22,7 @@ const (
 	CodeInvalidRequest          Code = "invalid_request"
 	CodeUnauthorized            Code = "unauthorized"
 	CodeForbidden               Code = "forbidden"
+	CodeAuthThrottled           Code = "auth_throttled"
 	CodeNotFound                Code = "not_found"
 	CodeMethodNotAllowed        Code = "method_not_allowed"
 	CodeNotReady                Code = "not_ready"
@@ -48,6 +49,7 @@ var codeCatalogue = []CodeInfo{
 	{CodeInvalidRequest, http.StatusBadRequest, "the query, path or body is invalid; details.field names the field (413 when the body is too large)"},
 	{CodeUnauthorized, http.StatusUnauthorized, "no bearer token, an unknown token, or a mutation while no token is configured"},
 	{CodeForbidden, http.StatusForbidden, "the token is valid but its scope does not allow the call"},
+	{CodeAuthThrottled, http.StatusTooManyRequests, "too many failed tokens from this client address; any token is refused until Retry-After (details.retry_after_seconds) has passed"},
 	{CodeNotFound, http.StatusNotFound, "no such route, run or silence"},
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "the route exists but not for this method; the Allow header lists the methods"},
 	{CodeNotReady, http.StatusServiceUnavailable, "the daemon is not ready to serve (readyz)"},

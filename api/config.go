@@ -132,6 +132,8 @@ func (c HTTPConfig) Validate() error {
 		names[t.Name] = true
 		if (t.Token == "") == (t.TokenFile == "") {
 			p.Add(key, "set exactly one of token and token_file")
+		} else if why := shortSecret(t.Token.Reveal()); t.Token != "" && why != "" {
+			p.Add(key+".token", why)
 		}
 		p.OneOf(key+".scope", t.Scope, "read", "admin", "trigger")
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -81,16 +82,18 @@ func (a *API) wrap(rt route) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() { a.metrics.observe(rt.name, sw.code(), time.Since(start)) }()
-		who, denied := a.auth.authorize(r, rt.scope)
+		who, denied := a.authenticate(r, rt.scope)
 		if denied != nil {
 			a.writeError(sw, denied)
-			if who.name == "" {
+			switch {
+			case who.name != "":
+				a.audit.record(r.Context(), a.auditEvent(r, rt, who, "", sw))
+			case denied.Code != CodeAuthThrottled:
 				// Unknown caller: logged, not written to the audit table,
-				// so anonymous requests cannot grow the database.
+				// so anonymous requests cannot grow the database. A
+				// throttled one is logged once, when it is throttled.
 				a.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "status", denied.Status, "remote", r.RemoteAddr)
-				return
 			}
-			a.audit.record(r.Context(), a.auditEvent(r, rt, who, "", sw))
 			return
 		}
 		c := &call{who: who, target: r.PathValue("id")}
@@ -101,6 +104,39 @@ func (a *API) wrap(rt route) http.Handler {
 			a.audit.record(r.Context(), a.auditEvent(r, rt, who, c.target, sw))
 		}
 	})
+}
+
+// authenticate is authorize behind the throttle: an address that used up
+// its failures is answered 429 whatever token it presents, and a token
+// that matches nothing counts as one failure.
+func (a *API) authenticate(r *http.Request, need Scope) (identity, *Error) {
+	if need == scopeOpen || len(a.auth.entries) == 0 || r.Header.Get("Authorization") == "" {
+		return a.auth.authorize(r, need)
+	}
+	key := clientKey(r)
+	//mutate:api-throttle-refuses ./api ^TestWrongTokensThrottled
+	if d := a.throttle.wait(key); d > 0 {
+		return identity{}, throttledError(d)
+	}
+	who, denied := a.auth.authorize(r, need)
+	//mutate:api-throttle-counts ./api ^TestWrongTokensThrottled
+	if denied != nil && denied.Code == CodeUnauthorized {
+		a.failedAuth(r, key)
+	}
+	return who, denied
+}
+
+// failedAuth counts one failure of key, logging when it is used up.
+func (a *API) failedAuth(r *http.Request, key string) {
+	if a.throttle.fail(key) {
+		a.log.Warn("api client throttled", "client", key, "remote", r.RemoteAddr, "path", r.URL.Path,
+			"retry_after_seconds", retrySeconds(a.throttle.wait(key)))
+	}
+}
+
+func throttledError(d time.Duration) *Error {
+	secs := retrySeconds(d)
+	return newError(CodeAuthThrottled, "too many failed tokens from this address: try again in %ds", secs).with("retry_after_seconds", secs)
 }
 
 // unavailable is an error of a dependency that cannot serve now (the
@@ -156,6 +192,9 @@ func (a *API) writeError(w http.ResponseWriter, e *Error) {
 	}
 	if e.Code == CodeUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="patrold"`)
+	}
+	if e.Code == CodeAuthThrottled {
+		w.Header().Set("Retry-After", fmt.Sprint(e.Details["retry_after_seconds"]))
 	}
 	if sw, ok := w.(*statusWriter); ok {
 		sw.errCode = e.Code

@@ -259,10 +259,27 @@ func (w *webUI) login(rw http.ResponseWriter, r *http.Request) {
 		w.refuse(rw, "cross-site or stale login form refused")
 		return
 	}
+	key := clientKey(r)
+	//mutate:web-login-throttle-refuses ./api ^TestWrongTokensThrottled
+	if d := w.a.throttle.wait(key); d > 0 {
+		secs := retrySeconds(d)
+		rw.Header().Set("Retry-After", fmt.Sprint(secs))
+		w.renderLogin(rw, r, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins from your address: try again in %ds.", secs))
+		return
+	}
 	who, ok := w.a.auth.lookupSecret(r.PostFormValue("token"))
 	if !ok {
 		w.a.log.Warn("web login refused", "remote", r.RemoteAddr)
+		//mutate:web-login-throttle-counts ./api ^TestWrongTokensThrottled
+		w.a.failedAuth(r, key)
 		w.renderLogin(rw, r, http.StatusUnauthorized, "That token is not valid.")
+		return
+	}
+	// A trigger token may call the hooks and nothing else: no session.
+	//mutate:web-login-scope ./api ^TestWebRefusesTriggerToken
+	if who.scope != ScopeRead && who.scope != ScopeAdmin {
+		w.a.log.Warn("web login refused", "token_name", who.name, "token_id", who.id, "scope", who.scope, "remote", r.RemoteAddr)
+		w.renderLogin(rw, r, http.StatusForbidden, fmt.Sprintf("Token %q has scope %s: it may only call the hooks, not open these pages.", who.name, who.scope))
 		return
 	}
 	value := randomToken()
@@ -446,7 +463,10 @@ func (w *webUI) runsPage(r *http.Request, d *pageData) (string, int, error) {
 }
 
 func (w *webUI) approvalsPage(r *http.Request, d *pageData) (string, int, error) {
-	var list []assistant.Approval
+	// The same view the API serves and the CLI prints (docs/API.md#approvals):
+	// the declared action, its target and the live condition, not only
+	// the model's words.
+	list := []assistant.ApprovalView{}
 	if w.a.opts.Approvals != nil {
 		raw, _, err := w.a.opts.Approvals.List(r.Context(), findings.Page{Limit: findings.DefaultPageLimit})
 		if err != nil {
@@ -462,8 +482,11 @@ func (w *webUI) approvalsPage(r *http.Request, d *pageData) (string, int, error)
 	}
 	rows := make([]map[string]any, 0, len(list))
 	for _, ap := range list {
-		rows = append(rows, map[string]any{"ID": ap.ID, "Action": ap.Action, "ResourceID": ap.ResourceID, "Risk": string(ap.Risk),
-			"Reason": ap.Reason, "Expires": stamp(ap.ExpiresAt)})
+		rows = append(rows, map[string]any{"ID": ap.ID, "FindingID": ap.FindingID, "Action": ap.Action,
+			//mutate:web-approvals-declared ./api ^TestWebApprovalsShowWhatTheAPIShows
+			"Declared": ap.Declared,
+			"Command":  strings.Join(ap.Declared.Command, " "), "Target": ap.Target, "Condition": ap.Condition,
+			"Reason": ap.Reason.String(), "Expires": stamp(ap.ExpiresAt)})
 	}
 	d.Title = "Pending approvals"
 	d.Body = map[string]any{"Approvals": rows}

@@ -30,7 +30,7 @@ func slowConfig(t *testing.T, dir string, delay string) (*config.Config, string)
 		t.Fatal(err)
 	}
 	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
-		"http: {listen: '127.0.0.1:0', tokens: [{name: ops, token: admin-secret-1, scope: admin}, {name: dash, token: read-secret-1, scope: read}]}\n" +
+		"http: {listen: '127.0.0.1:0', tokens: [{name: ops, token: admin-secret-0001, scope: admin}, {name: dash, token: read-secret-00001, scope: read}]}\n" +
 		"nats: {embedded: {listen: '127.0.0.1:0'}}\n" +
 		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" +
 		"source: {kind: exec, exec: {command: [" + script + "], timeout: 1m}}\n"
@@ -77,15 +77,15 @@ func TestTriggerBusyAndGracefulStop(t *testing.T) {
 	if code, _ := call(t, "POST", base+"/api/v1/runs", "", ""); code != 401 {
 		t.Fatalf("trigger without token: %d", code)
 	}
-	if code, _ := call(t, "POST", base+"/api/v1/runs", "read-secret-1", ""); code != 403 {
+	if code, _ := call(t, "POST", base+"/api/v1/runs", "read-secret-00001", ""); code != 403 {
 		t.Fatalf("trigger with read token: %d", code)
 	}
-	code, body := call(t, "POST", base+"/api/v1/runs", "admin-secret-1", "")
+	code, body := call(t, "POST", base+"/api/v1/runs", "admin-secret-0001", "")
 	if code != 202 || body["run_id"] == "" {
 		t.Fatalf("trigger: %d %v", code, body)
 	}
 	runID := body["run_id"].(string)
-	code, body = call(t, "POST", base+"/api/v1/runs", "admin-secret-1", "")
+	code, body = call(t, "POST", base+"/api/v1/runs", "admin-secret-0001", "")
 	if code != 409 || body["error"] != "patrol_already_running" || body["current_run_id"] != runID {
 		t.Fatalf("busy trigger: %d %v", code, body)
 	}
@@ -126,7 +126,7 @@ func TestReloadKeepsOldConfigOnError(t *testing.T) {
 	base := "http://" + d.HTTPAddr()
 	good, _ := os.ReadFile(path)
 	os.WriteFile(path, append(good, []byte("schedule: {cron: 'not a schedule'}\n")...), 0o600)
-	if code, body := call(t, "POST", base+"/-/reload", "admin-secret-1", ""); code == 200 {
+	if code, body := call(t, "POST", base+"/-/reload", "admin-secret-0001", ""); code == 200 {
 		t.Fatalf("bad reload accepted: %v", body)
 	}
 	if d.Config().Schedule.Cron != "@every 1h" {
@@ -137,7 +137,7 @@ func TestReloadKeepsOldConfigOnError(t *testing.T) {
 	}
 	// A good reload applies new thresholds without restart.
 	os.WriteFile(path, append(good, []byte("alerts: {defaults: {storage: {usage: {trigger: 97, critical: 99}}}}\n")...), 0o600)
-	if code, body := call(t, "POST", base+"/-/reload", "admin-secret-1", ""); code != 200 {
+	if code, body := call(t, "POST", base+"/-/reload", "admin-secret-0001", ""); code != 200 {
 		t.Fatalf("good reload: %d %v", code, body)
 	}
 	if v := gauge(t, reg, "patrold_config_last_reload_successful"); v != 1 {

@@ -44,7 +44,7 @@ func TestClusterFailover(t *testing.T) {
 		// Each instance dials its own server first.
 		order := append([]string{urls[i]}, append(append([]string{}, urls[:i]...), urls[i+1:]...)...)
 		yaml := "data_dir: " + dir + "\nlog: {level: info, format: json}\n" +
-			"http: {listen: '127.0.0.1:0', tokens: [{name: ops, token: admin-secret-1, scope: admin}]}\n" +
+			"http: {listen: '127.0.0.1:0', tokens: [{name: ops, token: admin-secret-0001, scope: admin}]}\n" +
 			"cluster: {secret_file: " + key + ", instance: node-" + fmt.Sprint(i+1) + "}\n" +
 			"nats: {url: '" + strings.Join(order, ",") + "', stream: {replicas: 3}, lease: {ttl: " + ttl.String() + "}}\n" +
 			"schedule: {cron: '@every 1s', startup_delay: 1h}\n" +
@@ -210,7 +210,7 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequest("POST", "http://"+standby.HTTPAddr()+"/api/v1/findings/"+target.ID+"/ack", strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer admin-secret-1")
+	req.Header.Set("Authorization", "Bearer admin-secret-0001")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestClusterFailover(t *testing.T) {
 		return err == nil && f.AcknowledgedAt != nil
 	})
 	req, _ = http.NewRequest("GET", "http://"+standby.HTTPAddr()+"/api/v1/findings", nil)
-	req.Header.Set("Authorization", "Bearer admin-secret-1")
+	req.Header.Set("Authorization", "Bearer admin-secret-0001")
 	res, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -240,8 +240,8 @@ func TestClusterFailover(t *testing.T) {
 
 	// /api/v1/status shows each one's replica position.
 	testkit.Eventually(t, 5*time.Second, "status: the standby caught up, the leader writes", func() bool {
-		_, sb := call(t, "GET", "http://"+standby.HTTPAddr()+"/api/v1/status", "admin-secret-1", "")
-		_, ld := call(t, "GET", "http://"+next.HTTPAddr()+"/api/v1/status", "admin-secret-1", "")
+		_, sb := call(t, "GET", "http://"+standby.HTTPAddr()+"/api/v1/status", "admin-secret-0001", "")
+		_, ld := call(t, "GET", "http://"+next.HTTPAddr()+"/api/v1/status", "admin-secret-0001", "")
 		sr, _ := sb["replica"].(map[string]any)
 		lr, _ := ld["replica"].(map[string]any)
 		return sr != nil && lr != nil && sr["writer"] == false && sr["behind"] == false && sr["applied_seq"] == sr["last_seq"] &&

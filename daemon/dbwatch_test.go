@@ -46,7 +46,7 @@ func (b *logBuffer) String() string {
 func adminConfig(t *testing.T, dir string) *config.Config {
 	t.Helper()
 	cfg := testConfig(t, dir, "", "")
-	cfg.HTTP.Tokens = []api.TokenConfig{{Name: "ops", Token: "admin-secret-1", Scope: "admin"}}
+	cfg.HTTP.Tokens = []api.TokenConfig{{Name: "ops", Token: "admin-secret-0001", Scope: "admin"}}
 	return cfg
 }
 
@@ -77,7 +77,7 @@ func TestLostDatabaseRefusesMutations(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := "http://" + d.HTTPAddr()
-			if code, out := call(t, "POST", base+"/api/v1/silences", "admin-secret-1", silenceJSON); code != 200 {
+			if code, out := call(t, "POST", base+"/api/v1/silences", "admin-secret-0001", silenceJSON); code != 200 {
 				t.Fatalf("silence before: %d %v", code, out)
 			}
 			db := filepath.Join(dir, daemon.DBFile)
@@ -98,7 +98,7 @@ func TestLostDatabaseRefusesMutations(t *testing.T) {
 			want := map[string]any{"error": "not_ready", "details": map[string]any{},
 				"message": "database file gone, nothing is written: " + cause + " (restore it and restart patrold)"}
 			for _, req := range [][2]string{{"POST", "/api/v1/silences"}, {"POST", "/api/v1/runs"}, {"POST", "/-/reload"}} {
-				code, out := call(t, req[0], base+req[1], "admin-secret-1", silenceJSON)
+				code, out := call(t, req[0], base+req[1], "admin-secret-0001", silenceJSON)
 				if code != http.StatusServiceUnavailable || !equalJSON(out, want) {
 					t.Fatalf("%s %s after the file was %s: %d %v, want 503 %v", req[0], req[1], how, code, out, want)
 				}
@@ -111,7 +111,7 @@ func TestLostDatabaseRefusesMutations(t *testing.T) {
 			}
 			// Reads answer from the file that was open, or 503 when the pool
 			// would have to open a connection (never to the other file).
-			if code, out := call(t, "GET", base+"/api/v1/silences", "admin-secret-1", ""); code != 200 &&
+			if code, out := call(t, "GET", base+"/api/v1/silences", "admin-secret-0001", ""); code != 200 &&
 				(code != http.StatusServiceUnavailable || out["error"] != "not_ready") {
 				t.Fatalf("a read after the file was %s: %d %v, want 200 or 503 not_ready", how, code, out)
 			}

@@ -118,7 +118,7 @@ func request(t *testing.T, method, url, token, body string) (int, []byte) {
 // post sends an admin POST to the API at addr.
 func post(t *testing.T, addr, path, body string) (int, []byte) {
 	t.Helper()
-	return request(t, http.MethodPost, "http://"+addr+path, "admin-secret-1", body)
+	return request(t, http.MethodPost, "http://"+addr+path, "admin-secret-0001", body)
 }
 
 // TestAnsweredActionIsOnTheStream: in cluster mode the writer answers a
@@ -155,7 +155,7 @@ func TestAnsweredActionIsOnTheStream(t *testing.T) {
 	useSnapshot(t, dir, "faults.json")
 	// The lease outlasts the outage, so the instance stays the writer.
 	yaml := "data_dir: " + dir + "\nlog: {level: warn}\n" +
-		"http: {listen: '127.0.0.1:0', stream_ack_timeout: 1s, tokens: [{name: ops, token: admin-secret-1, scope: admin}]}\n" +
+		"http: {listen: '127.0.0.1:0', stream_ack_timeout: 1s, tokens: [{name: ops, token: admin-secret-0001, scope: admin}]}\n" +
 		"cluster: {secret_file: " + testkit.KeyFile(t) + ", instance: node-1}\n" +
 		"nats: {url: '" + url + "', lease: {ttl: 60s}}\n" +
 		"schedule: {cron: '@every 1h', startup_delay: 1h}\n" +

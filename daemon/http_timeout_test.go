@@ -33,7 +33,7 @@ func timedDaemon(t *testing.T) string {
 	cfg.HTTP.ReadHeaderTimeout = testHeaderTimeout
 	cfg.HTTP.ReadTimeout = testReadTimeout
 	cfg.HTTP.MaxBodyBytes = 4096
-	cfg.HTTP.Tokens = []api.TokenConfig{{Name: "ops", Token: "admin-secret-1", Scope: "admin"}}
+	cfg.HTTP.Tokens = []api.TokenConfig{{Name: "ops", Token: "admin-secret-0001", Scope: "admin"}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	post := func(auth string, length int) string {
 		return fmt.Sprintf("POST /api/v1/silences HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", auth, length)
 	}
-	admin := "Authorization: Bearer admin-secret-1\r\n"
+	admin := "Authorization: Bearer admin-secret-0001\r\n"
 	cases := []struct {
 		name    string
 		head    string

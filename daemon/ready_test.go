@@ -32,7 +32,7 @@ func unreadyOf(t *testing.T, base string) (int, string, string) {
 	t.Helper()
 	code, out := call(t, "GET", base+"/readyz", "", "")
 	msg, _ := out["message"].(string)
-	_, status := call(t, "GET", base+"/api/v1/status", "admin-secret-1", "")
+	_, status := call(t, "GET", base+"/api/v1/status", "admin-secret-0001", "")
 	list, _ := json.Marshal(map[string]any{"ready": status["ready"], "unready": status["unready"]})
 	return code, msg, string(list)
 }

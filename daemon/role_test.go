@@ -20,7 +20,7 @@ import (
 // getJSON fetches url with a read token and decodes the body into out.
 func getJSON(t *testing.T, url string, out any) int {
 	t.Helper()
-	status, data := request(t, http.MethodGet, url, "read-secret-1", "")
+	status, data := request(t, http.MethodGet, url, "read-secret-00001", "")
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Fatalf("%s: %v: %s", url, err, data)
 	}

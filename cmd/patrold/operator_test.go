@@ -117,7 +117,7 @@ func TestMalformedIDsExit2(t *testing.T) {
 // and through a running daemon, with the same validation both ways.
 func TestSilencesCLI(t *testing.T) {
 	snap, _ := filepath.Abs("../../examples/small-healthy.json")
-	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"', tokens: [{name: ops, token: cli-admin-token, scope: admin}]}\n"+
+	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"', tokens: [{name: ops, token: cli-admin-token-01, scope: admin}]}\n"+
 		"nats: {embedded: {listen: '127.0.0.1:0'}}\nlog: {level: warn}\n"+
 		"schedule: {startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n")
 	if _, code := c.run("migrate"); code != 0 {

@@ -27,7 +27,7 @@ func freeAddr(t *testing.T) string {
 func TestCLIThroughRunningDaemon(t *testing.T) {
 	snap, _ := filepath.Abs("../../examples/small-healthy.json")
 	faults, _ := filepath.Abs("../../examples/small-faults.json")
-	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"', tokens: [{name: ops, token: cli-admin-token, scope: admin}]}\n"+
+	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"', tokens: [{name: ops, token: cli-admin-token-01, scope: admin}]}\n"+
 		"nats: {embedded: {listen: '127.0.0.1:0'}}\nlog: {level: warn}\n"+
 		"schedule: {startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n")
 	a := &app{configPath: c.cfg}
