@@ -135,6 +135,7 @@ func (b *Bus) Start(ctx context.Context) error {
 		return errors.Join(err, b.Close())
 	}
 	ensure := b.ensureStream
+	//mutate:bus-client-attaches-stream ./bus ^TestAttachStreamWaitsAndChangesNothing$
 	if b.attach {
 		ensure = b.awaitStream
 	}
