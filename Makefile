@@ -48,7 +48,8 @@ fuzz:
 	for f in FuzzDecode FuzzDecodeMatchesV1 FuzzMetricsJSON; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz FuzzNeutraliseDocument -fuzztime $(FUZZTIME) ./model/prompt
-	$(GO) test -run '^$$' -fuzz FuzzGroundNote -fuzztime $(FUZZTIME) ./assistant
+	$(GO) test -run '^$$' -fuzz FuzzFileText -fuzztime $(FUZZTIME) ./assistant
+	for f in FuzzReadFigures FuzzExtractClaims; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./model/ground || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzDecodeTags -fuzztime $(FUZZTIME) ./store
 	$(GO) test -run '^$$' -fuzz FuzzIndented -fuzztime $(FUZZTIME) ./cmd/patrold
 	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done

@@ -2,7 +2,8 @@
 // against what the tool results it read showed, by meaning. Each tool
 // result is indexed by resource as named quantities: a metric,
 // threshold, age or count with its family and unit. Each figure of a
-// claim is bound to the quantity its text names. One code path serves
+// claim is read by the one figure grammar (figure.go), then bound to
+// the quantity its text names. One code path serves
 // every model text patrold keeps:
 //   - the model stages' reports and verdicts refuse an unsupported claim
 //     (Unsupported);
@@ -45,9 +46,6 @@ var timePattern = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\
 // a digit in it is checked against the snapshot's nodes.
 var nodeNamePattern = regexp.MustCompile(`(?i)\bnode\s+([a-z0-9][a-z0-9._-]*[a-z0-9])`)
 
-// numberPattern finds decimal figures ("1,024" is one figure).
-var numberPattern = regexp.MustCompile(`\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`)
-
 // Unit is the dimension of a figure or a quantity.
 type Unit string
 
@@ -68,9 +66,14 @@ type Figure struct {
 	Value    float64 // in the written unit
 	Decimals int     // the precision shown
 	Unit     Unit
-	// Scales convert Value to the unit's base (seconds, bytes): one, or
-	// two for a byte multiple that may be decimal or binary.
+	// Scales and Offset convert Value to the unit's base (seconds,
+	// bytes, degrees Celsius): base = Value*scale + Offset, for one scale,
+	// or two for a byte multiple that may be decimal or binary.
 	Scales []float64
+	Offset float64
+	// Unreadable: words that name a figure the grammar cannot give a
+	// value ("hundreds"). No quantity supports it.
+	Unreadable bool
 	// Family is the quantity the text names for the figure ("memory",
 	// "disk", "backup"); "" when it names none.
 	Family string
@@ -132,60 +135,14 @@ func familiesMatch(claim string, q *quantity) bool {
 	return false
 }
 
-// unitWords are the units a figure may be written in, with their scale to
-// the unit's base. Byte multiples carry both the decimal and the binary
-// scale.
-var unitWords = func() map[string]unitScale {
-	m := map[string]unitScale{
-		"%": {UnitPercent, []float64{1}}, "percent": {UnitPercent, []float64{1}}, "pct": {UnitPercent, []float64{1}},
-		"°c": {UnitCelsius, []float64{1}}, "°": {UnitCelsius, []float64{1}}, "c": {UnitCelsius, []float64{1}},
-		"degrees": {UnitCelsius, []float64{1}}, "degree": {UnitCelsius, []float64{1}}, "celsius": {UnitCelsius, []float64{1}},
-		"b": {UnitBytes, []float64{1}}, "byte": {UnitBytes, []float64{1}}, "bytes": {UnitBytes, []float64{1}},
-	}
-	for i, p := range []string{"k", "m", "g", "t", "p", "e"} {
-		dec, bin := math.Pow(1000, float64(i+1)), math.Pow(1024, float64(i+1))
-		m[p+"b"] = unitScale{UnitBytes, []float64{dec, bin}}
-		m[p+"ib"] = unitScale{UnitBytes, []float64{bin}}
-	}
-	for _, w := range []string{"kilobyte", "megabyte", "gigabyte", "terabyte", "petabyte", "exabyte"} {
-		s := m[w[:1]+"b"]
-		m[w], m[w+"s"] = s, s
-	}
-	for scale, words := range map[float64][]string{
-		1: {"s", "sec", "secs", "second", "seconds"}, 60: {"min", "mins", "minute", "minutes"},
-		3600: {"h", "hr", "hrs", "hour", "hours"}, 86400: {"d", "day", "days"}, 604800: {"w", "wk", "week", "weeks"},
-	} {
-		for _, w := range words {
-			m[w] = unitScale{UnitSeconds, []float64{scale}}
-		}
-	}
-	return m
-}()
-
-type unitScale struct {
-	unit   Unit
-	scales []float64
-}
-
-// Number words, so a figure spelled out is checked like one written in
-// digits.
-var (
-	smallNumbers = map[string]float64{
-		"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-		"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-		"seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-		"sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12,
-	}
-	scaleNumbers = map[string]float64{"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-)
-
 // token is one word, figure or boundary of a claim.
 type token struct {
 	word   string // lower-case word ("" for a figure or a boundary)
 	fig    *Figure
 	bound  bool // a sentence boundary
-	glued  bool // the word follows the previous token with no space
 	offset int
+	// numEnd and end: where a figure's number and its unit end.
+	numEnd, end int
 }
 
 // ExtractClaims returns the claims of text, which must be the normalised
@@ -266,11 +223,21 @@ func extract(text, implied string) []claim {
 		if f == nil {
 			continue
 		}
-		f.Family, f.Threshold = bind(toks, i)
-		if f.Family == "" && f.Unit != UnitNone {
-			f.Family = implied // "vm/101 at 91%" under high_memory; never a bare count
+		cl := claim{kind: claimFigure, text: f.Text, fig: f, start: toks[i].offset, end: toks[i].numEnd}
+		if f.Unit == UnitFactor {
+			cl.end = toks[i].end // "10x" is replaced whole
 		}
-		out = append(out, claim{kind: claimFigure, text: f.Text, fig: f, start: toks[i].offset, end: toks[i].offset + len(f.Text)})
+		if f.Unreadable {
+			// A figure nobody can check is a claim nothing supports.
+			//mutate:ground-unreadable-figure ./model/ground,./cmd/patrold ^(TestGroundUnreadable|TestFigureClaims)
+			out = append(out, cl)
+			continue
+		}
+		f.Family, f.Threshold = bind(toks, i)
+		if f.Family == "" && f.Unit != UnitNone && f.Unit != UnitCount {
+			f.Family = implied // "vm/101 at 91%" under high_memory; never a bare figure or a count
+		}
+		out = append(out, cl)
 	}
 	return out
 }
@@ -325,41 +292,43 @@ func wordFamily(w string) string {
 	return ""
 }
 
-// tokenize splits a normalised claim into words, figures (with their
-// units) and sentence boundaries.
+// tokenize splits a normalised claim into words, figures (read by the
+// figure grammar, with their units) and sentence boundaries.
 func tokenize(s string) []token {
 	var out []token
 	i := 0
-	space := true
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
+		prev, _ := utf8.DecodeLastRuneInString(s[:i])
 		switch {
-		case r >= '0' && r <= '9':
-			loc := numberPattern.FindStringIndex(s[i:])
-			num := s[i : i+loc[1]]
-			prev, _ := utf8.DecodeLastRuneInString(s[:i])
-			end := i + loc[1]
-			u, uend, unitOK := unitAfter(s, end)
+		case unicode.IsDigit(r) || signStart(s, i, prev):
+			f, numEnd, end, _ := readFigure(s, i)
 			glued := i > 0 && gluedBefore(s[:i], prev)
-			gluedAfter := !unitOK && end < len(s) && isWordRune(rune(s[end]))
-			if (glued || gluedAfter) && !(unitOK || (glued && strings.Contains(num, "."))) {
+			unitOK := end > numEnd
+			gluedAfter := !unitOK && !wordEnds(s, numEnd)
+			if (glued || gluedAfter) && !(unitOK || (glued && f.Decimals > 0)) {
 				// part of a name: skip the whole word
-				j := end
-				for j < len(s) && (isWordRune(rune(s[j])) || s[j] == '-' || s[j] == '.') {
-					j++
+				j := numEnd
+				for j < len(s) {
+					r2, n2 := utf8.DecodeRuneInString(s[j:])
+					if !isWordRune(r2) && r2 != '-' && r2 != '.' {
+						break
+					}
+					j += n2
 				}
 				out = append(out, token{word: strings.ToLower(s[i:j]), offset: i})
-				i, space = j, false
+				i = j
 				continue
 			}
-			v, _ := strconv.ParseFloat(strings.ReplaceAll(num, ",", ""), 64)
-			f := &Figure{Text: num, Value: v, Decimals: decimalsOf(num)}
-			if unitOK {
-				f.Unit, f.Scales = u.unit, u.scales
-				end = uend
+			out = append(out, token{fig: &f, offset: i, numEnd: numEnd, end: end})
+			i = end
+		case r >= 0x2160 && r <= 0x217F: // Roman numeral characters
+			if f, numEnd, end, ok := readFigure(s, i); ok {
+				out = append(out, token{fig: &f, offset: i, numEnd: numEnd, end: end})
+				i = end
+				continue
 			}
-			out = append(out, token{fig: f, offset: i})
-			i, space = end, false
+			i += n
 		case unicode.IsLetter(r) || r == '_':
 			j := i
 			for j < len(s) {
@@ -369,34 +338,35 @@ func tokenize(s string) []token {
 				}
 				j += n2
 			}
-			w := strings.ToLower(s[i:j])
-			if num, end, ok := numberWords(s, i); ok {
-				f := &Figure{Text: s[i:end], Value: num}
-				if u, uend, uok := unitAfter(s, end); uok {
-					f.Unit, f.Scales = u.unit, u.scales
-					end = uend
-				}
-				if strings.ToLower(f.Text) != "one" || f.Unit != UnitNone { // "one" alone is a pronoun
-					out = append(out, token{fig: f, offset: i})
-					i, space = end, false
+			if !strings.Contains(s[i:j], "_") && !(i > 0 && isWordRune(prev)) {
+				if f, numEnd, end, ok := readFigure(s, i); ok {
+					out = append(out, token{fig: &f, offset: i, numEnd: numEnd, end: end})
+					i = end
 					continue
 				}
 			}
-			out = append(out, token{word: w, glued: !space, offset: i})
-			i, space = j, false
+			out = append(out, token{word: strings.ToLower(s[i:j]), offset: i})
+			i = j
 		case r == '.' || r == '!' || r == '?' || r == ';' || r == '\n':
 			out = append(out, token{bound: true, offset: i})
 			i += n
-			space = true
 		default:
-			space = unicode.IsSpace(r)
 			i += n
 		}
 	}
 	return out
 }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || r == '_' || (r >= '0' && r <= '9') }
+// signStart reports a sign that starts a figure ("-41%"): a minus or
+// plus before a digit, after a space or an opening bracket.
+func signStart(s string, i int, prev rune) bool {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r != '-' && r != '+' && r != '−' {
+		return false
+	}
+	next, _ := utf8.DecodeRuneInString(s[i+n:])
+	return unicode.IsDigit(next) && (i == 0 || unicode.IsSpace(prev) || prev == '(' || prev == '[' || prev == ':' || prev == '=')
+}
 
 // gluedBefore reports digits that continue the word before them: a
 // letter, an underscore, a slash or a dot right before, or a hyphen that
@@ -407,92 +377,9 @@ func gluedBefore(before string, prev rune) bool {
 		return true
 	case prev == '-':
 		p2, _ := utf8.DecodeLastRuneInString(before[:len(before)-1])
-		return len(before) > 1 && (unicode.IsLetter(p2) || (p2 >= '0' && p2 <= '9'))
+		return len(before) > 1 && (unicode.IsLetter(p2) || unicode.IsDigit(p2))
 	}
 	return false
-}
-
-// unitAfter reads the unit written right after a figure (glued or after
-// one space).
-func unitAfter(s string, i int) (unitScale, int, bool) {
-	j := i
-	if j < len(s) && s[j] == ' ' {
-		j++
-	}
-	if j < len(s) && s[j] == '%' {
-		return unitWords["%"], j + 1, true
-	}
-	if strings.HasPrefix(s[j:], "°") {
-		end := j + len("°")
-		if end < len(s) && (s[end] == 'C' || s[end] == 'c') {
-			end++
-		}
-		return unitWords["°"], end, true
-	}
-	k := j
-	for k < len(s) && ((s[k]|0x20 >= 'a' && s[k]|0x20 <= 'z') || s[k] == '_') {
-		k++
-	}
-	if k == j {
-		return unitScale{}, i, false
-	}
-	w := strings.ToLower(s[j:k])
-	if w == "per" && strings.HasPrefix(strings.ToLower(s[k:]), " cent") {
-		return unitWords["%"], k + len(" cent"), true
-	}
-	if u, ok := unitWords[w]; ok {
-		return u, k, true
-	}
-	return unitScale{}, i, false
-}
-
-// numberWords parses a number written in words at s[i:] ("ninety-nine",
-// "two hundred and five", "three point five").
-func numberWords(s string, i int) (float64, int, bool) {
-	total, cur := 0.0, 0.0
-	end, seen := i, false
-	j := i
-	for j < len(s) {
-		k := j
-		for k < len(s) && s[k]|0x20 >= 'a' && s[k]|0x20 <= 'z' {
-			k++
-		}
-		w := strings.ToLower(s[j:k])
-		if v, ok := smallNumbers[w]; ok {
-			cur += v
-		} else if v, ok := scaleNumbers[w]; ok && seen {
-			if cur == 0 {
-				cur = 1
-			}
-			cur *= v
-			if v >= 1000 {
-				total, cur = total+cur, 0
-			}
-		} else if w == "and" && seen {
-			// "two hundred and five"
-		} else {
-			break
-		}
-		if w != "and" {
-			seen, end = true, k
-		}
-		if k < len(s) && (s[k] == '-' || s[k] == ' ') {
-			j = k + 1
-			continue
-		}
-		break
-	}
-	if !seen {
-		return 0, i, false
-	}
-	return total + cur, end, true
-}
-
-func decimalsOf(fig string) int {
-	if i := strings.IndexByte(fig, '.'); i >= 0 {
-		return len(fig) - i - 1
-	}
-	return 0
 }
 
 // Corpus is what the tool results of one run or session have shown the
@@ -522,7 +409,8 @@ type quantity struct {
 	threshold bool
 	unit      Unit
 	value     float64 // as shown, in the unit of the name
-	scale     float64 // to the unit's base
+	scale     float64 // to the unit's base: base = value*scale + offset
+	offset    float64
 }
 
 type quantityKey struct {
@@ -658,12 +546,24 @@ func (f *facts) addQuantity(path []string, v float64) {
 	case slicesContains(words, "percent"), q.threshold && slicesContains([]string{"cpu", "memory", "usage"}, q.families[0]),
 		q.threshold && q.families[0] == "disk":
 		q.unit = UnitPercent
+	case slicesContains(words, "ratio"), slicesContains(words, "fraction"):
+		q.unit = UnitRatio
+	case slicesContains(words, "days"):
+		q.unit, q.scale = UnitSeconds, 86400
 	case slicesContains(words, "hours"):
 		q.unit, q.scale = UnitSeconds, 3600
+	case slicesContains(words, "minutes"):
+		q.unit, q.scale = UnitSeconds, 60
 	case slicesContains(words, "seconds"):
 		q.unit = UnitSeconds
+	case slicesContains(words, "ms"):
+		q.unit, q.scale = UnitSeconds, 1e-3
 	case slicesContains(words, "bytes"):
 		q.unit = UnitBytes
+	case q.families[0] == "temperature" && (slicesContains(words, "f") || slicesContains(words, "fahrenheit")):
+		q.unit, q.scale, q.offset = UnitCelsius, fahrenheit.scales[0], fahrenheit.offset
+	case q.families[0] == "temperature" && (slicesContains(words, "k") || slicesContains(words, "kelvin")):
+		q.unit, q.offset = UnitCelsius, kelvin.offset
 	case q.families[0] == "temperature":
 		q.unit = UnitCelsius
 	}
@@ -681,30 +581,65 @@ func slicesContains(s []string, w string) bool {
 }
 
 // supports reports whether q is the figure: the same family, a threshold
-// only when the text calls the figure one, a compatible unit, and the
-// value equal at the precision the figure shows ("96%" is 96.3, "97%" is
-// not).
+// only when the text calls it one, a unit that agrees, and the value
+// equal at the precision the figure shows ("96%" is 96.3, "97%" is not).
 func (q *quantity) supports(f *Figure) bool {
-	if f.Family == "" || !familiesMatch(f.Family, q) || q.threshold != f.Threshold {
+	if f.Unreadable || f.Family == "" || !familiesMatch(f.Family, q) || q.threshold != f.Threshold {
 		return false
 	}
-	if f.Unit == UnitNone {
-		return roundTo(q.value, f.Decimals) == f.Value
-	}
-	if f.Unit != q.unit {
+	// A count, a duration or a factor never grounds a percent.
+	//mutate:ground-unit-agreement ./model/ground,./cmd/patrold ^(TestGroundUnits|TestFigureClaims)
+	if !unitsAgree(f.Unit, q.unit) {
 		return false
 	}
+	if f.Unit == UnitNone || f.Unit == UnitCount {
+		return atPrecision(q.value, f) // a bare figure is the quantity as shown
+	}
+	base := q.value*q.scale + q.offset
 	for _, s := range f.Scales {
-		if roundTo(q.value*q.scale/s, f.Decimals) == f.Value {
+		if atPrecision((base-f.Offset)/s, f) {
 			return true
 		}
 	}
 	return false
 }
 
+// unitsAgree reports whether a figure in unit f may name a quantity in
+// unit q: a bare figure any; a count only a count; a factor none; else
+// the same dimension (°F, K and °C are all temperatures).
+func unitsAgree(f, q Unit) bool {
+	switch f {
+	case UnitNone:
+		return true
+	case UnitCount:
+		return q == UnitNone
+	case UnitFactor:
+		return false
+	}
+	return dimension(f) == dimension(q)
+}
+
+// dimension is what a unit measures: every temperature scale is one.
+func dimension(u Unit) Unit {
+	if u == UnitFahrenheit || u == UnitKelvin {
+		return UnitCelsius
+	}
+	return u
+}
+
+// atPrecision reports whether the measured value, rounded to the
+// figure's decimals, is the figure: "41%" and "41.40%" are 41.4, "41.43%"
+// is not. Exponent notation shows its own decimals ("9.97e1" has one).
+func atPrecision(measured float64, f *Figure) bool {
+	shown := measured
+	//mutate:ground-precision ./model/ground,./cmd/patrold ^(TestGroundPrecision|TestFigureClaims)
+	shown = roundTo(measured, f.Decimals)
+	return shown == f.Value
+}
+
 func roundTo(v float64, decimals int) float64 {
-	scale := math.Pow10(min(decimals, 9))
-	return math.Round(v*scale) / scale
+	p := math.Pow10(min(decimals, 9))
+	return math.Round(v*p) / p
 }
 
 // scopeID is the canonical resource an object of a tool result is about.
@@ -827,6 +762,9 @@ func (c *Corpus) check(resourceID string, nodes map[string]string, cl *claim) st
 // describe names an unsupported figure with the quantity it was bound to.
 func describe(f *Figure) string {
 	s := f.Text
+	if f.Unreadable {
+		return s + " (unreadable figure)"
+	}
 	if f.Unit != UnitNone {
 		s += " " + string(f.Unit)
 	}
