@@ -221,7 +221,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.runner, err = patrol.New(patrol.Options{
 		Store: st, Settings: func() patrol.Settings { return *d.settings.Load() },
 		Logger: d.log, Now: d.opts.Now, Metrics: pm,
-		AfterCommit: d.afterRun, Release: d.releaseMemory, History: st, KeepPlainText: true, CollectBeforeCommit: true,
+		AfterCommit: d.afterRun, Release: d.releaseMemory, History: st, KeepPlainText: true,
 	})
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/snapshot"
 )
 
@@ -20,26 +19,8 @@ var update = flag.Bool("update", false, "rewrite the golden run reports in testd
 // finding change, resolution, status and text. `go test ./patrol -run
 // TestGoldenRunReports -update` rewrites the files after a deliberate
 // change; review the diff.
-//
-// The same steps run through a streaming source too (detection while the
-// snapshot decodes, one and three resources at a time): the reports must
-// be the same files.
 func TestGoldenRunReports(t *testing.T) {
-	for _, mode := range []struct {
-		name string
-		env  func(*testing.T) *env
-	}{
-		{"collected", newEnv},
-		{"streamed-1", func(t *testing.T) *env { return newStreamEnv(t, 1) }},
-		{"streamed-3", func(t *testing.T) *env { return newStreamEnv(t, 3) }},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			if *update && mode.name != "collected" {
-				t.Skip("the files are written from the collected run")
-			}
-			goldenRuns(t, mode.env(t))
-		})
-	}
+	goldenRuns(t, newEnv(t))
 }
 
 func goldenRuns(t *testing.T, e *env) {
@@ -66,9 +47,6 @@ func goldenRuns(t *testing.T, e *env) {
 	for _, step := range steps {
 		e.src = step.snap
 		rep := e.run()
-		if want := map[bool]string{true: "whole"}[e.streams]; patrol.Streamed(rep) != want {
-			t.Errorf("%s: detection used the stream %q, want %q", step.name, patrol.Streamed(rep), want)
-		}
 		rep.RunID = "RUN" // the only random field: a ULID
 		got, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

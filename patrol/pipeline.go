@@ -1,14 +1,11 @@
 package patrol
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -18,20 +15,64 @@ import (
 
 // execute runs the stages after admission and always leaves a final
 // status on rep. The returned error is the cause of an error status.
+// The stages read as the run does (docs/PATROL_ARCHITECTURE.md):
+//   - collect: the snapshot, its problems, reachability;
+//   - detect: the active findings, the net's signals and the forecast;
+//   - analyze: the model stages, when a model is configured;
+//   - file: what the run observed, the net's unmatched signals first;
+//   - commit: inhibition, reconciliation and one transaction.
 func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunOptions) error {
-	start := time.Now()
-	stream := r.streamFor(ctx, set, ro)
-	snap, problems, err := r.collectWithProgress(ctx, set, ro, rep.RunID, stream)
-	if stream != nil {
-		stream.finish() // before the prober writes verdicts into the resources
+	x := &run{r: r, set: set, rep: rep, ro: ro, start: time.Now()}
+	if err := x.collect(ctx); err != nil {
+		return err
 	}
+	if err := x.detect(ctx); err != nil {
+		return err
+	}
+	x.analyze(ctx)
+	x.file()
+	return x.commit(ctx)
+}
+
+// run is one run's state as it passes from stage to stage.
+type run struct {
+	r     *Runner
+	set   Settings
+	rep   *Report
+	ro    RunOptions
+	start time.Time
+
+	// collect
+	snap          *snapshot.Snapshot
+	problems      []snapshot.Problem
+	inScope       map[string]bool
+	failedSources []string
+	complete      bool
+	// detect
+	withModel    bool
+	active       []findings.Finding
+	sigs         []signals.Signal
+	byID         *resourceIndex
+	forecastSeen map[string]bool
+	// analyze
+	an *Analysis
+	// file
+	obs []findings.Observation
+}
+
+func (x *run) elapsed() string { return time.Since(x.start).Round(time.Millisecond).String() }
+
+// collect takes the snapshot and records what is wrong with it. A failed
+// collection ends the run: it touches no finding of the fleet but files
+// one about patrold itself, since a patrol that cannot see must say so.
+func (x *run) collect(ctx context.Context) error {
+	r, rep := x.r, x.rep
+	snap, problems, err := r.collectWithProgress(ctx, x.set, x.ro, rep.RunID)
 	if err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.addReason(ReasonCollectFailed)
-		// The run fails and touches no finding of the fleet, but patrold
-		// files one about itself: a patrol that cannot see must say so.
 		// A run cancelled from outside (shutdown) is not the source's fault.
-		in := &findings.RunInput{Policy: set.Publish}
+		in := &findings.RunInput{Policy: x.set.Publish}
 		if !errors.Is(ctx.Err(), context.Canceled) {
 			in.Observations = []findings.Observation{sourceFailing(err)}
 		}
@@ -41,38 +82,18 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 		return err
 	}
 	rep.Source = snap.Source
-	var inScope map[string]bool
-	if len(ro.Scope) > 0 {
-		snap, inScope = scopeSnapshot(snap, ro.Scope)
-		rep.Scope = &Scope{Resources: canonicalIDs(ro.Scope), Reason: ro.Reason, Patrolled: len(snap.Resources)}
+	if len(x.ro.Scope) > 0 {
+		snap, x.inScope = scopeSnapshot(snap, x.ro.Scope)
+		rep.Scope = &Scope{Resources: canonicalIDs(x.ro.Scope), Reason: x.ro.Reason, Patrolled: len(snap.Resources)}
 	}
 	if !snap.TakenAt.IsZero() {
 		t := snap.TakenAt
 		rep.TakenAt = &t
 	}
-	// The sources of several that collected nothing this run.
-	var failedSources []string
-	for _, p := range problems {
-		switch {
-		case p.Warning:
-		case p.SourceFailed():
-			// One source of several failed whole: the run is degraded,
-			// the others are patrolled, and what the failed one covers
-			// is not resolved by its absence (checker).
-			rep.Errors = append(rep.Errors, "source "+p.Source+": "+p.Problem)
-			rep.addReason(ReasonSourceFailed)
-			failedSources = append(failedSources, p.Source)
-		case p.SourceLevel():
-			// A partial source failure (one query failed): the run is
-			// degraded and incomplete, and nothing is dropped for it.
-			rep.Errors = append(rep.Errors, sourcePrefix(p)+p.Field+": "+p.Problem)
-			rep.addReason(ReasonPartialSource)
-		default:
-			rep.InvalidResources = append(rep.InvalidResources, p)
-		}
-	}
-	if set.Prober != nil && (ro.Snapshot == nil || ro.Probe) {
-		res := set.Prober.Probe(ctx, snap, r.opts.Now())
+	x.snap, x.problems = snap, problems
+	x.recordProblems()
+	if x.set.Prober != nil && (x.ro.Snapshot == nil || x.ro.Probe) {
+		res := x.set.Prober.Probe(ctx, snap, r.opts.Now())
 		rep.Probe = &res
 		if res.Incomplete() {
 			rep.addReason(ReasonProbeFailed)
@@ -90,139 +111,151 @@ func (r *Runner) execute(ctx context.Context, set Settings, rep *Report, ro RunO
 	// A failed source of several leaves the run complete for what the
 	// others cover (the checker keeps the absent open); any other reason
 	// makes it incomplete.
-	complete := !slices.ContainsFunc(rep.StatusReasons, func(r string) bool { return r != ReasonSourceFailed })
-	rep.partial = len(failedSources) > 0
+	x.complete = !slices.ContainsFunc(rep.StatusReasons, func(r string) bool { return r != ReasonSourceFailed })
+	rep.partial = len(x.failedSources) > 0
+	return nil
+}
 
-	// The model stages need the active findings whole; detection needs only
-	// their keys, so without a model only the keys are read.
-	withModel := set.Analyst != nil && len(snap.Resources) > 0
+// recordProblems sorts the collection's problems into the report:
+//   - a warning is only reported by its source;
+//   - a source of several that failed whole degrades the run, and what it
+//     covers is not resolved by its absence (checker);
+//   - a partial source failure (one query) degrades the run and makes it
+//     incomplete, and drops nothing;
+//   - anything else is an invalid resource.
+func (x *run) recordProblems() {
+	rep := x.rep
+	for _, p := range x.problems {
+		switch {
+		case p.Warning:
+		case p.SourceFailed():
+			rep.Errors = append(rep.Errors, "source "+p.Source+": "+p.Problem)
+			rep.addReason(ReasonSourceFailed)
+			x.failedSources = append(x.failedSources, p.Source)
+		case p.SourceLevel():
+			rep.Errors = append(rep.Errors, sourcePrefix(p)+p.Field+": "+p.Problem)
+			rep.addReason(ReasonPartialSource)
+		default:
+			rep.InvalidResources = append(rep.InvalidResources, p)
+		}
+	}
+}
+
+// detect reads the active findings and runs the net over the whole
+// snapshot, then the capacity forecast. The model stages need the active
+// findings whole; detection needs only their keys.
+func (x *run) detect(ctx context.Context) error {
+	r, rep := x.r, x.rep
+	x.withModel = x.set.Analyst != nil && len(x.snap.Resources) > 0
 	load := r.opts.Store.ActiveKeys
-	if withModel {
+	if x.withModel {
 		load = r.opts.Store.Active
 	}
 	active, err := load(ctx)
 	if err != nil {
 		return r.fail(ctx, rep, fmt.Errorf("load active findings: %w", err))
 	}
-	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(snap.Resources), "invalid", len(rep.InvalidResources),
-		"elapsed", time.Since(start).Round(time.Millisecond).String())
+	x.active = active
+	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(x.snap.Resources), "invalid", len(rep.InvalidResources),
+		"elapsed", x.elapsed())
 	hysteresis := activeSignals(active)
-	var st streamed
-	if stream != nil {
-		st, rep.streamed = stream.result(snap, hysteresis, rep.Probe != nil)
-	}
-	sigs, byID := st.sigs, st.index
-	switch {
-	case rep.streamed == "" || rep.streamed == streamDiscarded:
-		sigs = signals.Detect(snap, set.Policy, hysteresis)
-		// The index of the resources the run looks up reads only the
-		// signals' resource ids, which neutralising leaves alone: both at
-		// once.
-		var indexed sync.WaitGroup
-		indexed.Go(func() { byID = newResourceIndex(snap, askedIDs(active, sigs)) })
-		safeSignalsParallel(sigs, r.plain)
-		indexed.Wait()
-	case byID == nil:
-		byID = newResourceIndex(snap, askedIDs(active, sigs))
-	}
-	var forecastSeen map[string]bool
+	x.sigs = signals.Detect(x.snap, x.set.Policy, hysteresis)
+	safeSignalsParallel(x.sigs, r.plain)
 	if r.opts.History != nil {
-		var fc []signals.Signal
-		var err error
-		fc, forecastSeen, err = r.forecast(ctx, set, snap, ro.Snapshot == nil, hysteresis)
+		fc, seen, err := r.forecast(ctx, x.set, x.snap, x.ro.Snapshot == nil, hysteresis)
 		if err != nil {
 			// No forecast this run, and nothing resolved by absence.
 			r.log.Warn("usage history failed", "run_id", rep.RunID, "err", err)
 			rep.Errors = append(rep.Errors, "usage history: "+err.Error())
 			rep.addReason(ReasonHistoryFailed)
-			complete = false
+			x.complete = false
 		}
-		if len(fc) > 0 {
-			safeSignals(fc, newSafeMemo(r.plain))
-			sigs = append(sigs, fc...)
-			byID = newResourceIndex(snap, askedIDs(active, sigs))
-			st.obs = nil // filed below, with the forecast signals
-		}
+		safeSignals(fc, newSafeMemo(r.plain))
+		x.sigs, x.forecastSeen = append(x.sigs, fc...), seen
 	}
-	memo := newSafeMemo(r.plain)
-	rep.Signals = sigs
-	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(sigs), "stream", cmp.Or(rep.streamed, "none"),
-		"elapsed", time.Since(start).Round(time.Millisecond).String())
-	var an *Analysis
-	if withModel {
-		an = r.analyze(ctx, set, rep, snap, sigs, active)
+	x.byID = newResourceIndex(x.snap, askedIDs(active, x.sigs))
+	rep.Signals = x.sigs
+	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(x.sigs), "elapsed", x.elapsed())
+	return nil
+}
+
+// analyze runs the model stages when a model is configured.
+func (x *run) analyze(ctx context.Context) {
+	if x.withModel {
+		x.an = x.r.analyze(ctx, x.set, x.rep, x.snap, x.sigs, x.active)
 	}
-	// Signals no finding of this run matched (same resource and category,
-	// severity at least the signal's) are filed by the daemon.
+}
+
+// file builds the run's observations. Signals no finding of this run
+// matched (same resource and key, severity at least the signal's) are
+// filed by the daemon; the model's own observations come after them, and
+// so do patrold's findings about failed sources and unroutable networks.
+func (x *run) file() {
+	rep, memo := x.rep, newSafeMemo(x.r.plain)
 	var filed []signals.Filed
-	if an != nil {
-		filed = an.Filed
+	if x.an != nil {
+		filed = x.an.Filed
 	}
-	// Without a model every signal is unmatched: the signals are read in
-	// place, not copied.
-	unmatched := sigs
+	unmatched := x.sigs
 	if len(filed) > 0 {
-		_, unmatched = signals.Match(sigs, filed)
+		_, unmatched = signals.Match(x.sigs, filed)
 	}
 	rep.UnmatchedSignals = slices.Grow(rep.UnmatchedSignals, len(unmatched))
 	for i := range unmatched {
 		rep.UnmatchedSignals = append(rep.UnmatchedSignals, SignalRef{Type: unmatched[i].Type, ResourceID: unmatched[i].ResourceID})
 	}
-	// Every signal unmatched: filed, tags and all, as the resources
-	// streamed past (when they did).
-	obs := st.obs
-	if len(filed) > 0 || obs == nil {
-		obs = observationsFor(unmatched, r.plain)
-		for i := range unmatched {
-			if res := byID.get(unmatched[i].ResourceID); res != nil {
-				obs[i].ResourceTags = memo.safeNames(res.Tags)
-				obs[i].ResourceNode = memo.safeName(nodeOf(res))
-			}
+	obs := observationsFor(unmatched, x.r.plain)
+	for i := range unmatched {
+		if res := x.byID.get(unmatched[i].ResourceID); res != nil {
+			obs[i].ResourceTags = memo.safeNames(res.Tags)
+			obs[i].ResourceNode = memo.safeName(nodeOf(res))
 		}
 	}
-	if an != nil {
-		obs = append(obs, withNodes(modelObservations(an.Observations, obs), byID, memo)...)
+	if x.an != nil {
+		obs = append(obs, withNodes(modelObservations(x.an.Observations, obs), x.byID, memo)...)
 	}
-	for _, name := range failedSources {
-		obs = append(obs, memberFailing(name, problems))
+	for _, name := range x.failedSources {
+		obs = append(obs, memberFailing(name, x.problems))
 	}
 	if rep.Probe != nil {
 		for _, u := range rep.Probe.Unroutable {
 			obs = append(obs, networkUnroutable(u))
 		}
 	}
-	// The rest of the run reads of the snapshot only the facts of the
-	// resources it asked about: without the model stages, the snapshot
-	// is garbage from here, and a daemon collects it before the commit.
-	facts := newResourceFacts(byID)
-	snap, byID, st.index = nil, nil, nil
-	if r.opts.CollectBeforeCommit && !withModel {
-		runtime.GC()
-	}
+	x.obs = obs
+}
+
+// commit marks what a parent explains (inhibition), tells reconciliation
+// what this run knows, and writes the run in one transaction. From here
+// the run reads only the facts of the resources it asked about.
+func (x *run) commit(ctx context.Context) error {
+	r, rep := x.r, x.rep
+	facts := newResourceFacts(x.byID)
+	x.snap, x.byID = nil, nil
 	// An observation whose cause is a parent's observation of this run,
 	// over the snapshot's topology and the unroutable networks, is
 	// marked inhibited.
 	parents := facts.parentsIn(unroutableNets(rep.Probe))
-	findings.Inhibit(obs, parents)
+	findings.Inhibit(x.obs, parents)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
-	check := checker(facts, detectedKeys(sigs), forecastSeen, failedCover(set.Source, failedSources), rep.Probe != nil)
+	check := checker(facts, detectedKeys(x.sigs), x.forecastSeen, failedCover(x.set.Source, x.failedSources), rep.Probe != nil)
 	in := findings.RunInput{
-		Observations: obs, Complete: complete, Reconcile: true, Check: check, Policy: set.Publish,
+		Observations: x.obs, Complete: x.complete, Reconcile: true, Check: check, Policy: x.set.Publish,
 		// A node offline holds its guests' findings this run cannot
 		// evaluate (their metrics or reachability are missing), and an
 		// unroutable network its guests' unreachable findings.
-		Holds: findings.Holder(obs, parents, func(f *findings.Finding) bool { return check(f) == findings.CheckUnknown }),
+		Holds: findings.Holder(x.obs, parents, func(f *findings.Finding) bool { return check(f) == findings.CheckUnknown }),
 	}
-	if inScope != nil {
-		in.InScope = func(id string) bool { return inScope[id] }
+	if x.inScope != nil {
+		in.InScope = func(id string) bool { return x.inScope[id] }
 	}
-	if an != nil {
-		in.Resolve = an.Resolve
-		rep.exchange = an.Exchange
+	if x.an != nil {
+		in.Resolve = x.an.Resolve
+		rep.exchange = x.an.Exchange
 	}
-	r.log.Info("committing run", "run_id", rep.RunID, "observations", len(obs), "elapsed", time.Since(start).Round(time.Millisecond).String())
+	r.log.Info("committing run", "run_id", rep.RunID, "observations", len(x.obs), "elapsed", x.elapsed())
 	return r.commit(ctx, rep, &in, false)
 }
 
@@ -256,7 +289,7 @@ func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *s
 
 // collectWithProgress collects, logging every ProgressEvery while the
 // collection runs.
-func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOptions, runID string, stream *detectStream) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOptions, runID string) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	done := make(chan struct{})
 	defer close(done)
 	start := time.Now()
@@ -272,50 +305,23 @@ func (r *Runner) collectWithProgress(ctx context.Context, set Settings, ro RunOp
 			}
 		}
 	}()
-	return r.collect(ctx, set, ro, stream)
+	return r.collect(ctx, set, ro)
 }
 
-// streamFor starts detecting as the source decodes (detectStream), when
-// the run collects from a source that can hand its resources over. It is
-// nil otherwise: a given snapshot, another source, or active findings
-// that cannot be read now. The run then detects after the collection.
-func (r *Runner) streamFor(ctx context.Context, set Settings, ro RunOptions) *detectStream {
-	if ro.Snapshot != nil || len(ro.Scope) > 0 {
-		return nil // a scoped run detects over its scope, after collection
-	}
-	if _, ok := set.Source.(snapshot.KeptSource); !ok {
-		return nil
-	}
-	active, err := r.opts.Store.ActiveKeys(ctx)
-	if err != nil {
-		return nil
-	}
-	return newDetectStream(set.Policy, active, r.plain)
-}
-
-func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions, stream *detectStream) (*snapshot.Snapshot, []snapshot.Problem, error) {
+func (r *Runner) collect(ctx context.Context, set Settings, ro RunOptions) (*snapshot.Snapshot, []snapshot.Problem, error) {
 	if ro.Snapshot != nil {
 		return ro.Snapshot, ro.Problems, nil
 	}
 	if set.Source == nil {
 		return nil, nil, errors.New("collect: no source configured")
 	}
-	var snap *snapshot.Snapshot
-	var problems []snapshot.Problem
-	var err error
-	if ks, ok := set.Source.(snapshot.KeptSource); ok && stream != nil {
-		snap, problems, err = ks.CollectKept(ctx, stream.kept)
-	} else {
-		snap, problems, err = set.Source.Collect(ctx)
-	}
+	snap, problems, err := set.Source.Collect(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect: %w", err)
 	}
-	if stream == nil || !isKept(set.Source) {
-		// A source that builds its resources itself: ids are checked here,
-		// as Decode checks a document's.
-		problems = snapshot.DropUnfitIDs(snap, problems)
-	}
+	// A source that builds its resources itself: ids are checked here,
+	// as Decode checks a document's.
+	problems = snapshot.DropUnfitIDs(snap, problems)
 	if snap.TakenAt.IsZero() {
 		snap.TakenAt = r.opts.Now()
 	}
@@ -329,11 +335,6 @@ func sourcePrefix(p snapshot.Problem) string {
 		return ""
 	}
 	return "source " + p.Source + ": "
-}
-
-func isKept(src snapshot.Source) bool {
-	_, ok := src.(snapshot.KeptSource)
-	return ok
 }
 
 func runCtxErr(err error) error {

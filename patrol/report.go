@@ -84,9 +84,8 @@ type Report struct {
 	// patrol.model_findings caps.
 	ModelFindingsCapped int `json:"model_findings_capped,omitempty"`
 	exchange            []byte
-	streamed            string // how detection used the stream (streamWhole...), "" without one
-	partial             bool   // a source of several failed: the run record is not complete
-	inhibited           int    // active findings of this run held by an active parent finding
+	partial             bool // a source of several failed: the run record is not complete
+	inhibited           int  // active findings of this run held by an active parent finding
 	// Probe summarises the reachability probes of this run.
 	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.

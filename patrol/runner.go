@@ -91,13 +91,6 @@ type Options struct {
 	// found plain (prompt.PlainMemo), so a steady run does not check the
 	// same text again. Only a process that runs again (a daemon) gains.
 	KeepPlainText bool
-	// CollectBeforeCommit collects the garbage once the run's snapshot is
-	// (a run without the model stages, before its commit), so the heap
-	// the commit grows starts from what the run still holds. It replaces
-	// the collection the commit's allocations would start over a heap
-	// that held the snapshot. Only a process that runs again (a daemon)
-	// keeps the peak it reaches.
-	CollectBeforeCommit bool
 }
 
 // DefaultProgressEvery: a long collection says it is still running every

@@ -19,36 +19,22 @@ import (
 )
 
 type env struct {
-	t       *testing.T
-	store   *store.Store
-	runner  *patrol.Runner
-	src     *snapshot.Snapshot
-	doc     []byte // the document to decode, when set (instead of src)
-	swap    []byte // a document whose resources the source hands over too, last, when set
-	srcErr  error
-	now     time.Time
-	prober  patrol.Prober
-	during  func() // called as a collection starts
-	batch   int    // resources per hand-over of a streaming env (0: the default)
-	streams bool   // the source is a snapshot.KeptSource
+	t      *testing.T
+	store  *store.Store
+	runner *patrol.Runner
+	src    *snapshot.Snapshot
+	doc    []byte // the document to decode, when set (instead of src)
+	srcErr error
+	now    time.Time
+	prober patrol.Prober
+	during func() // called as a collection starts
 }
 
 // envSource is env's source: it decodes e.doc, or e.src encoded.
 type envSource struct{ e *env }
 
 func (s envSource) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	return s.e.collect(nil)
-}
-
-// keptEnvSource is envSource handing its resources over as it decodes
-// them, as the file and exec sources do.
-type keptEnvSource struct{ envSource }
-
-func (s keptEnvSource) CollectKept(ctx context.Context, kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapshot.Problem, error) {
-	return s.e.collect(kept)
-}
-
-func (e *env) collect(kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapshot.Problem, error) {
+	e := s.e
 	if e.during != nil {
 		e.during()
 	}
@@ -59,29 +45,10 @@ func (e *env) collect(kept func(snapshot.Handed)) (*snapshot.Snapshot, []snapsho
 	if data == nil {
 		data, _ = snapshot.Encode(e.src)
 	}
-	if e.swap != nil {
-		// A source that returns one document's snapshot and hands over
-		// another's resources too, last.
-		snap, probs, err := snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
-		if err == nil && kept != nil {
-			_, _, err = snapshot.Decode(e.swap, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
-		}
-		return snap, probs, err
-	}
-	return snapshot.Decode(data, snapshot.DecodeOptions{Kept: kept, KeptBatch: e.batch})
+	return snapshot.Decode(data, snapshot.DecodeOptions{})
 }
 
-func newEnv(t *testing.T) *env { return newEnvWith(t, false) }
-
-// newStreamEnv is newEnv whose source streams (snapshot.KeptSource), batch
-// resources at a time.
-func newStreamEnv(t *testing.T, batch int) *env {
-	e := newEnvWith(t, true)
-	e.batch = batch
-	return e
-}
-
-func newEnvWith(t *testing.T, streams bool) *env {
+func newEnv(t *testing.T) *env {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
 	if err != nil {
@@ -92,15 +59,11 @@ func newEnvWith(t *testing.T, streams bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: st, now: time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), streams: streams}
-	var src snapshot.Source = envSource{e}
-	if streams {
-		src = keptEnvSource{envSource{e}}
-	}
+	e := &env{t: t, store: st, now: time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)}
 	e.runner, err = patrol.New(patrol.Options{
 		Store: st, Now: func() time.Time { return e.now },
 		Settings: func() patrol.Settings {
-			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: src, Prober: e.prober}
+			return patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Source: envSource{e}, Prober: e.prober}
 		},
 	})
 	if err != nil {
