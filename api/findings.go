@@ -189,28 +189,38 @@ func (a *API) getFinding(w http.ResponseWriter, r *http.Request, _ *call) error 
 }
 
 func (a *API) actOnFinding(w http.ResponseWriter, r *http.Request, c *call) error {
-	id, action := r.PathValue("id"), r.PathValue("action")
-	if !knownAction(action) {
-		return newError(CodeNotFound, "no finding action %q", action)
-	}
-	if e := checkText("id", id); e != nil {
-		return e
-	}
 	body, e := readBody(r, a.opts.MaxBodyBytes)
 	if e != nil {
 		return e
 	}
-	req, e := decodeAction(action, body)
-	if e != nil {
-		return e
-	}
-	req.Actor = c.who.name
-	f, err := a.opts.Store.Act(r.Context(), id, req, a.opts.Now())
+	f, err := a.act(r, r.PathValue("id"), r.PathValue("action"), body, c.who.name)
 	if err != nil {
-		return findingError(id, err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, a.view(f))
 	return nil
+}
+
+// act applies an operator action as POST /api/v1/findings/{id}/{action}
+// does; the web page's form posts the same body, so both keep one set of
+// rules. Its error is an *Error or an unexpected one.
+func (a *API) act(r *http.Request, id, action string, body []byte, actor string) (findings.Finding, error) {
+	if !knownAction(action) {
+		return findings.Finding{}, newError(CodeNotFound, "no finding action %q", action)
+	}
+	if e := checkText("id", id); e != nil {
+		return findings.Finding{}, e
+	}
+	req, e := decodeAction(action, body)
+	if e != nil {
+		return findings.Finding{}, e
+	}
+	req.Actor = actor
+	f, err := a.opts.Store.Act(r.Context(), id, req, a.opts.Now())
+	if err != nil {
+		return f, findingError(id, err)
+	}
+	return f, nil
 }
 
 // findingError maps store errors about a finding to API errors.

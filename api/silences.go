@@ -52,35 +52,54 @@ func (a *API) addSilence(w http.ResponseWriter, r *http.Request, c *call) error 
 	if e != nil {
 		return e
 	}
-	now := a.opts.Now()
-	sil, e := decodeSilence(body, now, c.who.name)
-	if e != nil {
-		return e
-	}
-	out, err := a.opts.Store.AddSilence(r.Context(), sil, now)
+	out, err := a.createSilence(r, body, c.who.name)
 	if err != nil {
-		return findingError("", err)
+		return err
 	}
 	c.target = out.ID
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
+// createSilence stores the silence body describes, as POST
+// /api/v1/silences does (the web form posts the same body).
+func (a *API) createSilence(r *http.Request, body []byte, actor string) (findings.Silence, error) {
+	now := a.opts.Now()
+	sil, e := decodeSilence(body, now, actor)
+	if e != nil {
+		return sil, e
+	}
+	out, err := a.opts.Store.AddSilence(r.Context(), sil, now)
+	if err != nil {
+		return out, findingError("", err)
+	}
+	return out, nil
+}
+
 func (a *API) expireSilence(w http.ResponseWriter, r *http.Request, _ *call) error {
 	id := r.PathValue("id")
+	at, err := a.endSilence(r, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ExpireResponse{ID: id, ExpiredAt: at})
+	return nil
+}
+
+// endSilence ends silence id now, as DELETE /api/v1/silences/{id} does.
+func (a *API) endSilence(r *http.Request, id string) (time.Time, error) {
 	if e := checkText("id", id); e != nil {
-		return e
+		return time.Time{}, e
 	}
 	now := a.opts.Now()
 	err := a.opts.Store.ExpireSilence(r.Context(), id, now)
 	if errors.Is(err, findings.ErrNotFound) {
-		return newError(CodeNotFound, "no active silence %q", id).with("silence_id", id)
+		return now, newError(CodeNotFound, "no active silence %q", id).with("silence_id", id)
 	}
 	if err != nil {
-		return err
+		return now, err
 	}
-	writeJSON(w, http.StatusOK, ExpireResponse{ID: id, ExpiredAt: now.UTC()})
-	return nil
+	return now.UTC(), nil
 }
 
 // DecodeSilence decodes and validates a silence body at now as POST

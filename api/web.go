@@ -19,6 +19,7 @@ import (
 
 	"github.com/patrold/patrold/assistant"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/snapshot"
 )
 
 // The web pages: server-rendered HTML (html/template, no script) for
@@ -68,7 +69,7 @@ type webUI struct {
 
 func newWebUI(a *API) (*webUI, error) {
 	w := &webUI{a: a, pages: map[string]*template.Template{}, sessions: map[string]*webSession{}}
-	for _, p := range []string{"login", "findings", "finding", "runs", "approvals"} {
+	for _, p := range []string{"login", "findings", "finding", "runs", "run", "approvals", "silences"} {
 		t, err := template.ParseFS(webFS, "web/layout.html", "web/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web page %s: %w", p, err)
@@ -97,7 +98,12 @@ func (w *webUI) routes() map[string]http.HandlerFunc {
 		"GET /ui/findings/{id}":            w.page(w.findingPage),
 		"GET /ui/runs":                     w.page(w.runsPage),
 		"GET /ui/approvals":                w.page(w.approvalsPage),
-		"POST /ui/approvals/{id}/{action}": w.decide,
+		"POST /ui/approvals/{id}/{action}": w.form(route{name: "web_approval_decide", target: "approval"}, w.decide),
+		"POST /ui/findings/{id}/{action}":  w.form(route{name: "web_finding_action", target: "finding"}, w.act),
+		"GET /ui/silences":                 w.page(w.silencesPage),
+		"POST /ui/silences":                w.form(route{name: "web_silence_add", target: "silence"}, w.addSilence),
+		"POST /ui/silences/{id}/{action}":  w.form(route{name: "web_silence_expire", target: "silence"}, w.expireSilence),
+		"GET /ui/runs/{id}":                w.page(w.runPage),
 		"GET /ui/approvals/{id}/{action}":  w.notAllowed,
 		"GET /ui/findings/{id}/{rest...}":  w.notFound,
 		"GET /ui/{rest...}":                w.notFound,
@@ -360,30 +366,39 @@ func (w *webUI) page(fn func(r *http.Request, d *pageData) (string, int, error))
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
 func (w *webUI) findingsPage(r *http.Request, d *pageData) (string, int, error) {
-	q := r.URL.Query()
-	filter := findings.ListFilter{Status: q.Get("state")}
-	if err := filter.Validate(); err != nil {
+	lq, err := parseListQuery(r.URL.Query())
+	if err != nil {
 		return "", 0, err
 	}
-	page := findings.Page{Limit: findings.DefaultPageLimit, Cursor: q.Get("cursor")}
-	if err := findings.ValidatePage("findings", page); err != nil {
-		return "", 0, err
-	}
-	list, next, err := w.a.opts.Store.ListPage(r.Context(), filter, page)
+	list, err := w.listFindings(r, &lq)
 	if err != nil {
 		return "", 0, err
 	}
 	now := w.a.opts.Now()
-	rows := make([]map[string]any, 0, len(list))
-	for i := range list {
+	from := min((lq.page-1)*webPageSize, len(list))
+	to := min(from+webPageSize, len(list))
+	rows := make([]map[string]any, 0, to-from)
+	for i := from; i < to; i++ {
 		f := &list[i]
 		rows = append(rows, map[string]any{"ID": f.ID, "Severity": string(f.Severity), "State": findings.LoopStateAt(f, now), "Key": f.Key,
-			"ResourceID": f.ResourceID, "ResourceName": f.ResourceName, "Title": f.Title, "LastSeen": stamp(f.LastSeenAt)})
+			"ResourceID": f.ResourceID, "ResourceName": f.ResourceName, "Title": f.Title, "LastSeen": w.when(f.LastSeenAt), "Badges": badges(f)})
 	}
 	d.Title = "Findings"
-	d.Body = map[string]any{"Findings": rows, "Next": next, "State": filter.Status}
+	body := map[string]any{"Findings": rows, "Matched": len(list), "Capped": lq.capExhausted, "State": lq.filter.Status,
+		"Severity": string(lq.filter.Severity), "Kind": lq.kind, "Text": lq.text, "Sort": lq.sort, "Sorts": webSorts,
+		"States": findings.ListStates, "Severities": []string{"info", "watch", "warning", "critical"}, "Kinds": kinds}
+	if lq.page > 1 {
+		body["Prev"] = lq.link(lq.page - 1)
+	}
+	if to < len(list) {
+		body["Next"] = lq.link(lq.page + 1)
+	}
+	d.Body = body
 	return "findings", http.StatusOK, nil
 }
+
+// kinds are the resource kinds the list's filter offers.
+var kinds = []string{string(snapshot.KindNode), string(snapshot.KindVM), string(snapshot.KindContainer), string(snapshot.KindStorage), string(snapshot.KindDisk)}
 
 // maxExplainedShown bounds the inhibited children a finding page lists.
 const maxExplainedShown = 100
@@ -404,11 +419,11 @@ func (w *webUI) findingPage(r *http.Request, d *pageData) (string, int, error) {
 	}
 	events := make([]map[string]any, 0, len(evs))
 	for _, e := range evs {
-		events = append(events, map[string]any{"At": stamp(e.At), "Kind": e.Kind, "Detail": e.Detail})
+		events = append(events, map[string]any{"At": w.when(e.At), "Kind": e.Kind, "Detail": e.Detail})
 	}
 	inv := make([]map[string]any, 0, len(invs))
 	for _, v := range invs {
-		row := map[string]any{"Attempt": v.Attempt, "Started": stamp(v.StartedAt), "Outcome": v.Outcome, "Summary": v.Summary}
+		row := map[string]any{"Attempt": v.Attempt, "Started": w.when(v.StartedAt), "Outcome": v.Outcome, "Summary": v.Summary}
 		if v.SessionID != "" {
 			t, err := w.transcript(r.Context(), v.SessionID)
 			if err != nil {
@@ -428,14 +443,18 @@ func (w *webUI) findingPage(r *http.Request, d *pageData) (string, int, error) {
 			return "", 0, err
 		}
 		children = append(children, map[string]any{"ID": c.ID, "Severity": string(c.Severity), "Key": c.Key,
-			"ResourceID": c.ResourceID, "ResourceName": c.ResourceName, "Title": c.Title, "LastSeen": stamp(c.LastSeenAt)})
+			"ResourceID": c.ResourceID, "ResourceName": c.ResourceName, "Title": c.Title, "LastSeen": w.when(c.LastSeenAt)})
 	}
 	d.Title = f.Title
 	d.Body = map[string]any{"Explains": children, "ExplainsMore": max(len(f.Explains)-maxExplainedShown, 0), "InhibitedBy": f.InhibitedBy,
 		"Finding": map[string]any{"ID": f.ID, "ResourceID": f.ResourceID, "ResourceName": f.ResourceName, "Key": f.Key,
 			"Category": string(f.Category), "Severity": string(f.Severity), "State": findings.LoopStateAt(&f, w.a.opts.Now()), "Source": string(f.Source),
-			"Detected": stamp(f.DetectedAt), "LastSeen": stamp(f.LastSeenAt), "TimesRaised": f.TimesRaised, "Description": f.Description,
-			"Recommendation": f.Recommendation, "Evidence": f.Evidence}, "Events": events, "Investigations": inv}
+			"Detected": w.when(f.DetectedAt), "LastSeen": w.when(f.LastSeenAt), "TimesRaised": f.TimesRaised, "Description": f.Description,
+			"Recommendation": f.Recommendation, "Evidence": f.Evidence, "Badges": badges(&f), "Acked": w.whenPtr(f.AcknowledgedAt),
+			"SnoozedUntil": w.whenPtr(f.SnoozedUntil), "Dismissed": f.DismissedReason, "Suppressed": f.Suppressed, "LastRunID": f.LastRunID,
+			"Active": f.Active()}, "Events": events, "Investigations": inv,
+		"DismissReasons": []string{findings.DismissNotAnIssue, findings.DismissExpectedBehavior, findings.DismissWillFixLater},
+		"SilenceForm":    map[string]any{"CSRF": d.CSRF, "Resource": f.ResourceID, "SignalType": f.Key, "Next": FindingPagePath + url.PathEscape(f.ID)}}
 	return "finding", http.StatusOK, nil
 }
 
@@ -455,7 +474,7 @@ func (w *webUI) runsPage(r *http.Request, d *pageData) (string, int, error) {
 			n = fmt.Sprint(run.Summary.Findings)
 		}
 		rows = append(rows, map[string]any{"ID": run.ID, "Trigger": run.Trigger, "Status": run.Status, "Analysis": run.Analysis,
-			"Started": stamp(run.StartedAt), "Findings": n})
+			"Started": w.when(run.StartedAt), "Findings": n})
 	}
 	d.Title = "Runs"
 	d.Body = map[string]any{"Runs": rows, "Next": next}
@@ -486,7 +505,7 @@ func (w *webUI) approvalsPage(r *http.Request, d *pageData) (string, int, error)
 			//mutate:web-approvals-declared ./api ^TestWebApprovalsShowWhatTheAPIShows
 			"Declared": ap.Declared,
 			"Command":  strings.Join(ap.Declared.Command, " "), "Target": ap.Target, "Condition": ap.Condition,
-			"Reason": ap.Reason.String(), "Expires": stamp(ap.ExpiresAt)})
+			"Reason": ap.Reason.String(), "Expires": w.when(ap.ExpiresAt)})
 	}
 	d.Title = "Pending approvals"
 	d.Body = map[string]any{"Approvals": rows}
@@ -494,25 +513,11 @@ func (w *webUI) approvalsPage(r *http.Request, d *pageData) (string, int, error)
 }
 
 // decide approves or denies from the approvals page's form.
-func (w *webUI) decide(rw http.ResponseWriter, r *http.Request) {
+func (w *webUI) decide(sw *statusWriter, r *http.Request, s *webSession) string {
 	id, action := r.PathValue("id"), r.PathValue("action")
-	rt := route{name: "web_approval_decide", target: "approval"}
-	s := w.session(r)
-	r.Body = http.MaxBytesReader(rw, r.Body, 64<<10)
-	if s == nil || !sameOrigin(r) || r.ParseForm() != nil || !equalSecret(s.csrf, r.PostFormValue("csrf")) {
-		w.a.log.Warn("web form refused", "path", r.URL.Path, "remote", r.RemoteAddr)
-		w.refuse(rw, "cross-site or stale form refused")
-		return
-	}
-	sw := &statusWriter{ResponseWriter: rw}
-	defer func() { w.a.audit.record(r.Context(), w.a.auditEvent(r, rt, s.who, id, sw)) }()
-	if s.who.scope != ScopeAdmin {
-		w.refuse(sw, "deciding approvals needs an admin token")
-		return
-	}
 	if (action != "approve" && action != "deny") || w.a.opts.Approvals == nil {
 		w.notFound(sw, r)
-		return
+		return id
 	}
 	decide := w.a.opts.Approvals.Approve
 	if action == "deny" {
@@ -532,10 +537,8 @@ func (w *webUI) decide(rw http.ResponseWriter, r *http.Request) {
 			flash = "approval " + id + ": failed (see the daemon's log)"
 		}
 	}
-	w.mu.Lock()
-	s.flash = flash
-	w.mu.Unlock()
-	http.Redirect(sw, r, "/ui/approvals", http.StatusSeeOther)
+	w.flashTo(sw, r, s, flash, "/ui/approvals")
+	return id
 }
 
 // transcriptView is a stored session transcript as the finding page

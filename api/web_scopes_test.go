@@ -27,7 +27,7 @@ var csrfValue = regexp.MustCompile(`name="csrf" value="[0-9a-f]+"`)
 // webPages are every page a session reads, with the finding and run of
 // the seed.
 func webPages(e *env) []string {
-	return []string{"/ui/findings", "/ui/findings?state=all", "/ui/findings/" + e.ids["cpu"], "/ui/runs", "/ui/approvals"}
+	return []string{"/ui/findings", "/ui/findings?state=all&severity=critical&kind=vm&q=x&sort=key", "/ui/findings/" + e.ids["cpu"], "/ui/runs", "/ui/runs/" + e.runID, "/ui/approvals", "/ui/silences", "/ui/silences?all=1"}
 }
 
 // TestWebRefusesTriggerToken: a trigger token may call the hooks and
@@ -56,7 +56,7 @@ func TestWebRefusesTriggerToken(t *testing.T) {
 </head>
 <body>
 <header>
-<nav><a href="/ui/findings">Findings</a> <a href="/ui/runs">Runs</a> <a href="/ui/approvals">Approvals</a></nav>
+<nav><a href="/ui/findings">Findings</a> <a href="/ui/runs">Runs</a> <a href="/ui/approvals">Approvals</a> <a href="/ui/silences">Silences</a></nav>
 
 </header>
 <main>
@@ -162,9 +162,9 @@ func TestWebApprovalsShowWhatTheAPIShows(t *testing.T) {
 		want := fmt.Sprintf(`<tr class="approval" data-id="%s"><td><b>%s</b>: %s</td><td><code>%s</code></td><td>%s</td>
 <td>%s %s</td>
 <td>%s</td>
-<td>%s</td><td>%s</td>
+<td>%s</td><td><time datetime="%s" title="%s">in 1 h</time></td>
 <td>admin only</td></tr>`, v.ID, esc(v.Action), desc, esc(strings.Join(v.Declared.Command, " ")), v.Declared.Risk,
-			esc(v.Target.Kind), esc(v.Target.ID), cond, esc(v.Reason.String()), v.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z"))
+			esc(v.Target.Kind), esc(v.Target.ID), cond, esc(v.Reason.String()), v.ExpiresAt.UTC().Format(time.RFC3339), v.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z"))
 		if !strings.Contains(page, want) {
 			t.Errorf("approval %s: the page does not show\n%s\npage:\n%s", v.ID, want, page)
 		}

@@ -265,7 +265,7 @@ func TestWebFindingShowsInhibitedChildren(t *testing.T) {
 		t.Fatalf("the parent's page lists no children:\n%s", page)
 	}
 	want := `<thead><tr><th>Severity</th><th>Key</th><th>Resource</th><th>Title</th><th>Last seen</th></tr></thead><tbody>
-<tr><td>warning</td><td>high_memory</td><td>vm/101</td><td><a href="/ui/findings/` + child + `">Memory high &lt;img src=x onerror=alert(1)&gt;</a></td><td>2026-11-29 10:01:00Z</td></tr>
+<tr><td>warning</td><td>high_memory</td><td>vm/101</td><td><a href="/ui/findings/` + child + `">Memory high &lt;img src=x onerror=alert(1)&gt;</a></td><td><time datetime="2026-11-29T10:01:00Z" title="2026-11-29 10:01:00Z">in 1 min</time></td></tr>
 </tbody>`
 	if table != want {
 		t.Fatalf("children\n%q\nwant\n%q", table, want)
