@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -144,8 +146,61 @@ func (s *Scenario) BeforeSnapshot() *snapshot.Snapshot {
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
+// LoadDir reads every *.yaml file directly inside dir, sorted by name.
+// Each must be a regular file: a symlink (wherever it points), a
+// directory or a device is refused by name, never read.
+func LoadDir(dir string) ([]*Scenario, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return LoadFS(regularFS{root})
+}
+
+// regularFS serves the regular files directly inside a directory. The
+// root keeps every open inside it, even if a file is swapped for a symlink
+// after the check.
+type regularFS struct{ root *os.Root }
+
+func (r regularFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	return fs.ReadDir(r.root.FS(), name)
+}
+
+func (r regularFS) Open(name string) (fs.File, error) {
+	st, err := r.root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	//mutate:eval-scenario-regular-file ./eval,./cmd/patrold ^(TestLoadDirReadsOnlyRegularFiles|TestEvalScenariosStayInTheDirectory)$
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is %s, not a regular file: scenario files are read only as regular files inside the directory", name, modeName(st.Mode()))
+	}
+	f, err := r.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%q is not a regular file any more: scenario files are read only as regular files inside the directory", name)
+	}
+	return f, nil
+}
+
+// modeName names a file type for an error.
+func modeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "a special file"
+}
+
 // LoadFS reads every *.yaml file of fsys (not below it), sorted by name.
-// Scenario names must be unique.
+// Scenario names must be unique. No error quotes a file's content: a
+// file may hold what it should not (docs/MODELS.md).
 func LoadFS(fsys fs.FS) ([]*Scenario, error) {
 	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
@@ -158,7 +213,7 @@ func LoadFS(fsys fs.FS) ([]*Scenario, error) {
 	var out []*Scenario
 	seen := map[string]string{}
 	for _, n := range names {
-		data, err := fs.ReadFile(fsys, n)
+		data, err := readBounded(fsys, n)
 		if err != nil {
 			return nil, fmt.Errorf("scenarios: %w", err)
 		}
@@ -167,13 +222,24 @@ func LoadFS(fsys fs.FS) ([]*Scenario, error) {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
 		if prev, dup := seen[s.Name]; dup {
-			return nil, fmt.Errorf("%s: name: %q is also the name of %s", n, s.Name, prev)
+			return nil, fmt.Errorf("%s: name: already the name of %s", n, prev)
 		}
 		seen[s.Name] = n
 		s.file = path.Base(n)
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// readBounded reads at most MaxScenarioBytes+1 bytes of name: a larger
+// file is refused by Parse without being read whole.
+func readBounded(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxScenarioBytes+1))
 }
 
 // Parse decodes and validates one scenario; every problem names its field.
@@ -185,14 +251,14 @@ func Parse(data []byte) (*Scenario, error) {
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("scenario: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, yamlError(err)
 	}
 	var errs []error
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
 	if !namePattern.MatchString(s.Name) {
-		fail("name", "%q must be 1-64 lower-case letters, digits and '-'", s.Name)
+		fail("name", "must be 1-64 lower-case letters, digits and '-'")
 	}
 	if strings.TrimSpace(s.Description) == "" {
 		fail("description", "required")
@@ -220,17 +286,17 @@ func Parse(data []byte) (*Scenario, error) {
 		if id == "" {
 			fail(field, "required")
 		} else if s.snap != nil && !ids[snapshot.CanonicalID(id)] {
-			fail(field, "%q is not a resource of the snapshot", id)
+			fail(field, "not a resource of the snapshot")
 		}
 	}
 	for i, sig := range s.Expect.Signals {
 		f := fmt.Sprintf("expect.signals[%d]", i)
 		if !slices.Contains(signals.Types, sig.Type) {
-			fail(f+".type", "%q is not a signal type", sig.Type)
+			fail(f+".type", "not a signal type")
 		}
 		known(f+".resource_id", sig.ResourceID)
 		if sig.Severity != signals.SeverityWarning && sig.Severity != signals.SeverityCritical {
-			fail(f+".severity", "%q is not warning or critical", sig.Severity)
+			fail(f+".severity", "not warning or critical")
 		}
 	}
 	for i, fd := range s.Expect.Findings {
@@ -241,7 +307,7 @@ func Parse(data []byte) (*Scenario, error) {
 			fail(f+".key", "required")
 		}
 		if !slices.Contains([]string{"info", "watch", "warning", "critical"}, fd.Severity) {
-			fail(f+".severity", "%q is not info, watch, warning or critical", fd.Severity)
+			fail(f+".severity", "not info, watch, warning or critical")
 		}
 		if fd.Title == "" {
 			fail(f+".title", "required")
@@ -263,7 +329,7 @@ func Parse(data []byte) (*Scenario, error) {
 			fail(f+".key", "required")
 		}
 		if !slices.Contains([]string{"present", "resolved", "uncertain"}, v.Verdict) {
-			fail(f+".verdict", "%q is not present, resolved or uncertain", v.Verdict)
+			fail(f+".verdict", "not present, resolved or uncertain")
 		}
 		if v.Evidence == "" {
 			fail(f+".evidence", "required")
@@ -280,13 +346,47 @@ func Parse(data []byte) (*Scenario, error) {
 	return &s, nil
 }
 
+// yamlError says where a scenario fails to decode, never what it holds:
+// the decoder's messages quote the file.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("scenario: %s", scrub(strings.TrimPrefix(err.Error(), "yaml: ")))
+	}
+	parts := make([]string, 0, len(te.Errors))
+	for _, m := range te.Errors {
+		at := yamlLine.FindString(m)
+		switch {
+		case strings.Contains(m, "cannot unmarshal"):
+			parts = append(parts, at+"a value of the wrong type")
+		case strings.Contains(m, " not found in type "):
+			parts = append(parts, at+"an unknown key")
+		case strings.Contains(m, " already "):
+			parts = append(parts, at+"a key given twice")
+		default:
+			parts = append(parts, at+"an invalid value")
+		}
+	}
+	return fmt.Errorf("scenario: %s", strings.Join(parts, "; "))
+}
+
+var (
+	yamlLine = regexp.MustCompile(`^line [0-9]+: `)
+	// quoted is a quoted span of more than one character: the file's
+	// text, where a message quotes it.
+	quoted = regexp.MustCompile("`[^`]*`|\"(?:[^\"\\\\]|\\\\.){2,}\"|'[^']{2,}'")
+)
+
+// scrub replaces every quoted span of a message by "(value)".
+func scrub(msg string) string { return quoted.ReplaceAllString(msg, "(value)") }
+
 // categories are the finding categories a scenario may name.
 var categories = []findings.Category{findings.CategoryPerformance, findings.CategoryCapacity, findings.CategoryReliability,
 	findings.CategoryBackup, findings.CategorySecurity, findings.CategoryGeneral}
 
 func category(fail func(string, string, ...any), field, c string) {
 	if !slices.Contains(categories, findings.Category(c)) {
-		fail(field, "%q is not a finding category", c)
+		fail(field, "not a finding category")
 	}
 }
 
@@ -300,10 +400,10 @@ func (f *Fleet) decode(prefix string) (func() *snapshot.Snapshot, error) {
 		g := f.Generate
 		o := demo.Options{Seed: g.Seed, Resources: g.Resources, FaultRate: g.FaultRate}
 		if g.Resources < 1 || g.Resources > MaxGeneratedResources {
-			return nil, fmt.Errorf("%sgenerate.resources: %d is outside 1..%d", prefix, g.Resources, MaxGeneratedResources)
+			return nil, fmt.Errorf("%sgenerate.resources: outside 1..%d", prefix, MaxGeneratedResources)
 		}
 		if g.FaultRate < 0 || g.FaultRate > 1 {
-			return nil, fmt.Errorf("%sgenerate.fault_rate: %g is outside 0..1", prefix, g.FaultRate)
+			return nil, fmt.Errorf("%sgenerate.fault_rate: outside 0..1", prefix)
 		}
 		if g.At.IsZero() {
 			return nil, fmt.Errorf("%sgenerate.at: required (an RFC 3339 time)", prefix)
@@ -312,15 +412,20 @@ func (f *Fleet) decode(prefix string) (func() *snapshot.Snapshot, error) {
 	case f.Snapshot != nil:
 		raw, err := json.Marshal(f.Snapshot)
 		if err != nil {
-			return nil, fmt.Errorf("%ssnapshot: %w", prefix, err)
+			return nil, fmt.Errorf("%ssnapshot: not a snapshot document", prefix)
 		}
 		snap, probs, err := snapshot.Decode(raw, snapshot.DecodeOptions{Strict: true})
 		if err != nil {
-			return nil, fmt.Errorf("%ssnapshot: %w", prefix, err)
+			return nil, fmt.Errorf("%ssnapshot: %s", prefix, scrub(err.Error()))
 		}
 		var bad []string
 		for _, p := range probs {
-			bad = append(bad, p.String())
+			// The index, not the id: the id is the file's text.
+			where := fmt.Sprintf("resources[%d].%s", p.Index, p.Field)
+			if p.Index < 0 {
+				where = p.Field
+			}
+			bad = append(bad, where+": "+scrub(p.Problem))
 		}
 		if len(bad) > 0 {
 			return nil, fmt.Errorf("%ssnapshot: %s", prefix, strings.Join(bad, "; "))

@@ -24,22 +24,22 @@ func TestParseNamesTheField(t *testing.T) {
 	}
 	snap := "snapshot: {version: 1, taken_at: \"2026-11-29T06:00:00Z\", resources: [{id: node/pve1, kind: node}]}\n"
 	cases := []struct{ doc, want string }{
-		{"name: Bad Name\ndescription: d\n" + snap, `name: "Bad Name" must be 1-64 lower-case letters`},
+		{"name: Bad Name\ndescription: d\n" + snap, "name: must be 1-64 lower-case letters"},
 		{"name: a\n" + snap, "description: required"},
 		{"name: a\ndescription: d\n", "snapshot: required (or generate)"},
-		{"name: a\ndescription: d\nsurprise: 1\n" + snap, "field surprise not found"},
+		{"name: a\ndescription: d\nsurprise: 1\n" + snap, "scenario: line 3: an unknown key"},
 		{"name: a\ndescription: d\nsnapshot: {version: 1, resources: []}\n", "snapshot.taken_at: required"},
 		{"name: a\ndescription: d\nsnapshot: {version: 1, taken_at: \"2026-11-29T06:00:00Z\", resources: [{id: vm/1, kind: vm, metrics: {cpu_percent: 300}}]}\n", "snapshot: "},
 		{"name: a\ndescription: d\n" + snap + "generate: {resources: 5, at: \"2026-11-29T06:00:00Z\"}\n", "snapshot: give snapshot or generate, not both"},
-		{"name: a\ndescription: d\ngenerate: {resources: 0, at: \"2026-11-29T06:00:00Z\"}\n", "generate.resources: 0 is outside 1..20000"},
+		{"name: a\ndescription: d\ngenerate: {resources: 0, at: \"2026-11-29T06:00:00Z\"}\n", "generate.resources: outside 1..20000"},
 		{"name: a\ndescription: d\ngenerate: {resources: 5}\n", "generate.at: required"},
-		{"name: a\ndescription: d\n" + snap + "expect: {signals: [{type: hot, resource_id: node/pve1, severity: warning}]}\n", `expect.signals[0].type: "hot" is not a signal type`},
-		{"name: a\ndescription: d\n" + snap + "expect: {signals: [{type: high_cpu, resource_id: node/zz, severity: warning}]}\n", `expect.signals[0].resource_id: "node/zz" is not a resource of the snapshot`},
-		{"name: a\ndescription: d\n" + snap + "expect: {signals: [{type: high_cpu, resource_id: node/pve1, severity: info}]}\n", `expect.signals[0].severity: "info" is not warning or critical`},
-		{"name: a\ndescription: d\n" + snap + "expect: {findings: [{resource_id: node/pve1, category: moods, key: k, severity: warning, title: t, evidence: e}]}\n", `expect.findings[0].category: "moods" is not a finding category`},
+		{"name: a\ndescription: d\n" + snap + "expect: {signals: [{type: hot, resource_id: node/pve1, severity: warning}]}\n", "expect.signals[0].type: not a signal type"},
+		{"name: a\ndescription: d\n" + snap + "expect: {signals: [{type: high_cpu, resource_id: node/zz, severity: warning}]}\n", "expect.signals[0].resource_id: not a resource of the snapshot"},
+		{"name: a\ndescription: d\n" + snap + "expect: {signals: [{type: high_cpu, resource_id: node/pve1, severity: info}]}\n", "expect.signals[0].severity: not warning or critical"},
+		{"name: a\ndescription: d\n" + snap + "expect: {findings: [{resource_id: node/pve1, category: moods, key: k, severity: warning, title: t, evidence: e}]}\n", "expect.findings[0].category: not a finding category"},
 		{"name: a\ndescription: d\n" + snap + "expect: {findings: [{resource_id: node/pve1, category: general, key: k, severity: warning, title: t}]}\n", "expect.findings[0].evidence: required"},
 		{"name: a\ndescription: d\n" + snap + "expect: {verdicts: [{resource_id: node/pve1, category: general, key: k, verdict: present, evidence: e}]}\n", "expect.verdicts[0]: needs before:"},
-		{"name: a\ndescription: d\n" + snap + "before: {" + strings.TrimSuffix(snap, "\n") + "}\nexpect: {verdicts: [{resource_id: node/pve1, category: general, key: k, verdict: gone, evidence: e}]}\n", `expect.verdicts[0].verdict: "gone" is not present, resolved or uncertain`},
+		{"name: a\ndescription: d\n" + snap + "before: {" + strings.TrimSuffix(snap, "\n") + "}\nexpect: {verdicts: [{resource_id: node/pve1, category: general, key: k, verdict: gone, evidence: e}]}\n", "expect.verdicts[0].verdict: not present, resolved or uncertain"},
 		{"name: a\ndescription: d\nbefore: {}\n" + snap, "before.snapshot: required"},
 		{strings.Repeat("#", MaxScenarioBytes+1), "larger than"},
 	}
@@ -53,7 +53,7 @@ func TestParseNamesTheField(t *testing.T) {
 
 func TestLoadFSRefusesDuplicatesAndEmpty(t *testing.T) {
 	_, err := LoadFS(fstest.MapFS{"a.yaml": {Data: []byte(okScenario)}, "b.yaml": {Data: []byte(okScenario)}})
-	if err == nil || err.Error() != `b.yaml: name: "ok" is also the name of a.yaml` {
+	if err == nil || err.Error() != "b.yaml: name: already the name of a.yaml" {
 		t.Fatalf("duplicate: %v", err)
 	}
 	if _, err := LoadFS(fstest.MapFS{"x.txt": {Data: []byte("x")}}); err == nil || err.Error() != "scenarios: no *.yaml file" {

@@ -116,7 +116,7 @@ func loadScenarios(dir string) ([]*eval.Scenario, error) {
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("--scenarios: %s is not a directory", dir)
 	}
-	scs, err := eval.LoadFS(os.DirFS(dir))
+	scs, err := eval.LoadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--scenarios: %w", err)
 	}
