@@ -97,6 +97,11 @@ func (e *env) TargetKind(args json.RawMessage) error {
 		return agent.NewToolError(agent.CodePolicyBlocked, "action %s is not declared for resources of kind %s", act.Name, kind).
 			With("action", act.Name).With("kind", string(kind)).With("kinds", act.Kinds)
 	}
+	// The target must also fit the action's argv: no value an option.
+	//mutate:action-argv-precheck ./cmd/patrold ^TestActionArgvOptionRefused$
+	if _, err := Argv(act.Command, e.vars()); err != nil {
+		return agent.NewToolError(agent.CodePolicyBlocked, "action %s is not run on this finding: %v", act.Name, err).With("action", act.Name)
+	}
 	return nil
 }
 
@@ -180,7 +185,7 @@ func (e *env) runAction(ctx context.Context, args json.RawMessage) (any, error) 
 		return nil, err
 	}
 	e.takeGrant(act.Name)
-	res, err := e.a.exec.run(ctx, act, Vars{ResourceID: e.finding.ResourceID, FindingID: e.finding.ID, Key: e.finding.Key, SessionID: e.sessionID})
+	res, err := e.a.exec.run(ctx, act, e.vars())
 	e.mu.Lock()
 	e.executed++
 	e.lastExec = &res

@@ -3,6 +3,7 @@ package assistant
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
@@ -59,11 +60,36 @@ func ExpandArgs(command []string, v Vars) []string {
 	return out
 }
 
+// Argv substitutes the placeholders in command[1:] and refuses a value
+// that starts with "-": the program would read the id or key as an
+// option ("--all"). Nothing runs with such an argv (docs/ASSISTANT.md).
+func Argv(command []string, v Vars) ([]string, error) {
+	values := []struct{ name, value string }{{PlaceholderResourceID, v.ResourceID}, {PlaceholderFindingID, v.FindingID}, {PlaceholderKey, v.Key}}
+	for i := 1; i < len(command); i++ {
+		for _, p := range values {
+			//mutate:action-argv-no-option ./assistant,./cmd/patrold ^(TestArgvRefusesAnOption|TestActionArgvOptionRefused)$
+			if strings.Contains(command[i], p.name) && strings.HasPrefix(p.value, "-") {
+				return nil, fmt.Errorf("the value of %s in command[%d] starts with \"-\": the program would read it as an option", p.name, i)
+			}
+		}
+	}
+	return ExpandArgs(command, v), nil
+}
+
+// vars are the placeholder values of the session's finding.
+func (e *env) vars() Vars {
+	return Vars{ResourceID: e.finding.ResourceID, FindingID: e.finding.ID, Key: e.finding.Key, SessionID: e.sessionID}
+}
+
 // run executes the action. A start failure, a non-zero exit or a timeout
 // is reported in the result (OK() false); the error is only the caller's
 // cancellation.
 func (e executor) run(ctx context.Context, a Action, v Vars) (ExecResult, error) {
-	argv := ExpandArgs(a.Command, v)
+	argv, err := Argv(a.Command, v)
+	if err != nil {
+		// The pre-check refused it already; never run it regardless.
+		return ExecResult{Action: a.Name, Argv: []string{}, ExitCode: -1, Error: err.Error()}, nil
+	}
 	res := ExecResult{Action: a.Name, Argv: argv}
 	rctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
@@ -76,7 +102,7 @@ func (e executor) run(ctx context.Context, a Action, v Vars) (ExecResult, error)
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = actionWaitDelay
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	if cmd.Process != nil {
 		_ = killGroup(cmd.Process.Pid) // descendants never outlive the action
 	}

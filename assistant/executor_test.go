@@ -2,6 +2,9 @@ package assistant
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +18,44 @@ func TestExpandArgsNeverTouchesTheProgram(t *testing.T) {
 	v := Vars{ResourceID: "vm/101", FindingID: "abcd", Key: "high_cpu"}
 	got := ExpandArgs([]string{"/opt/{key}/run", "--id={resource_id}", "{finding_id}:{key}", "{unknown}"}, v)
 	equal(t, "argv", got, []string{"/opt/{key}/run", "--id=vm/101", "abcd:high_cpu", "{unknown}"})
+}
+
+// TestArgvRefusesAnOption: a placeholder whose value starts with "-" is
+// refused wherever it stands in the arguments, and the executor never
+// starts the program; a value used nowhere, or a dash inside a value, is
+// fine.
+func TestArgvRefusesAnOption(t *testing.T) {
+	cmd := []string{"/opt/prune", "--pool={resource_id}", "{finding_id}", "{key}"}
+	cases := []struct {
+		v    Vars
+		want string
+	}{
+		{Vars{ResourceID: "--all", FindingID: "abcd", Key: "high_disk"}, `the value of {resource_id} in command[1] starts with "-": the program would read it as an option`},
+		{Vars{ResourceID: "storage/pve1/tank", FindingID: "-rf", Key: "high_disk"}, `the value of {finding_id} in command[2] starts with "-": the program would read it as an option`},
+		{Vars{ResourceID: "storage/pve1/tank", FindingID: "abcd", Key: "-x"}, `the value of {key} in command[3] starts with "-": the program would read it as an option`},
+	}
+	for _, c := range cases {
+		if argv, err := Argv(cmd, c.v); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %q %v, want %q", c.v, argv, err, c.want)
+		}
+	}
+	argv, err := Argv([]string{"/opt/prune", "{resource_id}"}, Vars{ResourceID: "storage/pve1/a-b", Key: "-unused"})
+	equal(t, "fit argv", argv, []string{"/opt/prune", "storage/pve1/a-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	marker := filepath.Join(t.TempDir(), "ran")
+	e := executor{timeout: 5 * time.Second, maxOutput: 4096}
+	res, err := e.run(context.Background(), Action{Name: "touch", Command: []string{"/usr/bin/touch", marker, "{resource_id}"}}, Vars{ResourceID: "--all"})
+	want := ExecResult{Action: "touch", Argv: []string{}, ExitCode: -1,
+		Error: `the value of {resource_id} in command[2] starts with "-": the program would read it as an option`}
+	if err != nil || !reflect.DeepEqual(res, want) {
+		t.Fatalf("run: %+v %v, want %+v", res, err, want)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the program ran: %v", err)
+	}
 }
 
 func TestExecutorNoShellNoDaemonEnv(t *testing.T) {
