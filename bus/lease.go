@@ -71,6 +71,13 @@ type Lease struct {
 	validUntil time.Time
 	closed     bool
 	done       chan struct{}
+	// eligible, when set, says whether this instance may hold the lease
+	// now (StepDown); while it says no, a held lease is released and
+	// none is taken.
+	eligible func() bool
+	// other is the holder last seen on the key (another instance), when.
+	other     string
+	otherSeen time.Time
 }
 
 // NewLease validates the options.
@@ -118,6 +125,33 @@ func (l *Lease) Term() uint64 {
 		return 0
 	}
 	return l.term
+}
+
+// Holder is the instance that holds the lease as this one last saw it
+// (itself while leader) and when; "" when none was seen within a TTL:
+// no instance holds it, or this one cannot tell (NATS unreachable).
+// The time is read on the monotonic clock.
+func (l *Lease) Holder() (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.leader && l.o.Now().Before(l.validUntil) {
+		return l.o.Holder, time.Now()
+	}
+	if l.other == "" || time.Since(l.otherSeen) > l.o.TTL {
+		return "", l.otherSeen
+	}
+	return l.other, l.otherSeen
+}
+
+// StepDown makes the lease ask eligible before every acquisition and
+// renewal: while it answers false, a held lease is released (a
+// revision-checked delete, so another instance takes over at once) and
+// none is taken. Unlike Close, the lease is contended for again once it
+// answers true (a replica re-seeded after a gap or a divergence).
+func (l *Lease) StepDown(eligible func() bool) {
+	l.mu.Lock()
+	l.eligible = eligible
+	l.mu.Unlock()
 }
 
 // Run creates the bucket, then acquires and renews the lease until ctx ends
@@ -183,7 +217,7 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	l.opMu.Lock()
 	defer l.opMu.Unlock()
 	l.mu.Lock()
-	leader, rev, closed := l.leader, l.rev, l.closed
+	leader, rev, closed, eligible := l.leader, l.rev, l.closed, l.eligible
 	ranOut := leader && !l.o.Now().Before(l.validUntil)
 	if ranOut {
 		leader, l.leader = false, false
@@ -198,6 +232,11 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	}
 	opCtx, cancel := context.WithTimeout(ctx, l.o.TTL/3)
 	defer cancel()
+	//mutate:gap-releases-lease ./daemon ^TestGappedInstanceReleasesTheLease
+	if eligible != nil && !eligible() {
+		l.stepDown(opCtx)
+		return max(l.o.TTL/5, leaseMinFollowPoll)
+	}
 	start := l.o.Now()
 	if leader {
 		newRev, err := l.kv.Update(opCtx, l.o.Key, []byte(l.o.Holder), rev)
@@ -215,6 +254,24 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	return max(l.o.TTL/5, leaseMinFollowPoll)
 }
 
+// stepDown ends leadership now and releases a held key; callers hold
+// opMu.
+func (l *Lease) stepDown(ctx context.Context) {
+	l.mu.Lock()
+	was, held, rev := l.leader, l.held, l.rev
+	l.leader, l.held = false, false
+	l.mu.Unlock()
+	if was {
+		l.log.Warn("leader lease released: this instance may not write now")
+		l.changed(false)
+	}
+	if held {
+		if err := l.kv.Delete(ctx, l.o.Key, jetstream.LastRevision(rev)); err != nil {
+			l.log.Warn("release the leader lease", "err", err)
+		}
+	}
+}
+
 // reclaim takes over a key that still names this holder (a restart inside
 // the TTL); any other holder's key is left alone.
 func (l *Lease) reclaim(ctx context.Context) (uint64, error) {
@@ -223,6 +280,9 @@ func (l *Lease) reclaim(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	if string(e.Value()) != l.o.Holder {
+		l.mu.Lock()
+		l.other, l.otherSeen = string(e.Value()), time.Now()
+		l.mu.Unlock()
 		return 0, jetstream.ErrKeyExists
 	}
 	return l.kv.Update(ctx, l.o.Key, []byte(l.o.Holder), e.Revision())

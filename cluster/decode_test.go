@@ -28,6 +28,10 @@ func TestDecodeNamesTheField(t *testing.T) {
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"upsert","rowid":1}`), "state change: row is required for upsert"},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"row":{"id":"a"}}`), "state change: row must be empty for delete"},
 		{env("patrold.state.change", `{"origin":"a","table":"findings","op":"delete","rowid":1,"extra":1}`), `state change: json: unknown field "extra"`},
+		{env("patrold.state.change", `{"origin":"a","table":"runs","op":"upsert","rowid":1,"row":{"id":"r","summary":{"a":1}}}`),
+			`state change: row.summary: {"a":1} is not a column value (a string, a number or null) in runs upsert rowid 1`},
+		{env("patrold.state.change", `{"origin":"a","table":"runs","op":"upsert","rowid":1,"row":{"complete":true}}`),
+			`state change: row.complete: true is not a column value (a string, a number or null) in runs upsert rowid 1`},
 	} {
 		_, err := cluster.Decode([]byte(tc.raw))
 		if err == nil || err.Error() != tc.want {

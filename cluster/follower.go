@@ -12,10 +12,14 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -326,7 +330,21 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 	if err == nil {
 		c, err = Decode(msg.Data())
 	}
-	if err != nil {
+	var bad *RowError
+	switch {
+	//mutate:follower-skips-bad-row ./cluster ^TestUndecodableRowIsABugReport
+	case errors.As(err, &bad):
+		// A verified change with a row no column holds: a bug of the
+		// writer's. It is skipped (logged, counted), keeping its number,
+		// so the replica goes on: a bug report, never a wedge.
+		f.mu.Lock()
+		f.dropped++
+		f.mu.Unlock()
+		f.log.Error("state change skipped: its row cannot be stored (a bug in the writer, please report it)", "seq", seq, "err", err)
+		skip := contracts.SkipChange(f.o.Instance)
+		skip.N, skip.Epoch = bad.Change.N, bad.Change.Epoch
+		c = skip
+	case err != nil:
 		// A malformed or unauthenticated change is skipped (and
 		// counted), never applied in part; what the store holds stays as
 		// it was.
@@ -505,7 +523,8 @@ func (f *Follower) gapFound(gap *records.GapError) error {
 	f.mu.Unlock()
 	if first {
 		f.gaps.Add(1)
-		f.log.Error("replica cannot catch up", "err", gap)
+		f.log.Warn("replica cannot catch up: changes are missing from the state stream; re-seeding from a caught-up instance",
+			"err", gap, "want", gap.Want, "got", gap.Got, "seq", gap.Seq)
 		select {
 		case f.gapped <- struct{}{}:
 		default:
@@ -666,6 +685,9 @@ func (f *Follower) subscribedAt() time.Time {
 	return f.consumerSince
 }
 
+// Gaps counts the gaps found since the start (each starts a re-seed).
+func (f *Follower) Gaps() uint64 { return f.gaps.Load() }
+
 // Resubscribes counts the consumers ended for a stall since the start.
 func (f *Follower) Resubscribes() uint64 {
 	f.mu.Lock()
@@ -674,7 +696,9 @@ func (f *Follower) Resubscribes() uint64 {
 }
 
 // Decode reads a state-change event (a CloudEvents envelope whose data is
-// a contracts.StateChange), naming the field that is wrong.
+// a contracts.StateChange), naming the field that is wrong. A change
+// whose row holds a value no column can (an object, an array, a
+// boolean) is a *RowError carrying the change.
 func Decode(raw []byte) (contracts.StateChange, error) {
 	ev, err := contracts.DecodeEvent(raw)
 	if err != nil {
@@ -683,7 +707,45 @@ func Decode(raw []byte) (contracts.StateChange, error) {
 	if ev.Type != contracts.TypeStateChange {
 		return contracts.StateChange{}, fmt.Errorf("type: %q is not %s", ev.Type, contracts.TypeStateChange)
 	}
-	return contracts.DecodeStateChange(ev.Data)
+	c, err := contracts.DecodeStateChange(ev.Data)
+	if err != nil || c.Op != "upsert" {
+		return c, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Row)) {
+		if !columnValue(c.Row[k]) {
+			return contracts.StateChange{}, &RowError{Change: c, Column: k}
+		}
+	}
+	return c, nil
+}
+
+// RowError: a writer published a row value no column holds (a bug of
+// the writer's, never an attacker's: the change verified). Change is
+// the change as decoded.
+type RowError struct {
+	Change contracts.StateChange
+	Column string
+}
+
+func (e *RowError) Error() string {
+	v := string(e.Change.Row[e.Column])
+	if len(v) > 64 {
+		v = v[:64] + "..."
+	}
+	return fmt.Sprintf("state change: row.%s: %s is not a column value (a string, a number or null) in %s", e.Column, v, changeName(e.Change))
+}
+
+// columnValue reports whether raw is a JSON string, number or null.
+func columnValue(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return false
+	}
+	switch t[0] {
+	case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
 }
 
 // Lag is how far the local database is behind the state stream.

@@ -23,6 +23,9 @@ const (
 	LeaderPoll = 100 * time.Millisecond
 	// CatchUpAttempts bounds one catch-up; it is retried while leading.
 	CatchUpAttempts = 5 * time.Second
+	// NoWriterGrace: no writer known for that long is logged and counted
+	// (readiness says so at once).
+	NoWriterGrace = 2 * time.Second
 )
 
 // Lease is the leader lease a Member follows (bus.Lease).
@@ -71,6 +74,15 @@ type Options struct {
 	AnswerTimeout time.Duration
 }
 
+// holderSeer is a lease that tells who holds it (bus.Lease.Holder).
+type holderSeer interface {
+	Holder() (string, time.Time)
+}
+
+// stepDowner is a lease that releases itself while eligible says no
+// (bus.Lease.StepDown).
+type stepDowner interface{ StepDown(eligible func() bool) }
+
 // Member runs a clustered instance's side of the shared state. The
 // follower applies the leader's state changes always, so a standby stays
 // warm and a leader's own sequence advances. On every change of
@@ -87,10 +99,15 @@ type Member struct {
 	term     func() uint64 // the lease term (0: not leading)
 	yield    func() error  // releases the lease for good
 	instance string
+	// steps: the lease releases itself while mayLead says no, so a
+	// diverged or gapped instance never yields it for good.
+	steps bool
 
 	writer atomic.Bool // leading, caught up, capturing
 	// reseeds counts the re-seeds that ended a divergence since the start.
 	reseeds atomic.Uint64
+	// noWriters counts the times this instance found no writer.
+	noWriters atomic.Uint64
 
 	runMu  sync.Mutex
 	cancel context.CancelFunc // Start's goroutines
@@ -158,6 +175,12 @@ func New(o Options) (*Member, error) {
 		}
 	}
 	o.Leadership.attachWriter(r.isWriter)
+	if sd, ok := o.Lease.(stepDowner); ok {
+		// The lease is held only while this database may write, and
+		// contended for again after a re-seed.
+		sd.StepDown(r.mayLead)
+		r.steps = true
+	}
 	return r, nil
 }
 
@@ -208,6 +231,13 @@ func (r *Member) Start(ctx context.Context) error {
 				<-served
 				return
 			case <-r.f.diverging:
+				stopServing()
+				<-served
+				r.reseedLoop(runCtx)
+			case <-r.f.gapped:
+				// Changes missing from the stream for good: the same
+				// re-seed, from the writer's (any caught-up instance's)
+				// signed copy.
 				stopServing()
 				<-served
 				r.reseedLoop(runCtx)
@@ -286,6 +316,31 @@ func (r *Member) fence(ctx context.Context) {
 		"rows", dropped, "state_changes", n, "last_writer", st.AppliedOrigin, "dropped", div.Rows)
 }
 
+// NoWriter says why this instance knows of no writer now (nil: it is
+// the writer, or another instance held the lease within a TTL). A
+// standby cut off from the others (a partition) reports it too.
+func (r *Member) NoWriter() error {
+	if r == nil || r.isWriter() {
+		return nil
+	}
+	hs, ok := r.o.Lease.(holderSeer)
+	if !ok {
+		return nil
+	}
+	holder, seen := hs.Holder()
+	if holder != "" {
+		return nil
+	}
+	if seen.IsZero() {
+		return errors.New("no instance holds the leader lease: no writer")
+	}
+	return fmt.Errorf("no instance holds the leader lease (last seen held %s ago): no writer", time.Since(seen).Round(time.Second))
+}
+
+// mayLead says whether this database may hold the lease: neither
+// diverged nor past a gap (until re-seeded).
+func (r *Member) mayLead() bool { return r.f.Diverged() == nil && r.f.Gap() == nil }
+
 // isWriter is the writer state Leadership.IsWriter reads: holding the
 // lease, caught up and capturing.
 func (r *Member) isWriter() bool { return r.writer.Load() && r.leading() }
@@ -306,14 +361,31 @@ func (r *Member) watch(ctx context.Context) {
 	t := time.NewTicker(LeaderPoll)
 	defer t.Stop()
 	defer r.demote(context.Background())
+	var noWriter bool
+	var noWriterSince time.Time
 	for {
+		// No writer for NoWriterGrace (a start looks at the lease first):
+		// said once (ERROR) and counted, until one is seen again.
+		switch err := r.NoWriter(); {
+		case err == nil:
+			if noWriter {
+				r.log.Info("cluster has a writer again")
+			}
+			noWriter, noWriterSince = false, time.Time{}
+		case noWriterSince.IsZero():
+			noWriterSince = time.Now()
+		case !noWriter && time.Since(noWriterSince) >= NoWriterGrace:
+			noWriter = true
+			r.noWriters.Add(1)
+			r.log.Error("cluster has no writer: this instance is unready until one is elected", "err", err)
+		}
 		lead := r.leading()
 		switch {
 		case lead && !r.writer.Load():
 			r.promote(ctx)
 		case !lead && r.writer.Load():
 			r.demote(ctx)
-		case r.writer.Load() && r.f.Diverged() != nil:
+		case r.writer.Load() && !r.mayLead():
 			// Diverged while writing: stop; promote then yields the lease.
 			r.demote(ctx)
 		}
@@ -328,18 +400,14 @@ func (r *Member) watch(ctx context.Context) {
 // promote catches up, switches capture on and starts the leader-only
 // consumers; a catch-up that does not finish is retried at the next tick.
 func (r *Member) promote(ctx context.Context) {
-	if err := r.f.Diverged(); err != nil {
-		// It must not write on rows the stream lacks: leave the lease to
-		// an instance that can.
-		r.log.Error("leader lease held, but this database diverged: releasing the lease, not writing", "err", err)
-		if err := r.yield(); err != nil {
-			r.log.Warn("release the leader lease", "err", err)
+	if !r.mayLead() {
+		// It must not write on rows the stream lacks, nor past a gap:
+		// leave the lease to an instance that can.
+		r.log.Error("leader lease held, but this database must be re-seeded first: releasing the lease, not writing",
+			"diverged", r.f.Diverged(), "gap", r.f.Gap())
+		if r.steps {
+			return // the lease releases itself (mayLead), and comes back after the re-seed
 		}
-		return
-	}
-	if err := r.f.Gap(); err != nil {
-		// It can never write: leave the lease to an instance that can.
-		r.log.Error("leader lease held, but this database cannot catch up: releasing the lease, not writing until re-seeded", "err", err)
 		if err := r.yield(); err != nil {
 			r.log.Warn("release the leader lease", "err", err)
 		}

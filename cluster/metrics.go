@@ -70,7 +70,11 @@ var (
 	replicaResubscribesDesc = prometheus.NewDesc("patrold_replica_resubscribes_total",
 		"Cluster mode: times the follower re-subscribed to the state stream, behind it with nothing applied for the stall bound (the lease TTL).", nil, nil)
 	replicaReseedsDesc = prometheus.NewDesc("patrold_replica_reseeds_total",
-		"Cluster mode: times a diverged database was re-seeded from a caught-up instance since the start.", nil, nil)
+		"Cluster mode: times a diverged database, or one that met a gap in the state stream, was re-seeded from a caught-up instance since the start.", nil, nil)
+	replicaNoWriterDesc = prometheus.NewDesc("patrold_cluster_no_writer_total",
+		"Cluster mode: times this instance found no instance holding the leader lease (no writer) since the start; it is unready meanwhile.", nil, nil)
+	replicaGapsDesc = prometheus.NewDesc("patrold_replica_gaps_total",
+		"Cluster mode: gaps met in the state stream (changes missing for good) since the start; each starts a re-seed.", nil, nil)
 )
 
 // replicaCollector reads the replica's position at scrape time.
@@ -86,6 +90,8 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaDivergedDesc
 	ch <- replicaDivergedRowsDesc
 	ch <- replicaReseedsDesc
+	ch <- replicaGapsDesc
+	ch <- replicaNoWriterDesc
 	ch <- replicaResubscribesDesc
 }
 
@@ -94,6 +100,8 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaDivergedDesc, prometheus.GaugeValue, boolValue(c.r.f.Diverged() != nil))
 	ch <- prometheus.MustNewConstMetric(replicaDivergedRowsDesc, prometheus.CounterValue, float64(c.r.f.divergedRows.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaReseedsDesc, prometheus.CounterValue, float64(c.r.reseeds.Load()))
+	ch <- prometheus.MustNewConstMetric(replicaGapsDesc, prometheus.CounterValue, float64(c.r.f.Gaps()))
+	ch <- prometheus.MustNewConstMetric(replicaNoWriterDesc, prometheus.CounterValue, float64(c.r.noWriters.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaResubscribesDesc, prometheus.CounterValue, float64(c.r.f.Resubscribes()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -97,6 +97,7 @@ func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contr
 	}
 	f.mu.Lock()
 	f.diverged, f.gap = records.Divergence{}, nil
+	f.waitN, f.waitSince, f.early = 0, time.Time{}, map[uint64]uint64{}
 	restart := f.restart
 	f.mu.Unlock()
 	if restart != nil {
@@ -105,27 +106,46 @@ func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contr
 	return seed, nil
 }
 
-// reseedLoop re-seeds a diverged database until it is done or ctx ends.
-// Start runs the seed service after it: a diverged instance answers no
-// seed request, so every one it sends reaches an instance that may.
+// needsSeed says whether this database waits for a re-seed: diverged,
+// or a standby past a gap.
+func (r *Member) needsSeed() bool {
+	if r.f.Diverged() != nil {
+		return true
+	}
+	//mutate:gap-reseeds ./cluster ^TestGappedStandbyReseedsItself
+	if r.f.Gap() != nil && !r.isWriter() {
+		return true
+	}
+	return false
+}
+
+// reseedLoop re-seeds a diverged database, or one that met a gap, until
+// it is done or ctx ends. Start runs the seed service after it: such an
+// instance answers no seed request, so every one it sends reaches an
+// instance that may. The writer never re-seeds for a gap: its database
+// is the one the others copy.
 func (r *Member) reseedLoop(ctx context.Context) {
 	wait := time.Duration(0)
-	for r.f.Diverged() != nil {
+	for r.needsSeed() {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
 		wait = min(max(2*wait, reseedRetryMin), reseedRetryMax)
+		what := "diverged database"
+		if r.f.Diverged() == nil {
+			what = "database with a gap"
+		}
 		seed, err := r.f.Reseed(ctx, r.o.Bus.Conn(), r.o.DataDir)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.log.Warn("diverged database not re-seeded yet", "err", err, "retry_in", wait)
+				r.log.Warn(what+" not re-seeded yet", "err", err, "retry_in", wait)
 			}
 			continue
 		}
 		r.reseeds.Add(1)
-		r.log.Info("diverged database re-seeded from a caught-up instance: it holds what the stream holds", "origin", seed.Origin,
+		r.log.Info(what+" re-seeded from a caught-up instance: it holds what the stream holds", "origin", seed.Origin,
 			"signer", seed.Signer, "applied_seq", seed.AppliedSeq, "bytes", seed.Bytes)
 	}
 }

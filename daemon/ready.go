@@ -32,7 +32,11 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //   - replica_apply: the last state change could not be applied (a full
 //     disk, a read-only file);
 //   - replica_stall: behind the stream with nothing applied for
-//     ReplicaStallAfter (cluster mode).
+//     ReplicaStallAfter (cluster mode);
+//   - no_writer: no instance held the leader lease within a TTL, as
+//     far as this one can tell (cluster mode);
+//   - replica_empty: the database applied nothing from the state stream
+//     yet (cluster mode: every writer's epoch marker is on it).
 func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 	var out []api.ReadyProblem
 	add := func(cond, format string, args ...any) {
@@ -64,6 +68,13 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		}
 		if err := d.cluster.Diverged(); err != nil {
 			add("replica_diverged", "%v", err)
+		}
+		//mutate:ready-needs-writer ./daemon ^TestReadyNeedsAWriter
+		if err := d.cluster.NoWriter(); err != nil {
+			add("no_writer", "%v", err)
+		}
+		if l != nil && l.AppliedSeq == 0 {
+			add("replica_empty", "nothing applied from the state stream yet (last sequence %d)", l.LastSeq)
 		}
 		if l != nil && l.Behind && l.AppliedAt != nil {
 			if idle := d.opts.Now().Sub(*l.AppliedAt); idle > ReplicaStallAfter {

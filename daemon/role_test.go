@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -129,9 +130,13 @@ func TestClusterStandbyShowsItsRole(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "node-a leads", a.Leadership().HoldsLease)
 	b := node("node-b")
 	var ready readyBody
-	if code := getJSON(t, "http://"+b.HTTPAddr()+"/readyz", &ready); code != http.StatusOK {
-		t.Fatalf("standby readyz %d: a standby serves reads, so it is ready", code)
-	}
+	// Ready once it saw the writer hold the lease and applied its first
+	// change (docs/CLUSTER.md "Watching").
+	testkit.EventuallyState(t, 10*time.Second, "a standby serves reads, so it is ready", func() (bool, string) {
+		ready = readyBody{}
+		code := getJSON(t, "http://"+b.HTTPAddr()+"/readyz", &ready)
+		return code == http.StatusOK, fmt.Sprint(code)
+	})
 	if want := (readyBody{Status: "ready", Role: "standby", Leader: ptr(false)}); !reflect.DeepEqual(ready, want) {
 		t.Fatalf("standby readyz %+v, want %+v", ready, want)
 	}

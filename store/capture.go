@@ -199,7 +199,11 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 		if i > 0 {
 			obj.WriteString(", ")
 		}
-		fmt.Fprintf(&obj, "%s, NEW.%s", sqlString(c), quoteIdent(c))
+		// Text goes in as a string, whatever made it: a JSON function's
+		// result (json_object) would go in as an object, which no
+		// replica can store as a column value.
+		q := "NEW." + quoteIdent(c)
+		fmt.Fprintf(&obj, "%s, CASE typeof(%s) WHEN 'text' THEN %s || '' ELSE %s END", sqlString(c), q, q, q)
 	}
 	ins := func(op, rowid, row string) string {
 		return "INSERT INTO outbox (id, subject, type, resource_id, time, data) SELECT " +

@@ -1,0 +1,89 @@
+package cluster_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/store/storetest"
+)
+
+// TestGappedStandbyReseedsItself: a standby that joins after the first
+// changes left the stream meets a gap no wait closes. It says so once
+// (WARN, patrold_replica_gaps_total, the gap in its lag: unready),
+// re-seeds itself from the writer's signed copy without an operator,
+// and then follows the stream: its rows end equal to the writer's.
+func TestGappedStandbyReseedsItself(t *testing.T) {
+	ctx := context.Background()
+	nodes := newNodes(t, "a")
+	a := nodes[0]
+	replicate(t, 1, a)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	commitRun(t, a.st, now, obs("vm-1", "cpu"))
+	a.rel.Kick()
+	caughtUp(t, a, a.f)
+	s, err := a.b.JetStream().Stream(ctx, a.b.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
+		t.Fatal(err)
+	}
+	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
+	a.rel.Kick()
+	caughtUp(t, a, a.f)
+	run(t, func(ctx context.Context) error { return a.f.ServeSeeds(ctx, a.b.Conn(), t.TempDir(), 1, a.f.SeedReady) })
+
+	d := newNode(t, clientOf(a), "d")
+	logs := &testkit.LogBuffer{}
+	reg := prometheus.NewRegistry()
+	m, err := cluster.New(cluster.Options{Bus: d.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: d.st,
+		Instance: "d", DataDir: t.TempDir(), Replicas: 1, Kick: d.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg,
+		HoldFor: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	defer func() {
+		if t.Failed() {
+			t.Logf("d's log:\n%s", logs.String())
+		}
+	}()
+	testkit.Eventually(t, reseedWithin, "d re-seeded itself", func() bool {
+		l := m.Lag(ctx)
+		return l != nil && l.Gap == "" && !l.Behind && strings.Contains(logs.String(), "database with a gap re-seeded")
+	})
+	if n := strings.Count(logs.String(), `"level":"WARN","msg":"replica cannot catch up`); n != 1 {
+		t.Errorf("%d warnings of the gap, want 1", n)
+	}
+	for name, want := range map[string]float64{"patrold_replica_gaps_total": 1, "patrold_replica_reseeds_total": 1} {
+		if got := metricValue(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	storetest.SameDB(t, "d after its re-seed", replicated(storetest.DumpDB(t, d.st.Path())), replicated(storetest.DumpDB(t, a.st.Path())))
+
+	// d follows the stream on from the copy's position.
+	commitRun(t, a.st, now.Add(2*time.Hour), obs("vm-3", "mem"))
+	a.rel.Kick()
+	caughtUp(t, a, a.f)
+	testkit.Eventually(t, 10*time.Second, "d caught up", func() bool {
+		l := m.Lag(ctx)
+		return l != nil && !l.Behind && l.LastSeq > 0
+	})
+	storetest.SameDB(t, "d following a", replicated(storetest.DumpDB(t, d.st.Path())), replicated(storetest.DumpDB(t, a.st.Path())))
+}

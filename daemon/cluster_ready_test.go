@@ -1,0 +1,68 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/internal/testkit"
+)
+
+// TestReadyNeedsAWriter: in cluster mode an instance is ready only while
+// some instance holds the leader lease. With NATS gone, neither the
+// writer (its lease runs out) nor the standby knows of a writer: both
+// turn unready (no_writer) within a TTL or two, each saying so once and
+// counting it in patrold_cluster_no_writer_total.
+func TestReadyNeedsAWriter(t *testing.T) {
+	srv := natstest.Server(t)
+	key := testkit.KeyFile(t)
+	shared := t.TempDir()
+	useSnapshot(t, shared, "faults.json")
+	a, regA, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-a")
+	defer a.Stop(context.Background())
+	testkit.Eventually(t, 15*time.Second, "node-a writes", a.IsWriter)
+	b, regB, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-b")
+	defer b.Stop(context.Background())
+	for _, base := range []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()} {
+		testkit.EventuallyState(t, 15*time.Second, base+" ready", func() (bool, string) {
+			code, msg, _ := unreadyOf(t, base)
+			return code == http.StatusOK, msg
+		})
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	for _, base := range []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()} {
+		testkit.EventuallyState(t, 15*time.Second, base+" unready without a writer", func() (bool, string) {
+			code, msg, _ := unreadyOf(t, base)
+			return code == http.StatusServiceUnavailable && strings.Contains(msg, "no_writer: no instance holds the leader lease"), msg
+		})
+	}
+	for _, reg := range []prometheus.Gatherer{regA, regB} {
+		testkit.EventuallyState(t, 10*time.Second, "no writer counted once", func() (bool, string) {
+			n := counterOf(t, reg, "patrold_cluster_no_writer_total")
+			return n == 1, fmt.Sprint(n)
+		})
+	}
+}
+
+// counterOf is the value of the one series of counter name in g.
+func counterOf(t *testing.T, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}
