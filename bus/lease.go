@@ -78,6 +78,10 @@ type Lease struct {
 	// other is the holder last seen on the key (another instance), when.
 	other     string
 	otherSeen time.Time
+	// quietUntil: after the bucket was lost, no lease is taken until a
+	// TTL passed: a holder of the lost key may count itself leader that
+	// long (monotonic clock).
+	quietUntil time.Time
 }
 
 // NewLease validates the options.
@@ -162,6 +166,33 @@ func (l *Lease) StepDown(eligible func() bool) {
 //     JetStream may leave concurrent creates of one bucket unanswered);
 //   - TTL/3 later after an error.
 func (l *Lease) Run(ctx context.Context) error {
+	for {
+		if !l.ensureBucket(ctx) {
+			return nil
+		}
+		wait := l.step(ctx)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-l.done:
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// ensureBucket creates (or updates) the bucket unless the lease has it,
+// retrying until it is there; false: ctx ended or Close was called.
+func (l *Lease) ensureBucket(ctx context.Context) bool {
+	l.opMu.Lock()
+	have := l.kv != nil
+	l.opMu.Unlock()
+	if have {
+		return true
+	}
 	var kv jetstream.KeyValue
 	for {
 		actx, cancel := context.WithTimeout(ctx, streamAttemptTimeout)
@@ -187,29 +218,37 @@ func (l *Lease) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil
+			return false
 		case <-l.done:
 			timer.Stop()
-			return nil
+			return false
 		case <-timer.C:
 		}
 	}
 	l.opMu.Lock()
 	l.kv = kv
 	l.opMu.Unlock()
-	for {
-		wait := l.step(ctx)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-l.done:
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
+	return true
+}
+
+// bucketGone reports whether a failed write (err) failed because the
+// lease bucket no longer exists (deleted, or a JetStream whose store was
+// lost): the bucket is looked up, and only "not found" says so, never a
+// timeout (a partition).
+func (l *Lease) bucketGone(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return false
 	}
+	kvs, ok := l.js.(interface {
+		KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error)
+	})
+	if !ok {
+		return false
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.o.TTL/5, leaseMinFollowPoll))
+	defer cancel()
+	_, lerr := kvs.KeyValue(lctx, l.o.Bucket)
+	return errors.Is(lerr, jetstream.ErrBucketNotFound) || errors.Is(lerr, jetstream.ErrStreamNotFound)
 }
 
 // step renews or tries to acquire once and returns the wait until the next.
@@ -235,23 +274,61 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	//mutate:gap-releases-lease ./daemon ^TestGappedInstanceReleasesTheLease
 	if eligible != nil && !eligible() {
 		l.stepDown(opCtx)
+		l.observe(opCtx)
 		return max(l.o.TTL/5, leaseMinFollowPoll)
 	}
 	start := l.o.Now()
 	if leader {
 		newRev, err := l.kv.Update(opCtx, l.o.Key, []byte(l.o.Holder), rev)
-		l.record(start, newRev, err, errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound))
+		gone := l.bucketGone(opCtx, err)
+		l.record(start, newRev, err, errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) || gone)
+		l.lostBucket(gone, err)
 		return l.o.TTL / 3
+	}
+	l.mu.Lock()
+	quiet := time.Now().Before(l.quietUntil)
+	l.mu.Unlock()
+	if quiet {
+		return max(l.o.TTL/5, leaseMinFollowPoll)
 	}
 	newRev, err := l.kv.Create(opCtx, l.o.Key, []byte(l.o.Holder))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		newRev, err = l.reclaim(opCtx)
 	}
 	l.record(start, newRev, err, true)
+	l.lostBucket(l.bucketGone(opCtx, err), err)
 	if err == nil {
 		return l.o.TTL / 3
 	}
 	return max(l.o.TTL/5, leaseMinFollowPoll)
+}
+
+// observe reads who holds the key (Holder) without contending for it;
+// callers hold opMu.
+func (l *Lease) observe(ctx context.Context) {
+	if l.kv == nil {
+		return
+	}
+	e, err := l.kv.Get(ctx, l.o.Key)
+	if err != nil || string(e.Value()) == l.o.Holder {
+		return
+	}
+	l.mu.Lock()
+	l.other, l.otherSeen = string(e.Value()), time.Now()
+	l.mu.Unlock()
+}
+
+// lostBucket drops the bucket after err said it is gone, so Run creates
+// it again before the next write; callers hold opMu.
+func (l *Lease) lostBucket(gone bool, err error) {
+	//mutate:lease-bucket-recreated ./bus ^TestLeaseBucketRecreated
+	if gone {
+		l.log.Error("leader lease bucket is gone: creating it again; no lease is taken for a TTL", "err", err)
+		l.kv = nil
+		l.mu.Lock()
+		l.quietUntil = time.Now().Add(l.o.TTL)
+		l.mu.Unlock()
+	}
 }
 
 // stepDown ends leadership now and releases a held key; callers hold
@@ -265,7 +342,7 @@ func (l *Lease) stepDown(ctx context.Context) {
 		l.log.Warn("leader lease released: this instance may not write now")
 		l.changed(false)
 	}
-	if held {
+	if held && l.kv != nil {
 		if err := l.kv.Delete(ctx, l.o.Key, jetstream.LastRevision(rev)); err != nil {
 			l.log.Warn("release the leader lease", "err", err)
 		}

@@ -20,7 +20,7 @@ const (
 	DefaultRelayInterval   = time.Second
 	DefaultRelayAckTimeout = 10 * time.Second
 	relayBackoffMin        = 250 * time.Millisecond
-	relayBackoffMax        = 30 * time.Second
+	RelayBackoffMax        = 30 * time.Second
 	relayPruneEvery        = 10 * time.Minute
 	maxBatch               = 4000 // below nats.go's async pending cap
 )
@@ -186,7 +186,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		wait := r.opts.Interval
 		if err != nil {
-			backoff = min(max(2*backoff, relayBackoffMin), relayBackoffMax)
+			backoff = min(max(2*backoff, relayBackoffMin), RelayBackoffMax)
 			wait = backoff
 			r.opts.Logger.Warn("outbox publish failed, retrying", "err", err, "retry_in", backoff)
 		} else {

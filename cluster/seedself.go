@@ -20,10 +20,10 @@ import (
 //   - the instance never becomes the writer (it releases a lease it
 //     holds) and serves no seed copy;
 //   - it is unready (replica_diverged) and its API refuses reads;
-//   - it asks for a copy again, backing off from reseedRetryMin to
+//   - it asks for a copy again, backing off from ReseedRetryMin to
 //     reseedRetryMax.
 const (
-	reseedRetryMin = time.Second
+	ReseedRetryMin = time.Second
 	reseedRetryMax = 30 * time.Second
 )
 
@@ -132,7 +132,7 @@ func (r *Member) reseedLoop(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		wait = min(max(2*wait, reseedRetryMin), reseedRetryMax)
+		wait = min(max(2*wait, ReseedRetryMin), reseedRetryMax)
 		what := "diverged database"
 		if r.f.Diverged() == nil {
 			what = "database with a gap"
