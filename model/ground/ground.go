@@ -339,6 +339,8 @@ func tokenize(s string) []token {
 				j += n2
 			}
 			if !strings.Contains(s[i:j], "_") && !(i > 0 && isWordRune(prev)) {
+				// Number words and Roman numerals are figures too.
+				//mutate:ground-number-words ./model/ground,./cmd/patrold ^(TestReadFigures|TestFigureClaims)
 				if f, numEnd, end, ok := readFigure(s, i); ok {
 					out = append(out, token{fig: &f, offset: i, numEnd: numEnd, end: end})
 					i = end
