@@ -59,7 +59,7 @@ MUTATIONS = [
     ("severity-below-signal", REPORT,
      "\t\tif signals.SeverityRank(string(sev)) > signals.SeverityRank(s.Severity) {", "\t\tif false {", ATTACKS),
     ("severity-none-below-trigger", REPORT,
-     "\tif !signals.Evaluated(res, typ) {\n\t\treturn nil // detection", "\tif true {\n\t\treturn nil // detection", ATTACKS),
+     "\tif !signals.Evaluated(res, typ) {\n\t\t// Detection could not decide", "\tif true {\n\t\t// Detection could not decide", ATTACKS),
     ("present-cannot-overrule", REPORT, "\t\tif r.cleared(f) {", "\t\tif false {", ATTACKS),
     ("cap-per-run", REPORT, "\tif r.reported >= perRun {", "\tif false {", ATTACKS),
     ("cap-per-resource", REPORT, "\tif r.perResource[resourceID] >= perRes {", "\tif false {", ATTACKS),

@@ -280,8 +280,8 @@ func TestMatch(t *testing.T) {
 		{Type: signals.TypeHighCPU, ResourceID: "node/a", Category: "performance", Severity: signals.SeverityWarning},
 	}
 	m, u := signals.Match(sigs, []signals.Filed{
-		{ResourceID: " Storage/a ", Category: "capacity", Severity: "critical"},
-		{ResourceID: "node/a", Category: "capacity", Severity: "critical"},
+		{ResourceID: " Storage/a ", Key: "high_disk", Category: "capacity", Severity: "critical"},
+		{ResourceID: "node/a", Key: "high_cpu", Category: "capacity", Severity: "critical"},
 	})
 	if len(m) != 1 || m[0].ResourceID != "storage/a" || len(u) != 1 || u[0].ResourceID != "node/a" {
 		t.Fatalf("matched %v unmatched %v", m, u)
@@ -302,7 +302,7 @@ func TestMatchNeedsSeverityAtLeastTheSignals(t *testing.T) {
 		{"info", warn, false}, {"watch", warn, false}, {"warning", warn, true}, {"critical", warn, true},
 		{"", warn, false}, {"bogus", warn, false},
 	} {
-		filed := []signals.Filed{{ResourceID: tc.sig.ResourceID, Category: tc.sig.Category, Severity: tc.filed}}
+		filed := []signals.Filed{{ResourceID: tc.sig.ResourceID, Key: string(tc.sig.Type), Category: tc.sig.Category, Severity: tc.filed}}
 		m, u := signals.Match([]signals.Signal{tc.sig}, filed)
 		if got := len(m) == 1 && len(u) == 0; got != tc.matched || len(m)+len(u) != 1 {
 			t.Errorf("%s finding vs %s signal: matched %v unmatched %v, want matched=%v", tc.filed, tc.sig.Severity, m, u, tc.matched)
@@ -310,9 +310,9 @@ func TestMatchNeedsSeverityAtLeastTheSignals(t *testing.T) {
 	}
 	// A benign finding beside a covering one does not undo the cover.
 	filed := []signals.Filed{
-		{ResourceID: "storage/a", Category: "capacity", Severity: "info"},
-		{ResourceID: "storage/a", Category: "capacity", Severity: "critical"},
-		{ResourceID: "storage/a", Category: "capacity", Severity: "watch"},
+		{ResourceID: "storage/a", Key: "high_disk", Category: "capacity", Severity: "info"},
+		{ResourceID: "storage/a", Key: "high_disk", Category: "capacity", Severity: "critical"},
+		{ResourceID: "storage/a", Key: "high_disk", Category: "capacity", Severity: "watch"},
 	}
 	if m, u := signals.Match([]signals.Signal{crit}, filed); len(m) != 1 || len(u) != 0 {
 		t.Fatalf("matched %v unmatched %v", m, u)

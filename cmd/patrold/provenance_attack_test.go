@@ -96,6 +96,9 @@ func runProvenanceAttack(t *testing.T, a *provenanceAttack) {
 	db := openDB(t, c.dir)
 	results := toolResults(recording(t, db, rep.RunID))
 	for id, want := range a.Expect.Codes {
+		if os.Getenv("ATTACK_DUMP") != "" {
+			t.Logf("DUMP result %s: %s", id, results[id])
+		}
 		if got := resultCode(t, results[id]); got != want {
 			t.Errorf("call %s: the model saw %q, want %q:\n%s", id, got, want, results[id])
 		}

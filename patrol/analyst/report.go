@@ -10,6 +10,7 @@ import (
 
 	"github.com/patrold/patrold/agent"
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/model/ground"
 	"github.com/patrold/patrold/model/prompt"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
@@ -44,6 +45,10 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 		return nil, notFound("resource_id", "no resource %q in this snapshot", args.ResourceID)
 	}
 	key := findings.NormalizeKey(args.Key)
+	if err := judgedKind(res, key); err != nil {
+		r.a.metrics.report(reportInvalid)
+		return nil, err
+	}
 	texts, terr := r.file(res.ID, key,
 		modelText{args.Title, MaxTitleChars}, modelText{args.Description, MaxTextChars},
 		modelText{args.Recommendation, MaxTextChars}, modelText{args.Evidence, MaxTextChars})
@@ -78,6 +83,10 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 		r.a.metrics.report(ReasonUnsupportedClaim)
 		return nil, err
 	}
+	if err := r.ownKeyCeiling(res, key, sev, texts); err != nil {
+		r.a.metrics.report(ReasonUnsupportedClaim)
+		return nil, err
+	}
 	_, again := r.obs[id]
 	if !again {
 		if err := r.capped(sk.id); err != nil {
@@ -100,7 +109,7 @@ func (r *run) reportFinding(_ context.Context, raw json.RawMessage) (any, error)
 		r.perResource[sk.id]++
 	}
 	r.obs[id] = o
-	r.filed = append(r.filed, signals.Filed{ResourceID: res.ID, Category: string(o.Category), Severity: string(o.Severity)})
+	r.filed = append(r.filed, signals.Filed{ResourceID: res.ID, Key: key, Category: string(o.Category), Severity: string(o.Severity)})
 	r.a.metrics.report(reportFiled)
 	return reportResult{FindingID: id, Status: status}, nil
 }
@@ -143,7 +152,12 @@ func (r *run) agrees(res *snapshot.Resource, key string, sev findings.Severity) 
 		return nil
 	}
 	if !signals.Evaluated(res, typ) {
-		return nil // detection could not decide: the model's word stands, grounded
+		// Detection could not decide: the model's word stands, grounded,
+		// up to the most its detector ever gives.
+		if c := signals.Ceiling(typ); c != "" && signals.SeverityRank(string(sev)) > signals.SeverityRank(c) {
+			return refused(ReasonUnsupportedClaim, "detection never gives %s above %s; a finding under this key may not be %s", typ, c, sev).With("severity", c)
+		}
+		return nil
 	}
 	d := refused(ReasonUnsupportedClaim, "detection evaluated %s for %s in this run and found no signal%s; a finding under this key needs the condition",
 		res.ID, typ, measured(res, typ))
@@ -151,6 +165,101 @@ func (r *run) agrees(res *snapshot.Resource, key string, sev findings.Severity) 
 		d = d.With("measured", v)
 	}
 	return d
+}
+
+// judgedKind refuses a report under a catalogue key on a resource kind
+// detection never judges that key on (high_disk on a node): the net
+// could never check it, confirm it or resolve it. The code is
+// INVALID_INPUT, naming the field key.
+func judgedKind(res *snapshot.Resource, key string) *agent.ToolError {
+	typ, ok := signals.Lookup(key)
+	//mutate:catalogue-key-unjudged-kind ./patrol/analyst,./cmd/patrold ^TestJudgedKind|^TestProvenanceAttacks
+	if ok && !signals.Judges(typ, res.Kind) {
+		kinds := make([]string, 0, 4)
+		for _, k := range signals.JudgedKinds(typ) {
+			kinds = append(kinds, string(k))
+		}
+		return invalid("key", "detection judges %s only on %s, never on a %s like %s; report on the resource it concerns, or under a key of your own",
+			typ, strings.Join(kinds, ", "), res.Kind, res.ID)
+	}
+	return nil
+}
+
+// ownKeyCeiling refuses a report under a key outside the catalogue above
+// its ceiling: warning, and never above what detection gives in this run
+// for a quantity the text names (watch when detection evaluated it and
+// found no signal). The net files its own findings beside it.
+func (r *run) ownKeyCeiling(res *snapshot.Resource, key string, sev findings.Severity, texts []prompt.Text) *agent.ToolError {
+	if _, ok := signals.Lookup(key); ok {
+		return nil // a catalogue key: agrees decides
+	}
+	ceiling, why := findings.SeverityWarning, "a finding under a key outside the catalogue is at most warning"
+	for _, t := range texts {
+		for _, fig := range ground.ExtractClaims(t.String(), "").Figures {
+			typ, ok := familyType(res, fig)
+			if !ok {
+				continue
+			}
+			got, decided := r.detected(res, typ)
+			if !decided {
+				continue
+			}
+			c := findings.Severity(got)
+			if got == "" {
+				c = findings.SeverityWatch
+			}
+			if c.Rank() <= ceiling.Rank() {
+				ceiling = c
+				why = fmt.Sprintf("the text names %s, and detection gives %s on %s in this run%s", fig.Family, detectedWord(typ, got), res.ID, measured(res, typ))
+			}
+		}
+	}
+	//mutate:own-key-severity-cap ./cmd/patrold ^TestProvenanceAttacks
+	if sev.Rank() > ceiling.Rank() {
+		return refused(ReasonUnsupportedClaim, "%s; a finding under this key may be at most %s, not %s", why, ceiling, sev).With("severity", string(ceiling))
+	}
+	return nil
+}
+
+// familyType is the catalogue signal detection measures a figure's named
+// quantity by on res, when it judges one there (memory: high_memory).
+// A threshold, or a figure naming no quantity, has none.
+func familyType(res *snapshot.Resource, fig ground.Figure) (signals.Type, bool) {
+	if fig.Threshold {
+		return "", false
+	}
+	var typ signals.Type
+	switch fig.Family {
+	case "cpu":
+		typ = signals.TypeHighCPU
+	case "memory":
+		typ = signals.TypeHighMemory
+	case "disk", "usage":
+		typ = signals.TypeHighDisk
+	default:
+		return "", false
+	}
+	return typ, signals.Judges(typ, res.Kind)
+}
+
+// detected is the severity detection gives for typ on res in this run:
+// the signal's, or "" when it evaluated res and found none. decided is
+// false when detection could not evaluate it.
+func (r *run) detected(res *snapshot.Resource, typ signals.Type) (severity string, decided bool) {
+	id := snapshot.CanonicalID(res.ID)
+	for i := range r.in.Signals {
+		if s := &r.in.Signals[i]; s.Type == typ && snapshot.CanonicalID(s.ResourceID) == id {
+			return s.Severity, true
+		}
+	}
+	return "", signals.Evaluated(res, typ)
+}
+
+func detectedWord(typ signals.Type, severity string) string {
+	if severity == "" {
+		return "no " + string(typ) + " signal"
+	}
+	return string(typ) + " " + severity
 }
 
 func figure(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -297,7 +406,7 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 			r.a.metrics.verdict(VerdictPresent, verdictNotConfirmed)
 			break
 		}
-		r.filed = append(r.filed, signals.Filed{ResourceID: f.ResourceID, Category: string(f.Category), Severity: string(f.Severity)})
+		r.filed = append(r.filed, signals.Filed{ResourceID: f.ResourceID, Key: f.Key, Category: string(f.Category), Severity: string(f.Severity)})
 		if _, ok := r.obs[f.ID]; !ok {
 			r.obs[f.ID] = reconfirm(f, evidence)
 		}
