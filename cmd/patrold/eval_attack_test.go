@@ -64,8 +64,11 @@ func TestEvalScoresInflation(t *testing.T) {
 		precision                       float64
 		failure                         string
 	}{
-		{"warning-plus-two-critical-duplicates", memory, "high-memory-vm", "04-high-memory-vm.yaml", "vm/101",
-			inflationCall("f1", "high_memory", "warning") + inflationCall("f2", "memory-pressure", "critical") + inflationCall("f3", "oom-risk", "critical"),
+		// Critical duplicates under keys of its own are refused at filing
+		// now (above the measured warning: docs/MODEL_STAGES.md); warning
+		// ones are filed, and eval scores them.
+		{"warning-plus-two-warning-duplicates", memory, "high-memory-vm", "04-high-memory-vm.yaml", "vm/101",
+			inflationCall("f1", "high_memory", "warning") + inflationCall("f2", "memory-pressure", "warning") + inflationCall("f3", "oom-risk", "warning"),
 			with(memoryRun, eval.Counts{ModelFindings: 3, Supported: 1, Duplicates: 2}), r(1), 0.3333, "precision 0.3333 is below the bar 0.8"},
 		{"warning-plus-one-warning-duplicate", memory, "high-memory-vm", "04-high-memory-vm.yaml", "vm/101",
 			inflationCall("f1", "high_memory", "warning") + inflationCall("f2", "memory-pressure", "warning"),
