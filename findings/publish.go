@@ -69,7 +69,9 @@ type Decision struct {
 
 // Decide applies the publish policy to a change at now. It is pure: the
 // returned finding carries the updated publication record and flap state.
-// silenced findings are recorded but never published.
+// A held finding (silenced, inhibited, quiet, dismissed or suppressed)
+// is recorded but not published, except its resolution when
+// subscribers saw it open (docs/FINDINGS.md#publish-policy).
 func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, Decision) {
 	f := c.Finding
 	f.Transitions = pruneTransitions(f.Transitions, now, p.FlapWindow)
@@ -81,7 +83,8 @@ func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, 
 	case ChangeReopened:
 		d = Decision{true, EventReopened, ReasonReopened}
 	case ChangeResolved:
-		if f.LastPublishedAt != nil { // never announced (silenced throughout): nothing to resolve for subscribers
+		// Never announced, or already closed for subscribers: nothing to end.
+		if announcedOpen(&f) {
 			d = Decision{true, EventResolved, ReasonResolved}
 		}
 	case ChangeUpdated:
@@ -94,13 +97,23 @@ func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, 
 		switch {
 		case f.Active() && f.LastPublishedAt == nil:
 			d = Decision{true, EventOpened, ReasonFirst} // never published (was silenced or quiet)
+		//mutate:hold-end-reopens ./findings,./store ^(TestResolutionIsNeverHeld|TestSilenceReleasesWhatItHeld)$
+		case f.Active() && f.LastPublishedEvent == EventResolved && !f.Flapping:
+			// Reopened under a hold: subscribers still see it resolved.
+			d = Decision{true, EventReopened, ReasonReopened}
 		case f.Active() && f.LastPublishedSeverity != "" && f.LastPublishedSeverity != f.Severity:
 			d = Decision{true, EventUpdated, ReasonSeverityChanged}
 		case f.Active() && p.RepeatInterval > 0 && now.Sub(*f.LastPublishedAt) >= p.RepeatInterval:
 			d = Decision{true, EventRepeated, ReasonRepeat}
 		}
 	}
-	if c.Quiet || silenced || f.Suppressed || f.DismissedReason != "" {
+	held := c.Quiet || silenced || f.Suppressed || f.DismissedReason != ""
+	// Sinks showing it open would otherwise keep it open for a day.
+	//mutate:resolution-not-held ./findings ^TestResolutionIsNeverHeld
+	if c.Kind == ChangeResolved {
+		held = false
+	}
+	if held {
 		d = Decision{}
 	}
 	// Flapping: publish once with reason flapping, then stay quiet on
@@ -122,6 +135,19 @@ func (p PublishPolicy) Decide(c Change, silenced bool, now time.Time) (Finding, 
 		f.LastPublishedAt, f.LastPublishedSeverity, f.LastPublishedEvent = &t, f.Severity, d.Event
 	}
 	return f, d
+}
+
+// announcedOpen reports whether subscribers last saw f open: it was
+// published, and its last event did not end it.
+func announcedOpen(f *Finding) bool {
+	if f.LastPublishedAt == nil || f.Suppressed || f.DismissedReason != "" {
+		return false
+	}
+	switch f.LastPublishedEvent {
+	case EventResolved, EventDismissed, EventSuppressed:
+		return false
+	}
+	return true
 }
 
 // pruneTransitions keeps the times of ts inside the window before now,
