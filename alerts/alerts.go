@@ -15,8 +15,12 @@ import (
 // Default thresholds (docs/PATROL_ARCHITECTURE.md#default-thresholds). One set of numbers: these are both
 // the documented and the effective defaults.
 const (
-	DefaultNodeCPU       = 70.0
-	DefaultNodeMemory    = 80.0
+	DefaultNodeCPU    = 70.0
+	DefaultNodeMemory = 80.0
+	// Swap in use, percent of the node's swap (high_swap).
+	DefaultNodeSwap = 80.0
+	// CPU time waiting on IO, percent (high_iowait).
+	DefaultNodeIOWait    = 10.0
 	DefaultGuestCPU      = 70.0
 	DefaultGuestMemory   = 80.0
 	DefaultGuestDisk     = 75.0
@@ -59,6 +63,8 @@ type ThresholdSetting struct {
 type NodeSettings struct {
 	CPU    ThresholdSetting `koanf:"cpu" json:"cpu" yaml:"cpu"`
 	Memory ThresholdSetting `koanf:"memory" json:"memory" yaml:"memory"`
+	Swap   ThresholdSetting `koanf:"swap" json:"swap" yaml:"swap"`
+	IOWait ThresholdSetting `koanf:"iowait" json:"iowait" yaml:"iowait"`
 }
 
 // GuestSettings are thresholds for VMs and containers.
@@ -132,6 +138,8 @@ type Threshold struct {
 type Thresholds struct {
 	CPU          Threshold
 	Memory       Threshold
+	Swap         Threshold // node swap_percent, rising
+	IOWait       Threshold // node iowait_percent, rising
 	Disk         Threshold // guest disk_percent or storage usage_percent
 	Temperature  Threshold // disk temperature_c, rising
 	Wear         Threshold // disk wearout_percent (life left), falling
@@ -201,6 +209,8 @@ func builtinSet() thresholdSets {
 		node: Thresholds{
 			CPU:          Threshold{Trigger: DefaultNodeCPU, Clear: DefaultNodeCPU - DefaultClearMargin},
 			Memory:       Threshold{Trigger: DefaultNodeMemory, Clear: DefaultNodeMemory - DefaultClearMargin},
+			Swap:         Threshold{Trigger: DefaultNodeSwap, Clear: DefaultNodeSwap - DefaultClearMargin},
+			IOWait:       Threshold{Trigger: DefaultNodeIOWait, Clear: DefaultNodeIOWait - DefaultClearMargin},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		guest: Thresholds{
@@ -256,6 +266,8 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 	case kind == snapshot.KindNode:
 		out.CPU = apply(out.CPU, s.Node.CPU)
 		out.Memory = apply(out.Memory, s.Node.Memory)
+		out.Swap = apply(out.Swap, s.Node.Swap)
+		out.IOWait = apply(out.IOWait, s.Node.IOWait)
 	case kind.Guest():
 		out.CPU = apply(out.CPU, s.Guest.CPU)
 		out.Memory = apply(out.Memory, s.Guest.Memory)
@@ -333,6 +345,8 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	}
 	check("node.cpu", s.Node.CPU, eff.node.CPU)
 	check("node.memory", s.Node.Memory, eff.node.Memory)
+	check("node.swap", s.Node.Swap, eff.node.Swap)
+	check("node.iowait", s.Node.IOWait, eff.node.IOWait)
 	check("guest.cpu", s.Guest.CPU, eff.guest.CPU)
 	check("guest.memory", s.Guest.Memory, eff.guest.Memory)
 	check("guest.disk", s.Guest.Disk, eff.guest.Disk)

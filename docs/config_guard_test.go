@@ -261,6 +261,8 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	disk := p.Resolve(&snapshot.Resource{ID: "disk/x", Kind: snapshot.KindDisk})
 	put("node.cpu", node.CPU)
 	put("node.memory", node.Memory)
+	put("node.swap", node.Swap)
+	put("node.iowait", node.IOWait)
 	put("guest.cpu", guest.CPU)
 	put("guest.memory", guest.Memory)
 	put("guest.disk", guest.Disk)

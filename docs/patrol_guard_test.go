@@ -337,6 +337,8 @@ func patrolDocCheckConstants(doc, docName, block string, consts map[string]patro
 var patrolDocThresholdConsts = map[string][2]string{
 	"node.cpu":            {"DefaultNodeCPU", ""},
 	"node.memory":         {"DefaultNodeMemory", ""},
+	"node.swap":           {"DefaultNodeSwap", ""},
+	"node.iowait":         {"DefaultNodeIOWait", ""},
 	"guest.cpu":           {"DefaultGuestCPU", ""},
 	"guest.memory":        {"DefaultGuestMemory", ""},
 	"guest.disk":          {"DefaultGuestDisk", "DefaultGuestDiskCrit"},

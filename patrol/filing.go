@@ -30,6 +30,8 @@ var titles = map[signals.Type]string{
 	signals.TypeZFSPoolDegraded:  "ZFS pool %s is not healthy",
 	signals.TypeBackupJobFailed:  "Backup datastore %s has failing jobs or verifications",
 	signals.TypeCapacityForecast: "%s is filling up",
+	signals.TypeHighSwap:         "High swap on %s",
+	signals.TypeHighIOWait:       "High IO wait on %s",
 }
 
 // titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
@@ -56,6 +58,8 @@ var recommendations = map[signals.Type]string{
 	signals.TypeZFSPoolDegraded:  "Run zpool status on the node, replace or reattach the failing device and scrub the pool; zpool clear once it is fixed.",
 	signals.TypeBackupJobFailed:  "Open the failed job's last task log on the backup server; for failed verifications, take a new backup of the guest and verify it again.",
 	signals.TypeCapacityForecast: "Find what is growing (backups, snapshots, logs) and prune it or add capacity before the projected date.",
+	signals.TypeHighSwap:         "Find the guests or processes under memory pressure; add memory, lower ballooning targets or move load.",
+	signals.TypeHighIOWait:       "Find the disk or storage that is slow or saturated (iostat, zpool iostat) and the guests driving it.",
 }
 
 // maxSummaryRunes caps a signal's summary (which quotes capped names and

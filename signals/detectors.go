@@ -11,7 +11,8 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-var metricLabel = map[Type]string{TypeHighCPU: "CPU", TypeHighMemory: "memory", TypeHighDisk: "disk usage"}
+var metricLabel = map[Type]string{TypeHighCPU: "CPU", TypeHighMemory: "memory", TypeHighDisk: "disk usage",
+	TypeHighSwap: "swap", TypeHighIOWait: "IO wait"}
 
 // appendMetric applies the threshold rule with hysteresis: a signal opens
 // strictly above trigger, and once active stays open until strictly below

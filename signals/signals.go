@@ -29,12 +29,15 @@ const (
 	TypeZFSPoolDegraded  Type = "zfs_pool_degraded"
 	TypeCapacityForecast Type = "capacity_forecast"
 	TypeBackupJobFailed  Type = "backup_job_failed"
+	TypeHighSwap         Type = "high_swap"
+	TypeHighIOWait       Type = "high_iowait"
 )
 
 // Types lists the catalogue in detection order.
 var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
+	TypeHighSwap, TypeHighIOWait,
 }
 
 // Severities a signal can carry.
@@ -55,7 +58,7 @@ const (
 // Category returns the finding category of a signal type.
 func (t Type) Category() string {
 	switch t {
-	case TypeHighCPU, TypeHighMemory:
+	case TypeHighCPU, TypeHighMemory, TypeHighSwap, TypeHighIOWait:
 		return CategoryPerformance
 	case TypeHighDisk, TypeCapacityForecast:
 		return CategoryCapacity
@@ -153,6 +156,10 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 	case r.Kind == snapshot.KindNode:
 		out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
 		out = appendMetric(out, r, TypeHighMemory, snapshot.MetricMemory, t.Memory, active)
+		//mutate:high-swap ./cmd/patrold ^TestRunHighSwapAndIOWait$
+		out = appendMetric(out, r, TypeHighSwap, snapshot.MetricSwap, t.Swap, active)
+		//mutate:high-iowait ./cmd/patrold ^TestRunHighSwapAndIOWait$
+		out = appendMetric(out, r, TypeHighIOWait, snapshot.MetricIOWait, t.IOWait, active)
 		if s, ok := nodeOffline(r); ok {
 			out = append(out, s)
 		}
@@ -205,6 +212,13 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 			_, _, ok := r.Metric(snapshot.MetricDisk)
 			return ok
 		}
+	case TypeHighSwap, TypeHighIOWait:
+		// Node metrics only: a node that is offline says nothing.
+		if r.Kind != snapshot.KindNode || r.MetricsStale() {
+			return false
+		}
+		_, _, ok := r.Metric(metricOf(typ))
+		return ok
 	case TypeBackupFailed, TypeBackupStale:
 		return r.Kind.Guest() && r.Backup != nil
 	case TypeGuestUnreachable:
@@ -230,8 +244,13 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 }
 
 func metricOf(t Type) string {
-	if t == TypeHighCPU {
+	switch t {
+	case TypeHighCPU:
 		return snapshot.MetricCPU
+	case TypeHighSwap:
+		return snapshot.MetricSwap
+	case TypeHighIOWait:
+		return snapshot.MetricIOWait
 	}
 	return snapshot.MetricMemory
 }

@@ -60,10 +60,14 @@ const (
 // Metric names the detectors read. Metric values ending in _percent or
 // _percent_avg are percentages (0..100).
 const (
-	MetricCPU           = "cpu_percent"
-	MetricMemory        = "memory_percent"
-	MetricDisk          = "disk_percent"
-	MetricUsage         = "usage_percent"
+	MetricCPU    = "cpu_percent"
+	MetricMemory = "memory_percent"
+	MetricDisk   = "disk_percent"
+	MetricUsage  = "usage_percent"
+	// MetricSwap is a node's swap in use, of its swap size.
+	MetricSwap = "swap_percent"
+	// MetricIOWait is the share of a node's CPU time waiting on IO.
+	MetricIOWait        = "iowait_percent"
 	MetricWindowSeconds = "window_seconds"
 	avgSuffix           = "_avg"
 )
@@ -250,6 +254,10 @@ func avgName(name string) string {
 		return MetricDisk + avgSuffix
 	case MetricUsage:
 		return MetricUsage + avgSuffix
+	case MetricSwap:
+		return MetricSwap + avgSuffix
+	case MetricIOWait:
+		return MetricIOWait + avgSuffix
 	}
 	return name + avgSuffix
 }

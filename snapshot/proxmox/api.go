@@ -93,6 +93,19 @@ type clusterResource struct {
 	Shared     number `json:"shared"`
 }
 
+// nodeStatus is the answer of GET /nodes/{node}/status: the node's
+// figures now. Wait is the share of CPU time waiting on IO, a fraction
+// like cpu.
+type nodeStatus struct {
+	CPU  number `json:"cpu"`
+	Wait number `json:"wait"`
+	Swap struct {
+		Total number `json:"total"`
+		Used  number `json:"used"`
+		Free  number `json:"free"`
+	} `json:"swap"`
+}
+
 // storageConfig is one entry of GET /storage: a storage's configuration,
 // cluster-wide. Path is set for storages on a directory (dir, btrfs, and
 // the mount point of nfs, cifs and others).

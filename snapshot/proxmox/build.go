@@ -28,7 +28,9 @@ func setPercent(m *snapshot.Metrics, name string, part, whole float64) {
 	}
 }
 
-func nodeResource(r clusterResource) snapshot.Resource {
+// nodeResource maps a node entry and, when it was read, its status: swap
+// in use of its size, and IO wait as a percentage like cpu.
+func nodeResource(r clusterResource, st *nodeStatus) snapshot.Resource {
 	out := snapshot.Resource{ID: "node/" + r.Node, Kind: snapshot.KindNode, Name: r.Node, Status: snapshot.StatusUnknown}
 	switch r.Status {
 	case "online":
@@ -43,6 +45,14 @@ func nodeResource(r clusterResource) snapshot.Resource {
 		}
 		if r.Mem.set {
 			setPercent(&out.Metrics, snapshot.MetricMemory, r.Mem.v, r.MaxMem.v)
+		}
+		if st != nil {
+			if st.Swap.Used.set && st.Swap.Total.set {
+				setPercent(&out.Metrics, snapshot.MetricSwap, st.Swap.Used.v, st.Swap.Total.v)
+			}
+			if st.Wait.set {
+				setPercent(&out.Metrics, snapshot.MetricIOWait, st.Wait.v, 1)
+			}
 		}
 	}
 	return out

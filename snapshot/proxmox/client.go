@@ -246,6 +246,8 @@ func jsonKind(goType string) string {
 	switch {
 	case strings.HasPrefix(goType, "[]"):
 		return "an array"
+	case strings.HasPrefix(goType, "struct"):
+		return "an object" // its field types may name a number
 	case goType == "string":
 		return "a string"
 	case strings.Contains(goType, "int") || strings.Contains(goType, "float") || strings.Contains(goType, "num"):

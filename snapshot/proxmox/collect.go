@@ -136,7 +136,11 @@ func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []n
 func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
 	var out []snapshot.Resource
 	for _, name := range cl.names {
-		out = append(out, nodeResource(cl.nodes[name]))
+		var st *nodeStatus
+		if res := byNode[name]; res != nil {
+			st = res.status
+		}
+		out = append(out, nodeResource(cl.nodes[name], st))
 	}
 	newest := map[int64]newestBackup{}
 	read := map[string]bool{}

@@ -63,3 +63,39 @@ func TestDocsNameWhatTheCodeDoes(t *testing.T) {
 		t.Errorf("the agent row skips %q, the code %q", prefixes, virtualPrefixes)
 	}
 }
+
+// TestDocsListEndpointsAndPrivileges: the endpoints table of
+// docs/SOURCES.md is the code's, row for row, both ways; and the code's
+// table covers every endpoint family, in order.
+func TestDocsListEndpointsAndPrivileges(t *testing.T) {
+	var families []string
+	for _, e := range pveEndpoints {
+		families = append(families, e.family)
+	}
+	if !slices.Equal(families, endpointFamilies) {
+		t.Errorf("endpoints name families %q, the metrics %q", families, endpointFamilies)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "SOURCES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(raw), "<!-- guard:proxmox-endpoints -->\n")
+	block, _, ok2 := strings.Cut(block, "<!-- /guard:proxmox-endpoints -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/SOURCES.md has no <!-- guard:proxmox-endpoints --> table")
+	}
+	var got []pveEndpoint
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n")[2:] {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 3 {
+			t.Fatalf("row %q: want 3 cells", line)
+		}
+		for i := range cells {
+			cells[i] = strings.Trim(strings.TrimSpace(cells[i]), "`")
+		}
+		got = append(got, pveEndpoint{family: cells[0], path: cells[1], privilege: cells[2]})
+	}
+	if !slices.Equal(got, pveEndpoints) {
+		t.Errorf("docs/SOURCES.md endpoints:\n%q\nthe code:\n%q", got, pveEndpoints)
+	}
+}

@@ -35,21 +35,21 @@ func TestNodeTimesOut(t *testing.T) {
 	// pve1 is patrolled in full; pve2's guests and storage are there as
 	// /cluster/resources reports them, without disks or backup state.
 	golden(t, "timeout.golden.json", collected{Snapshot: snap, Problems: problems})
-	unreachable := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/disks/list",
+	unreachable := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/status",
 		Problem: "node pve2: node unreachable: no answer within 300ms (source.proxmox.timeout); " +
-			"the rest of node pve2 (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read"}
+			"the rest of node pve2 (status, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read"}
 	if !slices.Contains(problems, unreachable) {
 		t.Errorf("problems %+v lack %+v", problems, unreachable)
 	}
 	for _, p := range fake.requested() {
-		if strings.HasPrefix(p, "nodes/pve2/") && p != "nodes/pve2/disks/list" {
+		if strings.HasPrefix(p, "nodes/pve2/") && p != "nodes/pve2/status" {
 			t.Errorf("requested %s after pve2 timed out", p)
 		}
 	}
 	// pve1 in full (the configs and agents of vm/101 and vm/102), and the
 	// one unanswered request of pve2.
 	counts := map[string][3]int{ // outcomes error, ok, unreachable
-		"cluster_resources": {0, 1, 0}, "cluster_backup": {0, 1, 0}, "storage_config": {0, 1, 0}, "disks_list": {0, 1, 1}, "disks_smart": {0, 2, 0},
+		"cluster_resources": {0, 1, 0}, "cluster_backup": {0, 1, 0}, "storage_config": {0, 1, 0}, "node_status": {0, 1, 1}, "disks_list": {0, 1, 0}, "disks_smart": {0, 2, 0},
 		"disks_zfs": {0, 1, 0}, "disks_zfs_pool": {0, 1, 0}, "tasks": {0, 1, 0}, "task_log": {0, 1, 0}, "storage_content": {0, 1, 0},
 		"guest_config": {0, 2, 0}, "guest_agent": {0, 2, 0},
 	}

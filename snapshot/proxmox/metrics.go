@@ -11,10 +11,33 @@ import (
 // Endpoint families, the values of the endpoint label: the PVE API's and
 // the PBS API's.
 var (
-	endpointFamilies = []string{"cluster_resources", "cluster_backup", "storage_config", "disks_list", "disks_smart",
+	endpointFamilies = []string{"cluster_resources", "cluster_backup", "storage_config", "node_status", "disks_list", "disks_smart",
 		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
+
+// pveEndpoint is one family of PVE API requests: its path and the PVE
+// privilege the token needs for it (docs/SOURCES.md#endpoints-and-privileges).
+type pveEndpoint struct {
+	family, path, privilege string
+}
+
+// pveEndpoints are the PVE requests of the source, in endpointFamilies order.
+var pveEndpoints = []pveEndpoint{
+	{"cluster_resources", "/cluster/resources", "VM.Audit, Sys.Audit, Datastore.Audit (each entry by its own)"},
+	{"cluster_backup", "/cluster/backup", "Sys.Audit"},
+	{"storage_config", "/storage", "Datastore.Audit"},
+	{"node_status", "/nodes/{node}/status", "Sys.Audit"},
+	{"disks_list", "/nodes/{node}/disks/list", "Sys.Audit"},
+	{"disks_smart", "/nodes/{node}/disks/smart", "Sys.Audit"},
+	{"disks_zfs", "/nodes/{node}/disks/zfs", "Sys.Audit"},
+	{"disks_zfs_pool", "/nodes/{node}/disks/zfs/{pool}", "Sys.Audit"},
+	{"tasks", "/nodes/{node}/tasks", "Sys.Audit"},
+	{"task_log", "/nodes/{node}/tasks/{upid}/log", "Sys.Audit"},
+	{"storage_content", "/nodes/{node}/storage/{storage}/content", "Datastore.Audit"},
+	{"guest_config", "/nodes/{node}/{qemu,lxc}/{vmid}/config", "VM.Audit"},
+	{"guest_agent", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", "VM.Monitor (PVE 9: VM.GuestAgent.Audit)"},
+}
 
 // api is what one set of collectors counts: the metric names' source
 // word, the help text's server, the endpoint families and the mapping of
@@ -124,6 +147,8 @@ func endpointFamily(s []string) string {
 		return "cluster_backup"
 	case len(s) == 1 && s[0] == "storage":
 		return "storage_config"
+	case len(s) == 3 && s[0] == "nodes" && s[2] == "status":
+		return "node_status"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "list":
 		return "disks_list"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "smart":

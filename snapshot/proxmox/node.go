@@ -31,6 +31,7 @@ type nodeWork struct {
 // nodeResult is what was read through one node. Anything not read is
 // absent and its failure is in problems.
 type nodeResult struct {
+	status      *nodeStatus // nil when GET /nodes/{node}/status was not read
 	disks       []diskRead
 	pools       []poolRead
 	tasksRead   bool
@@ -107,7 +108,7 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
-		p.Problem += fmt.Sprintf("; the rest of node %s (disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
+		p.Problem += fmt.Sprintf("; the rest of node %s (status, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
 	}
 	w.res.problems = append(w.res.problems, p)
 	return false
@@ -117,6 +118,7 @@ func (w *worker) run() nodeResult {
 	w.res.runs, w.res.runsFailed = map[int64]backupRun{}, map[int64]bool{}
 	w.res.volumes, w.res.addresses = map[string][]volume{}, map[int64][]string{}
 	w.res.configs = map[int64]guestConfig{}
+	w.readStatus()
 	w.readDisks()
 	w.readPools()
 	w.readTasks()
@@ -143,6 +145,17 @@ func (w *worker) run() nodeResult {
 		}
 	}
 	return w.res
+}
+
+// readStatus reads the node's swap and IO wait.
+func (w *worker) readStatus() {
+	var st nodeStatus
+	if w.get([]string{"nodes", w.work.name, "status"}, nil, func(d []byte) (err error) {
+		st, err = decodeOne[nodeStatus](d)
+		return err
+	}) {
+		w.res.status = &st
+	}
 }
 
 func (w *worker) readDisks() {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/patrold/patrold/signals"
+	"github.com/patrold/patrold/snapshot/proxmox/pvetest"
+)
+
+// parityRun is what a `patrold run --output json` against the PVE
+// stand-in decides: the signals whole, the findings it changed and how
+// many it resolved.
+type parityRun struct {
+	Status   string
+	Signals  []signals.Signal
+	Findings []string // "change key resource severity"
+	Resolved int
+}
+
+// parityCLI is patrold configured against a PVE stand-in.
+func parityCLI(t *testing.T, pve *pvetest.Server) func() parityRun {
+	t.Helper()
+	c := newCLI(t, "")
+	c.appendConfig(pve.Source(t, c.dir))
+	return func() parityRun {
+		t.Helper()
+		out, code := c.run("run", "--output", "json")
+		if code != 0 {
+			t.Fatalf("patrold run: exit %d: %s", code, out)
+		}
+		var rep struct {
+			Status   string           `json:"status"`
+			Signals  []signals.Signal `json:"signals"`
+			Findings []struct {
+				Key        string `json:"key"`
+				ResourceID string `json:"resource_id"`
+				Severity   string `json:"severity"`
+				Change     string `json:"change"`
+			} `json:"findings"`
+			Resolved []string `json:"resolved"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("report: %v\n%s", err, out)
+		}
+		got := parityRun{Status: rep.Status, Resolved: len(rep.Resolved)}
+		if len(rep.Signals) > 0 {
+			got.Signals = rep.Signals
+		}
+		for _, f := range rep.Findings {
+			got.Findings = append(got.Findings, f.Change+" "+f.Key+" "+f.ResourceID+" "+f.Severity)
+		}
+		slices.Sort(got.Findings)
+		if u := pve.Unexpected(); len(u) > 0 {
+			t.Fatalf("patrold asked the stand-in for paths it does not serve: %q", u)
+		}
+		return got
+	}
+}
+
+func (c *cli) appendConfig(extra string) {
+	c.t.Helper()
+	f, err := os.OpenFile(c.cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(extra); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// nodeSignal is a metric signal on node/pve1 as the detectors write it.
+func nodeSignal(typ signals.Type, metric string, v, trigger, clear float64, held bool, summary string) signals.Signal {
+	ev := map[string]any{"metric": metric, "value": v, "trigger": trigger, "clear": clear}
+	if held {
+		ev["held_by_hysteresis"] = true
+	}
+	return signals.Signal{Type: typ, ResourceID: "node/pve1", ResourceKind: "node", ResourceName: "pve1",
+		Severity: "warning", Category: "performance", Value: v, Threshold: trigger, Summary: summary, Evidence: ev}
+}
+
+// TestRunHighSwapAndIOWait: through `patrold run` against the PVE
+// stand-in, a node's swap and IO wait from /nodes/{node}/status open
+// high_swap and high_iowait strictly above their default triggers (80,
+// 10), stay open down to clear (75, 5) and resolve strictly below it.
+// The first run reads PVE 7's numbers-as-strings.
+func TestRunHighSwapAndIOWait(t *testing.T) {
+	pve := pvetest.New(t)
+	run := parityCLI(t, pve)
+	const total = 10000
+
+	// At the triggers exactly: nothing.
+	pve.Set("nodes/pve1/status", pvetest.PVE7(pvetest.NodeStatus(0.05, 0.10, 8000, total)))
+	if got := run(); len(got.Signals) != 0 || len(got.Findings) != 0 || got.Status != "healthy" {
+		t.Fatalf("at the triggers: %+v", got)
+	}
+
+	// Just above: both open, warning.
+	pve.Set("nodes/pve1/status", pvetest.NodeStatus(0.05, 0.1001, 8001, total))
+	want := parityRun{Status: "issues_found", Signals: []signals.Signal{
+		nodeSignal(signals.TypeHighSwap, "swap_percent", 80.01, 80, 75, false, "node swap on pve1 (node/pve1) at 80.0% (current), above 80"),
+		nodeSignal(signals.TypeHighIOWait, "iowait_percent", 10.01, 10, 5, false, "node IO wait on pve1 (node/pve1) at 10.0% (current), above 10"),
+	}, Findings: []string{"new high_iowait node/pve1 warning", "new high_swap node/pve1 warning"}}
+	parityCompare(t, "above the triggers", run(), want)
+
+	// At clear: held open by hysteresis.
+	pve.Set("nodes/pve1/status", pvetest.NodeStatus(0.05, 0.05, 7500, total))
+	want = parityRun{Status: "issues_found", Signals: []signals.Signal{
+		nodeSignal(signals.TypeHighSwap, "swap_percent", 75, 80, 75, true, "node swap on pve1 (node/pve1) at 75.0% (current), still above clear 75 after exceeding 80"),
+		nodeSignal(signals.TypeHighIOWait, "iowait_percent", 5, 10, 5, true, "node IO wait on pve1 (node/pve1) at 5.0% (current), still above clear 5 after exceeding 10"),
+	}, Findings: []string{"unchanged high_iowait node/pve1 warning", "unchanged high_swap node/pve1 warning"}}
+	parityCompare(t, "at clear", run(), want)
+
+	// Just below clear: both resolve.
+	pve.Set("nodes/pve1/status", pvetest.NodeStatus(0.05, 0.0499, 7499, total))
+	parityCompare(t, "below clear", run(), parityRun{Status: "healthy", Resolved: 2,
+		Findings: []string{"resolved high_iowait node/pve1 warning", "resolved high_swap node/pve1 warning"}})
+}
+
+func parityCompare(t *testing.T, step string, got, want parityRun) {
+	t.Helper()
+	// Round-trip want as the report does (numbers in evidence are float64).
+	raw, _ := json.Marshal(want.Signals)
+	want.Signals = nil
+	_ = json.Unmarshal(raw, &want.Signals)
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", " ")
+		w, _ := json.MarshalIndent(want, "", " ")
+		t.Errorf("%s:\n got %s\nwant %s", step, g, w)
+	}
+}

@@ -1,0 +1,163 @@
+// Package pvetest is a loopback HTTPS stand-in for the Proxmox VE 8 API,
+// for tests that run patrold (the CLI, a daemon) against a cluster.
+// It answers GET requests with an API token, from bodies a test sets per
+// path, as PVE does: {"data": ...}. A path no test set answers 501, as PVE
+// does for a path it does not serve, and is recorded (Unexpected).
+package pvetest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Credentials the stand-in accepts. The secret is made up.
+const (
+	TokenID = "patrold@pve!patrol"
+	Secret  = "0b7e4c1a-6f2d-4b8e-9c3a-5d1e7f2a9b40"
+)
+
+// Answer is one canned response.
+type Answer struct {
+	Status int    // 0: 200
+	Body   string // the whole body, {"data": ...}
+}
+
+// Server is the stand-in. Set, Fail and Clear may be called while it
+// serves.
+type Server struct {
+	*httptest.Server
+	mu         sync.Mutex
+	answers    map[string]Answer
+	unexpected []string
+}
+
+// New starts a stand-in for a one-node cluster: node pve1 online, with
+// no guests, storages, disks, pools, tasks or backup jobs, and an
+// unremarkable status. Tests change what they need with Set.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{answers: map[string]Answer{}}
+	s.Server = httptest.NewUnstartedServer(s)
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	s.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":4294967296,"maxmem":34359738368}]`)
+	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks"} {
+		s.Set(p, `[]`)
+	}
+	s.Set("nodes/pve1/status", NodeStatus(0.05, 0.001, 0, 8589934592))
+	return s
+}
+
+// NodeStatus is a PVE 8 GET /nodes/{node}/status answer's data.
+func NodeStatus(cpu, wait float64, swapUsed, swapTotal int64) string {
+	return `{"cpu":` + num(cpu) + `,"wait":` + num(wait) + `,"uptime":86400,"loadavg":["0.10","0.20","0.30"],` +
+		`"memory":{"total":34359738368,"used":4294967296,"free":30064771072},` +
+		`"swap":{"total":` + inum(swapTotal) + `,"used":` + inum(swapUsed) + `,"free":` + inum(swapTotal-swapUsed) + `},` +
+		`"cpuinfo":{"cpus":8,"sockets":1,"cores":8,"model":"QEMU Virtual CPU"},"pveversion":"pve-manager/8.3.0/c1689ccb1065a83b"}`
+}
+
+// PVE7 rewrites an answer's data as PVE 7 sends it: every number a
+// string.
+func PVE7(data string) string {
+	var b strings.Builder
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '"' && (i == 0 || data[i-1] != '\\'):
+			inString = !inString
+			b.WriteByte(c)
+		case !inString && (c == '-' || (c >= '0' && c <= '9')):
+			j := i
+			for j < len(data) && strings.IndexByte("-+.eE0123456789", data[j]) >= 0 {
+				j++
+			}
+			b.WriteString(`"` + data[i:j] + `"`)
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// Set answers path (as "nodes/pve1/status") with data, HTTP 200.
+func (s *Server) Set(path, data string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answers[path] = Answer{Body: `{"data":` + data + `}`}
+}
+
+// Fail answers path with an HTTP error and PVE's message.
+func (s *Server) Fail(path string, status int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answers[path] = Answer{Status: status, Body: `{"data":null,"message":"` + message + `\n"}`}
+}
+
+// Unexpected lists the paths asked that no test set.
+func (s *Server) Unexpected() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.unexpected)
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	if r.Method != http.MethodGet {
+		http.Error(w, "read only", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.Header.Get("Authorization") != "PVEAPIToken="+TokenID+"="+Secret {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"data":null}`))
+		return
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/api2/json/")
+	s.mu.Lock()
+	a, ok := s.answers[p]
+	if !ok {
+		s.unexpected = append(s.unexpected, p)
+	}
+	s.mu.Unlock()
+	if !ok {
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = w.Write([]byte(`{"data":null,"message":"Method 'GET /` + p + `' not implemented\n"}`))
+		return
+	}
+	if a.Status != 0 {
+		w.WriteHeader(a.Status)
+	}
+	_, _ = w.Write([]byte(a.Body))
+}
+
+// Source is a source section of patrold's configuration (YAML) pointing
+// at the stand-in, pinned by its certificate's fingerprint, with the
+// secret in a file under dir.
+func (s *Server) Source(t testing.TB, dir string) string {
+	t.Helper()
+	secret := filepath.Join(dir, "pve.token")
+	if err := os.WriteFile(secret, []byte(Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(s.Certificate().Raw)
+	return "source:\n  kind: proxmox\n  proxmox:\n    url: " + s.URL + "\n    token_id: " + TokenID + "\n" +
+		"    token_secret_file: " + secret + "\n    tls: {fingerprint: " + hex.EncodeToString(sum[:]) + "}\n" +
+		"    guest_agent: {enabled: false}\n"
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func inum(i int64) string { return strconv.FormatInt(i, 10) }
