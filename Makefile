@@ -65,7 +65,6 @@ fuzz:
 mutate:
 	$(GO) run ./scripts/mutate
 	python3 scripts/mutate_net.py
-	python3 scripts/mutate_registry.py
 	python3 scripts/mutate_cluster.py
 	python3 scripts/mutate_store.py
 	python3 scripts/mutate_arch.py

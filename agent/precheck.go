@@ -92,6 +92,8 @@ type precheck struct {
 // a refusal's code is the check's own, whatever an Authority hook returned,
 // so no hook can impersonate another check. The capability manifest lists
 // exactly this table.
+//
+//mutate:precheck:rows ./agent,./cmd/patrold TestPrecheck|TestRefusals|TestLookBeforeAsking|TestBudgets|TestLoopCounter|TestFailedWrite|TestBatchSecond|TestOnlyVerifying|TestArgumentsBounded|TestApproval|TestAssistantAttacks
 var prechecks = []precheck{
 	{CheckRegistered, CodeUnknownTool, scopeAll, "the tool is registered", checkRegistered},
 	{CheckAdvertised, CodeToolNotAdvertised, scopeAll, "the tool is advertised in this profile and this turn", checkAdvertised},

@@ -230,6 +230,11 @@ func partName(n ast.Node) string {
 				}
 			}
 		}
+	case *ast.CompositeLit:
+		// A row of a table of structs is named by its first field.
+		if len(c.Elts) > 0 {
+			return partName(&ast.KeyValueExpr{Key: c.Elts[0]})
+		}
 	case *ast.KeyValueExpr:
 		switch k := c.Key.(type) {
 		case *ast.BasicLit:
