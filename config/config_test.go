@@ -191,6 +191,8 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte("alerts: [1,2]"))
 	f.Add([]byte("schedule: {cron: '@every 1s'}"))
+	f.Add([]byte("schedule: {startup_delay: 30, run_timeout: 1.5d}"))
+	f.Add([]byte("retention: {runs: 30d, audit: '1d12h'}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := config.Load(data, nil)
 		if err == nil && cfg.Validate() != nil {

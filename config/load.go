@@ -61,7 +61,7 @@ func Load(data []byte, environ []string) (*Config, error) {
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			memberDefaults,
-			mapstructure.StringToTimeDurationHookFunc(),
+			durationHook,
 			mapstructure.TextUnmarshallerHookFunc()),
 		WeaklyTypedInput: true,
 		ErrorUnused:      true,
