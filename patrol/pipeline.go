@@ -69,6 +69,7 @@ func (x *run) collect(ctx context.Context) error {
 	r, rep := x.r, x.rep
 	snap, problems, err := r.collectWithProgress(ctx, x.set, x.ro, rep.RunID)
 	if err != nil {
+		err = namedTimeout(ctx, err)
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.addReason(ReasonCollectFailed)
 		// A run cancelled from outside (shutdown) is not the source's fault.

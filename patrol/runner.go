@@ -267,6 +267,23 @@ func (r *Runner) Start(ctx context.Context, trigger Trigger, ro RunOptions, done
 	return a.id, nil
 }
 
+// runTimeout is the cause of a run's own deadline: its errors then name
+// the key an operator sets (docs/CONFIGURATION.md).
+type runTimeout time.Duration
+
+func (t runTimeout) Error() string {
+	return fmt.Sprintf("run_timeout (%s) exceeded", time.Duration(t))
+}
+
+// namedTimeout names run_timeout on an error the run's deadline caused.
+func namedTimeout(ctx context.Context, err error) error {
+	var rt runTimeout
+	if err == nil || errors.As(err, &rt) || !errors.As(context.Cause(ctx), &rt) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", rt, err)
+}
+
 // admission is a run that holds the lock and has not executed yet.
 type admission struct {
 	r       *Runner
@@ -283,7 +300,7 @@ func (r *Runner) admit(ctx context.Context, trigger Trigger) (*admission, error)
 	started := r.opts.Now()
 	a := &admission{r: r, id: findings.NewID(started), trigger: trigger, started: started, set: r.opts.Settings()}
 	if a.set.Timeout > 0 {
-		a.ctx, a.cancel = context.WithTimeout(ctx, a.set.Timeout)
+		a.ctx, a.cancel = context.WithTimeoutCause(ctx, a.set.Timeout, runTimeout(a.set.Timeout))
 	} else {
 		a.ctx, a.cancel = context.WithCancel(ctx)
 	}
@@ -301,7 +318,7 @@ func (a *admission) run(ro RunOptions) (*Report, error) {
 	defer r.release(a.id)
 	rep := newReport(a.id, a.trigger, a.started)
 	if err := r.opts.Store.StartRun(ctx, findings.RunRecord{ID: a.id, Trigger: string(a.trigger), Analysis: rep.Analysis, StartedAt: a.started}); err != nil {
-		return nil, fmt.Errorf("record run start: %w", err)
+		return nil, namedTimeout(ctx, fmt.Errorf("record run start: %w", err))
 	}
 	err := r.execute(ctx, a.set, rep, ro)
 	r.finish(a.id)
@@ -316,5 +333,5 @@ func (a *admission) run(ro RunOptions) (*Report, error) {
 	if r.opts.Release != nil {
 		r.opts.Release()
 	}
-	return rep, err
+	return rep, namedTimeout(ctx, err)
 }
