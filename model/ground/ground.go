@@ -303,7 +303,11 @@ func tokenize(s string) []token {
 		switch {
 		case unicode.IsDigit(r) || signStart(s, i, prev):
 			f, numEnd, end, _ := readFigure(s, i)
-			glued := i > 0 && gluedBefore(s[:i], prev)
+			// Digits right after a figure in words stand alone: stripped of
+			// that figure, the text must read the same ("dozen1").
+			afterFigure := len(out) > 0 && out[len(out)-1].fig != nil &&
+				(out[len(out)-1].end == i || (prev == '-' && out[len(out)-1].end == i-1))
+			glued := i > 0 && gluedBefore(s[:i], prev) && !afterFigure
 			unitOK := end > numEnd
 			gluedAfter := !unitOK && !wordEnds(s, numEnd)
 			if (glued || gluedAfter) && !(unitOK || (glued && f.Decimals > 0)) {
@@ -328,7 +332,13 @@ func tokenize(s string) []token {
 				i = end
 				continue
 			}
-			i += n
+			for i < len(s) { // no numeral: skip the whole run ("ⅫⅫ")
+				r2, n2 := utf8.DecodeRuneInString(s[i:])
+				if r2 < 0x2160 || r2 > 0x217F {
+					break
+				}
+				i += n2
+			}
 		case unicode.IsLetter(r) || r == '_':
 			j := i
 			for j < len(s) {
