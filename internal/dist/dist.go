@@ -134,7 +134,9 @@ func Deb(o Options) (string, error) {
 	add(p, "/usr/lib/systemd/system/patrold.service", 0o644, "")
 	add(filepath.Join(o.Repo, "deploy", "patrold.example.yaml"), "/etc/patrold/patrold.yaml", 0o640, files.TypeConfigNoReplace)
 
-	for name, dst := range map[string]string{"sysusers.conf": "/usr/lib/sysusers.d/patrold.conf", "tmpfiles.conf": "/usr/lib/tmpfiles.d/patrold.conf"} {
+	// The licence in Debian's machine-readable copyright format (DEP-5).
+	for name, dst := range map[string]string{"sysusers.conf": "/usr/lib/sysusers.d/patrold.conf", "tmpfiles.conf": "/usr/lib/tmpfiles.d/patrold.conf",
+		"copyright": "/usr/share/doc/patrold/copyright"} {
 		data, err := packageFiles.ReadFile("files/" + name)
 		if err != nil {
 			return "", err
@@ -208,7 +210,7 @@ func Deb(o Options) (string, error) {
 			" patrold collects a snapshot of a fleet on a schedule, detects problems\n" +
 			" deterministically (and with a language model, optionally), files them as\n" +
 			" findings, and publishes them on NATS and as Prometheus metrics.",
-		License: "proprietary", MTime: o.MTime,
+		License: "Apache-2.0", MTime: o.MTime,
 		Overridables: nfpm.Overridables{
 			Contents:   contents,
 			Recommends: []string{"systemd"},

@@ -191,4 +191,10 @@ func TestMakeDistInstalls(t *testing.T) {
 			t.Errorf("%s: %v", c, err)
 		}
 	}
+	// The licence, whole, in the machine-readable copyright format.
+	want, _ := packageFiles.ReadFile("files/copyright")
+	if got, err := os.ReadFile(filepath.Join(root, "usr/share/doc/patrold/copyright")); err != nil || string(got) != string(want) ||
+		!strings.HasPrefix(string(got), "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n") {
+		t.Errorf("installed copyright: %v\n%s", err, got)
+	}
 }
