@@ -215,10 +215,24 @@ func (r *run) finish() *patrol.Analysis {
 
 // maskVocabulary is what model.mask_names hides in a run: the snapshot's
 // names and the resources of the findings already open.
+// An active finding's resource may be gone from the snapshot while its
+// title, node and tags still reach the model: its name, node and tags are
+// terms too, as a session's finding vocabulary has them.
 func maskVocabulary(in patrol.AnalysisInput) mask.Vocabulary {
 	ids := make([]string, 0, len(in.Active))
 	for i := range in.Active {
 		ids = append(ids, in.Active[i].ResourceID)
 	}
-	return mask.ForSnapshot(in.Snapshot, ids...)
+	v := mask.ForSnapshot(in.Snapshot, ids...)
+	for i := range in.Active {
+		f := &in.Active[i]
+		//mutate:mask-active-finding-names ./patrol/analyst ^TestMaskVocabularyHasActiveFindingNames$
+		for _, n := range []string{f.ResourceName, f.ResourceNode} {
+			if n != "" {
+				v.Names = append(v.Names, n)
+			}
+		}
+		v.Tags = append(v.Tags, f.ResourceTags...)
+	}
+	return v
 }
