@@ -198,8 +198,11 @@ const (
 	ResolveAbsent           = "absent_in_complete_run"
 	ResolveResourceGone     = "resource_gone"
 	ResolveModelVerdict     = "model_verdict_confirmed"
-	ResolveOperator         = "operator"
-	ResolveFixVerified      = "fix_verified"
+	// ResolveNotConfirmed: a model finding under a key of its own that a
+	// present verdict did not re-ground (docs/MODEL_STAGES.md).
+	ResolveNotConfirmed = "not_confirmed"
+	ResolveOperator     = "operator"
+	ResolveFixVerified  = "fix_verified"
 )
 
 // Resolve marks an active finding resolved for reason at now.

@@ -122,11 +122,17 @@ func (in RunInput) Resolution(f *Finding) string {
 	if in.Check != nil {
 		check = in.Check(f)
 	}
-	switch check {
-	case CheckDetected:
+	if check == CheckDetected {
 		// The net has the last word: a condition detected in this run
 		// keeps its finding open, whatever a model verdict says.
 		return ""
+	}
+	if in.Resolve[f.ID] == ResolveNotConfirmed {
+		// A model finding whose present verdict was not re-grounded: the
+		// reason says so rather than its absence.
+		return ResolveNotConfirmed
+	}
+	switch check {
 	case CheckAbsent:
 		if in.Complete {
 			return ResolveResourceGone

@@ -406,6 +406,15 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 			r.a.metrics.verdict(VerdictPresent, verdictNotConfirmed)
 			break
 		}
+		//mutate:present-not-confirmed ./cmd/patrold ^TestProvenanceAttacks
+		if why, ok := r.reGrounded(f, evidence); !ok {
+			// A model finding under its own key is not kept open by
+			// insisting: it resolves, and the answer says why.
+			out.Resolution, out.Reason = "not_confirmed", why
+			r.resolve[f.ID] = findings.ResolveNotConfirmed
+			r.a.metrics.verdict(VerdictPresent, verdictNotConfirmed)
+			break
+		}
 		r.filed = append(r.filed, signals.Filed{ResourceID: f.ResourceID, Key: f.Key, Category: string(f.Category), Severity: string(f.Severity)})
 		if _, ok := r.obs[f.ID]; !ok {
 			r.obs[f.ID] = reconfirm(f, evidence)
@@ -446,6 +455,38 @@ func (r *run) cleared(f *findings.Finding) bool {
 		}
 	}
 	return true
+}
+
+// reGrounded reports whether a present verdict re-grounds a model
+// finding under a key of its own: its evidence (grounded, so read in this
+// run) names a quantity, and each named quantity the net has a trigger for
+// is on the alarming side of it (detection finds its signal). Otherwise
+// it says why. Findings under catalogue keys and the net's own are
+// decided by detection instead.
+func (r *run) reGrounded(f *findings.Finding, evidence prompt.Text) (string, bool) {
+	if _, ok := signals.Lookup(f.Key); ok || f.Source != findings.SourceModel {
+		return "", true
+	}
+	res := r.byID[canonical(f.ResourceID)]
+	named := false
+	for _, fig := range ground.ExtractClaims(evidence.String(), "").Figures {
+		if fig.Family == "" || fig.Threshold {
+			continue
+		}
+		named = true
+		typ, ok := familyType(res, fig)
+		if !ok {
+			continue // no trigger for it: grounding alone supports it
+		}
+		if got, _ := r.detected(res, typ); got == "" {
+			return fmt.Sprintf("the evidence names %s, and this run's detection finds no %s signal on %s%s, so the claim is not re-grounded; the finding resolves as %s",
+				fig.Family, typ, res.ID, measured(res, typ), findings.ResolveNotConfirmed), false
+		}
+	}
+	if !named {
+		return "the evidence names no quantity measured in this run, so the claim is not re-grounded; the finding resolves as " + findings.ResolveNotConfirmed, false
+	}
+	return "", true
 }
 
 // reconfirm is the observation of a finding assessed present: its own
