@@ -93,6 +93,8 @@ var judged = map[Type][]snapshot.Kind{
 	TypeZFSPoolDegraded:  {snapshot.KindStorage},
 	TypeCapacityForecast: {snapshot.KindStorage, snapshot.KindVM, snapshot.KindContainer},
 	TypeBackupJobFailed:  {snapshot.KindStorage},
+	TypeHighSwap:         {snapshot.KindNode},
+	TypeHighIOWait:       {snapshot.KindNode},
 }
 
 // Judges reports whether detection judges typ on resources of kind.

@@ -43,8 +43,9 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 	reachable, temp, wear := true, int64(40), int64(50)
 	for _, kind := range snapshot.Kinds {
 		r := snapshot.Resource{ID: string(kind) + "/x", Kind: kind, Status: snapshot.StatusRunning,
-			Metrics: snapshot.MetricsOf(map[string]float64{snapshot.MetricCPU: 1, snapshot.MetricMemory: 1, snapshot.MetricDisk: 1, snapshot.MetricUsage: 1}),
-			Backup:  &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
+			Metrics: snapshot.MetricsOf(map[string]float64{snapshot.MetricCPU: 1, snapshot.MetricMemory: 1, snapshot.MetricDisk: 1, snapshot.MetricUsage: 1,
+				snapshot.MetricSwap: 1, snapshot.MetricIOWait: 1}),
+			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE"}, BackupStore: &snapshot.BackupStore{}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
