@@ -137,7 +137,7 @@ func TestMetricNamesExist(t *testing.T) {
 	if !code["patrold_patrol_runs_total"] {
 		t.Fatal("the source scan found no patrol metrics")
 	}
-	for _, file := range []string{"prometheus-rules.yml", "grafana-dashboard.json", "../docs/PATROL_ARCHITECTURE.md", "../docs/CONFIGURATION.md"} {
+	for _, file := range []string{"prometheus-rules.yml", "grafana-dashboard.json", "../docs/PATROL_ARCHITECTURE.md", "../docs/PERFORMANCE.md", "../docs/CONFIGURATION.md"} {
 		text := read(t, file)
 		// Alert names and bucket names are not metric names.
 		for _, name := range metricName.FindAllString(text, -1) {
