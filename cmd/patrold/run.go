@@ -33,7 +33,7 @@ import (
 
 func newRunCmd(a *app) *cobra.Command {
 	var snapPath, output, replay, reason string
-	var doProbe, all bool
+	var doProbe, all, dryRun bool
 	var resources []string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -70,6 +70,21 @@ func newRunCmd(a *app) *cobra.Command {
 				ro = patrol.RunOptions{Snapshot: snap, Problems: probs, Probe: doProbe}
 			}
 			ro.Scope, ro.Reason = resources, reason
+			var rp daemon.Replay
+			if replay != "" {
+				rp = func(st *store.Store) (model.Provider, error) { return replayProvider(cmd, st, replay) }
+			}
+			//mutate:run-dry-run-copy ./cmd/patrold ^TestRunDryRun
+			if dryRun {
+				rep, runErr := a.dryRun(cmd.Context(), cfg, ro, rp)
+				runErr = cliErr(runErr)
+				if rep != nil {
+					if err := a.printRun(rep, output, all); err != nil {
+						return err
+					}
+				}
+				return runErr
+			}
 			root, err := a.newRoot()
 			if err != nil {
 				return err
@@ -89,9 +104,14 @@ func newRunCmd(a *app) *cobra.Command {
 			} else if err != nil {
 				return err
 			}
-			var rp daemon.Replay
-			if replay != "" {
-				rp = func(st *store.Store) (model.Provider, error) { return replayProvider(cmd, st, replay) }
+			if ro.Snapshot != nil && len(ro.Scope) == 0 {
+				st, err := root.Store(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := warnForeignFindings(cmd.Context(), a.stderr, cfg, st, ro.Snapshot); err != nil {
+					return err
+				}
 			}
 			rep, runErr := root.RunOnce(cmd.Context(), ro, rp)
 			runErr = cliErr(runErr)
@@ -108,6 +128,7 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&doProbe, "probe", false, "with --snapshot: also probe guest addresses (off: the run is reproducible)")
 	cmd.Flags().StringArrayVar(&resources, "resource", nil, "a scoped run: patrol only this resource (repeatable), its parents and children, and resolve nothing else")
 	cmd.Flags().StringVar(&reason, "reason", "", "with --resource: why the scoped run was asked for (recorded in the report)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, dryRunHelp)
 	cmd.Flags().BoolVar(&all, "all", false, "text output: list every finding, the unchanged ones too (default: their counts)")
 	outputFlag(cmd, &output)
 	return cmd
@@ -246,7 +267,12 @@ func printReport(w io.Writer, rep *patrol.Report, all bool) {
 	for _, p := range rep.InvalidResources {
 		fmt.Fprintf(w, "invalid: %s\n", termsafe.Field(p.String()))
 	}
-	fmt.Fprintf(w, "signals: %d (unmatched by the model: %d)\n", len(rep.Signals), len(rep.UnmatchedSignals))
+	// Without a model nothing was matched: the count alone says it.
+	if rep.Analysis == patrol.AnalysisModel || rep.Model != nil {
+		fmt.Fprintf(w, "signals: %d (unmatched by the model: %d)\n", len(rep.Signals), len(rep.UnmatchedSignals))
+	} else {
+		fmt.Fprintf(w, "signals: %d\n", len(rep.Signals))
+	}
 	header := false
 	var unchanged []patrol.FindingRef
 	for _, f := range rep.Findings {

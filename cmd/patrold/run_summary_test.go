@@ -30,7 +30,7 @@ func summaryReport() *patrol.Report {
 
 const summaryHead = "run 01RUN  trigger=manual  status=critical  analysis=deterministic  12ms\n" +
 	"resources: node 1, vm 4, container 0, storage 0, disk 0\n" +
-	"signals: 0 (unmatched by the model: 0)\n" +
+	"signals: 0\n" +
 	"findings:\n"
 
 // TestRunTextCountsUnchanged: the text report lists every finding a run

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +39,7 @@ func newStatusCmd(a *app) *cobra.Command {
 			}
 			raw, err := c.Status(cmd.Context())
 			if err != nil {
-				return fmt.Errorf("no daemon status at %s: %w", base, err)
+				return fmt.Errorf("no daemon status at %s: %s", base, unreachable(err))
 			}
 			if output == "json" {
 				_, err = a.stdout.Write(append(indentJSON(raw), '\n'))
@@ -77,4 +80,21 @@ func printStatus(a *app, s *api.Status) {
 	} {
 		fmt.Fprintf(a.stdout, "%-16s %s\n", r[0]+":", r[1])
 	}
+}
+
+// daemonHint tells an operator what to do when no daemon answers.
+const daemonHint = "start the daemon (patrold serve, or systemctl start patrold), " +
+	"or give --config the file of the daemon whose http.listen this is"
+
+// unreachable says why no daemon answered, in words, not as a raw dial
+// error; other errors (an HTTP answer that is not a status) stay whole.
+func unreachable(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing listens there (connection refused); " + daemonHint
+	case errors.As(err, &op) && op.Op == "dial":
+		return "cannot connect (" + op.Err.Error() + "); " + daemonHint
+	}
+	return err.Error()
 }
