@@ -87,6 +87,7 @@ var keyAliases = map[string]string{
 	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
 	"capacity-forecast": "capacity_forecast", "storage-full-soon": "capacity_forecast", "disk-full-soon": "capacity_forecast",
 	"backup-job-failed": "backup_job_failed", "datastore-job-failed": "backup_job_failed",
+	"quorum-lost": "quorum_lost", "no-quorum": "quorum_lost", "cluster-quorum-lost": "quorum_lost",
 	"high-swap": "high_swap", "swap-high": "high_swap", "swap": "high_swap",
 	"high-iowait": "high_iowait", "iowait-high": "high_iowait", "iowait": "high_iowait", "io-wait": "high_iowait", "high-io-wait": "high_iowait",
 	// patrold's own findings about its source and its probe keep their

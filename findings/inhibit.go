@@ -34,6 +34,8 @@ var inhibitRules = []inhibitRule{
 	{parent: string(signals.TypeNodeOffline), children: []string{string(signals.TypeGuestUnreachable)}},
 	//mutate:inhibit-row-full-storage ./findings ^TestInhibit
 	{parent: string(signals.TypeHighDisk), minSeverity: SeverityCritical, parentKind: snapshot.KindStorage, children: []string{string(signals.TypeHighDisk)}},
+	//mutate:inhibit-row-quorum-lost ./cmd/patrold ^TestRunQuorumLost$
+	{parent: string(signals.TypeQuorumLost), parentKind: snapshot.KindCluster, children: []string{string(signals.TypeNodeOffline), string(signals.TypeGuestUnreachable)}},
 	//mutate:inhibit-row-network ./findings ^TestInhibit
 	{parent: KeyNetworkUnroutable, children: []string{string(signals.TypeGuestUnreachable)}},
 }

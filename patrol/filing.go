@@ -32,6 +32,7 @@ var titles = map[signals.Type]string{
 	signals.TypeCapacityForecast: "%s is filling up",
 	signals.TypeHighSwap:         "High swap on %s",
 	signals.TypeHighIOWait:       "High IO wait on %s",
+	signals.TypeQuorumLost:       "Cluster %s has lost quorum",
 }
 
 // titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
@@ -60,6 +61,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeCapacityForecast: "Find what is growing (backups, snapshots, logs) and prune it or add capacity before the projected date.",
 	signals.TypeHighSwap:         "Find the guests or processes under memory pressure; add memory, lower ballooning targets or move load.",
 	signals.TypeHighIOWait:       "Find the disk or storage that is slow or saturated (iostat, zpool iostat) and the guests driving it.",
+	signals.TypeQuorumLost:       "Run pvecm status on a node: bring the missing nodes or the corosync links back; do not change expected votes while the others may still run.",
 }
 
 // maxSummaryRunes caps a signal's summary (which quotes capped names and

@@ -186,3 +186,18 @@ func zfsPool(r *snapshot.Resource) (Signal, bool) {
 	s.Summary = fmt.Sprintf("ZFS pool %s: %s", display(r), strings.Join(reasons, ", "))
 	return s, true
 }
+
+// quorumLost: a cluster whose quorum was read and is lost is critical:
+// pmxcfs is read only, so no guest starts, migrates or changes config.
+func quorumLost(r *snapshot.Resource) (Signal, bool) {
+	q := r.Quorum
+	//mutate:quorum-lost ./cmd/patrold ^TestRunQuorumLost$
+	if q == nil || q.Quorate {
+		return Signal{}, false
+	}
+	s := newSignal(r, TypeQuorumLost, SeverityCritical)
+	s.Evidence = map[string]any{"quorate": false, "nodes": q.Nodes, "nodes_online": q.NodesOnline}
+	s.Summary = "cluster " + display(r) + " has lost quorum: " + strconv.FormatInt(q.NodesOnline, 10) + " of " +
+		strconv.FormatInt(q.Nodes, 10) + " nodes online"
+	return s, true
+}

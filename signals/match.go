@@ -95,6 +95,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeBackupJobFailed:  {snapshot.KindStorage},
 	TypeHighSwap:         {snapshot.KindNode},
 	TypeHighIOWait:       {snapshot.KindNode},
+	TypeQuorumLost:       {snapshot.KindCluster},
 }
 
 // Judges reports whether detection judges typ on resources of kind.

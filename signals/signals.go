@@ -31,13 +31,14 @@ const (
 	TypeBackupJobFailed  Type = "backup_job_failed"
 	TypeHighSwap         Type = "high_swap"
 	TypeHighIOWait       Type = "high_iowait"
+	TypeQuorumLost       Type = "quorum_lost"
 )
 
 // Types lists the catalogue in detection order.
 var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
-	TypeHighSwap, TypeHighIOWait,
+	TypeHighSwap, TypeHighIOWait, TypeQuorumLost,
 }
 
 // Severities a signal can carry.
@@ -173,6 +174,10 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := unreachable(r); ok {
 			out = append(out, s)
 		}
+	case r.Kind == snapshot.KindCluster:
+		if s, ok := quorumLost(r); ok {
+			out = append(out, s)
+		}
 	case r.Kind == snapshot.KindStorage:
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricUsage, t.Disk, active)
 		if s, ok := zfsPool(r); ok {
@@ -219,6 +224,9 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		}
 		_, _, ok := r.Metric(metricOf(typ))
 		return ok
+	case TypeQuorumLost:
+		// A cluster whose quorum was not read says nothing either way.
+		return r.Kind == snapshot.KindCluster && r.Quorum != nil
 	case TypeBackupFailed, TypeBackupStale:
 		return r.Kind.Guest() && r.Backup != nil
 	case TypeGuestUnreachable:

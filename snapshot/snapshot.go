@@ -26,15 +26,20 @@ const (
 	KindContainer Kind = "container"
 	KindStorage   Kind = "storage"
 	KindDisk      Kind = "disk"
+	// KindCluster is a Proxmox cluster: the parent of its nodes, carrying
+	// quorum.
+	KindCluster Kind = "cluster"
 )
 
-// Kinds lists every resource kind in report order.
+// Kinds lists the kinds every report counts, in report order. A
+// cluster is counted only where there is one (Counts), so reports of a
+// fleet without one read as they always did.
 var Kinds = []Kind{KindNode, KindVM, KindContainer, KindStorage, KindDisk}
 
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindNode, KindVM, KindContainer, KindStorage, KindDisk:
+	case KindNode, KindVM, KindContainer, KindStorage, KindDisk, KindCluster:
 		return true
 	}
 	return false
@@ -109,8 +114,10 @@ type Resource struct {
 	// BackupStore is set on a storage resource that is a backup datastore
 	// whose jobs and verifications its source read (a PBS datastore).
 	BackupStore *BackupStore `json:"backup_store,omitempty"`
-	Notes       string       `json:"notes,omitempty"`
-	Logs        []string     `json:"logs,omitempty"`
+	// Quorum is set on a cluster resource whose source read its quorum.
+	Quorum *Quorum  `json:"quorum,omitempty"`
+	Notes  string   `json:"notes,omitempty"`
+	Logs   []string `json:"logs,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -203,6 +210,14 @@ type ZFS struct {
 	ReadErrors     int64  `json:"read_errors,omitempty"`
 	WriteErrors    int64  `json:"write_errors,omitempty"`
 	ChecksumErrors int64  `json:"checksum_errors,omitempty"`
+}
+
+// Quorum is a cluster's quorum as its source read it.
+type Quorum struct {
+	Quorate bool `json:"quorate"`
+	// Nodes is the cluster's member count; NodesOnline those online.
+	Nodes       int64 `json:"nodes,omitempty"`
+	NodesOnline int64 `json:"nodes_online,omitempty"`
 }
 
 // BackupStore is what keeps a backup datastore sound: the last runs of

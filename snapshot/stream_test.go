@@ -243,7 +243,7 @@ func TestDuplicatePlaces(t *testing.T) {
 	}
 	want := []Problem{
 		{ID: "(document)", Index: 0, Field: "colour", Problem: "unknown field (ignored)", Warning: true},
-		{ID: "x/1", Index: 0, Field: "kind", Problem: `unknown kind "switch" (want node, vm, container, storage or disk)`},
+		{ID: "x/1", Index: 0, Field: "kind", Problem: `unknown kind "switch" (want node, vm, container, storage, disk or cluster)`},
 		{ID: "vm/1", Index: 1, Field: "status", Problem: `unrecognised status "zombie" for a vm; treated as unknown`, Warning: true},
 		{Index: 2, Field: "id", Problem: "required"},
 		{ID: "vm/2", Index: 3, Field: "colour", Problem: "unknown field (ignored)", Warning: true},

@@ -605,7 +605,7 @@ func check(r *Resource) (field, problem string) {
 	}
 	kind := Kind(strings.ToLower(string(r.Kind)))
 	if !kind.Valid() {
-		return "kind", fmt.Sprintf("unknown kind %q (want node, vm, container, storage or disk)", r.Kind)
+		return "kind", fmt.Sprintf("unknown kind %q (want node, vm, container, storage, disk or cluster)", r.Kind)
 	}
 	for _, m := range r.Metrics {
 		if prob := metricProblem(m); prob != "" {

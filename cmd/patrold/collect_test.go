@@ -68,6 +68,7 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 		"/api2/json/cluster/resources": `{"data":[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.5,"maxcpu":4,"mem":1,"maxmem":4},` +
 			`{"id":"node/pve2","type":"node","node":"pve2","status":"offline"}]}`,
 		"/api2/json/cluster/backup":        `{"data":[]}`,
+		"/api2/json/cluster/status":        `{"data":[{"type":"node","name":"pve1","online":1}]}`,
 		"/api2/json/storage":               `{"data":[]}`,
 		"/api2/json/nodes/pve1/disks/list": `{"data":[]}`,
 		"/api2/json/nodes/pve1/status":     `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,

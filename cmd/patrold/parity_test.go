@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot/proxmox/pvetest"
 )
@@ -131,5 +133,105 @@ func parityCompare(t *testing.T, step string, got, want parityRun) {
 		g, _ := json.MarshalIndent(got, "", " ")
 		w, _ := json.MarshalIndent(want, "", " ")
 		t.Errorf("%s:\n got %s\nwant %s", step, g, w)
+	}
+}
+
+// parityFindings are the active findings of `patrold findings list`:
+// "key resource severity" to what holds it ("" for nothing).
+func parityFindings(t *testing.T, c *cli) map[string]string {
+	t.Helper()
+	out, code := c.run("findings", "list", "--output", "json")
+	if code != 0 {
+		t.Fatalf("findings list: exit %d: %s", code, out)
+	}
+	var list []struct {
+		Key         string `json:"key"`
+		ResourceID  string `json:"resource_id"`
+		Severity    string `json:"severity"`
+		InhibitedBy string `json:"inhibited_by"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("findings list: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, f := range list {
+		got[f.Key+" "+f.ResourceID+" "+f.Severity] = f.InhibitedBy
+	}
+	return got
+}
+
+// TestRunQuorumLost: through `patrold run` against the PVE stand-in, a
+// cluster whose /cluster/status says quorate 0 is quorum_lost, critical,
+// on cluster/<name>, the parent of its nodes: pve2's node_offline is held
+// under it while quorum is lost and released when it is back (and
+// quorum_lost resolves). A guest's unreachable finding is held too (the
+// source makes the cluster one of every guest's parents; given here as
+// a snapshot), its backup finding never.
+func TestRunQuorumLost(t *testing.T) {
+	pve := pvetest.New(t)
+	pve.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":1,"maxmem":4},`+
+		`{"id":"node/pve2","type":"node","node":"pve2","status":"offline"}]`)
+	online := map[string]bool{"pve1": true, "pve2": false}
+	pve.Set("cluster/status", pvetest.PVE7(pvetest.ClusterStatus("pve-prod", true, online)))
+	c := newCLI(t, "")
+	c.appendConfig(pve.Source(t, c.dir))
+	run := func() {
+		t.Helper()
+		if out, code := c.run("run", "--output", "json"); code != 0 {
+			t.Fatalf("patrold run: exit %d: %s", code, out)
+		}
+	}
+	run()
+	want := map[string]string{"node_offline node/pve2 critical": ""}
+	if got := parityFindings(t, c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("quorate: %v, want %v", got, want)
+	}
+
+	pve.Set("cluster/status", pvetest.ClusterStatus("pve-prod", false, online))
+	out, code := c.run("run", "--output", "json")
+	if code != 0 {
+		t.Fatalf("patrold run: exit %d: %s", code, out)
+	}
+	var rep struct {
+		Signals []signals.Signal `json:"signals"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	lost := signals.Signal{Type: signals.TypeQuorumLost, ResourceID: "cluster/pve-prod", ResourceKind: "cluster", ResourceName: "pve-prod",
+		Severity: "critical", Category: "reliability", Summary: "cluster pve-prod (cluster/pve-prod) has lost quorum: 1 of 2 nodes online",
+		Evidence: map[string]any{"quorate": false, "nodes": 2, "nodes_online": 1}}
+	parityCompare(t, "quorum lost", parityRun{Signals: rep.Signals[:1]}, parityRun{Signals: []signals.Signal{lost}})
+	lostID := findings.ID("cluster/pve-prod", findings.CategoryReliability, string(signals.TypeQuorumLost))
+	want = map[string]string{"quorum_lost cluster/pve-prod critical": "", "node_offline node/pve2 critical": lostID}
+	if got := parityFindings(t, c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("quorum lost: %v, want %v", got, want)
+	}
+
+	pve.Set("cluster/status", pvetest.ClusterStatus("pve-prod", true, online))
+	run()
+	want = map[string]string{"node_offline node/pve2 critical": ""}
+	if got := parityFindings(t, c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("quorum back: %v, want %v", got, want)
+	}
+
+	// A guest of a cluster without quorum: unreachable held, backup not.
+	doc := `{"version":1,"taken_at":"2026-11-29T06:00:00Z","resources":[` +
+		`{"id":"cluster/c1","kind":"cluster","name":"c1","quorum":{"quorate":false,"nodes":2,"nodes_online":1}},` +
+		`{"id":"node/n1","kind":"node","parent":"cluster/c1","status":"online"},` +
+		`{"id":"vm/1","kind":"vm","parent":"node/n1","parents":["cluster/c1"],"status":"running","reachable":false,` +
+		`"backup":{"last_status":"failed","last_finished_at":"2026-11-29T02:00:00Z","last_success_at":"2026-11-28T02:00:00Z","last_error":"no quorum"}}]}`
+	file := filepath.Join(t.TempDir(), "snap.json")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := newCLI(t, "")
+	if out, code := g.run("run", "--snapshot", file); code != 0 {
+		t.Fatalf("patrold run --snapshot: exit %d: %s", code, out)
+	}
+	c1 := findings.ID("cluster/c1", findings.CategoryReliability, string(signals.TypeQuorumLost))
+	want = map[string]string{"quorum_lost cluster/c1 critical": "", "guest_unreachable vm/1 warning": c1, "backup_failed vm/1 warning": ""}
+	if got := parityFindings(t, g); !reflect.DeepEqual(got, want) {
+		t.Fatalf("guest of a cluster without quorum: %v, want %v", got, want)
 	}
 }

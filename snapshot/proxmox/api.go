@@ -106,6 +106,18 @@ type nodeStatus struct {
 	} `json:"swap"`
 }
 
+// clusterStatusEntry is one entry of GET /cluster/status: the cluster
+// itself (type "cluster", with quorate) or one of its nodes (type
+// "node", with online).
+type clusterStatusEntry struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Quorate number `json:"quorate"`
+	Nodes   number `json:"nodes"`
+	Online  number `json:"online"`
+}
+
 // storageConfig is one entry of GET /storage: a storage's configuration,
 // cluster-wide. Path is set for storages on a directory (dir, btrfs, and
 // the mount point of nfs, cifs and others).

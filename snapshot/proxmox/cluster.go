@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,38 @@ type cluster struct {
 	guests   []clusterResource // qemu and lxc, templates left out, by vmid
 	storages []storageEntry    // shared storage once, by id
 	problems []snapshot.Problem
+	// status is GET /cluster/status, nil when it was not read.
+	status []clusterStatusEntry
+}
+
+// clusterResourceOf is the cluster resource of GET /cluster/status, the
+// parent of the nodes and guests; false for a node that is in no cluster
+// or a status that was not read. Quorum is set when the answer gave it.
+func (c *cluster) clusterResourceOf() (snapshot.Resource, bool) {
+	for _, e := range c.status {
+		if e.Type != "cluster" || e.Name == "" {
+			continue
+		}
+		id := "cluster/" + e.Name
+		if snapshot.IDProblem(id) != "" || strings.HasPrefix(e.Name, "-") {
+			return snapshot.Resource{}, false
+		}
+		r := snapshot.Resource{ID: id, Kind: snapshot.KindCluster, Name: e.Name}
+		if e.Quorate.set {
+			q := &snapshot.Quorum{Quorate: e.Quorate.v == 1}
+			if e.Nodes.set && e.Nodes.v >= 0 && e.Nodes.v <= math.MaxInt32 {
+				q.Nodes = int64(e.Nodes.v)
+			}
+			for _, n := range c.status {
+				if n.Type == "node" && n.Online.set && n.Online.v == 1 {
+					q.NodesOnline++
+				}
+			}
+			r.Quorum = q
+		}
+		return r, true
+	}
+	return snapshot.Resource{}, false
 }
 
 // storageEntry is one storage resource: a node-local storage, or a shared

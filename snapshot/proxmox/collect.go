@@ -49,6 +49,14 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/backup",
 			Problem: trimEndpoint(jobsRead, "GET /cluster/backup") + "; backups of every guest left out"})
 	}
+	if err := sess.get(ctx, []string{"cluster", "status"}, nil, func(d []byte) (err error) {
+		cl.status, err = decodeList[clusterStatusEntry](d)
+		return err
+	}); err != nil {
+		cl.status = nil
+		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/status",
+			Problem: trimEndpoint(err, "GET /cluster/status") + "; the cluster and its quorum left out"})
+	}
 	paths, pathsRead := s.storagePaths(ctx, sess)
 	if pathsRead != nil {
 		problems = append(problems, *pathsRead)
@@ -135,12 +143,22 @@ func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []n
 // pools, disks.
 func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
 	var out []snapshot.Resource
+	// The cluster is the parent of its nodes, and of its guests beside
+	// their node: quorum lost holds both (docs/FINDINGS.md#inhibition).
+	clusterRes, inCluster := cl.clusterResourceOf()
+	if inCluster {
+		out = append(out, clusterRes)
+	}
 	for _, name := range cl.names {
 		var st *nodeStatus
 		if res := byNode[name]; res != nil {
 			st = res.status
 		}
-		out = append(out, nodeResource(cl.nodes[name], st))
+		n := nodeResource(cl.nodes[name], st)
+		if inCluster {
+			n.Parent = clusterRes.ID
+		}
+		out = append(out, n)
 	}
 	newest := map[int64]newestBackup{}
 	read := map[string]bool{}
@@ -158,6 +176,9 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 		if res != nil {
 			r.Addresses = res.addresses[vmid(g)]
 			r.Parents = where.of(g.Node, res.configs[vmid(g)].storages())
+		}
+		if inCluster {
+			r.Parents = append(r.Parents, clusterRes.ID)
 		}
 		if jobsRead && covered(jobs, g) && backupsComplete(g, res, backups, read) {
 			run, ok := res.runs[vmid(g)]

@@ -160,7 +160,7 @@ func TestConfigNotReadFallsBackToNames(t *testing.T) {
 	for i, r := range full.Snapshot.Resources {
 		if r.ID == "vm/101" {
 			full.Snapshot.Resources[i].Addresses = []string{"10.99.0.1:22"}
-			full.Snapshot.Resources[i].Parents = nil
+			full.Snapshot.Resources[i].Parents = []string{"cluster/pve-prod"}
 		}
 	}
 	if !reflect.DeepEqual(snap, full.Snapshot) {
@@ -194,8 +194,8 @@ func TestGuestStorageParents(t *testing.T) {
 	}
 	// nfs-backup is shared (reported through pve1); pve2's local is one
 	// filesystem with cloud-init and snippets, reported as cloud-init.
-	byID["vm/101"].Parents = []string{"storage/pve1/bulk", "storage/pve1/local-lvm", "storage/pve1/nfs-backup"}
-	byID["container/201"].Parents = []string{"storage/pve2/cloud-init", "storage/pve2/local-lvm"}
+	byID["vm/101"].Parents = []string{"storage/pve1/bulk", "storage/pve1/local-lvm", "storage/pve1/nfs-backup", "cluster/pve-prod"}
+	byID["container/201"].Parents = []string{"storage/pve2/cloud-init", "storage/pve2/local-lvm", "cluster/pve-prod"}
 	if !reflect.DeepEqual(snap, full.Snapshot) {
 		got, _ := snapshot.Encode(snap)
 		t.Errorf("snapshot differs from the full one but the two guests' parents:\n%s", got)

@@ -1,6 +1,9 @@
 package proxmox
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -56,5 +59,60 @@ func FuzzNodeStatus(f *testing.F) {
 			return
 		}
 		valid(t, []snapshot.Resource{nodeResource(clusterResource{Node: "pve1", Status: "online"}, &st)})
+	})
+}
+
+// TestClusterStatusNamesTheField: a /cluster/status entry of the wrong
+// type names its index and field; PVE 7's strings read as numbers.
+func TestClusterStatusNamesTheField(t *testing.T) {
+	_, err := decodeList[clusterStatusEntry]([]byte(`[{"type":"node","online":1},{"type":"cluster","quorate":true}]`))
+	if want := "data[1].quorate: must be a number, got true"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+	for _, data := range []string{`[{"type":"cluster","name":"c","quorate":0,"nodes":3},{"type":"node","online":1},{"type":"node","online":0}]`,
+		`[{"type":"cluster","name":"c","quorate":"0","nodes":"3"},{"type":"node","online":"1"},{"type":"node","online":"0"}]`} {
+		st, err := decodeList[clusterStatusEntry]([]byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := (&cluster{status: st}).clusterResourceOf()
+		want := snapshot.Resource{ID: "cluster/c", Kind: snapshot.KindCluster, Name: "c", Quorum: &snapshot.Quorum{Nodes: 3, NodesOnline: 1}}
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v %v, want %+v", data, got, ok, want)
+		}
+	}
+	// A node in no cluster: no cluster entry, no cluster resource.
+	if r, ok := (&cluster{status: []clusterStatusEntry{{Type: "node", Name: "pve1"}}}).clusterResourceOf(); ok {
+		t.Errorf("a lone node has cluster %+v", r)
+	}
+}
+
+// FuzzClusterStatus: any /cluster/status answer that decodes maps the
+// fixture cluster to resources the snapshot contract accepts.
+func FuzzClusterStatus(f *testing.F) {
+	seedData(f, "cluster/status.json", "cluster/resources.json")
+	raw, err := os.ReadFile(filepath.Join("testdata", "api2", "json", "cluster", "resources.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := decodeList[clusterStatusEntry](data)
+		if err != nil {
+			return
+		}
+		rs, _ := decodeList[clusterResource](env.Data)
+		cl, err := indexCluster(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.status = st
+		s := &Source{opts: DefaultOptions()}
+		valid(t, s.build(cl, nil, cl.backupStorages(nil), nil, true, map[string]*nodeResult{}))
 	})
 }

@@ -53,6 +53,7 @@ func New(t testing.TB) *Server {
 	s.StartTLS()
 	t.Cleanup(s.Close)
 	s.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":4294967296,"maxmem":34359738368}]`)
+	s.Set("cluster/status", `[{"type":"node","id":"node/pve1","name":"pve1","nodeid":0,"online":1,"local":1,"ip":"192.0.2.11","level":""}]`)
 	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks"} {
 		s.Set(p, `[]`)
 	}
@@ -66,6 +67,29 @@ func NodeStatus(cpu, wait float64, swapUsed, swapTotal int64) string {
 		`"memory":{"total":34359738368,"used":4294967296,"free":30064771072},` +
 		`"swap":{"total":` + inum(swapTotal) + `,"used":` + inum(swapUsed) + `,"free":` + inum(swapTotal-swapUsed) + `},` +
 		`"cpuinfo":{"cpus":8,"sockets":1,"cores":8,"model":"QEMU Virtual CPU"},"pveversion":"pve-manager/8.3.0/c1689ccb1065a83b"}`
+}
+
+// ClusterStatus is a GET /cluster/status answer's data for cluster name
+// with these nodes, each online or not, quorate or not.
+func ClusterStatus(name string, quorate bool, online map[string]bool) string {
+	q := "0"
+	if quorate {
+		q = "1"
+	}
+	var nodes []string
+	for n := range online {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	out := `[{"type":"cluster","id":"cluster","name":"` + name + `","nodes":` + strconv.Itoa(len(nodes)) + `,"quorate":` + q + `,"version":4}`
+	for i, n := range nodes {
+		on := "0"
+		if online[n] {
+			on = "1"
+		}
+		out += `,{"type":"node","id":"node/` + n + `","name":"` + n + `","nodeid":` + strconv.Itoa(i+1) + `,"online":` + on + `,"local":0,"ip":"192.0.2.` + strconv.Itoa(11+i) + `","level":""}`
+	}
+	return out + "]"
 }
 
 // PVE7 rewrites an answer's data as PVE 7 sends it: every number a
