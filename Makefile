@@ -6,6 +6,8 @@ BIN      := bin/patrold
 VERSION  ?= $(shell git describe --tags --match 'v[0-9]*.[0-9]*.[0-9]*' --dirty 2>/dev/null || \
               echo v0.0.0-$$(git rev-list --count HEAD 2>/dev/null || echo 0)-g$$(git rev-parse --short HEAD 2>/dev/null || echo 0))
 DIST     ?= ./dist
+# File dates in the .deb: the commit time, so a build is reproducible.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 RUN_ENV  := PATROLD_SCHEDULE_CRON="@every 1m" PATROLD_SCHEDULE_STARTUP_DELAY=1s \
@@ -24,10 +26,10 @@ build:
 ## the command tree, and the .deb (internal/dist, nfpm as a library).
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST)/completions
-	CGO_ENABLED=1 $(GO) build -ldflags "-s -w $(LDFLAGS)" -o $(DIST)/patrold ./cmd/patrold
+	CGO_ENABLED=1 $(GO) build -buildmode=pie -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(DIST)/patrold ./cmd/patrold
 	$(DIST)/patrold man --dir $(DIST)/man
 	for sh in bash zsh fish; do $(DIST)/patrold completion $$sh > $(DIST)/completions/patrold.$$sh || exit 1; done
-	$(GO) run ./internal/dist/mkdeb -version $(VERSION) -dir $(DIST) -repo .
+	$(GO) run ./internal/dist/mkdeb -version $(VERSION) -mtime $(SOURCE_DATE_EPOCH) -dir $(DIST) -repo .
 
 ## run: the daemon on embedded defaults (demo fleet, embedded NATS, SQLite
 ## under ./var, no model), with a short schedule so findings appear at once.

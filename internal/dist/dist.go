@@ -8,13 +8,16 @@ package dist
 import (
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"embed"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,8 +42,8 @@ type Options struct {
 	Repo string
 	// Arch is the Debian architecture (default amd64).
 	Arch string
-	// MTime stamps every file (zero: the Unix epoch), so a build is
-	// reproducible.
+	// MTime stamps every file and dates the changelog: the commit time
+	// (SOURCE_DATE_EPOCH), so a build is reproducible. It is required.
 	MTime time.Time
 }
 
@@ -84,6 +87,53 @@ func PackagedUnit(unit string) (string, error) {
 	return out, nil
 }
 
+// Maintainer is the project's address in the package and its changelog.
+const Maintainer = "patrold maintainers <maintainers@patrold.dev>"
+
+// Changelog is the Debian changelog of a build: one entry for its
+// version, dated at the commit. CHANGELOG.md carries the history.
+func Changelog(ver string, at time.Time) string {
+	return fmt.Sprintf("patrold (%s) unstable; urgency=medium\n\n"+
+		"  * Built from the patrold repository; its CHANGELOG.md has the\n"+
+		"    changes.\n\n"+
+		" -- %s  %s\n", ver, Maintainer, at.UTC().Format(time.RFC1123Z))
+}
+
+var glibcVersion = regexp.MustCompile(`^GLIBC_(\d+)\.(\d+)(?:\.(\d+))?$`)
+
+// LibcDepends reads the binary's GLIBC_x.y symbol versions and returns
+// the libc6 dependency the newest of them needs.
+func LibcDepends(bin string) (string, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return "", fmt.Errorf("binary: %w", err)
+	}
+	defer f.Close()
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		return "", fmt.Errorf("binary %s: imported symbols: %w", bin, err)
+	}
+	var best [3]int
+	found := ""
+	for _, s := range syms {
+		m := glibcVersion.FindStringSubmatch(s.Version)
+		if m == nil {
+			continue
+		}
+		var v [3]int
+		for i := range v {
+			v[i], _ = strconv.Atoi(m[i+1])
+		}
+		if found == "" || slices.Compare(v[:], best[:]) > 0 {
+			best, found = v, strings.TrimPrefix(s.Version, "GLIBC_")
+		}
+	}
+	if found == "" {
+		return "", fmt.Errorf("binary %s: no GLIBC_ symbol versions (a static build needs no libc6; patrold links libc)", bin)
+	}
+	return "libc6 (>= " + found + ")", nil
+}
+
 // Deb builds the package and returns its path.
 func Deb(o Options) (string, error) {
 	ver, err := DebVersion(o.Version)
@@ -93,9 +143,11 @@ func Deb(o Options) (string, error) {
 	if o.Arch == "" {
 		o.Arch = "amd64"
 	}
-	if o.MTime.IsZero() {
-		o.MTime = time.Unix(0, 0).UTC()
+	// Files dated 1970 are an error to lintian (package-contains-ancient-file).
+	if o.MTime.Before(time.Date(1995, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		return "", fmt.Errorf("mtime: %v is not a commit time (set SOURCE_DATE_EPOCH)", o.MTime.UTC())
 	}
+	o.MTime = o.MTime.UTC()
 	stage, err := os.MkdirTemp("", "patrold-dist-")
 	if err != nil {
 		return "", err
@@ -118,6 +170,10 @@ func Deb(o Options) (string, error) {
 		return "", fmt.Errorf("binary: %w", err)
 	}
 	add(bin, "/usr/bin/patrold", 0o755, "")
+	libc, err := LibcDepends(bin)
+	if err != nil {
+		return "", err
+	}
 
 	unit, err := os.ReadFile(filepath.Join(o.Repo, "deploy", "patrold.service"))
 	if err != nil {
@@ -136,7 +192,7 @@ func Deb(o Options) (string, error) {
 
 	// The licence in Debian's machine-readable copyright format (DEP-5).
 	for name, dst := range map[string]string{"sysusers.conf": "/usr/lib/sysusers.d/patrold.conf", "tmpfiles.conf": "/usr/lib/tmpfiles.d/patrold.conf",
-		"copyright": "/usr/share/doc/patrold/copyright"} {
+		"copyright": "/usr/share/doc/patrold/copyright", "lintian-overrides": "/usr/share/lintian/overrides/patrold"} {
 		data, err := packageFiles.ReadFile("files/" + name)
 		if err != nil {
 			return "", err
@@ -148,6 +204,27 @@ func Deb(o Options) (string, error) {
 		add(p, dst, 0o644, "")
 	}
 
+	gzipped := func(data []byte) ([]byte, error) {
+		var gz bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		zw.ModTime = o.MTime
+		if _, err := zw.Write(data); err != nil {
+			return nil, err
+		}
+		err := zw.Close()
+		return gz.Bytes(), err
+	}
+	// A version without a Debian revision is a native package: lintian
+	// wants its changelog as changelog.gz in Debian's format.
+	cl, err := gzipped([]byte(Changelog(ver, o.MTime)))
+	if err != nil {
+		return "", err
+	}
+	if p, err = write("changelog.gz", cl); err != nil {
+		return "", err
+	}
+	add(p, "/usr/share/doc/patrold/changelog.gz", 0o644, "")
+
 	pages, err := filepath.Glob(filepath.Join(o.Dir, "man", "*.1"))
 	if err != nil || len(pages) == 0 {
 		return "", errors.Join(fmt.Errorf("man pages: none under %s (patrold man --dir)", filepath.Join(o.Dir, "man")), err)
@@ -158,16 +235,11 @@ func Deb(o Options) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		var gz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		zw.ModTime = o.MTime
-		if _, err := zw.Write(data); err != nil {
+		gz, err := gzipped(data)
+		if err != nil {
 			return "", err
 		}
-		if err := zw.Close(); err != nil {
-			return "", err
-		}
-		p, err := write(filepath.Join("man", filepath.Base(page)+".gz"), gz.Bytes())
+		p, err := write(filepath.Join("man", filepath.Base(page)+".gz"), gz)
 		if err != nil {
 			return "", err
 		}
@@ -205,7 +277,7 @@ func Deb(o Options) (string, error) {
 
 	info := nfpm.WithDefaults(&nfpm.Info{
 		Name: "patrold", Arch: o.Arch, Platform: "linux", Version: ver, VersionSchema: "none",
-		Section: "admin", Priority: "optional", Maintainer: "patrold maintainers <patrold@localhost>",
+		Section: "admin", Priority: "optional", Maintainer: Maintainer,
 		Description: "infrastructure patrol daemon\n" +
 			" patrold collects a snapshot of a fleet on a schedule, detects problems\n" +
 			" deterministically (and with a language model, optionally), files them as\n" +
@@ -213,6 +285,7 @@ func Deb(o Options) (string, error) {
 		License: "Apache-2.0", MTime: o.MTime,
 		Overridables: nfpm.Overridables{
 			Contents:   contents,
+			Depends:    []string{libc},
 			Recommends: []string{"systemd"},
 			Scripts:    scripts,
 		},

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/patrold/patrold/internal/dist"
 )
@@ -15,7 +17,14 @@ func main() {
 	flag.StringVar(&o.Dir, "dir", "dist", "directory with patrold, man/ and completions/; the .deb is written there")
 	flag.StringVar(&o.Repo, "repo", ".", "repository root")
 	flag.StringVar(&o.Arch, "arch", "amd64", "Debian architecture")
+	epoch := flag.String("mtime", os.Getenv("SOURCE_DATE_EPOCH"), "file dates in Unix seconds (default $SOURCE_DATE_EPOCH: the commit time)")
 	flag.Parse()
+	sec, err := strconv.ParseInt(*epoch, 10, 64)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mkdeb: -mtime (SOURCE_DATE_EPOCH): %q is not Unix seconds\n", *epoch)
+		os.Exit(2)
+	}
+	o.MTime = time.Unix(sec, 0)
 	out, err := dist.Deb(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mkdeb:", err)
