@@ -414,6 +414,18 @@ func (l *Lease) recordLocked(start time.Time, rev uint64, err error, lose bool) 
 	}
 }
 
+// ownKey returns the revision of a key that names this holder, 0 when
+// there is none or it cannot be read. A write whose answer was lost (the
+// stop cancelled it) may have stored such a key without this lease
+// knowing its revision.
+func (l *Lease) ownKey(ctx context.Context) uint64 {
+	e, err := l.kv.Get(ctx, l.o.Key)
+	if err != nil || string(e.Value()) != l.o.Holder {
+		return 0
+	}
+	return e.Revision()
+}
+
 // Close stops Run and releases a held lease (a revision-checked delete) so
 // another instance can take over at once. It is idempotent.
 func (l *Lease) Close() error {
@@ -436,11 +448,18 @@ func (l *Lease) Close() error {
 	held, rev := l.held, l.rev
 	l.held = false
 	l.mu.Unlock()
-	if !held || l.kv == nil {
+	if l.kv == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaseReleaseWait)
 	defer cancel()
+	//mutate:lease-close-releases-unanswered ./bus ^TestLeaseCloseReleasesAKeyWhoseAnswerWasLost$
+	if !held {
+		rev = l.ownKey(ctx)
+	}
+	if rev == 0 {
+		return nil
+	}
 	if err := l.kv.Delete(ctx, l.o.Key, jetstream.LastRevision(rev)); err != nil {
 		return fmt.Errorf("release leader lease: %w", err)
 	}
