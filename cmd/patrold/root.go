@@ -75,7 +75,7 @@ func newRoot(a *app) *cobra.Command {
 		newServeCmd(a), newRunCmd(a), newFindingsCmd(a), newRunsCmd(a), newSnapshotCmd(a), newDemoCmd(a),
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
 		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newWorkerCmd(a), newDBCmd(a),
-		newSilencesCmd(a), newStatusCmd(a), newManCmd(a), newEvalCmd(a), newTriggerCmd(a),
+		newSilencesCmd(a), newStatusCmd(a), newManCmd(a), newEvalCmd(a), newTriggerCmd(a), newCoverageCmd(a),
 	)
 	requireSubcommands(root)
 	return root
