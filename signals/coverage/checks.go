@@ -94,14 +94,14 @@ var checks = []Check{
 		Rules:   []Rule{{Zabbix, "swap above 90 %: warning"}, {APANode, "swap above 80 % for 2m: warning"}},
 		Key:     "high_swap",
 		Patrold: func() string { return "swap above " + pct(alerts.DefaultNodeSwap) + ": warning" },
-		Data:    "node swap", Reads: []string{proxmox},
+		Data:    "node swap", Reads: []string{proxmox, prometheus},
 	},
 	{
 		Name:    "IO wait",
 		Rules:   []Rule{{APANode, "iowait above 10 % (5m average): warning"}},
 		Key:     "high_iowait",
 		Patrold: func() string { return "sustained IO wait above " + pct(alerts.DefaultNodeIOWait) + ": warning" },
-		Data:    "node IO wait", Reads: []string{proxmox},
+		Data:    "node IO wait", Reads: []string{proxmox, prometheus},
 	},
 	{
 		Name:  "filling up",

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,7 +92,9 @@ func TestIntegrationNodeExporter(t *testing.T) {
 			_, cpu := m["cpu_percent"]
 			_, cpuAvg := m["cpu_percent_avg"]
 			_, memAvg := m["memory_percent_avg"]
-			if cpu && cpuAvg && memAvg && m["memory_percent"] > 0 {
+			_, iowait := m["iowait_percent"]
+			_, iowaitAvg := m["iowait_percent_avg"]
+			if cpu && cpuAvg && memAvg && iowait && iowaitAvg && m["memory_percent"] > 0 {
 				return true, ""
 			}
 		}
@@ -100,7 +103,14 @@ func TestIntegrationNodeExporter(t *testing.T) {
 	if node.Status != snapshot.StatusOnline {
 		t.Errorf("%s status = %q, want online (up == 1)", want, node.Status)
 	}
-	for _, m := range []string{"cpu_percent", "cpu_percent_avg", "memory_percent", "memory_percent_avg"} {
+	metrics := []string{"cpu_percent", "cpu_percent_avg", "memory_percent", "memory_percent_avg", "iowait_percent", "iowait_percent_avg"}
+	// swap_percent exists only where the machine has swap.
+	if hasSwap(t) {
+		metrics = append(metrics, "swap_percent")
+	} else if v, ok := node.Metrics.Map()["swap_percent"]; ok {
+		t.Errorf("swap_percent %v on a machine without swap", v)
+	}
+	for _, m := range metrics {
 		v, ok := node.Metrics.Map()[m]
 		if !ok || v < 0 || v > 100 {
 			t.Errorf("%s = %v (present %v), want a percentage", m, v, ok)
@@ -110,6 +120,20 @@ func TestIntegrationNodeExporter(t *testing.T) {
 		t.Errorf("implausible metrics: %v", node.Metrics)
 	}
 	t.Logf("%s: %v", want, node.Metrics)
+}
+
+// hasSwap reports whether this machine has swap (SwapTotal above 0).
+func hasSwap(t *testing.T) bool {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "SwapTotal:" {
+			return f[1] != "0"
+		}
+	}
+	return false
 }
 
 func ready(url string) bool {

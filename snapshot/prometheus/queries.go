@@ -28,6 +28,9 @@ type Queries struct {
 	NodeCPUAvg               string `koanf:"node_cpu_avg" yaml:"node_cpu_avg" json:"node_cpu_avg"`
 	NodeMemory               string `koanf:"node_memory" yaml:"node_memory" json:"node_memory"`
 	NodeMemoryAvg            string `koanf:"node_memory_avg" yaml:"node_memory_avg" json:"node_memory_avg"`
+	NodeSwap                 string `koanf:"node_swap" yaml:"node_swap" json:"node_swap"`
+	NodeIOWait               string `koanf:"node_iowait" yaml:"node_iowait" json:"node_iowait"`
+	NodeIOWaitAvg            string `koanf:"node_iowait_avg" yaml:"node_iowait_avg" json:"node_iowait_avg"`
 	StorageUsage             string `koanf:"storage_usage" yaml:"storage_usage" json:"storage_usage"`
 	DiskHealth               string `koanf:"disk_health" yaml:"disk_health" json:"disk_health"`
 	DiskReallocated          string `koanf:"disk_reallocated" yaml:"disk_reallocated" json:"disk_reallocated"`
@@ -53,11 +56,15 @@ func smartAttr(name string) string {
 // exporter following the convention in docs/SOURCES.md.
 func DefaultQueries() Queries {
 	return Queries{
-		NodeUp:                   `up{job="node"}`,
-		NodeCPU:                  `100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="idle"}[$rate_window])))`,
-		NodeCPUAvg:               `100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="idle"}[$window])))`,
-		NodeMemory:               `100 * (1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)`,
-		NodeMemoryAvg:            `100 * (1 - avg_over_time(node_memory_MemAvailable_bytes[$window]) / avg_over_time(node_memory_MemTotal_bytes[$window]))`,
+		NodeUp:        `up{job="node"}`,
+		NodeCPU:       `100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="idle"}[$rate_window])))`,
+		NodeCPUAvg:    `100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="idle"}[$window])))`,
+		NodeMemory:    `100 * (1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes)`,
+		NodeMemoryAvg: `100 * (1 - avg_over_time(node_memory_MemAvailable_bytes[$window]) / avg_over_time(node_memory_MemTotal_bytes[$window]))`,
+		// A node without swap has no series: 0/0 would be NaN.
+		NodeSwap:                 `100 * (1 - node_memory_SwapFree_bytes / (node_memory_SwapTotal_bytes > 0))`,
+		NodeIOWait:               `100 * avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="iowait"}[$rate_window]))`,
+		NodeIOWaitAvg:            `100 * avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="iowait"}[$window]))`,
 		StorageUsage:             `100 * (1 - node_filesystem_avail_bytes{fstype!~"` + pseudoFS + `"} / node_filesystem_size_bytes{fstype!~"` + pseudoFS + `"})`,
 		DiskHealth:               `smartctl_device_smart_status`,
 		DiskReallocated:          smartAttr("Reallocated_Sector_Ct"),
@@ -101,6 +108,9 @@ var specs = []querySpec{
 	{"node_cpu_avg", familyNode, func(q *Queries) *string { return &q.NodeCPUAvg }, nodeMetric("cpu_percent_avg")},
 	{"node_memory", familyNode, func(q *Queries) *string { return &q.NodeMemory }, nodeMetric("memory_percent")},
 	{"node_memory_avg", familyNode, func(q *Queries) *string { return &q.NodeMemoryAvg }, nodeMetric("memory_percent_avg")},
+	{"node_swap", familyNode, func(q *Queries) *string { return &q.NodeSwap }, nodeMetric(snapshot.MetricSwap)},
+	{"node_iowait", familyNode, func(q *Queries) *string { return &q.NodeIOWait }, nodeMetric(snapshot.MetricIOWait)},
+	{"node_iowait_avg", familyNode, func(q *Queries) *string { return &q.NodeIOWaitAvg }, nodeMetric(snapshot.MetricIOWait + "_avg")},
 	{"storage_usage", familyStorage, func(q *Queries) *string { return &q.StorageUsage }, (*builder).storageUsage},
 	{"disk_health", familyDisk, func(q *Queries) *string { return &q.DiskHealth }, (*builder).diskHealth},
 	{"disk_reallocated", familyDisk, func(q *Queries) *string { return &q.DiskReallocated }, diskCount(func(s *snapshot.Smart) *int64 { return &s.ReallocatedSectors })},

@@ -249,7 +249,7 @@ func mustVec(t *testing.T, reg *promclient.Registry, query string) promclient.Co
 func TestTotalFailure(t *testing.T) {
 	_, srv := newRecorded(t, QueryNames()...)
 	_, _, err := collect(t, Options{URL: srv.URL})
-	if err == nil || !strings.Contains(err.Error(), "all 17 prometheus queries failed") {
+	if err == nil || !strings.Contains(err.Error(), "all 20 prometheus queries failed") {
 		t.Fatalf("err = %v, want every query failed", err)
 	}
 	down := httptest.NewServer(http.NotFoundHandler())
@@ -272,8 +272,8 @@ func TestDisabledQueriesAreNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := rec.calls.Load(); n != 5 {
-		t.Errorf("%d queries sent, want the 5 node queries", n)
+	if n := rec.calls.Load(); n != 8 {
+		t.Errorf("%d queries sent, want the 8 node queries", n)
 	}
 	for _, r := range snap.Resources {
 		if r.Kind != snapshot.KindNode {
