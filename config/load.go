@@ -40,7 +40,8 @@ func (e *Error) Error() string {
 
 // Load builds a configuration from YAML bytes and environment entries
 // ("KEY=value"): defaults, then the file, then PATROLD_* overrides. It is a
-// pure function of its inputs. The result is validated.
+// pure function of its inputs. ${CREDENTIALS_DIRECTORY} in a *_file key is
+// that entry's value (Credstore without it). The result is validated.
 func Load(data []byte, environ []string) (*Config, error) {
 	// The key delimiter is a control character, not ".", so map keys that
 	// contain dots (model names in model.prices, such as gpt-4.1) stay whole.
@@ -70,6 +71,9 @@ func Load(data []byte, environ []string) (*Config, error) {
 	}
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
 		return nil, &Error{Problems: decodeProblems(err)}
+	}
+	if problems := expandCredentials(&cfg, CredentialsDir(environ)); len(problems) > 0 {
+		return nil, &Error{Problems: problems}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

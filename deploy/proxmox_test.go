@@ -21,7 +21,7 @@ func TestProxmoxExampleLoads(t *testing.T) {
 	}
 	p := cfg.Source.Proxmox
 	if cfg.Source.Kind != "proxmox" || p.URL != "https://pve1.example:8006" || p.TokenID != "patrold@pve!patrol" ||
-		p.TokenSecretFile != "/etc/patrold/pve.token" || p.TLS.CAFile != "/etc/patrold/pve-root-ca.pem" ||
+		p.TokenSecretFile != config.Credstore+"/pve.token" || p.TLS.CAFile != "/etc/patrold/pve-root-ca.pem" ||
 		p.Timeout != 30*time.Second || len(p.Backups.Storages) != 1 || p.Backups.Storages[0] != "pbs" ||
 		!p.GuestAgent.Enabled || p.GuestAgent.Port != 22 {
 		t.Errorf("source: %+v", cfg.Source)

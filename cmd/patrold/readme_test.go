@@ -159,8 +159,9 @@ var realFleet = regexp.MustCompile("(?s)<!-- realfleet:(\\w+) -->\\n```yaml\\n(.
 
 // TestReadmeRealFleetConfigsCheck: the README's Proxmox and Prometheus
 // configurations pass `patrold config check` as written. The one change:
-// /etc/patrold and /var/lib/patrold are a temporary directory, where the
-// token secret and a CA certificate are put as the README says.
+// /etc/patrold, /etc/credstore and /var/lib/patrold are a temporary
+// directory, where the token secret and a CA certificate are put as the
+// README says; ${CREDENTIALS_DIRECTORY} names the credential store.
 func TestReadmeRealFleetConfigsCheck(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -180,13 +181,14 @@ func TestReadmeRealFleetConfigsCheck(t *testing.T) {
 	for kind, lines := range want {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
-			etc, lib := filepath.Join(dir, "etc"), filepath.Join(dir, "lib")
-			for _, d := range []string{etc, lib} {
+			etc, lib, creds := filepath.Join(dir, "etc"), filepath.Join(dir, "lib"), filepath.Join(dir, "credstore")
+			t.Setenv("CREDENTIALS_DIRECTORY", creds)
+			for _, d := range []string{etc, lib, creds} {
 				if err := os.Mkdir(d, 0o750); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := os.WriteFile(filepath.Join(etc, "pve.token"), []byte("0b7e-secret\n"), 0o400); err != nil {
+			if err := os.WriteFile(filepath.Join(creds, "pve.token"), []byte("0b7e-secret\n"), 0o400); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(etc, "pve-root-ca.pem"), selfSignedCA(t), 0o644); err != nil {

@@ -35,6 +35,8 @@ type app struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	cfg        *config.Config
+	// configUsed is the file loadConfig read ("" for the defaults alone).
+	configUsed string
 	// notifyReady, when set, is told the metrics address of `notify` (tests).
 	notifyReady func(addr string)
 	// workerReady, when set, is told the health address of `worker` (tests).
@@ -91,11 +93,11 @@ func (a *app) loadConfig() (*config.Config, error) {
 	if a.cfg != nil {
 		return a.cfg, nil
 	}
-	cfg, _, err := config.LoadFile(a.configPath)
+	cfg, used, err := config.LoadFile(a.configPath)
 	if err != nil {
 		return nil, usage(err)
 	}
-	a.cfg = cfg
+	a.cfg, a.configUsed = cfg, used
 	return cfg, nil
 }
 
@@ -287,6 +289,10 @@ func newConfigCmd(a *app) *cobra.Command {
 			// What serve would refuse, check refuses too.
 			if err := root.Check(); err != nil {
 				return usage(err)
+			}
+			// Root reads every file; the service's user may not.
+			if os.Geteuid() == 0 {
+				warnServiceAccess(a.stderr, a.configUsed, cfg, lookupService())
 			}
 			if output == "json" {
 				// The YAML rendering is the one with config keys and hidden
