@@ -33,6 +33,7 @@ var titles = map[signals.Type]string{
 	signals.TypeHighSwap:         "High swap on %s",
 	signals.TypeHighIOWait:       "High IO wait on %s",
 	signals.TypeQuorumLost:       "Cluster %s has lost quorum",
+	signals.TypeHAError:          "HA trouble on %s",
 }
 
 // titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
@@ -62,6 +63,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeHighSwap:         "Find the guests or processes under memory pressure; add memory, lower ballooning targets or move load.",
 	signals.TypeHighIOWait:       "Find the disk or storage that is slow or saturated (iostat, zpool iostat) and the guests driving it.",
 	signals.TypeQuorumLost:       "Run pvecm status on a node: bring the missing nodes or the corosync links back; do not change expected votes while the others may still run.",
+	signals.TypeHAError:          "Run ha-manager status: for a service in error, fix its cause, then set it disabled and started again; for a node, check pve-ha-lrm and its watchdog, or leave maintenance when done.",
 }
 
 // maxSummaryRunes caps a signal's summary (which quotes capped names and

@@ -201,3 +201,62 @@ func quorumLost(r *snapshot.Resource) (Signal, bool) {
 		strconv.FormatInt(q.Nodes, 10) + " nodes online"
 	return s, true
 }
+
+// haError judges a resource's HA state. A guest whose HA service is in
+// error or being fenced is down and needs a hand: critical; in recovery
+// or frozen it is on its way: warning. A node's LRM that is neither
+// active nor idle cannot run HA guests: warning, but only watch in
+// maintenance, which an operator asked for.
+func haError(r *snapshot.Resource) (Signal, bool) {
+	h := r.HA
+	if h == nil || !h.Managed {
+		return Signal{}, false
+	}
+	var severity string
+	ev := map[string]any{"state": h.State}
+	if r.Kind.Guest() {
+		switch h.State {
+		//mutate:ha-error-service-critical ./cmd/patrold ^TestRunHAError$
+		case snapshot.HAError, snapshot.HAFence:
+			severity = SeverityCritical
+		//mutate:ha-error-service-warning ./cmd/patrold ^TestRunHAError$
+		case snapshot.HARecovery, snapshot.HAFreeze:
+			severity = SeverityWarning
+		default:
+			return Signal{}, false
+		}
+		if h.Requested != "" {
+			ev["requested"] = h.Requested
+		}
+	} else {
+		switch h.State {
+		case snapshot.HAActive, snapshot.HAIdle:
+			return Signal{}, false
+		//mutate:ha-error-lrm-maintenance ./cmd/patrold ^TestRunHAError$
+		case snapshot.HAMaintenance:
+			severity = SeverityWatch
+		default:
+			severity = SeverityWarning
+		}
+		ev = map[string]any{"lrm_state": h.State}
+	}
+	s := newSignal(r, TypeHAError, severity)
+	s.Evidence = ev
+	if r.Kind.Guest() {
+		s.Summary = "HA resource " + display(r) + " is in state " + quoteState(h.State)
+		if h.Requested != "" {
+			s.Summary += " (requested " + quoteState(h.Requested) + ")"
+		}
+	} else {
+		s.Summary = "HA local resource manager of node " + display(r) + " is in state " + quoteState(h.State)
+	}
+	return s, true
+}
+
+// quoteState is an HA state for a summary, "unknown" when it is empty.
+func quoteState(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return clip(s, MaxNameRunes)
+}

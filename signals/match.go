@@ -96,6 +96,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeHighSwap:         {snapshot.KindNode},
 	TypeHighIOWait:       {snapshot.KindNode},
 	TypeQuorumLost:       {snapshot.KindCluster},
+	TypeHAError:          {snapshot.KindNode, snapshot.KindVM, snapshot.KindContainer},
 }
 
 // Judges reports whether detection judges typ on resources of kind.

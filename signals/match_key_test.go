@@ -46,7 +46,8 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 			Metrics: snapshot.MetricsOf(map[string]float64{snapshot.MetricCPU: 1, snapshot.MetricMemory: 1, snapshot.MetricDisk: 1, snapshot.MetricUsage: 1,
 				snapshot.MetricSwap: 1, snapshot.MetricIOWait: 1}),
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
-			ZFS: &snapshot.ZFS{State: "ONLINE"}, BackupStore: &snapshot.BackupStore{}}
+			ZFS: &snapshot.ZFS{State: "ONLINE"}, BackupStore: &snapshot.BackupStore{},
+			HA: &snapshot.HA{}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
 		}

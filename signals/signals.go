@@ -32,18 +32,19 @@ const (
 	TypeHighSwap         Type = "high_swap"
 	TypeHighIOWait       Type = "high_iowait"
 	TypeQuorumLost       Type = "quorum_lost"
+	TypeHAError          Type = "ha_error"
 )
 
 // Types lists the catalogue in detection order.
 var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
-	TypeHighSwap, TypeHighIOWait, TypeQuorumLost,
+	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
 }
 
 // Severities a signal can carry.
 const (
-	SeverityWatch    = "watch" // capacity_forecast only: a trend to watch
+	SeverityWatch    = "watch" // a trend or a state to watch, not yet a fault
 	SeverityWarning  = "warning"
 	SeverityCritical = "critical"
 )
@@ -164,6 +165,9 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := nodeOffline(r); ok {
 			out = append(out, s)
 		}
+		if s, ok := haError(r); ok {
+			out = append(out, s)
+		}
 	case r.Kind.Guest():
 		if r.Status == snapshot.StatusRunning {
 			out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
@@ -172,6 +176,9 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricDisk, t.Disk, active)
 		out = appendBackup(out, r, t.BackupMaxAge, takenAt)
 		if s, ok := unreachable(r); ok {
+			out = append(out, s)
+		}
+		if s, ok := haError(r); ok {
 			out = append(out, s)
 		}
 	case r.Kind == snapshot.KindCluster:
@@ -227,6 +234,9 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 	case TypeQuorumLost:
 		// A cluster whose quorum was not read says nothing either way.
 		return r.Kind == snapshot.KindCluster && r.Quorum != nil
+	case TypeHAError:
+		// Read HA state, managed or not: a guest taken out of HA clears.
+		return (r.Kind == snapshot.KindNode || r.Kind.Guest()) && r.HA != nil
 	case TypeBackupFailed, TypeBackupStale:
 		return r.Kind.Guest() && r.Backup != nil
 	case TypeGuestUnreachable:

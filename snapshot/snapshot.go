@@ -115,9 +115,12 @@ type Resource struct {
 	// whose jobs and verifications its source read (a PBS datastore).
 	BackupStore *BackupStore `json:"backup_store,omitempty"`
 	// Quorum is set on a cluster resource whose source read its quorum.
-	Quorum *Quorum  `json:"quorum,omitempty"`
-	Notes  string   `json:"notes,omitempty"`
-	Logs   []string `json:"logs,omitempty"`
+	Quorum *Quorum `json:"quorum,omitempty"`
+	// HA is set on a guest or node whose source read the HA manager's
+	// status (docs/SOURCES.md#fields-beyond-the-first-contract).
+	HA    *HA      `json:"ha,omitempty"`
+	Notes string   `json:"notes,omitempty"`
+	Logs  []string `json:"logs,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -219,6 +222,33 @@ type Quorum struct {
 	Nodes       int64 `json:"nodes,omitempty"`
 	NodesOnline int64 `json:"nodes_online,omitempty"`
 }
+
+// HA is a resource's place in its cluster's HA manager, as read. A
+// resource the manager does not know has Managed false: that is
+// evidence, where no HA at all is not.
+type HA struct {
+	// Managed: the guest is an HA resource; the node has an LRM.
+	Managed bool `json:"managed"`
+	// State is a guest's service state (started, stopped, error, fence,
+	// recovery, freeze, migrate...) or a node's LRM state (active, idle,
+	// maintenance...).
+	State string `json:"state,omitempty"`
+	// Requested is a guest's requested state: started, stopped,
+	// disabled or ignored.
+	Requested string `json:"requested,omitempty"`
+}
+
+// HA states the detectors and the other rules read.
+const (
+	HAStarted     = "started"
+	HAError       = "error"
+	HAFence       = "fence"
+	HARecovery    = "recovery"
+	HAFreeze      = "freeze"
+	HAActive      = "active"
+	HAIdle        = "idle"
+	HAMaintenance = "maintenance"
+)
 
 // BackupStore is what keeps a backup datastore sound: the last runs of
 // its jobs and the backup snapshots whose last verification failed.

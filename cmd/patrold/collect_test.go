@@ -67,13 +67,14 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 	answers := map[string]string{
 		"/api2/json/cluster/resources": `{"data":[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.5,"maxcpu":4,"mem":1,"maxmem":4},` +
 			`{"id":"node/pve2","type":"node","node":"pve2","status":"offline"}]}`,
-		"/api2/json/cluster/backup":        `{"data":[]}`,
-		"/api2/json/cluster/status":        `{"data":[{"type":"node","name":"pve1","online":1}]}`,
-		"/api2/json/storage":               `{"data":[]}`,
-		"/api2/json/nodes/pve1/disks/list": `{"data":[]}`,
-		"/api2/json/nodes/pve1/status":     `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,
-		"/api2/json/nodes/pve1/tasks":      `{"data":[]}`,
-		"/api2/json/nodes/pve1/disks/zfs":  `{"data":[]}`,
+		"/api2/json/cluster/backup":            `{"data":[]}`,
+		"/api2/json/cluster/status":            `{"data":[{"type":"node","name":"pve1","online":1}]}`,
+		"/api2/json/cluster/ha/status/current": `{"data":[{"id":"quorum","node":"pve1","quorate":1,"status":"OK","type":"quorum"}]}`,
+		"/api2/json/storage":                   `{"data":[]}`,
+		"/api2/json/nodes/pve1/disks/list":     `{"data":[]}`,
+		"/api2/json/nodes/pve1/status":         `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,
+		"/api2/json/nodes/pve1/tasks":          `{"data":[]}`,
+		"/api2/json/nodes/pve1/disks/zfs":      `{"data":[]}`,
 	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := answers[r.URL.Path]
@@ -100,8 +101,8 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 		t.Fatalf("output is not a snapshot: %v\n%s", err, out)
 	}
 	want := `{"version":1,"source":"proxmox","resources":[` +
-		`{"id":"node/pve1","kind":"node","name":"pve1","status":"online","metrics":{"cpu_percent":50,"iowait_percent":2,"memory_percent":25}},` +
-		`{"id":"node/pve2","kind":"node","name":"pve2","status":"offline"}]}`
+		`{"id":"node/pve1","kind":"node","name":"pve1","status":"online","metrics":{"cpu_percent":50,"iowait_percent":2,"memory_percent":25},"ha":{"managed":false}},` +
+		`{"id":"node/pve2","kind":"node","name":"pve2","status":"offline","ha":{"managed":false}}]}`
 	wantSnap, _, _ := snapshot.Decode([]byte(want), snapshot.DecodeOptions{})
 	wantSnap.TakenAt = snap.TakenAt
 	a, _ := snapshot.Encode(snap)

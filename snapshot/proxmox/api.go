@@ -118,6 +118,21 @@ type clusterStatusEntry struct {
 	Online  number `json:"online"`
 }
 
+// haStatusEntry is one entry of GET /cluster/ha/status/current: the
+// quorum, the master, one node's LRM (type "lrm", its state only in the
+// status text) or one HA resource (type "service", sid "vm:100").
+type haStatusEntry struct {
+	Type         string `json:"type"`
+	ID           string `json:"id"`
+	Node         string `json:"node"`
+	Status       string `json:"status"`
+	SID          string `json:"sid"`
+	State        string `json:"state"`
+	CRMState     string `json:"crm_state"`
+	RequestState string `json:"request_state"`
+	Timestamp    number `json:"timestamp"`
+}
+
 // storageConfig is one entry of GET /storage: a storage's configuration,
 // cluster-wide. Path is set for storages on a directory (dir, btrfs, and
 // the mount point of nfs, cifs and others).

@@ -20,6 +20,8 @@ type cluster struct {
 	problems []snapshot.Problem
 	// status is GET /cluster/status, nil when it was not read.
 	status []clusterStatusEntry
+	// ha is GET /cluster/ha/status/current, nil when it was not read.
+	ha *haIndex
 }
 
 // clusterResourceOf is the cluster resource of GET /cluster/status, the

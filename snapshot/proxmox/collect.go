@@ -57,6 +57,16 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/status",
 			Problem: trimEndpoint(err, "GET /cluster/status") + "; the cluster and its quorum left out"})
 	}
+	if err := sess.get(ctx, []string{"cluster", "ha", "status", "current"}, nil, func(d []byte) error {
+		entries, err := decodeList[haStatusEntry](d)
+		if err == nil {
+			cl.ha = indexHA(entries)
+		}
+		return err
+	}); err != nil {
+		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/ha/status/current",
+			Problem: trimEndpoint(err, "GET /cluster/ha/status/current") + "; the HA state of guests and nodes left out"})
+	}
 	paths, pathsRead := s.storagePaths(ctx, sess)
 	if pathsRead != nil {
 		problems = append(problems, *pathsRead)
@@ -158,6 +168,10 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 		if inCluster {
 			n.Parent = clusterRes.ID
 		}
+		if cl.ha != nil {
+			h := cl.ha.lrms[name]
+			n.HA = &h
+		}
 		out = append(out, n)
 	}
 	newest := map[int64]newestBackup{}
@@ -179,6 +193,10 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 		}
 		if inCluster {
 			r.Parents = append(r.Parents, clusterRes.ID)
+		}
+		if cl.ha != nil {
+			h := cl.ha.services[r.ID]
+			r.HA = &h
 		}
 		if jobsRead && covered(jobs, g) && backupsComplete(g, res, backups, read) {
 			run, ok := res.runs[vmid(g)]

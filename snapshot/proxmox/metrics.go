@@ -11,7 +11,7 @@ import (
 // Endpoint families, the values of the endpoint label: the PVE API's and
 // the PBS API's.
 var (
-	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_backup", "storage_config", "node_status", "disks_list", "disks_smart",
+	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "disks_list", "disks_smart",
 		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
@@ -26,6 +26,7 @@ type pveEndpoint struct {
 var pveEndpoints = []pveEndpoint{
 	{"cluster_resources", "/cluster/resources", "VM.Audit, Sys.Audit, Datastore.Audit (each entry by its own)"},
 	{"cluster_status", "/cluster/status", "Sys.Audit"},
+	{"cluster_ha_status", "/cluster/ha/status/current", "Sys.Audit"},
 	{"cluster_backup", "/cluster/backup", "Sys.Audit"},
 	{"storage_config", "/storage", "Datastore.Audit"},
 	{"node_status", "/nodes/{node}/status", "Sys.Audit"},
@@ -146,6 +147,8 @@ func endpointFamily(s []string) string {
 		return "cluster_resources"
 	case len(s) == 2 && s[0] == "cluster" && s[1] == "status":
 		return "cluster_status"
+	case len(s) == 4 && s[0] == "cluster" && s[1] == "ha" && s[2] == "status":
+		return "cluster_ha_status"
 	case len(s) == 2 && s[0] == "cluster" && s[1] == "backup":
 		return "cluster_backup"
 	case len(s) == 1 && s[0] == "storage":

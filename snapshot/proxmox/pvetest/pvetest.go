@@ -54,6 +54,7 @@ func New(t testing.TB) *Server {
 	t.Cleanup(s.Close)
 	s.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":4294967296,"maxmem":34359738368}]`)
 	s.Set("cluster/status", `[{"type":"node","id":"node/pve1","name":"pve1","nodeid":0,"online":1,"local":1,"ip":"192.0.2.11","level":""}]`)
+	s.Set("cluster/ha/status/current", HAStatus(nil, nil))
 	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks"} {
 		s.Set(p, `[]`)
 	}
@@ -90,6 +91,36 @@ func ClusterStatus(name string, quorate bool, online map[string]bool) string {
 		out += `,{"type":"node","id":"node/` + n + `","name":"` + n + `","nodeid":` + strconv.Itoa(i+1) + `,"online":` + on + `,"local":0,"ip":"192.0.2.` + strconv.Itoa(11+i) + `","level":""}`
 	}
 	return out + "]"
+}
+
+// HAStatus is a GET /cluster/ha/status/current answer's data: the
+// quorum, a master when there are LRMs, each node's LRM in its status
+// text ("active", "idle", "maintenance mode", "old timestamp - dead?"),
+// and each service by sid ("vm:100") in its state, requested started.
+func HAStatus(lrms, services map[string]string) string {
+	out := `[{"id":"quorum","node":"pve1","quorate":1,"status":"OK","type":"quorum"}`
+	const when = `, Sun Nov 29 10:00:00 2026`
+	if len(lrms) > 0 {
+		out += `,{"id":"master","node":"pve1","status":"pve1 (active` + when + `)","timestamp":1796032800,"type":"master"}`
+	}
+	for _, n := range sortedKeys(lrms) {
+		out += `,{"id":"lrm:` + n + `","node":"` + n + `","status":"` + n + ` (` + lrms[n] + when + `)","timestamp":1796032800,"type":"lrm"}`
+	}
+	for _, sid := range sortedKeys(services) {
+		st := services[sid]
+		out += `,{"id":"service:` + sid + `","sid":"` + sid + `","node":"pve1","state":"` + st + `","crm_state":"` + st +
+			`","request_state":"started","status":"` + sid + ` (pve1, ` + st + `)","max_restart":1,"max_relocate":1,"type":"service"}`
+	}
+	return out + "]"
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // PVE7 rewrites an answer's data as PVE 7 sends it: every number a
