@@ -73,6 +73,15 @@ func HoldBound(leaseTTL time.Duration) time.Duration {
 	return max(leaseTTL, 2*time.Second)
 }
 
+// ReadyAfterHealBound is how soon after a partition heals every instance
+// is ready again, for a lease TTL: a stalled consumer is replaced, the
+// relay's longest backoff ends, a change read ahead waits its hold bound
+// and the first re-seed is asked for (docs/CLUSTER.md "Partitions and
+// bounds").
+func ReadyAfterHealBound(leaseTTL time.Duration) time.Duration {
+	return StallBound(leaseTTL) + bus.RelayBackoffMax + HoldBound(leaseTTL) + ReseedRetryMin
+}
+
 // maxHeld bounds the changes held behind a missing one.
 const maxHeld = 10000
 

@@ -38,8 +38,14 @@ const (
 	SeedTimeout = 5 * time.Minute
 )
 
+// SeedCatchUpWait bounds how long a replica behind the state stream
+// catches up before it serves a copy. Under steady writes every replica,
+// the writer included, is always a few changes behind.
+const SeedCatchUpWait = 10 * time.Second
+
 // SeedReady is the readiness a Follower serves seeds under: its database
-// applied the stream's last state change and has no gap.
+// has no gap, has not diverged, and applied the stream's last state
+// change as of the request (waiting up to SeedCatchUpWait for it).
 func (f *Follower) SeedReady(ctx context.Context) error {
 	if err := f.Gap(); err != nil {
 		return err
@@ -51,10 +57,21 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if lag.Behind {
-		return fmt.Errorf("behind the state stream (applied %d of %d)", lag.AppliedSeq, lag.LastSeq)
+	if !lag.Behind {
+		return nil
 	}
-	return nil
+	// A copy is consistent at whatever sequence it stands: what matters
+	// is that this replica keeps applying, not that nothing newer exists.
+	cctx, cancel := context.WithTimeout(ctx, SeedCatchUpWait)
+	defer cancel()
+	//mutate:seed-waits-for-catch-up ./cluster ^TestSeedFromAReplicaUnderSteadyWrites$
+	if err := f.CatchUp(cctx); err == nil {
+		if err := f.Gap(); err != nil {
+			return err
+		}
+		return f.Diverged()
+	}
+	return fmt.Errorf("behind the state stream (applied %d of %d)", lag.AppliedSeq, lag.LastSeq)
 }
 
 // ServeSeeds answers seed requests from this instance's database until ctx

@@ -18,14 +18,14 @@ import (
 func clusterBounds() map[string]time.Duration {
 	ttl := bus.DefaultLeaseTTL
 	return map[string]time.Duration{
-		"a new writer after the writer is cut off":               ttl + ttl/5,
-		"a change read out of order waits for the one before it": cluster.HoldBound(ttl),
-		"a writer's held answer":                                 api.DefaultStreamAckTimeout,
-		"a forwarded request's answer":                           cluster.ForwardBound(api.DefaultStreamAckTimeout),
-		"no writer is logged and counted after":                  cluster.NoWriterGrace,
-		"the relay's longest wait before it publishes again":     bus.RelayBackoffMax,
-		"ready after healing": cluster.StallBound(ttl) + bus.RelayBackoffMax + cluster.HoldBound(ttl) +
-			cluster.ReseedRetryMin,
+		"a new writer after the writer is cut off":                            ttl + ttl/5,
+		"a change read out of order waits for the one before it":              cluster.HoldBound(ttl),
+		"a writer's held answer":                                              api.DefaultStreamAckTimeout,
+		"a forwarded request's answer":                                        cluster.ForwardBound(api.DefaultStreamAckTimeout),
+		"no writer is logged and counted after":                               cluster.NoWriterGrace,
+		"the relay's longest wait before it publishes again":                  bus.RelayBackoffMax,
+		"a replica behind the stream catches up before it serves a seed copy": cluster.SeedCatchUpWait,
+		"ready after healing":                                                 cluster.ReadyAfterHealBound(ttl),
 	}
 }
 
