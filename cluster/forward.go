@@ -233,6 +233,14 @@ func (c *clusterHTTP) serveOne(ctx context.Context, m *nats.Msg) {
 		// The writer's own API answers, a success only once the
 		// change is on the stream (api.DurableAnswers).
 		c.next.ServeHTTP(rec, r.WithContext(ctx))
+		//mutate:forward-deposed-503 ./cluster ^TestForwardedRequestCutByLeaseLoss$
+		if ctx.Err() != nil && rec.Code() >= http.StatusInternalServerError && rec.Code() != http.StatusServiceUnavailable {
+			// Losing the lease cancelled the request half-way: a failover,
+			// which the caller sees as one (a 503 with a code), not a 500.
+			rec = api.NewRecorder()
+			writeAPIError(rec, http.StatusServiceUnavailable, api.CodeNotReady, "the writer stopped being the writer while serving this request: "+
+				"read the object back once the cluster has a writer before repeating it", map[string]any{"role": "standby", "forwarded": true})
+		}
 		rec.Header().Set(HeaderForwardedBy, c.instance)
 	}
 	resp = contracts.ForwardResponse{Status: rec.Code(), Header: rec.Header(), Body: rec.Body.Bytes()}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,5 +141,39 @@ func TestForwardedAnswerIsBounded(t *testing.T) {
 	}
 	if bound := ForwardBound(200 * time.Millisecond); took < bound || took > bound+time.Second {
 		t.Fatalf("held answer: the 503 took %s, want about %s", took, bound)
+	}
+}
+
+// TestForwardedRequestCutByLeaseLoss: the writer loses its lease while
+// it serves a forwarded request, which cancels the request's work (the
+// partition test saw "add silence: context canceled" answered 500). The
+// caller gets a 503 not_ready with a code, saying the request reached a
+// writer, never a 500.
+func TestForwardedRequestCutByLeaseLoss(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newForwardFixture(t)
+	s := f.standby(0)
+	started := make(chan struct{})
+	f.writer(t, ctx, "w", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"internal","message":"internal error"}`))
+	}))
+	go func() { <-started; cancel() }() // the lease is lost
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/silences", strings.NewReader("{}")))
+	var e api.Error
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("answer %d %s, want 503 (%v)", rec.Code, rec.Body, err)
+	}
+	want := api.Error{Code: api.CodeNotReady, Message: "the writer stopped being the writer while serving this request: " +
+		"read the object back once the cluster has a writer before repeating it", Details: map[string]any{"role": "standby", "forwarded": true}}
+	if !reflect.DeepEqual(e, want) {
+		t.Fatalf("answer %+v, want %+v", e, want)
+	}
+	if by := rec.Header().Get(HeaderForwardedBy); by != "w" {
+		t.Fatalf("%s: %q, want w", HeaderForwardedBy, by)
 	}
 }
