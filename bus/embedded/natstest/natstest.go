@@ -94,6 +94,14 @@ func ClusterServers(t testing.TB, n int) []*server.Server {
 		srvs = append(srvs, srv)
 		urls = append(urls, srv.ClientURL())
 	}
+	waitMetaLeader(t, urls)
+	return srvs
+}
+
+// waitMetaLeader waits until the JetStream cluster of urls has a meta
+// leader.
+func waitMetaLeader(t testing.TB, urls []string) {
+	t.Helper()
 	nc, err := nats.Connect(strings.Join(urls, ","))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +117,7 @@ func ClusterServers(t testing.TB, n int) []*server.Server {
 		_, err := js.AccountInfo(ctx)
 		cancel()
 		if err == nil {
-			return srvs
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("JetStream cluster has no meta leader after 30s: %v", err)
