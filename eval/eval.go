@@ -137,6 +137,9 @@ type Figures struct {
 	Missed        []SignalRef `json:"missed"`
 	Recall        *float64    `json:"recall"`
 	Precision     *float64    `json:"precision"`
+	// CachedShare is the share of input read from the prompt cache from
+	// the run's second request on (nil: a single request).
+	CachedShare *float64 `json:"cached_share"`
 	Counts
 }
 
@@ -162,13 +165,21 @@ type Counts struct {
 	// RefusedClaims are reports refused as unsupported_claim.
 	RefusedClaims int `json:"refused_claims"`
 	// RefusedCalls are tool calls answered with an error or a refusal.
-	RefusedCalls int     `json:"refused_calls"`
-	Turns        int     `json:"turns"`
-	Requests     int     `json:"requests"`
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
-	WallMS       int64   `json:"wall_ms"`
+	RefusedCalls int `json:"refused_calls"`
+	Turns        int `json:"turns"`
+	Requests     int `json:"requests"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// CacheReadTokens and CacheWriteTokens are the parts of InputTokens
+	// the provider read from and wrote to its prompt cache.
+	CacheReadTokens  int `json:"cache_read_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
+	// LaterInputTokens and LaterCacheReadTokens count the requests after
+	// a run's first: the cached share is their ratio.
+	LaterInputTokens     int     `json:"later_input_tokens"`
+	LaterCacheReadTokens int     `json:"later_cache_read_tokens"`
+	CostUSD              float64 `json:"cost_usd"`
+	WallMS               int64   `json:"wall_ms"`
 	// LargestRequestTokens is a maximum, not a sum.
 	LargestRequestTokens int `json:"largest_request_tokens"`
 }
@@ -188,6 +199,10 @@ func (c *Counts) add(o Counts) {
 	c.Requests += o.Requests
 	c.InputTokens += o.InputTokens
 	c.OutputTokens += o.OutputTokens
+	c.CacheReadTokens += o.CacheReadTokens
+	c.CacheWriteTokens += o.CacheWriteTokens
+	c.LaterInputTokens += o.LaterInputTokens
+	c.LaterCacheReadTokens += o.LaterCacheReadTokens
 	c.CostUSD += o.CostUSD
 	c.WallMS += o.WallMS
 	c.LargestRequestTokens = max(c.LargestRequestTokens, o.LargestRequestTokens)
@@ -207,6 +222,8 @@ type Overall struct {
 	Recall       *float64 `json:"recall"`
 	RecallSpread *Spread  `json:"recall_spread"` // over repetitions
 	Precision    *float64 `json:"precision"`
+	// CachedShare is over every run's requests after its first.
+	CachedShare *float64 `json:"cached_share"`
 	// PrecisionSpread is over repetitions (nil: the model filed nothing).
 	PrecisionSpread *Spread `json:"precision_spread"`
 	Counts
@@ -304,6 +321,7 @@ func overall(scs []ScenarioResult, repeat int) Overall {
 	o.CostUSD = math.Round(o.CostUSD*1e6) / 1e6
 	o.Recall = ratio(o.FiledByModel, o.Signals)
 	o.Precision = ratio(o.Supported, o.ModelFindings)
+	o.CachedShare = ratio(o.LaterCacheReadTokens, o.LaterInputTokens)
 	for i := range perRep {
 		perRep[i].Recall = ratio(perRep[i].FiledByModel, perRep[i].Signals)
 		perRep[i].Precision = ratio(perRep[i].Supported, perRep[i].ModelFindings)
@@ -382,6 +400,9 @@ func runOnce(ctx context.Context, o Options, pol *alerts.Policy, sc *Scenario) (
 	f := measure(rep, sc)
 	f.WallMS = wall.Milliseconds()
 	f.Requests, f.LargestRequestTokens = m.figures()
+	f.CacheReadTokens, f.CacheWriteTokens = m.total.CacheReadTokens, m.total.CacheWriteTokens
+	f.LaterInputTokens, f.LaterCacheReadTokens = m.later.InputTokens, m.later.CacheReadTokens
+	f.CachedShare = ratio(f.LaterCacheReadTokens, f.LaterInputTokens)
 	mf, err := reg.Gather()
 	if err != nil {
 		return Figures{}, err
@@ -557,13 +578,15 @@ func sum(mf []*dto.MetricFamily, name string, keep func(map[string]string) bool)
 }
 
 // meter counts the requests of a run and the largest one, estimated as
-// the composer and the providers estimate it.
+// the composer and the providers estimate it, and the usage the provider
+// reported: in all, and after the run's first request.
 type meter struct {
 	p model.Provider
 
-	mu       sync.Mutex
-	requests int
-	largest  int
+	mu           sync.Mutex
+	requests     int
+	largest      int
+	total, later model.Usage
 }
 
 func (m *meter) Name() string { return m.p.Name() }
@@ -573,8 +596,18 @@ func (m *meter) Chat(ctx context.Context, req model.Request) (*model.Response, e
 	m.mu.Lock()
 	m.requests++
 	m.largest = max(m.largest, n)
+	first := m.requests == 1
 	m.mu.Unlock()
-	return m.p.Chat(ctx, req)
+	resp, err := m.p.Chat(ctx, req)
+	if resp != nil {
+		m.mu.Lock()
+		m.total = m.total.Add(resp.Usage)
+		if !first {
+			m.later = m.later.Add(resp.Usage)
+		}
+		m.mu.Unlock()
+	}
+	return resp, err
 }
 
 func (m *meter) figures() (int, int) {

@@ -113,6 +113,12 @@ func expectFigures(t *testing.T, got, want Figures) {
 		t.Errorf("largest request %d tokens", got.LargestRequestTokens)
 	}
 	want.LargestRequestTokens = got.LargestRequestTokens
+	// The fakes here keep no cache: every request after the first
+	// reports UsageInput tokens, none read from a cache.
+	if want.Requests > 1 && want.LaterInputTokens == 0 {
+		want.LaterInputTokens = (want.Requests - 1) * modelfake.UsageInput
+		want.CachedShare = ratio(0, want.LaterInputTokens)
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("figures\n%+v\nwant\n%+v", got, want)
 	}
@@ -235,7 +241,9 @@ func TestSmallContextCutsOldToolResults(t *testing.T) {
 			missed := []SignalRef{{Type: "backup_failed", ResourceID: "vm/1277", Severity: "warning"}, {Type: "backup_stale", ResourceID: "vm/1277", Severity: "warning"},
 				{Type: "high_memory", ResourceID: "vm/1407", Severity: "warning"}, {Type: "guest_unreachable", ResourceID: "container/1876", Severity: "warning"}}
 			want := Figures{Status: patrol.StatusIssuesFound, StatusReasons: []string{}, Missed: missed, Recall: oneRecall(0),
-				Counts: Counts{Signals: 4, Turns: 6, Requests: 6, InputTokens: 6 * modelfake.UsageInput, OutputTokens: 6 * modelfake.UsageOutput}}
+				CachedShare: ratio(0, 5*modelfake.UsageInput),
+				Counts: Counts{Signals: 4, Turns: 6, Requests: 6, InputTokens: 6 * modelfake.UsageInput, OutputTokens: 6 * modelfake.UsageOutput,
+					LaterInputTokens: 5 * modelfake.UsageInput}}
 			if !reflect.DeepEqual(f, want) {
 				t.Fatalf("figures\n%+v\nwant\n%+v", f, want)
 			}

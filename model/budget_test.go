@@ -190,3 +190,46 @@ func TestCarryCountsTowardsPerRun(t *testing.T) {
 		t.Fatalf("after carrying 1.0: %v", b.Err())
 	}
 }
+
+// TestCostPricesCacheApart: cached input is a part of InputTokens, priced
+// at the configured cache rates; without them it costs as plain input.
+func TestCostPricesCacheApart(t *testing.T) {
+	ps := Prices{
+		"cached": {InputPerMTok: 10, OutputPerMTok: 30, CacheReadPerMTok: 1, CacheWritePerMTok: 12.5},
+		"plain":  {InputPerMTok: 10, OutputPerMTok: 30},
+	}
+	u := Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 600_000, CacheWriteTokens: 200_000}
+	// 200k uncached x 10 + 600k x 1 + 200k x 12.5 + 100k x 30, per million.
+	if got := ps.Cost("cached", u); got != 2+0.6+2.5+3 {
+		t.Fatalf("cost with cache prices = %v, want 8.1", got)
+	}
+	if got := ps.Cost("plain", u); got != 10+3 {
+		t.Fatalf("cost without cache prices = %v, want 13 (cached input at the input price)", got)
+	}
+	// A budget records the discounted cost of a turn.
+	b, err := NewBudget(BudgetOptions{PerRunUSD: 100}, ps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, err := b.Record(t0, u, "cached")
+	if err != nil || cost != 8.1 || b.Spent() != 8.1 {
+		t.Fatalf("recorded %v (spent %v, err %v), want 8.1", cost, b.Spent(), err)
+	}
+}
+
+func TestUsageAddSub(t *testing.T) {
+	a := Usage{InputTokens: 100, OutputTokens: 10, CacheReadTokens: 60, CacheWriteTokens: 20}
+	b := Usage{InputTokens: 50, OutputTokens: 5, CacheReadTokens: 40}
+	if got := a.Add(b); got != (Usage{InputTokens: 150, OutputTokens: 15, CacheReadTokens: 100, CacheWriteTokens: 20}) {
+		t.Fatalf("add = %+v", got)
+	}
+	if got := a.Add(b).Sub(a); got != b {
+		t.Fatalf("sub = %+v, want %+v", got, b)
+	}
+	if got := (Usage{InputTokens: 10, CacheReadTokens: 30}).Uncached(); got != 0 {
+		t.Fatalf("uncached of an inconsistent report = %d, want 0", got)
+	}
+	if got := a.Uncached(); got != 20 {
+		t.Fatalf("uncached = %d, want 20", got)
+	}
+}

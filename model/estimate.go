@@ -50,6 +50,12 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 type Price struct {
 	InputPerMTok  float64 `koanf:"input_per_mtok" json:"input_per_mtok" yaml:"input_per_mtok"`
 	OutputPerMTok float64 `koanf:"output_per_mtok" json:"output_per_mtok" yaml:"output_per_mtok"`
+	// CacheReadPerMTok prices input read from the prompt cache (0: the
+	// input price, so an unpriced cache never lowers spend).
+	CacheReadPerMTok float64 `koanf:"cache_read_per_mtok" json:"cache_read_per_mtok,omitempty" yaml:"cache_read_per_mtok,omitempty"`
+	// CacheWritePerMTok prices input written to the prompt cache (0: the
+	// input price).
+	CacheWritePerMTok float64 `koanf:"cache_write_per_mtok" json:"cache_write_per_mtok,omitempty" yaml:"cache_write_per_mtok,omitempty"`
 }
 
 func (p Price) validate(name string) []string {
@@ -61,12 +67,24 @@ func (p Price) validate(name string) []string {
 	}
 	check("input_per_mtok", p.InputPerMTok)
 	check("output_per_mtok", p.OutputPerMTok)
+	check("cache_read_per_mtok", p.CacheReadPerMTok)
+	check("cache_write_per_mtok", p.CacheWritePerMTok)
 	return errs
 }
 
-// Cost returns the dollar cost of u at price p.
+// Cost returns the dollar cost of u at price p. Cached input is priced at
+// the cache rates where they are configured, else as plain input.
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok) / tokensPerMillion
+	read, write := p.InputPerMTok, p.InputPerMTok
+	//mutate:cache-read-price ./model ^TestCostPricesCacheApart$
+	if p.CacheReadPerMTok > 0 {
+		read = p.CacheReadPerMTok
+	}
+	if p.CacheWritePerMTok > 0 {
+		write = p.CacheWritePerMTok
+	}
+	in := float64(u.Uncached())*p.InputPerMTok + float64(u.CacheReadTokens)*read + float64(u.CacheWriteTokens)*write
+	return (in + float64(u.OutputTokens)*p.OutputPerMTok) / tokensPerMillion
 }
 
 // Prices maps model names to prices. A model without a price costs nothing

@@ -55,15 +55,36 @@ type Request struct {
 	MaxTokens int       `json:"max_tokens,omitempty"` // 0: provider default
 }
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call. InputTokens is every input token
+// the model read; the cache counts are parts of it, priced apart
+// (docs/MODELS.md#prompt-caching).
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CacheReadTokens are input tokens read from the provider's prompt
+	// cache.
+	CacheReadTokens int `json:"cache_read_tokens,omitempty"`
+	// CacheWriteTokens are input tokens written to the prompt cache
+	// (Anthropic reports them; OpenAI caches without a charge).
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Add returns u + o.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens}
+}
+
+// Sub returns u - o: the usage of the calls between two running totals.
+func (u Usage) Sub(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens - o.InputTokens, OutputTokens: u.OutputTokens - o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens}
+}
+
+// Uncached returns the input tokens neither read from nor written to the
+// cache (never below 0, whatever a server reports).
+func (u Usage) Uncached() int {
+	return max(u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, 0)
 }
 
 // Response is the model's answer to one Request.

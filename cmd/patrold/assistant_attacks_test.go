@@ -295,9 +295,13 @@ func liveInjections(texts []string) []string {
 	if len(texts) == 0 {
 		return []string{"empty request"}
 	}
+	// The nonce opens the first user message (the system text names none).
 	nonce := ""
-	if m := regexp.MustCompile(`nonce=([0-9a-f]{32})`).FindStringSubmatch(texts[0]); m != nil {
-		nonce = m[1]
+	for _, text := range texts[:min(2, len(texts))] {
+		if m := regexp.MustCompile(`(?:nonce=|fence nonce: )([0-9a-f]{32})`).FindStringSubmatch(text); m != nil {
+			nonce = m[1]
+			break
+		}
 	}
 	var bad []string
 	for i, text := range texts {

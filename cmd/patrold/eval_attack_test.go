@@ -100,8 +100,10 @@ func TestEvalScoresInflation(t *testing.T) {
 			// severities, not eval's scoring.
 			zero := func(f *eval.Figures) {
 				f.InputTokens, f.OutputTokens, f.LargestRequestTokens, f.WallMS, f.Status = 0, 0, 0, 0, ""
+				f.LaterInputTokens, f.CachedShare = 0, nil
 			}
 			got.Overall.InputTokens, got.Overall.OutputTokens, got.Overall.LargestRequestTokens, got.Overall.WallMS = 0, 0, 0, 0
+			got.Overall.LaterInputTokens, got.Overall.CachedShare = 0, nil
 			for i := range got.Scenarios {
 				for j := range got.Scenarios[i].Runs {
 					zero(&got.Scenarios[i].Runs[j])

@@ -42,12 +42,13 @@ func TestEvalCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(perfect), &res); err != nil {
 		t.Fatal(err)
 	}
-	one := 1.0
+	one, none := 1.0, 0.0 // the scripted model keeps no prompt cache
 	wantOverall := eval.Overall{Scenarios: 2, Runs: 2, Recall: &one, RecallSpread: &eval.Spread{Mean: 1, Min: 1, Max: 1}, Precision: &one,
-		PrecisionSpread: &eval.Spread{Mean: 1, Min: 1, Max: 1},
-		Counts:          eval.Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1}}
+		PrecisionSpread: &eval.Spread{Mean: 1, Min: 1, Max: 1}, CachedShare: &none,
+		Counts: eval.Counts{Signals: 1, FiledByModel: 1, ModelFindings: 1, Supported: 1}}
 	got := res.Overall
 	got.Turns, got.Requests, got.InputTokens, got.OutputTokens, got.WallMS, got.LargestRequestTokens = 0, 0, 0, 0, 0, 0
+	got.LaterInputTokens = 0
 	if !reflect.DeepEqual(got, wantOverall) || res.Provider != "script" || res.Model != "reference:perfect" || res.ContextTokens != 128000 ||
 		!reflect.DeepEqual(res.Qualification, eval.Qualification{Passed: true, Failures: []string{}}) {
 		t.Fatalf("perfect: %+v %+v", res.Overall, res.Qualification)

@@ -4,7 +4,8 @@
 // small chunks when a request asks for a stream. They misbehave the way
 // weak models do: tool calls written into the text, cut-off JSON
 // arguments, tools ignored, requests beyond the context window, slow
-// answers.
+// answers. With Caching set they keep a prompt cache as the real APIs
+// do and report it in the real usage fields.
 package modelfake
 
 import (
@@ -39,7 +40,7 @@ type Call struct{ ID, Name, Args string }
 // FinalText answers every request after the last turn.
 const FinalText = "Nothing more to do."
 
-// Usage is what every answer reports.
+// Usage is what every answer reports when Caching is off.
 const (
 	UsageInput  = 100
 	UsageOutput = 10
@@ -57,13 +58,24 @@ type Server struct {
 	// streamed event carries, when a request asks for a stream (0: 5, so
 	// a leaked call is always split across many chunks).
 	ChunkBytes int
+	// Caching, when set, counts each request's input from its body (as
+	// PromptTokens does, segment by segment) and keeps a prompt cache:
+	// OpenAI's automatic prefix cache (usage.prompt_tokens_details.
+	// cached_tokens) or Anthropic's cache_control breakpoints
+	// (usage.cache_read_input_tokens, cache_creation_input_tokens).
+	Caching bool
+	// CacheMinTokens is the shortest prefix the cache keeps (0: any).
+	CacheMinTokens int
 
 	mu       sync.Mutex
+	cache    map[[32]byte]bool
+	segments func(body []byte) []segment
+	price    func(segs []segment) usage
 	turns    []Turn
 	next     int
 	requests [][]byte
-	wire     func(w http.ResponseWriter, t Turn, n int)
-	stream   func(w http.ResponseWriter, t Turn, n int, usage bool)
+	wire     func(w http.ResponseWriter, t Turn, n int, u usage)
+	stream   func(w http.ResponseWriter, t Turn, n int, withUsage bool, u usage)
 	tooLong  func(w http.ResponseWriter, limit int)
 }
 
@@ -109,6 +121,14 @@ func parseStream(body []byte) streamReq {
 	return req
 }
 
+// Script replaces the turns still to come with turns (a next run against
+// the same server: its cache is kept).
+func (s *Server) Script(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns, s.next = turns, 0
+}
+
 // Requests returns the request bodies received so far.
 func (s *Server) Requests() [][]byte {
 	s.mu.Lock()
@@ -131,6 +151,11 @@ func (s *Server) serve(path string) http.HandlerFunc {
 		}
 		s.next++
 		n := s.next
+		u := usage{input: UsageInput, output: UsageOutput}
+		if s.Caching {
+			u = s.price(s.segments(body))
+			u.output = UsageOutput
+		}
 		s.mu.Unlock()
 		if t.Delay > 0 {
 			select {
@@ -141,7 +166,7 @@ func (s *Server) serve(path string) http.HandlerFunc {
 		}
 		if sr := parseStream(body); sr.Stream && (t.Status == 0 || t.Status == http.StatusOK) && (s.ContextTokens == 0 || PromptTokens(body) <= s.ContextTokens) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			s.stream(w, t, n, sr.Options.IncludeUsage)
+			s.stream(w, t, n, sr.Options.IncludeUsage, u)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -154,7 +179,7 @@ func (s *Server) serve(path string) http.HandlerFunc {
 			_, _ = io.WriteString(w, t.Error)
 			return
 		}
-		s.wire(w, t, n)
+		s.wire(w, t, n, u)
 	}
 }
 
@@ -190,7 +215,7 @@ func textBytes(v any) int {
 }
 
 func newServer(t testing.TB, path string, turns []Turn) *Server {
-	s := &Server{turns: turns}
+	s := &Server{turns: turns, cache: map[[32]byte]bool{}}
 	s.Server = httptest.NewServer(s.serve(path))
 	t.Cleanup(s.Close)
 	return s
@@ -205,7 +230,8 @@ func write(w http.ResponseWriter, v any) {
 // URL + "/v1".
 func OpenAI(t testing.TB, turns ...Turn) *Server {
 	s := newServer(t, "/v1/chat/completions", turns)
-	s.wire = func(w http.ResponseWriter, t Turn, n int) {
+	s.segments, s.price = openaiSegments, s.openaiCache
+	s.wire = func(w http.ResponseWriter, t Turn, n int, u usage) {
 		msg := map[string]any{"role": "assistant", "content": nil}
 		if t.Text != "" {
 			msg["content"] = t.Text
@@ -226,10 +252,10 @@ func OpenAI(t testing.TB, turns ...Turn) *Server {
 		write(w, map[string]any{
 			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1764547200, "model": "fake",
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-			"usage":   map[string]any{"prompt_tokens": UsageInput, "completion_tokens": UsageOutput, "total_tokens": UsageInput + UsageOutput},
+			"usage":   openaiUsage(u),
 		})
 	}
-	s.stream = func(w http.ResponseWriter, t Turn, n int, usage bool) {
+	s.stream = func(w http.ResponseWriter, t Turn, n int, withUsage bool, u usage) {
 		chunk := func(delta map[string]any, finish any) map[string]any {
 			return map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1764547200, "model": "fake",
 				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
@@ -252,12 +278,12 @@ func OpenAI(t testing.TB, turns ...Turn) *Server {
 			finish = "tool_calls"
 		}
 		event(w, "", chunk(map[string]any{}, finish))
-		if !usage { // OpenAI sends usage in a stream only when asked
+		if !withUsage { // OpenAI sends usage in a stream only when asked
 			_, _ = io.WriteString(w, "data: [DONE]\n\n")
 			return
 		}
 		event(w, "", map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1764547200, "model": "fake",
-			"choices": []any{}, "usage": map[string]any{"prompt_tokens": UsageInput, "completion_tokens": UsageOutput, "total_tokens": UsageInput + UsageOutput}})
+			"choices": []any{}, "usage": openaiUsage(u)})
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	}
 	s.tooLong = func(w http.ResponseWriter, limit int) {
@@ -273,7 +299,8 @@ func OpenAI(t testing.TB, turns ...Turn) *Server {
 // wire); cut-off JSON can only be leaked into Text.
 func Anthropic(t testing.TB, turns ...Turn) *Server {
 	s := newServer(t, "/v1/messages", turns)
-	s.wire = func(w http.ResponseWriter, t Turn, n int) {
+	s.segments, s.price = anthropicSegments, s.anthropicCache
+	s.wire = func(w http.ResponseWriter, t Turn, n int, u usage) {
 		var content []any
 		if t.Text != "" {
 			content = append(content, map[string]any{"type": "text", "text": t.Text})
@@ -292,13 +319,13 @@ func Anthropic(t testing.TB, turns ...Turn) *Server {
 		}
 		write(w, map[string]any{
 			"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "fake", "content": content,
-			"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": UsageInput, "output_tokens": UsageOutput},
+			"stop_reason": stop, "stop_sequence": nil, "usage": anthropicUsage(u, u.output),
 		})
 	}
-	s.stream = func(w http.ResponseWriter, t Turn, n int, _ bool) {
+	s.stream = func(w http.ResponseWriter, t Turn, n int, _ bool, u usage) {
 		event(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": fmt.Sprintf("msg_%d", n), "type": "message",
 			"role": "assistant", "model": "fake", "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": UsageInput, "output_tokens": 1}}})
+			"usage": anthropicUsage(u, 1)}})
 		index := 0
 		if t.Text != "" {
 			event(w, "content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -333,4 +360,18 @@ func Anthropic(t testing.TB, turns ...Turn) *Server {
 			"message": fmt.Sprintf("prompt is too long: more than %d tokens", limit)}})
 	}
 	return s
+}
+
+// openaiUsage is the usage object of a completion: prompt_tokens counts
+// the cached tokens too.
+func openaiUsage(u usage) map[string]any {
+	return map[string]any{"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.input + u.output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.read}}
+}
+
+// anthropicUsage is the usage object of a message: input_tokens counts
+// only the input after the last cache breakpoint.
+func anthropicUsage(u usage, output int) map[string]any {
+	return map[string]any{"input_tokens": u.input - u.read - u.write, "output_tokens": output,
+		"cache_read_input_tokens": u.read, "cache_creation_input_tokens": u.write}
 }

@@ -105,7 +105,7 @@ func TestChatText(t *testing.T) {
 	if resp.Text != "All quiet on pve1." || resp.StopReason != "end_turn" || resp.Model != "claude-test-2026" {
 		t.Fatalf("response = %+v", resp)
 	}
-	if resp.Usage != (model.Usage{InputTokens: 120, OutputTokens: 8}) {
+	if resp.Usage != (model.Usage{InputTokens: 120, OutputTokens: 8, CacheReadTokens: 20}) {
 		t.Fatalf("usage = %+v (cache reads count as input)", resp.Usage)
 	}
 	body := <-srv.bodies

@@ -15,7 +15,8 @@ import (
 // params maps a model.Request onto the messages wire format. Tool results
 // travel as tool_result blocks in a user message; consecutive messages of
 // the same wire role are merged, so the parallel results of one turn share
-// one user message as the API expects.
+// one user message as the API expects. Cache breakpoints mark the end of
+// the stable prefix and of the conversation so far (markCache).
 func (c *Client) params(req model.Request, maxOut int) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{Model: sdk.Model(c.Model()), MaxTokens: int64(maxOut)}
 	if req.System != "" {
@@ -42,7 +43,32 @@ func (c *Client) params(req model.Request, maxOut int) (sdk.MessageNewParams, er
 		}
 		p.Tools = append(p.Tools, tool)
 	}
+	markCache(&p)
 	return p, nil
+}
+
+// markCache sets the prompt cache breakpoints (docs/MODELS.md#prompt-caching).
+// The API reads tools, then system, then messages. The system block ends
+// the part every request of every run shares (the last tool when there is
+// no system). The last block of the last message ends the conversation so
+// far, which the next request of the same conversation repeats.
+func markCache(p *sdk.MessageNewParams) {
+	switch {
+	case len(p.System) > 0:
+		p.System[len(p.System)-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+	case len(p.Tools) > 0:
+		if cc := p.Tools[len(p.Tools)-1].GetCacheControl(); cc != nil {
+			*cc = sdk.NewCacheControlEphemeralParam()
+		}
+	}
+	if n := len(p.Messages); n > 0 {
+		blocks := p.Messages[n-1].Content
+		if k := len(blocks); k > 0 {
+			if cc := blocks[k-1].GetCacheControl(); cc != nil {
+				*cc = sdk.NewCacheControlEphemeralParam()
+			}
+		}
+	}
 }
 
 func toBlocks(m model.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUnion, error) {
@@ -134,9 +160,14 @@ func fromMessage(msg *sdk.Message, configured string) (*model.Response, error) {
 	resp := &model.Response{
 		Model:      string(msg.Model),
 		StopReason: string(msg.StopReason),
+		// input_tokens counts only the input after the last breakpoint:
+		// the cache reads and writes are the rest of what the model read.
 		Usage: model.Usage{
 			InputTokens:  int(msg.Usage.InputTokens + msg.Usage.CacheCreationInputTokens + msg.Usage.CacheReadInputTokens),
 			OutputTokens: int(msg.Usage.OutputTokens),
+			//mutate:anthropic-cache-read-counted ./model/anthropic ^(TestChatText|TestPromptCacheBreakpointsAndUsage)$
+			CacheReadTokens:  int(msg.Usage.CacheReadInputTokens),
+			CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens),
 		},
 	}
 	if resp.Model == "" {

@@ -101,9 +101,12 @@ func fromCompletion(cc *sdk.ChatCompletion, configured string, req model.Request
 		Text:       msg.Content,
 		Model:      cc.Model,
 		StopReason: choice.FinishReason,
+		// prompt_tokens includes the cached ones; caching writes are free.
 		Usage: model.Usage{
 			InputTokens:  int(cc.Usage.PromptTokens),
 			OutputTokens: int(cc.Usage.CompletionTokens),
+			//mutate:openai-cache-read-counted ./model/openai ^TestChatText$
+			CacheReadTokens: int(cc.Usage.PromptTokensDetails.CachedTokens),
 		},
 	}
 	if resp.Model == "" {

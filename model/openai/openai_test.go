@@ -59,7 +59,7 @@ func jsonReply(status int, body string) http.HandlerFunc {
 
 const textCompletion = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2026",
  "choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"All quiet on pve1."}}],
- "usage":{"prompt_tokens":120,"completion_tokens":7,"total_tokens":127}}`
+ "usage":{"prompt_tokens":120,"completion_tokens":7,"total_tokens":127,"prompt_tokens_details":{"cached_tokens":64}}}`
 
 const toolCompletion = `{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"gpt-test-2026",
  "choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
@@ -100,7 +100,7 @@ func TestChatText(t *testing.T) {
 	if resp.Text != "All quiet on pve1." || resp.StopReason != "stop" || resp.Model != "gpt-test-2026" {
 		t.Fatalf("response = %+v", resp)
 	}
-	if resp.Usage != (model.Usage{InputTokens: 120, OutputTokens: 7}) {
+	if resp.Usage != (model.Usage{InputTokens: 120, OutputTokens: 7, CacheReadTokens: 64}) {
 		t.Fatalf("usage = %+v", resp.Usage)
 	}
 	body := <-srv.bodies

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestEveryUntrustedPartIsFencedExactlyOnce(t *testing.T) {
 			t.Errorf("fence %d = %q, want %q", i, bodies[i], want[i])
 		}
 	}
-	if !strings.HasPrefix(msgs[0].Content, "Patrol the fleet.") {
+	if !strings.HasPrefix(msgs[0].Content, NonceLine(p.Nonce)+"\n\nPatrol the fleet.") {
 		t.Fatalf("trusted instruction was fenced or moved: %q", msgs[0].Content)
 	}
 	if msgs[2].ToolCallID != "c1" || msgs[3].ToolName != "get_logs" || len(msgs[1].ToolCalls) != 2 {
@@ -147,26 +148,73 @@ func TestEveryUntrustedPartIsFencedExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestNonceIsFreshPerRequest(t *testing.T) {
+// TestNonceIsTheConversations: a conversation keeps its nonce while no
+// part contains it, so each request repeats the last one byte for byte.
+// The system text names no nonce: it is the same in every conversation.
+func TestNonceIsTheConversations(t *testing.T) {
 	c := newComposer(t, nil)
 	cv := sampleConversation(c)
-	seen := map[string]bool{}
-	for range 20 {
-		p, err := cv.Request(nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Nonce) != 2*nonceBytes || seen[p.Nonce] {
-			t.Fatalf("nonce %q reused or malformed", p.Nonce)
-		}
-		seen[p.Nonce] = true
-		if !strings.Contains(p.Request.System, p.Nonce) {
-			t.Fatal("system notice does not name the nonce")
-		}
+	first, err := cv.Request(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Nonce) != 2*nonceBytes || strings.Contains(first.Request.System, first.Nonce) {
+		t.Fatalf("nonce %q malformed or in the system text", first.Nonce)
+	}
+	cv.Assistant(&model.Response{Text: "One more.", ToolCalls: []model.ToolCall{{ID: "c3", Name: "get_logs", Arguments: json.RawMessage(`{"id":"vm/102"}`)}}})
+	cv.ToolResult(model.ToolCall{ID: "c3", Name: "get_logs"}, "no errors")
+	second, err := cv.Request(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Nonce != first.Nonce || second.Request.System != first.Request.System {
+		t.Fatalf("nonce %q then %q: want the conversation's own", first.Nonce, second.Nonce)
+	}
+	n := len(first.Request.Messages)
+	if !reflect.DeepEqual(second.Request.Messages[:n], first.Request.Messages) {
+		t.Fatalf("the second request does not repeat the first:\n%+v\n%+v", first.Request.Messages, second.Request.Messages[:n])
 	}
 	other, _ := sampleConversation(c).Request(nil, 0)
-	if seen[other.Nonce] {
-		t.Fatal("two conversations share a nonce")
+	if other.Nonce == first.Nonce || other.Request.System != first.Request.System {
+		t.Fatal("two conversations share a nonce, or differ in system text")
+	}
+}
+
+// TestNonceRedrawnWhenAPartContainsIt: a hostile resource learns the
+// nonce (the model repeats it in a call; a tool echoes it). A planted
+// fence line is neutralised, but the nonce itself is plain text: the next
+// request fences every part with a fresh nonce, so no text of the
+// conversation carries the nonce of its fences.
+func TestNonceRedrawnWhenAPartContainsIt(t *testing.T) {
+	c := newComposer(t, nil)
+	cv := sampleConversation(c)
+	p1, err := cv.Request(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaked := p1.Nonce
+	cv.Assistant(&model.Response{ToolCalls: []model.ToolCall{{ID: "c9", Name: "get_resource", Arguments: json.RawMessage(`{"id":"` + leaked + `"}`)}}})
+	p2, err := cv.Request(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.Nonce == leaked {
+		t.Fatal("a nonce the model wrote into a call still fences the conversation")
+	}
+	cv.ToolResult(model.ToolCall{ID: "c9", Name: "get_resource"}, "no such resource "+p2.Nonce)
+	p3, err := cv.Request(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p3.Nonce == p2.Nonce || p3.Nonce == leaked {
+		t.Fatalf("nonce %q kept after a tool result carried it", p3.Nonce)
+	}
+	last := p3.Request.Messages[len(p3.Request.Messages)-1]
+	if want := fence(p3.Nonce, KindToolResult, "get_resource", "no such resource "+p2.Nonce); last.Content != want {
+		t.Fatalf("tool result = %q\nwant %q", last.Content, want)
+	}
+	if !strings.HasPrefix(p3.Request.Messages[0].Content, NonceLine(p3.Nonce)+"\n") {
+		t.Fatalf("the first user message does not announce the new nonce: %q", p3.Request.Messages[0].Content)
 	}
 }
 

@@ -99,7 +99,7 @@ func TestComposerToolResultIsStructural(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := p.Request.Messages[0].Content
+	body := p.Request.Messages[len(p.Request.Messages)-1].Content
 	for _, live := range []string{"<|im_start|>", "\nAssistant:", "<<<END UNTRUSTED nonce=0123"} {
 		if strings.Contains(body, live) {
 			t.Errorf("request carries %q live:\n%s", live, body)
