@@ -51,6 +51,15 @@ const (
 	noCritical            = 0.0
 )
 
+// Guest lock thresholds, in minutes.
+const (
+	// A lock held with no task of the guest running (lock_stuck),
+	// opened strictly above the trigger.
+	DefaultGuestLockAge = 30.0
+	// maxLockAge bounds guest.lock_age: a week.
+	maxLockAge = 7 * 24 * 60.0
+)
+
 // ThresholdSetting is one configured threshold; nil fields are unset and fall
 // back, field by field, to the defaults.
 type ThresholdSetting struct {
@@ -74,6 +83,8 @@ type GuestSettings struct {
 	Disk   ThresholdSetting `koanf:"disk" json:"disk" yaml:"disk"`
 	// Forecast is days to a full disk (falls; see DiskSettings.Wear).
 	Forecast ThresholdSetting `koanf:"forecast" json:"forecast" yaml:"forecast"`
+	// LockAge is minutes a lock is held with no task running (rises).
+	LockAge ThresholdSetting `koanf:"lock_age" json:"lock_age" yaml:"lock_age"`
 }
 
 // StorageSettings are thresholds for storage pools.
@@ -145,6 +156,7 @@ type Thresholds struct {
 	Wear         Threshold // disk wearout_percent (life left), falling
 	Forecast     Threshold // days to full of storage or a guest disk, falling
 	BackupJobs   Threshold // failing jobs and verifications of a backup datastore, rising
+	LockAge      Threshold // minutes a guest lock is held with no task running, rising
 	BackupMaxAge time.Duration
 }
 
@@ -218,6 +230,7 @@ func builtinSet() thresholdSets {
 			Memory:       Threshold{Trigger: DefaultGuestMemory, Clear: DefaultGuestMemory - DefaultClearMargin},
 			Disk:         Threshold{Trigger: DefaultGuestDisk, Clear: DefaultGuestDisk - DefaultClearMargin, Critical: DefaultGuestDiskCrit},
 			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
+			LockAge:      Threshold{Trigger: DefaultGuestLockAge, Clear: DefaultGuestLockAge - DefaultClearMargin},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		storage: Thresholds{
@@ -273,6 +286,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Memory = apply(out.Memory, s.Guest.Memory)
 		out.Disk = apply(out.Disk, s.Guest.Disk)
 		out.Forecast = applyFalling(out.Forecast, s.Guest.Forecast)
+		out.LockAge = apply(out.LockAge, s.Guest.LockAge)
 	case kind == snapshot.KindStorage:
 		out.Disk = apply(out.Disk, s.Storage.Usage)
 		out.Forecast = applyFalling(out.Forecast, s.Storage.Forecast)
@@ -289,17 +303,18 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 
 func validateSet(key string, s KindSettings, eff *Policy) []string {
 	var errs []string
-	inRange := func(k string, set ThresholdSetting) bool {
+	inRangeOf := func(k string, set ThresholdSetting, max float64) bool {
 		if set.Trigger == nil && set.Clear == nil && set.Critical == nil {
 			return false
 		}
 		for field, v := range map[string]*float64{"trigger": set.Trigger, "clear": set.Clear, "critical": set.Critical} {
-			if v != nil && (*v <= 0 || *v > maxPercent) {
-				errs = append(errs, fmt.Sprintf("%s.%s: %g is outside (0, 100]", k, field, *v))
+			if v != nil && (*v <= 0 || *v > max) {
+				errs = append(errs, fmt.Sprintf("%s.%s: %g is outside (0, %g]", k, field, *v, max))
 			}
 		}
 		return true
 	}
+	inRange := func(k string, set ThresholdSetting) bool { return inRangeOf(k, set, maxPercent) }
 	checkFalling := func(name string, set ThresholdSetting, t Threshold) {
 		k := key + "." + name
 		if !inRange(k, set) {
@@ -315,9 +330,9 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 			errs = append(errs, fmt.Sprintf("%s.critical: %g must be below trigger %g (the threshold falls)", k, t.Critical, t.Trigger))
 		}
 	}
-	check := func(name string, set ThresholdSetting, t Threshold) {
+	checkOf := func(name string, set ThresholdSetting, t Threshold, max float64) {
 		k := key + "." + name
-		if !inRange(k, set) {
+		if !inRangeOf(k, set, max) {
 			return
 		}
 		if t.Clear >= t.Trigger {
@@ -330,6 +345,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 			errs = append(errs, fmt.Sprintf("%s.critical: %g must be above trigger %g", k, t.Critical, t.Trigger))
 		}
 	}
+	check := func(name string, set ThresholdSetting, t Threshold) { checkOf(name, set, t, maxPercent) }
 	// A count: clear may equal the trigger (held until it falls below).
 	checkCount := func(name string, set ThresholdSetting, t Threshold) {
 		k := key + "." + name
@@ -350,6 +366,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	check("guest.cpu", s.Guest.CPU, eff.guest.CPU)
 	check("guest.memory", s.Guest.Memory, eff.guest.Memory)
 	check("guest.disk", s.Guest.Disk, eff.guest.Disk)
+	checkOf("guest.lock_age", s.Guest.LockAge, eff.guest.LockAge, maxLockAge)
 	check("storage.usage", s.Storage.Usage, eff.storage.Disk)
 	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
 	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)

@@ -1,6 +1,7 @@
 package alerts_test
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,5 +65,29 @@ func TestDiskThresholdsRejected(t *testing.T) {
 	_, err = alerts.New(alerts.Settings{Defaults: alerts.KindSettings{Disk: alerts.DiskSettings{Wear: alerts.ThresholdSetting{Trigger: fp(98)}}}})
 	if err == nil || err.Error() != "alerts.defaults.disk.wear.clear: effective clear 103 must be at most 100 (set clear explicitly)" {
 		t.Errorf("wear trigger 98: %v", err)
+	}
+}
+
+// TestLockAgeThresholds: guest.lock_age is minutes, up to a week (not a
+// percentage), with the rising rules and each key named.
+func TestLockAgeThresholds(t *testing.T) {
+	p, err := alerts.New(alerts.Settings{Defaults: alerts.KindSettings{Guest: alerts.GuestSettings{LockAge: alerts.ThresholdSetting{Trigger: fp(240)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Resolve(&snapshot.Resource{ID: "vm/1", Kind: snapshot.KindVM}).LockAge, (alerts.Threshold{Trigger: 240, Clear: 235}); got != want {
+		t.Errorf("lock_age: %+v, want %+v", got, want)
+	}
+	_, err = alerts.New(alerts.Settings{Defaults: alerts.KindSettings{Guest: alerts.GuestSettings{
+		LockAge: alerts.ThresholdSetting{Trigger: fp(20000), Clear: fp(30000), Critical: fp(10)}}}})
+	want := []string{
+		"alerts.defaults.guest.lock_age.clear: 30000 is outside (0, 10080]",
+		"alerts.defaults.guest.lock_age.clear: 30000 must be below trigger 20000",
+		"alerts.defaults.guest.lock_age.critical: 10 must be above trigger 20000",
+		"alerts.defaults.guest.lock_age.trigger: 20000 is outside (0, 10080]",
+	}
+	var ve *alerts.ValidationError
+	if !errors.As(err, &ve) || !reflect.DeepEqual(ve.Problems, want) {
+		t.Errorf("problems %v, want\n%s", err, strings.Join(want, "\n"))
 	}
 }

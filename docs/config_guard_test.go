@@ -268,6 +268,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("guest.disk", guest.Disk)
 	put("storage.usage", storage.Disk)
 	put("guest.forecast", guest.Forecast)
+	put("guest.lock_age", guest.LockAge)
 	put("storage.forecast", storage.Forecast)
 	put("storage.backup_jobs", storage.BackupJobs)
 	put("disk.temperature", disk.Temperature)

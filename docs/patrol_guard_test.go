@@ -346,6 +346,7 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"disk.temperature":    {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
 	"disk.wear":           {"DefaultDiskWear", "DefaultDiskWearCrit"},
 	"guest.forecast":      {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"guest.lock_age":      {"DefaultGuestLockAge", ""},
 	"storage.forecast":    {"DefaultForecastDays", "DefaultForecastDaysCrit"},
 	"storage.backup_jobs": {"DefaultBackupJobs", "DefaultBackupJobsCrit"},
 }

@@ -87,6 +87,7 @@ var keyAliases = map[string]string{
 	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
 	"capacity-forecast": "capacity_forecast", "storage-full-soon": "capacity_forecast", "disk-full-soon": "capacity_forecast",
 	"backup-job-failed": "backup_job_failed", "datastore-job-failed": "backup_job_failed",
+	"lock-stuck": "lock_stuck", "stuck-lock": "lock_stuck", "guest-locked": "lock_stuck",
 	"quorum-lost": "quorum_lost", "no-quorum": "quorum_lost", "cluster-quorum-lost": "quorum_lost",
 	"high-swap": "high_swap", "swap-high": "high_swap", "swap": "high_swap",
 	"ha-error": "ha_error", "ha-failed": "ha_error", "ha-fenced": "ha_error", "ha-resource-error": "ha_error",

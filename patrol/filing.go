@@ -34,6 +34,7 @@ var titles = map[signals.Type]string{
 	signals.TypeHighIOWait:       "High IO wait on %s",
 	signals.TypeQuorumLost:       "Cluster %s has lost quorum",
 	signals.TypeHAError:          "HA trouble on %s",
+	signals.TypeLockStuck:        "%s is stuck locked",
 }
 
 // titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
@@ -64,6 +65,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeHighIOWait:       "Find the disk or storage that is slow or saturated (iostat, zpool iostat) and the guests driving it.",
 	signals.TypeQuorumLost:       "Run pvecm status on a node: bring the missing nodes or the corosync links back; do not change expected votes while the others may still run.",
 	signals.TypeHAError:          "Run ha-manager status: for a service in error, fix its cause, then set it disabled and started again; for a node, check pve-ha-lrm and its watchdog, or leave maintenance when done.",
+	signals.TypeLockStuck:        "Check the guest's last task log for why the operation stopped; once nothing runs on the guest, release it with qm unlock or pct unlock.",
 }
 
 // maxSummaryRunes caps a signal's summary (which quotes capped names and

@@ -97,6 +97,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeHighIOWait:       {snapshot.KindNode},
 	TypeQuorumLost:       {snapshot.KindCluster},
 	TypeHAError:          {snapshot.KindNode, snapshot.KindVM, snapshot.KindContainer},
+	TypeLockStuck:        {snapshot.KindVM, snapshot.KindContainer},
 }
 
 // Judges reports whether detection judges typ on resources of kind.

@@ -33,6 +33,7 @@ const (
 	TypeHighIOWait       Type = "high_iowait"
 	TypeQuorumLost       Type = "quorum_lost"
 	TypeHAError          Type = "ha_error"
+	TypeLockStuck        Type = "lock_stuck"
 )
 
 // Types lists the catalogue in detection order.
@@ -40,6 +41,7 @@ var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
+	TypeLockStuck,
 }
 
 // Severities a signal can carry.
@@ -175,6 +177,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		}
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricDisk, t.Disk, active)
 		out = appendBackup(out, r, t.BackupMaxAge, takenAt)
+		out = appendLockStuck(out, r, t.LockAge, active, takenAt)
 		if s, ok := unreachable(r); ok {
 			out = append(out, s)
 		}
@@ -231,6 +234,8 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		}
 		_, _, ok := r.Metric(metricOf(typ))
 		return ok
+	case TypeLockStuck:
+		return lockEvaluated(r)
 	case TypeQuorumLost:
 		// A cluster whose quorum was not read says nothing either way.
 		return r.Kind == snapshot.KindCluster && r.Quorum != nil

@@ -118,9 +118,12 @@ type Resource struct {
 	Quorum *Quorum `json:"quorum,omitempty"`
 	// HA is set on a guest or node whose source read the HA manager's
 	// status (docs/SOURCES.md#fields-beyond-the-first-contract).
-	HA    *HA      `json:"ha,omitempty"`
-	Notes string   `json:"notes,omitempty"`
-	Logs  []string `json:"logs,omitempty"`
+	HA *HA `json:"ha,omitempty"`
+	// Guest is a guest's operational state (locks, tasks), when its
+	// source read any. One pointer keeps every other resource small.
+	Guest *GuestState `json:"guest,omitempty"`
+	Notes string      `json:"notes,omitempty"`
+	Logs  []string    `json:"logs,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -249,6 +252,37 @@ const (
 	HAIdle        = "idle"
 	HAMaintenance = "maintenance"
 )
+
+// GuestState is what a guest's source read of its operations.
+type GuestState struct {
+	// Lock is set on a guest its source found locked (a PVE config lock).
+	Lock *Lock `json:"lock,omitempty"`
+	// Task is the guest's newest running task, when its source read its
+	// tasks and one runs.
+	Task *Task `json:"task,omitempty"`
+}
+
+// Lock is a guest's config lock: an operation (backup, migrate,
+// snapshot...) holds the guest.
+type Lock struct {
+	Name string `json:"name"`
+	// Since is the time the source knows the lock is held from; absent
+	// when it could not tell (its tasks were not read).
+	Since *time.Time `json:"since,omitempty"`
+}
+
+// Task is one task of a guest, as its source listed it.
+type Task struct {
+	// Type is the operation (vzdump, qmigrate, qmstop...).
+	Type string `json:"type"`
+	// UPID is the task's id on its node.
+	UPID      string    `json:"upid,omitempty"`
+	User      string    `json:"user,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt and Status are absent while the task runs.
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	Status  string     `json:"status,omitempty"`
+}
 
 // BackupStore is what keeps a backup datastore sound: the last runs of
 // its jobs and the backup snapshots whose last verification failed.

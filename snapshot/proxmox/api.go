@@ -228,6 +228,7 @@ type task struct {
 	Node      string `json:"node"`
 	Type      string `json:"type"`
 	ID        string `json:"id"` // the vmid, or "" for a job over several guests
+	User      string `json:"user"`
 	StartTime number `json:"starttime"`
 	EndTime   number `json:"endtime"`
 	Status    string `json:"status"` // "OK", "WARNINGS: n", an error; absent while running

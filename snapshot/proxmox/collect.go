@@ -187,10 +187,14 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 	for _, g := range cl.guests {
 		res := byNode[g.Node]
 		r := guestResource(g, res != nil)
+		var recent []task
+		var recentRead bool
 		if res != nil {
 			r.Addresses = res.addresses[vmid(g)]
 			r.Parents = where.of(g.Node, res.configs[vmid(g)].storages())
+			recent, recentRead = res.recent, res.recentRead
 		}
+		r.Guest = guestTasks(g, recent, recentRead)
 		if inCluster {
 			r.Parents = append(r.Parents, clusterRes.ID)
 		}

@@ -16,8 +16,11 @@ import (
 // Bounds of what is read per node and collection.
 const (
 	taskLimit = 1000 // vzdump tasks listed
-	logLimit  = 5000 // lines of one task log
-	logBudget = 5    // task logs read
+	// recentLimit bounds the node's recent tasks of every type: the
+	// guests' running tasks, and what took or left their locks.
+	recentLimit = 500
+	logLimit    = 5000 // lines of one task log
+	logBudget   = 5    // task logs read
 )
 
 // nodeWork is what is read through one online node.
@@ -31,10 +34,14 @@ type nodeWork struct {
 // nodeResult is what was read through one node. Anything not read is
 // absent and its failure is in problems.
 type nodeResult struct {
-	status      *nodeStatus // nil when GET /nodes/{node}/status was not read
-	disks       []diskRead
-	pools       []poolRead
-	tasksRead   bool
+	status    *nodeStatus // nil when GET /nodes/{node}/status was not read
+	disks     []diskRead
+	pools     []poolRead
+	tasksRead bool
+	// recent are the node's newest tasks of every type, newest first;
+	// recentRead says they were read.
+	recent      []task
+	recentRead  bool
 	runs        map[int64]backupRun // newest vzdump outcome per guest on this node
 	runsFailed  map[int64]bool      // a task log needed for the guest was not read
 	volumes     map[string][]volume // backup storage id -> volumes
@@ -122,6 +129,7 @@ func (w *worker) run() nodeResult {
 	w.readDisks()
 	w.readPools()
 	w.readTasks()
+	w.readRecent()
 	for _, st := range w.work.storages {
 		var vols []volume
 		q := url.Values{"content": {"backup"}}
@@ -263,6 +271,19 @@ func (w *worker) readTasks() {
 				break walk
 			}
 		}
+	}
+}
+
+// readRecent reads the node's newest tasks of every type, running ones
+// included: one request, at most recentLimit tasks.
+func (w *worker) readRecent() {
+	q := url.Values{"source": {"all"}, "limit": {strconv.Itoa(recentLimit)}}
+	var tasks []task
+	if w.get([]string{"nodes", w.work.name, "tasks"}, q, func(d []byte) (err error) {
+		tasks, err = decodeList[task](d)
+		return err
+	}) {
+		w.res.recent, w.res.recentRead = newestFirst(tasks), true
 	}
 }
 

@@ -98,8 +98,12 @@ func (f *fakePVE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 5 && parts[2] == "tasks" && parts[4] == "log":
 		file = path.Join("nodes", parts[1], "tasks-log.json")
 	case strings.HasSuffix(p, "/tasks"):
-		if r.URL.Query().Get("typefilter") != "vzdump" || r.URL.Query().Get("source") != "all" {
-			f.t.Errorf("tasks asked with %q, want typefilter=vzdump&source=all", r.URL.RawQuery)
+		// The vzdump tasks, or the recent tasks of every type (bounded).
+		q := r.URL.Query()
+		vzdump := q.Get("typefilter") == "vzdump" && q.Get("source") == "all"
+		recent := q.Get("typefilter") == "" && q.Get("source") == "all" && q.Get("limit") == strconv.Itoa(recentLimit)
+		if !vzdump && !recent {
+			f.t.Errorf("tasks asked with %q, want typefilter=vzdump&source=all or source=all&limit=%d", r.URL.RawQuery, recentLimit)
 		}
 	case strings.HasSuffix(p, "/content"):
 		if r.URL.Query().Get("content") != "backup" {
