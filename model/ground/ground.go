@@ -20,6 +20,7 @@ import (
 	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,8 +36,17 @@ import (
 const MaxClaims = 64
 
 // resourceIDPattern finds resource ids in free text: a kind prefix, a
-// slash and an id body that ends on a letter or digit.
-var resourceIDPattern = regexp.MustCompile(`(?i)\b(?:node|vm|container|storage|disk)/[A-Za-z0-9_.:/@-]*[A-Za-z0-9_]`)
+// slash and an id body that ends on a letter or digit. The prefixes are
+// every kind a snapshot may hold, the cluster included.
+var resourceIDPattern = regexp.MustCompile(`(?i)\b(?:` + kindPrefixes() + `)/[A-Za-z0-9_.:/@-]*[A-Za-z0-9_]`)
+
+func kindPrefixes() string {
+	var names []string
+	for _, k := range append(slices.Clone(snapshot.Kinds), snapshot.KindCluster) {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, "|")
+}
 
 // timePattern finds dates, timestamps and clock times in a claim. They are
 // checked against the timestamps a tool result showed, never as figures.
@@ -103,7 +113,11 @@ var familyWords = map[string]string{
 	"reallocated": "reallocated", "pending": "pending", "uncorrectable": "uncorrectable",
 	"crc": "crc", "udma": "crc", "media": "media",
 	"backup": "backup", "backups": "backup",
-	"window": "window", "sustained": "window",
+	"swap": "swap", "swapping": "swap",
+	"iowait": "iowait", "wait": "iowait",
+	"checksum": "checksum",
+	"nodes":    "nodes",
+	"window":   "window", "sustained": "window",
 	"raised": "raised", "times": "raised",
 }
 
@@ -121,6 +135,7 @@ var (
 // names none.
 var keyFamily = map[string]string{
 	"high_cpu": "cpu", "high_memory": "memory", "high_disk": "disk",
+	"high_swap": "swap", "high_iowait": "iowait",
 	"backup_failed": "backup", "backup_stale": "backup",
 }
 
@@ -514,7 +529,8 @@ func (c *Corpus) walk(v any, scope *facts, path []string) {
 // checkMetrics are the metric names a check of a catalogue key measures
 // in percent: a check result ({"key": "high_disk", "value": 96.3,
 // "threshold": 95}) names its value and threshold by its key.
-var checkMetrics = map[string]string{"high_cpu": "cpu_percent", "high_memory": "memory_percent", "high_disk": "usage_percent"}
+var checkMetrics = map[string]string{"high_cpu": "cpu_percent", "high_memory": "memory_percent", "high_disk": "usage_percent",
+	"high_swap": "swap_percent", "high_iowait": "iowait_percent"}
 
 // checkNames renames the value and threshold of a check result to the
 // quantities they are; nil for any other object.

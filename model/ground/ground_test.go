@@ -106,3 +106,40 @@ func TestGroundingIsPerResource(t *testing.T) {
 		t.Errorf("Strip = %q %q, want %q", got, stripped, want)
 	}
 }
+
+// TestGroundingReadsTheParityQuantities: swap, IO wait, ZFS checksum
+// errors and a cluster's quorum are quantities a claim can name, and a
+// cluster id is a resource a tool result shows. A figure of another
+// family, or another resource's, is still refused.
+func TestGroundingReadsTheParityQuantities(t *testing.T) {
+	c := ground.NewCorpus()
+	for _, r := range []string{
+		`{"id":"node/pve1","metrics":{"cpu_percent":25,"swap_percent":86,"iowait_percent_avg":18,"window_seconds":900}}`,
+		`{"id":"storage/pve1/zpool/rpool","zfs":{"state":"DEGRADED","checksum_errors":3}}`,
+		`{"id":"cluster/pve-prod","quorum":{"quorate":false,"nodes":3,"nodes_online":1}}`,
+	} {
+		c.Add([]byte(r))
+	}
+	cases := []struct {
+		id, key, text string
+		want          []string
+	}{
+		{"node/pve1", "high_swap", "swap_percent 86", nil},
+		{"node/pve1", "high_swap", "node pve1 is swapping: 86% of its swap in use", nil},
+		{"node/pve1", "high_swap", "swap 25%", []string{"25 % (swap)"}},
+		{"node/pve1", "high_iowait", "iowait_percent_avg 18 over window_seconds 900", nil},
+		{"node/pve1", "high_iowait", "IO wait 18%", nil},
+		{"storage/pve1/zpool/rpool", "zfs_pool_degraded", "state DEGRADED, checksum_errors 3", nil},
+		{"storage/pve1/zpool/rpool", "zfs_pool_degraded", "4 checksum errors", []string{"4 (checksum)"}},
+		{"cluster/pve-prod", "quorum_lost", "cluster/pve-prod lost quorum: nodes_online 1, nodes 3", nil},
+		{"node/pve1", "high_swap", "its cluster cluster/pve-other lost quorum", []string{"cluster/pve-other"}},
+	}
+	for _, tc := range cases {
+		if got := c.Unsupported(tc.id, tc.key, nil, tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("%s %q: unsupported %q, want %q", tc.id, tc.text, got, tc.want)
+		}
+	}
+	if !c.Read("cluster/pve-prod") {
+		t.Error("a tool result showed cluster/pve-prod, yet Read says it did not")
+	}
+}
