@@ -80,7 +80,8 @@ func decodeForwarded(data []byte) (*http.Request, error) {
 // requests through next while it is the writer.
 func (r *Member) Forwarding(next http.Handler) http.Handler {
 	c := &clusterHTTP{log: r.log, next: next, nc: r.o.Bus.Conn(), subj: contracts.ForwardSubject(r.o.Bus.Prefix()),
-		guard: r.o.Bus.Guard(), instance: r.instance, writer: r.o.Leadership.IsWriter, lagNow: r.Lag, timeout: ForwardBound(r.o.AnswerTimeout)}
+		guard: r.o.Bus.Guard(), instance: r.instance, writer: r.o.Leadership.IsWriter, lagNow: r.Lag, timeout: ForwardBound(r.o.AnswerTimeout),
+		writes: &r.writes}
 	r.WhileWriter(c.serveForwarded)
 	return c
 }
@@ -100,6 +101,9 @@ type clusterHTTP struct {
 	lagNow   func(context.Context) *Lag
 	// timeout bounds the wait for a forwarded answer (ForwardBound).
 	timeout time.Duration
+	// writes is held for reading while a mutation is served as the
+	// writer (Member.writes; nil: not held).
+	writes *sync.RWMutex
 
 	lagMu   sync.Mutex
 	lastLag *Lag
@@ -113,6 +117,16 @@ func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		role = "leader"
 	}
 	w.Header().Set(HeaderReplicaRole, role)
+	if writer && !servedHere(false, r) {
+		// A mutation the writer serves: losing the lease meanwhile waits
+		// for it before capture goes off.
+		if !c.holdWrites() {
+			w.Header().Set(HeaderReplicaRole, "standby")
+			c.forward(w, r)
+			return
+		}
+		defer c.releaseWrites()
+	}
 	if servedHere(writer, r) {
 		if !writer {
 			c.setLag(r.Context(), w.Header())
@@ -121,6 +135,27 @@ func (c *clusterHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.forward(w, r)
+}
+
+// holdWrites holds writes for a mutation served as the writer, and says
+// whether this instance still is the writer once it holds them (a
+// demote may have run meanwhile).
+func (c *clusterHTTP) holdWrites() bool {
+	if c.writes == nil {
+		return c.writer()
+	}
+	c.writes.RLock()
+	if c.writer() {
+		return true
+	}
+	c.writes.RUnlock()
+	return false
+}
+
+func (c *clusterHTTP) releaseWrites() {
+	if c.writes != nil {
+		c.writes.RUnlock()
+	}
 }
 
 // servedHere reports whether this instance answers r itself: the writer
@@ -232,7 +267,7 @@ func (c *clusterHTTP) serveOne(ctx context.Context, m *nats.Msg) {
 	} else {
 		// The writer's own API answers, a success only once the
 		// change is on the stream (api.DurableAnswers).
-		c.next.ServeHTTP(rec, r.WithContext(ctx))
+		c.serveAsWriter(ctx, rec, r)
 		//mutate:forward-deposed-503 ./cluster ^TestForwardedRequestCutByLeaseLoss$
 		if ctx.Err() != nil && rec.Code() >= http.StatusInternalServerError && rec.Code() != http.StatusServiceUnavailable {
 			// Losing the lease cancelled the request half-way: a failover,
@@ -250,6 +285,18 @@ func (c *clusterHTTP) serveOne(ctx context.Context, m *nats.Msg) {
 	if err := m.RespondMsg(ans); err != nil {
 		c.log.Warn("answer a forwarded request", "err", err)
 	}
+}
+
+// serveAsWriter serves a forwarded request holding writes; one that
+// finds this instance no longer the writer is not served.
+func (c *clusterHTTP) serveAsWriter(ctx context.Context, rec *api.Recorder, r *http.Request) {
+	if !c.holdWrites() {
+		writeAPIError(rec, http.StatusServiceUnavailable, api.CodeNotReady, "this instance stopped being the writer before serving the request: "+
+			"nothing was done; repeat it", map[string]any{"role": "standby"})
+		return
+	}
+	defer c.releaseWrites()
+	c.next.ServeHTTP(rec, r.WithContext(ctx))
 }
 
 // ForwardBound is how long a standby waits for a forwarded answer: the
