@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -29,6 +30,9 @@ const (
 	DismissExpectedBehavior = "expected_behavior"
 	DismissWillFixLater     = "will_fix_later"
 )
+
+// DismissReasons lists the reasons dismiss accepts.
+var DismissReasons = []string{DismissNotAnIssue, DismissExpectedBehavior, DismissWillFixLater}
 
 // Snooze bounds and the will_fix_later reminder.
 const (
@@ -93,10 +97,8 @@ func ApplyAction(f Finding, req ActionRequest, now time.Time) (Finding, Event, *
 		f.SnoozedUntil = &t
 		ev.Kind, ev.Detail = "snoozed", fmt.Sprintf("until %s%s", t.UTC().Format(time.RFC3339), actor)
 	case ActionDismiss:
-		switch req.Reason {
-		case DismissNotAnIssue, DismissExpectedBehavior, DismissWillFixLater:
-		default:
-			return f, Event{}, nil, &InputError{Field: "reason", Problem: fmt.Sprintf("%q is not one of not_an_issue, expected_behavior, will_fix_later", req.Reason)}
+		if !slices.Contains(DismissReasons, req.Reason) {
+			return f, Event{}, nil, &InputError{Field: "reason", Problem: fmt.Sprintf("%q is not one of %s", req.Reason, strings.Join(DismissReasons, ", "))}
 		}
 		if !f.Active() {
 			return notAllowed("the finding is resolved")

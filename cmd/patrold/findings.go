@@ -14,13 +14,18 @@ import (
 )
 
 func newFindingsCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "findings", Short: "List, show and act on findings"}
+	cmd := &cobra.Command{Use: "findings", Short: "List, show and act on findings",
+		Example: "  patrold findings list --severity critical\n" +
+			"  patrold findings show 0123456789abcdef\n" +
+			"  patrold findings dismiss 0123456789abcdef --reason expected_behavior"}
 	var state, severity, output string
 	var fpage findings.Page
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List findings (active by default; --state all for every state)",
-		Args:  args(cobra.NoArgs),
+		Example: "  patrold findings list\n" +
+			"  patrold findings list --state all --severity warning --output json",
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
 				return err

@@ -72,7 +72,7 @@ func exitCode(err error) int {
 	var ue *usageError
 	var ie *findings.InputError
 	if errors.As(err, &ue) || errors.As(err, &ie) {
-		return 2
+		return exitUsage
 	}
-	return 1
+	return exitRuntime
 }

@@ -78,8 +78,10 @@ func newRoot(a *app) *cobra.Command {
 		newConfigCmd(a), newMigrateCmd(a), newVersionCmd(a),
 		newAssistantCmd(a), newApprovalsCmd(a), newNotifyCmd(a), newWorkerCmd(a), newDBCmd(a),
 		newSilencesCmd(a), newStatusCmd(a), newManCmd(a), newEvalCmd(a), newTriggerCmd(a), newCoverageCmd(a),
+		newReloadCmd(a),
 	)
 	requireSubcommands(root)
+	registerCompletions(a, root)
 	return root
 }
 
@@ -270,7 +272,9 @@ func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Configuration commands"}
 	var output string
 	check := &cobra.Command{
-		Use:   "check",
+		Use: "check",
+		Example: "  sudo patrold config check --config /etc/patrold/patrold.yaml\n" +
+			"  patrold config check --output json",
 		Short: "Load and validate the configuration and print it with secrets hidden",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

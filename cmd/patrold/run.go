@@ -36,7 +36,10 @@ func newRunCmd(a *app) *cobra.Command {
 	var doProbe, all, dryRun bool
 	var resources []string
 	cmd := &cobra.Command{
-		Use:   "run",
+		Use: "run",
+		Example: "  patrold run --config /etc/patrold/patrold.yaml\n" +
+			"  patrold run --snapshot examples/small-faults.json --dry-run\n" +
+			"  patrold run --snapshot snapshot.json --output json",
 		Short: "Run one patrol now and print the run report",
 		Long: "Run one patrol now and print the run report.\n\n" +
 			"For a very large snapshot file, GOGC=400 in the environment makes the\n" +

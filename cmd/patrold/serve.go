@@ -13,7 +13,9 @@ func newServeCmd(a *app) *cobra.Command {
 	var output string
 	var acceptNew bool
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use: "serve",
+		Example: "  patrold serve --config /etc/patrold/patrold.yaml\n" +
+			"  PATROLD_LOG_LEVEL=debug patrold serve --config /etc/patrold/patrold.yaml",
 		Short: "Run the daemon: scheduler, API, NATS, outbox relay, assistant worker",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

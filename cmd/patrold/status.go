@@ -20,7 +20,9 @@ import (
 func newStatusCmd(a *app) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use: "status",
+		Example: "  patrold status --config /etc/patrold/patrold.yaml\n" +
+			"  patrold status --output json",
 		Short: "Show what the running daemon is doing (its /api/v1/status)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

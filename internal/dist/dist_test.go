@@ -273,8 +273,14 @@ func TestMakeDistInstalls(t *testing.T) {
 		}
 		body, _ := io.ReadAll(zr)
 		gz.Close()
-		if !strings.HasPrefix(string(body), `.nh`) || !strings.Contains(string(body), `.TH "PATROLD" "1"`) {
-			t.Errorf("%s: not a man page: %.80q", filepath.Base(p), body)
+		// Each page is headed by its own command: PATROLD(1) for the root,
+		// PATROLD-SERVE(1) for patrold-serve.1.
+		title := strings.ToUpper(strings.TrimSuffix(filepath.Base(p), ".1"))
+		if !strings.HasPrefix(string(body), `.nh`) || !strings.Contains(string(body), `.TH "`+title+`" "1"`) {
+			t.Errorf("%s: not a man page headed %s(1): %.80q", filepath.Base(p), title, body)
+		}
+		if filepath.Base(p) == "patrold.1" && !strings.Contains(string(body), `.TH "PATROLD" "1"`) {
+			t.Errorf("the root page is not headed PATROLD(1)")
 		}
 	}
 	if len(pages) < 40 {
