@@ -36,10 +36,8 @@ func TestCorpusMatchesTheNet(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			if prev := sc.BeforeSnapshot(); prev != nil {
-				if _, err := patrolOnce(ctx, st, pol, nil, prev); err != nil {
-					t.Fatal(err)
-				}
+			if err := prepare(ctx, st, pol, sc); err != nil {
+				t.Fatal(err)
 			}
 			rep, err := patrolOnce(ctx, st, pol, nil, sc.Snapshot())
 			if err != nil {

@@ -79,6 +79,7 @@ type Analyst func(p model.Provider, reg prometheus.Registerer) (patrol.Analyst, 
 // Store is a throwaway findings store.
 type Store interface {
 	patrol.Store
+	patrol.UsageHistory
 	Close() error
 }
 
@@ -376,10 +377,8 @@ func runOnce(ctx context.Context, o Options, pol *alerts.Policy, sc *Scenario) (
 		return Figures{}, err
 	}
 	defer st.Close()
-	if prev := sc.BeforeSnapshot(); prev != nil {
-		if _, err := patrolOnce(ctx, st, pol, nil, prev); err != nil {
-			return Figures{}, fmt.Errorf("before: %w", err)
-		}
+	if err := prepare(ctx, st, pol, sc); err != nil {
+		return Figures{}, err
 	}
 	p, err := o.Provider(sc)
 	if err != nil {
@@ -412,10 +411,24 @@ func runOnce(ctx context.Context, o Options, pol *alerts.Policy, sc *Scenario) (
 	return f, nil
 }
 
-func patrolOnce(ctx context.Context, st patrol.Store, pol *alerts.Policy, an patrol.Analyst, snap *snapshot.Snapshot) (*patrol.Report, error) {
+// prepare brings a throwaway store to where the scenario starts: its
+// usage history recorded, then Before patrolled without a model.
+func prepare(ctx context.Context, st Store, pol *alerts.Policy, sc *Scenario) error {
+	if err := sc.seedHistory(ctx, st); err != nil {
+		return err
+	}
+	if prev := sc.BeforeSnapshot(); prev != nil {
+		if _, err := patrolOnce(ctx, st, pol, nil, prev); err != nil {
+			return fmt.Errorf("before: %w", err)
+		}
+	}
+	return nil
+}
+
+func patrolOnce(ctx context.Context, st Store, pol *alerts.Policy, an patrol.Analyst, snap *snapshot.Snapshot) (*patrol.Report, error) {
 	set := patrol.Settings{Policy: pol, Publish: findings.DefaultPublishPolicy(), Analyst: an}
 	now := snap.TakenAt
-	runner, err := patrol.New(patrol.Options{Store: st, Settings: func() patrol.Settings { return set }, Now: func() time.Time { return now }})
+	runner, err := patrol.New(patrol.Options{Store: st, History: st, Settings: func() patrol.Settings { return set }, Now: func() time.Time { return now }})
 	if err != nil {
 		return nil, err
 	}

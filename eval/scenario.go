@@ -7,12 +7,15 @@ package eval
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"path"
 	"regexp"
@@ -23,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/patrold/patrold/findings"
+	"github.com/patrold/patrold/patrol"
 	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/snapshot"
 	"github.com/patrold/patrold/snapshot/demo"
@@ -53,8 +57,11 @@ type Scenario struct {
 	// Before, when set, is patrolled first without a model: its findings
 	// are the ones the model assesses.
 	Before *Fleet `yaml:"before"`
-	Fleet  `yaml:",inline"`
-	Expect Expect `yaml:"expect"`
+	// History is usage recorded before the run, the series a capacity
+	// forecast reads.
+	History []Series `yaml:"history"`
+	Fleet   `yaml:",inline"`
+	Expect  Expect `yaml:"expect"`
 
 	file string
 	snap *snapshot.Snapshot // decoded once, for validation
@@ -69,6 +76,39 @@ type Scenario struct {
 type Fleet struct {
 	Snapshot map[string]any `yaml:"snapshot"`
 	Generate *Generate      `yaml:"generate"`
+}
+
+// Series is the usage history of one resource, in percent.
+type Series struct {
+	ResourceID string  `yaml:"resource_id"`
+	Points     []Point `yaml:"points"`
+}
+
+// Point is one recorded usage.
+type Point struct {
+	At    time.Time `yaml:"at"`
+	Value float64   `yaml:"value"`
+}
+
+// MaxHistoryPoints bounds a scenario's history.
+const MaxHistoryPoints = 5000
+
+// seedHistory records the scenario's history into h, oldest first, as
+// collected runs would have.
+func (s *Scenario) seedHistory(ctx context.Context, h patrol.UsageHistory) error {
+	byTime := map[time.Time][]signals.UsageSample{}
+	for _, sr := range s.History {
+		for _, p := range sr.Points {
+			byTime[p.At] = append(byTime[p.At], signals.UsageSample{ResourceID: snapshot.CanonicalID(sr.ResourceID), Value: p.Value})
+		}
+	}
+	times := slices.SortedFunc(maps.Keys(byTime), time.Time.Compare)
+	for _, t := range times {
+		if err := h.RecordUsage(ctx, t, byTime[t], 0, patrol.UsageRetention); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+	}
+	return nil
 }
 
 // Generate is a demo fleet.
@@ -288,6 +328,29 @@ func Parse(data []byte) (*Scenario, error) {
 		} else if s.snap != nil && !ids[snapshot.CanonicalID(id)] {
 			fail(field, "not a resource of the snapshot")
 		}
+	}
+	points := 0
+	for i, sr := range s.History {
+		f := fmt.Sprintf("history[%d]", i)
+		known(f+".resource_id", sr.ResourceID)
+		if len(sr.Points) == 0 {
+			fail(f+".points", "required")
+		}
+		points += len(sr.Points)
+		for j, p := range sr.Points {
+			pf := fmt.Sprintf("%s.points[%d]", f, j)
+			if p.At.IsZero() {
+				fail(pf+".at", "required")
+			} else if s.snap != nil && !p.At.Before(s.snap.TakenAt) {
+				fail(pf+".at", "must be before the snapshot's taken_at")
+			}
+			if math.IsNaN(p.Value) || p.Value < 0 || p.Value > 100 {
+				fail(pf+".value", "must be a percentage from 0 to 100")
+			}
+		}
+	}
+	if points > MaxHistoryPoints {
+		fail("history", "%d points, at most %d", points, MaxHistoryPoints)
 	}
 	for i, sig := range s.Expect.Signals {
 		f := fmt.Sprintf("expect.signals[%d]", i)

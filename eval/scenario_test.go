@@ -41,6 +41,12 @@ func TestParseNamesTheField(t *testing.T) {
 		{"name: a\ndescription: d\n" + snap + "expect: {verdicts: [{resource_id: node/pve1, category: general, key: k, verdict: present, evidence: e}]}\n", "expect.verdicts[0]: needs before:"},
 		{"name: a\ndescription: d\n" + snap + "before: {" + strings.TrimSuffix(snap, "\n") + "}\nexpect: {verdicts: [{resource_id: node/pve1, category: general, key: k, verdict: gone, evidence: e}]}\n", "expect.verdicts[0].verdict: not present, resolved or uncertain"},
 		{"name: a\ndescription: d\nbefore: {}\n" + snap, "before.snapshot: required"},
+		{"name: a\ndescription: d\n" + snap + "history: [{resource_id: node/zz, points: [{at: \"2026-11-28T06:00:00Z\", value: 5}]}]\n", "history[0].resource_id: not a resource of the snapshot"},
+		{"name: a\ndescription: d\n" + snap + "history: [{resource_id: node/pve1}]\n", "history[0].points: required"},
+		{"name: a\ndescription: d\n" + snap + "history: [{resource_id: node/pve1, points: [{value: 5}]}]\n", "history[0].points[0].at: required"},
+		{"name: a\ndescription: d\n" + snap + "history: [{resource_id: node/pve1, points: [{at: \"2026-11-29T06:00:00Z\", value: 5}]}]\n", "history[0].points[0].at: must be before the snapshot's taken_at"},
+		{"name: a\ndescription: d\n" + snap + "history: [{resource_id: node/pve1, points: [{at: \"2026-11-28T06:00:00Z\", value: 5}, {at: \"2026-11-28T07:00:00Z\", value: 101}]}]\n", "history[0].points[1].value: must be a percentage from 0 to 100"},
+		{"name: a\ndescription: d\n" + snap + "history: [{resource_id: node/pve1, points: [{at: \"2026-11-28T06:00:00Z\", value: .nan}]}]\n", "history[0].points[0].value: must be a percentage from 0 to 100"},
 		{strings.Repeat("#", MaxScenarioBytes+1), "larger than"},
 	}
 	for _, c := range cases {
@@ -68,6 +74,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(okScenario))
 	f.Add([]byte("name: a\ndescription: d\ngenerate: {resources: 3, at: \"2026-11-29T06:00:00Z\"}\n"))
 	f.Add([]byte("before: {snapshot: {}}\n"))
+	f.Add([]byte(okScenario + "history: [{resource_id: node/pve1, points: [{at: \"2026-11-28T06:00:00Z\", value: 5}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
 		if err != nil {
@@ -78,6 +85,13 @@ func FuzzParse(f *testing.F) {
 		}
 		if s.Before != nil && s.BeforeSnapshot() == nil {
 			t.Fatalf("accepted %q with a before: that builds nothing", data)
+		}
+		for _, sr := range s.History {
+			for _, p := range sr.Points {
+				if !p.At.Before(s.Snapshot().TakenAt) || !(p.Value >= 0 && p.Value <= 100) {
+					t.Fatalf("accepted %q with a history point %+v after the snapshot or not a percentage", data, p)
+				}
+			}
 		}
 	})
 }
