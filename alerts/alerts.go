@@ -45,6 +45,13 @@ const (
 	// trigger; a count clears at the trigger itself (no margin).
 	DefaultBackupJobs     = 1.0
 	DefaultBackupJobsCrit = 3.0
+	// Failed syncs in a row of a guest's replication job, a count like
+	// backup_jobs (replication_failed).
+	DefaultReplicationFailures     = 1.0
+	DefaultReplicationFailuresCrit = 3.0
+	// Intervals of its schedule a replication job's last sync may be
+	// old (replication_failed); an interval count, clear at the trigger.
+	DefaultReplicationLag = 3.0
 	DefaultClearMargin    = 5.0
 	DefaultBackupMaxAge   = 48 * time.Hour
 	maxPercent            = 100.0
@@ -85,6 +92,11 @@ type GuestSettings struct {
 	Forecast ThresholdSetting `koanf:"forecast" json:"forecast" yaml:"forecast"`
 	// LockAge is minutes a lock is held with no task running (rises).
 	LockAge ThresholdSetting `koanf:"lock_age" json:"lock_age" yaml:"lock_age"`
+	// Replication counts a replication job's failed syncs in a row;
+	// ReplicationLag is its last sync's age in schedule intervals. Both
+	// rise; clear defaults to the trigger.
+	Replication    ThresholdSetting `koanf:"replication" json:"replication" yaml:"replication"`
+	ReplicationLag ThresholdSetting `koanf:"replication_lag" json:"replication_lag" yaml:"replication_lag"`
 }
 
 // StorageSettings are thresholds for storage pools.
@@ -158,6 +170,10 @@ type Thresholds struct {
 	BackupJobs   Threshold // failing jobs and verifications of a backup datastore, rising
 	LockAge      Threshold // minutes a guest lock is held with no task running, rising
 	BackupMaxAge time.Duration
+	// Replication: a guest's replication job's failed syncs in a row;
+	// ReplicationLag: its last sync's age in schedule intervals.
+	Replication    Threshold
+	ReplicationLag Threshold
 }
 
 // Policy resolves effective thresholds. It is immutable and safe for
@@ -232,6 +248,9 @@ func builtinSet() thresholdSets {
 			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
 			LockAge:      Threshold{Trigger: DefaultGuestLockAge, Clear: DefaultGuestLockAge - DefaultClearMargin},
 			BackupMaxAge: DefaultBackupMaxAge,
+			Replication: Threshold{Trigger: DefaultReplicationFailures, Clear: DefaultReplicationFailures,
+				Critical: DefaultReplicationFailuresCrit},
+			ReplicationLag: Threshold{Trigger: DefaultReplicationLag, Clear: DefaultReplicationLag},
 		},
 		storage: Thresholds{
 			Disk:         Threshold{Trigger: DefaultStorageUsage, Clear: DefaultStorageUsage - DefaultClearMargin, Critical: DefaultStorageCrit},
@@ -287,6 +306,8 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Disk = apply(out.Disk, s.Guest.Disk)
 		out.Forecast = applyFalling(out.Forecast, s.Guest.Forecast)
 		out.LockAge = apply(out.LockAge, s.Guest.LockAge)
+		out.Replication = applyDir(out.Replication, s.Guest.Replication, 0)
+		out.ReplicationLag = applyDir(out.ReplicationLag, s.Guest.ReplicationLag, 0)
 	case kind == snapshot.KindStorage:
 		out.Disk = apply(out.Disk, s.Storage.Usage)
 		out.Forecast = applyFalling(out.Forecast, s.Storage.Forecast)
@@ -371,6 +392,8 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
 	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)
 	checkCount("storage.backup_jobs", s.Storage.BackupJobs, eff.storage.BackupJobs)
+	checkCount("guest.replication", s.Guest.Replication, eff.guest.Replication)
+	checkCount("guest.replication_lag", s.Guest.ReplicationLag, eff.guest.ReplicationLag)
 	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)
 	checkFalling("disk.wear", s.Disk.Wear, eff.disk.Wear)
 	if s.Backup.MaxAge != nil && *s.Backup.MaxAge <= 0 {

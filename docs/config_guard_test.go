@@ -271,6 +271,8 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("guest.lock_age", guest.LockAge)
 	put("storage.forecast", storage.Forecast)
 	put("storage.backup_jobs", storage.BackupJobs)
+	put("guest.replication", guest.Replication)
+	put("guest.replication_lag", guest.ReplicationLag)
 	put("disk.temperature", disk.Temperature)
 	put("disk.wear", disk.Wear)
 	out["alerts.defaults.backup.max_age"] = cfgShortDuration(node.BackupMaxAge)

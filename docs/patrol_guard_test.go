@@ -335,25 +335,27 @@ func patrolDocCheckConstants(doc, docName, block string, consts map[string]patro
 // patrolDocThresholdConsts maps each documented setting to the alerts
 // constants of its trigger and critical ("" when it has none).
 var patrolDocThresholdConsts = map[string][2]string{
-	"node.cpu":            {"DefaultNodeCPU", ""},
-	"node.memory":         {"DefaultNodeMemory", ""},
-	"node.swap":           {"DefaultNodeSwap", ""},
-	"node.iowait":         {"DefaultNodeIOWait", ""},
-	"guest.cpu":           {"DefaultGuestCPU", ""},
-	"guest.memory":        {"DefaultGuestMemory", ""},
-	"guest.disk":          {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
-	"storage.usage":       {"DefaultStorageUsage", "DefaultStorageCrit"},
-	"disk.temperature":    {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
-	"disk.wear":           {"DefaultDiskWear", "DefaultDiskWearCrit"},
-	"guest.forecast":      {"DefaultForecastDays", "DefaultForecastDaysCrit"},
-	"guest.lock_age":      {"DefaultGuestLockAge", ""},
-	"storage.forecast":    {"DefaultForecastDays", "DefaultForecastDaysCrit"},
-	"storage.backup_jobs": {"DefaultBackupJobs", "DefaultBackupJobsCrit"},
+	"node.cpu":              {"DefaultNodeCPU", ""},
+	"node.memory":           {"DefaultNodeMemory", ""},
+	"node.swap":             {"DefaultNodeSwap", ""},
+	"node.iowait":           {"DefaultNodeIOWait", ""},
+	"guest.cpu":             {"DefaultGuestCPU", ""},
+	"guest.memory":          {"DefaultGuestMemory", ""},
+	"guest.disk":            {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
+	"storage.usage":         {"DefaultStorageUsage", "DefaultStorageCrit"},
+	"disk.temperature":      {"DefaultDiskTemperature", "DefaultDiskTemperatureCrit"},
+	"disk.wear":             {"DefaultDiskWear", "DefaultDiskWearCrit"},
+	"guest.forecast":        {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"guest.lock_age":        {"DefaultGuestLockAge", ""},
+	"storage.forecast":      {"DefaultForecastDays", "DefaultForecastDaysCrit"},
+	"storage.backup_jobs":   {"DefaultBackupJobs", "DefaultBackupJobsCrit"},
+	"guest.replication":     {"DefaultReplicationFailures", "DefaultReplicationFailuresCrit"},
+	"guest.replication_lag": {"DefaultReplicationLag", ""},
 }
 
 // patrolDocCounts are the settings that count failing items: their clear
 // is the trigger itself.
-var patrolDocCounts = map[string]bool{"storage.backup_jobs": true}
+var patrolDocCounts = map[string]bool{"storage.backup_jobs": true, "guest.replication": true, "guest.replication_lag": true}
 
 // patrolDocFalling are the settings whose threshold falls: their clear is
 // trigger + DefaultClearMargin.
@@ -660,7 +662,7 @@ func TestPatrolDocsGuardFailsOnDrift(t *testing.T) {
 		"cooldown changed":          mutate("findings", `DefaultTimeoutCooldown(\s*)= 10 \* time.Minute`, "DefaultTimeoutCooldown$1= 15 * time.Minute"),
 		"stuck grace changed":       mutate("findings", `StuckGrace = 5 \* time.Minute`, "StuckGrace = 2 * time.Minute"),
 		"new gate tunable":          mutate("findings", `DefaultMaxConcurrent(\s*)= 3`, "DefaultMaxConcurrent$1= 3\n\tDefaultQueueDepth = 8"),
-		"signal type added":         mutate("signals", `(TypeGuestUnreachable Type = "guest_unreachable")`, "$1\n\tTypeHighLoad Type = \"high_load\""),
+		"signal type added":         mutate("signals", `(TypeGuestUnreachable\s+Type = "guest_unreachable")`, "$1\n\tTypeHighLoad Type = \"high_load\""),
 		"signal category moved":     mutate("signals", `return CategoryCapacity`, "return CategoryPerformance"),
 		"threshold changed":         mutate("alerts", `DefaultGuestDisk(\s*)= 75.0`, "DefaultGuestDisk$1= 80.0"),
 		"clear margin changed":      mutate("alerts", `DefaultClearMargin(\s*)= 5.0`, "DefaultClearMargin$1= 3.0"),

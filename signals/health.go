@@ -2,8 +2,10 @@ package signals
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/patrold/patrold/alerts"
 	"github.com/patrold/patrold/snapshot"
@@ -259,4 +261,95 @@ func quoteState(s string) string {
 		return "unknown"
 	}
 	return clip(s, MaxNameRunes)
+}
+
+// appendReplication judges a guest's replication jobs. The job with the
+// most failed syncs in a row is counted against guest.replication (a
+// count: clear defaults to the trigger). A job whose last sync is more
+// than guest.replication_lag intervals of its schedule old is a warning;
+// a schedule the source did not understand skips that rule.
+func appendReplication(out []Signal, r *snapshot.Resource, t alerts.Thresholds, active Active, takenAt time.Time) []Signal {
+	rp := r.Replication
+	if rp == nil || len(rp.Jobs) == 0 {
+		return out
+	}
+	wasActive := active[Key{Type: TypeReplicationFailed, ResourceID: r.ID}]
+	worst := &rp.Jobs[0]
+	for i := range rp.Jobs {
+		if rp.Jobs[i].FailCount > worst.FailCount {
+			worst = &rp.Jobs[i]
+		}
+	}
+	var late *snapshot.ReplicationJob
+	lag := 0.0
+	for i := range rp.Jobs {
+		j := &rp.Jobs[i]
+		if j.IntervalSeconds <= 0 || j.LastSync == nil {
+			continue
+		}
+		if l := takenAt.Sub(*j.LastSync).Seconds() / float64(j.IntervalSeconds); late == nil || l > lag {
+			late, lag = j, l
+		}
+	}
+	var severity string
+	var threshold float64
+	failHeld, failing := false, false
+	//mutate:replication-failures ./cmd/patrold ^TestRunReplicationFailed$
+	if t.Replication.Trigger > 0 {
+		severity, threshold, failHeld, failing = level(float64(worst.FailCount), t.Replication, false, wasActive)
+	}
+	lagHeld, lagging := false, false
+	//mutate:replication-lag ./cmd/patrold ^TestRunReplicationFailed$
+	if late != nil && t.ReplicationLag.Trigger > 0 {
+		switch {
+		case lag > t.ReplicationLag.Trigger:
+			lagging = true
+		case wasActive && lag >= t.ReplicationLag.Clear:
+			lagging, lagHeld = true, true
+		}
+	}
+	if !failing && !lagging {
+		return out
+	}
+	job := worst
+	s := newSignal(r, TypeReplicationFailed, severity)
+	s.Value, s.Threshold = float64(worst.FailCount), threshold
+	if !failing {
+		job = late
+		s.Severity, s.Value, s.Threshold = SeverityWarning, math.Round(lag*10)/10, t.ReplicationLag.Trigger
+	}
+	s.Evidence = map[string]any{"job": job.ID, "fail_count": job.FailCount}
+	if job.Target != "" {
+		s.Evidence["target"] = job.Target
+	}
+	if job.Error != "" {
+		s.Evidence["error"] = clip(job.Error, MaxNameRunes)
+	}
+	if job.LastSync != nil {
+		s.Evidence["last_sync"] = job.LastSync.UTC().Format(time.RFC3339)
+	}
+	if job.Schedule != "" {
+		s.Evidence["schedule"] = job.Schedule
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	var parts []string
+	if failing {
+		s.Evidence["trigger"], s.Evidence["clear"] = t.Replication.Trigger, t.Replication.Clear
+		if t.Replication.Critical > 0 {
+			s.Evidence["critical"] = t.Replication.Critical
+		}
+		parts = append(parts, fmt.Sprintf("job %s failed %d times in a row (at or above %s)", clip(worst.ID, MaxNameRunes), worst.FailCount, g(threshold)))
+	}
+	if lagging {
+		s.Evidence["lag_intervals"] = math.Round(lag*10) / 10
+		s.Evidence["lag_trigger"] = t.ReplicationLag.Trigger
+		parts = append(parts, fmt.Sprintf("job %s last synced %s intervals of %s ago (above %s)", clip(late.ID, MaxNameRunes),
+			g(math.Round(lag*10)/10), clip(late.Schedule, MaxNameRunes), g(t.ReplicationLag.Trigger)))
+	}
+	if (!failing || failHeld) && (!lagging || lagHeld) {
+		s.Evidence["held_by_hysteresis"] = true
+		parts = append(parts, "held until below clear")
+	}
+	s.Summary = "replication of " + display(r) + ": " + strings.Join(parts, "; ")
+	return append(out, s)
 }

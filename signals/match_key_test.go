@@ -47,7 +47,7 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 				snapshot.MetricSwap: 1, snapshot.MetricIOWait: 1}),
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE"}, BackupStore: &snapshot.BackupStore{},
-			HA: &snapshot.HA{}}
+			HA: &snapshot.HA{}, Replication: &snapshot.Replication{}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
 		}

@@ -16,24 +16,25 @@ type Type string
 
 // The signal catalogue.
 const (
-	TypeSmartFailure     Type = "smart_failure"
-	TypeHighCPU          Type = "high_cpu"
-	TypeHighMemory       Type = "high_memory"
-	TypeHighDisk         Type = "high_disk"
-	TypeBackupFailed     Type = "backup_failed"
-	TypeBackupStale      Type = "backup_stale"
-	TypeGuestUnreachable Type = "guest_unreachable"
-	TypeNodeOffline      Type = "node_offline"
-	TypeDiskTemperature  Type = "disk_temperature"
-	TypeDiskWear         Type = "disk_wear"
-	TypeZFSPoolDegraded  Type = "zfs_pool_degraded"
-	TypeCapacityForecast Type = "capacity_forecast"
-	TypeBackupJobFailed  Type = "backup_job_failed"
-	TypeHighSwap         Type = "high_swap"
-	TypeHighIOWait       Type = "high_iowait"
-	TypeQuorumLost       Type = "quorum_lost"
-	TypeHAError          Type = "ha_error"
-	TypeLockStuck        Type = "lock_stuck"
+	TypeSmartFailure      Type = "smart_failure"
+	TypeHighCPU           Type = "high_cpu"
+	TypeHighMemory        Type = "high_memory"
+	TypeHighDisk          Type = "high_disk"
+	TypeBackupFailed      Type = "backup_failed"
+	TypeBackupStale       Type = "backup_stale"
+	TypeGuestUnreachable  Type = "guest_unreachable"
+	TypeNodeOffline       Type = "node_offline"
+	TypeDiskTemperature   Type = "disk_temperature"
+	TypeDiskWear          Type = "disk_wear"
+	TypeZFSPoolDegraded   Type = "zfs_pool_degraded"
+	TypeCapacityForecast  Type = "capacity_forecast"
+	TypeBackupJobFailed   Type = "backup_job_failed"
+	TypeHighSwap          Type = "high_swap"
+	TypeHighIOWait        Type = "high_iowait"
+	TypeQuorumLost        Type = "quorum_lost"
+	TypeHAError           Type = "ha_error"
+	TypeLockStuck         Type = "lock_stuck"
+	TypeReplicationFailed Type = "replication_failed"
 )
 
 // Types lists the catalogue in detection order.
@@ -42,6 +43,7 @@ var Types = []Type{
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
 	TypeLockStuck,
+	TypeReplicationFailed,
 }
 
 // Severities a signal can carry.
@@ -66,7 +68,7 @@ func (t Type) Category() string {
 		return CategoryPerformance
 	case TypeHighDisk, TypeCapacityForecast:
 		return CategoryCapacity
-	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed:
+	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed, TypeReplicationFailed:
 		return CategoryBackup
 	default:
 		// smart_failure, guest_unreachable, node_offline,
@@ -184,6 +186,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := haError(r); ok {
 			out = append(out, s)
 		}
+		out = appendReplication(out, r, t, active, takenAt)
 	case r.Kind == snapshot.KindCluster:
 		if s, ok := quorumLost(r); ok {
 			out = append(out, s)
@@ -242,6 +245,9 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 	case TypeHAError:
 		// Read HA state, managed or not: a guest taken out of HA clears.
 		return (r.Kind == snapshot.KindNode || r.Kind.Guest()) && r.HA != nil
+	case TypeReplicationFailed:
+		// Jobs read, none or some: a job removed or healthy clears.
+		return r.Kind.Guest() && r.Replication != nil
 	case TypeBackupFailed, TypeBackupStale:
 		return r.Kind.Guest() && r.Backup != nil
 	case TypeGuestUnreachable:

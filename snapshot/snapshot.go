@@ -124,6 +124,9 @@ type Resource struct {
 	Guest *GuestState `json:"guest,omitempty"`
 	Notes string      `json:"notes,omitempty"`
 	Logs  []string    `json:"logs,omitempty"`
+	// Replication is set on a guest whose node's replication jobs its
+	// source read: the guest's jobs, none when it has none.
+	Replication *Replication `json:"replication,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -239,6 +242,30 @@ type HA struct {
 	// Requested is a guest's requested state: started, stopped,
 	// disabled or ignored.
 	Requested string `json:"requested,omitempty"`
+}
+
+// Replication is a guest's storage replication as its node reported
+// it. Jobs is never null when read, so a guest without jobs is told
+// from one whose node was not read.
+type Replication struct {
+	Jobs []ReplicationJob `json:"jobs"`
+}
+
+// MaxReplicationJobs bounds a guest's replication jobs.
+const MaxReplicationJobs = 16
+
+// ReplicationJob is one replication job of a guest and its last run.
+type ReplicationJob struct {
+	ID       string `json:"id"`
+	Target   string `json:"target,omitempty"`
+	Schedule string `json:"schedule,omitempty"`
+	// IntervalSeconds is the schedule's interval when the source
+	// understood the schedule; 0 when it did not.
+	IntervalSeconds int64      `json:"interval_seconds,omitempty"`
+	LastSync        *time.Time `json:"last_sync,omitempty"`
+	// FailCount is the failed syncs in a row; Error the last one's.
+	FailCount int64  `json:"fail_count,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // HA states the detectors and the other rules read.

@@ -653,6 +653,22 @@ func check(r *Resource) (field, problem string) {
 			return "backup_store.verify_failed", fmt.Sprintf("more than %d snapshots", MaxVerifyFailed)
 		}
 	}
+	if rp := r.Replication; rp != nil {
+		if len(rp.Jobs) > MaxReplicationJobs {
+			return "replication.jobs", fmt.Sprintf("more than %d jobs", MaxReplicationJobs)
+		}
+		for j, job := range rp.Jobs {
+			key := "replication.jobs[" + strconv.Itoa(j) + "]"
+			switch {
+			case strings.TrimSpace(job.ID) == "":
+				return key + ".id", "required"
+			case job.FailCount < 0:
+				return key + ".fail_count", "negative"
+			case job.IntervalSeconds < 0:
+				return key + ".interval_seconds", "negative"
+			}
+		}
+	}
 	r.ID, r.Kind, r.Status, r.Parents = id, kind, lowerASCII(r.Status), canonicalIDs(r.Parents)
 	return "", ""
 }

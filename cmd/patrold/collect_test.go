@@ -73,6 +73,7 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 		"/api2/json/storage":                   `{"data":[]}`,
 		"/api2/json/nodes/pve1/disks/list":     `{"data":[]}`,
 		"/api2/json/nodes/pve1/status":         `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,
+		"/api2/json/nodes/pve1/replication":    `{"data":[]}`,
 		"/api2/json/nodes/pve1/tasks":          `{"data":[]}`,
 		"/api2/json/nodes/pve1/disks/zfs":      `{"data":[]}`,
 	}

@@ -133,6 +133,21 @@ type haStatusEntry struct {
 	Timestamp    number `json:"timestamp"`
 }
 
+// replicationJob is one entry of GET /nodes/{node}/replication: a
+// storage replication job of a guest on that node and its state. Times
+// are Unix seconds, 0 for never.
+type replicationJob struct {
+	ID        string `json:"id"`
+	Guest     number `json:"guest"`
+	Target    string `json:"target"`
+	Schedule  string `json:"schedule"`
+	LastSync  number `json:"last_sync"`
+	LastTry   number `json:"last_try"`
+	FailCount number `json:"fail_count"`
+	Error     string `json:"error"`
+	Disable   number `json:"disable"`
+}
+
 // storageConfig is one entry of GET /storage: a storage's configuration,
 // cluster-wide. Path is set for storages on a directory (dir, btrfs, and
 // the mount point of nfs, cifs and others).

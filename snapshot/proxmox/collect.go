@@ -202,6 +202,12 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 			h := cl.ha.services[r.ID]
 			r.HA = &h
 		}
+		if res != nil && res.replication != nil {
+			r.Replication = &snapshot.Replication{Jobs: res.replication[vmid(g)]}
+			if r.Replication.Jobs == nil {
+				r.Replication.Jobs = []snapshot.ReplicationJob{}
+			}
+		}
 		if jobsRead && covered(jobs, g) && backupsComplete(g, res, backups, read) {
 			run, ok := res.runs[vmid(g)]
 			r.Backup = backupOf(run, ok, newest[vmid(g)])

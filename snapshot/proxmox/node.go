@@ -34,10 +34,11 @@ type nodeWork struct {
 // nodeResult is what was read through one node. Anything not read is
 // absent and its failure is in problems.
 type nodeResult struct {
-	status    *nodeStatus // nil when GET /nodes/{node}/status was not read
-	disks     []diskRead
-	pools     []poolRead
-	tasksRead bool
+	status      *nodeStatus                         // nil when GET /nodes/{node}/status was not read
+	replication map[int64][]snapshot.ReplicationJob // nil when not read
+	disks       []diskRead
+	pools       []poolRead
+	tasksRead   bool
 	// recent are the node's newest tasks of every type, newest first;
 	// recentRead says they were read.
 	recent      []task
@@ -115,7 +116,7 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
-		p.Problem += fmt.Sprintf("; the rest of node %s (status, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
+		p.Problem += fmt.Sprintf("; the rest of node %s (status, replication, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
 	}
 	w.res.problems = append(w.res.problems, p)
 	return false
@@ -126,6 +127,7 @@ func (w *worker) run() nodeResult {
 	w.res.volumes, w.res.addresses = map[string][]volume{}, map[int64][]string{}
 	w.res.configs = map[int64]guestConfig{}
 	w.readStatus()
+	w.readReplication()
 	w.readDisks()
 	w.readPools()
 	w.readTasks()
@@ -163,6 +165,17 @@ func (w *worker) readStatus() {
 		return err
 	}) {
 		w.res.status = &st
+	}
+}
+
+// readReplication reads the replication jobs of the node's guests.
+func (w *worker) readReplication() {
+	var jobs []replicationJob
+	if w.get([]string{"nodes", w.work.name, "replication"}, nil, func(d []byte) (err error) {
+		jobs, err = decodeList[replicationJob](d)
+		return err
+	}) {
+		w.res.replication = replicationJobs(jobs)
 	}
 }
 

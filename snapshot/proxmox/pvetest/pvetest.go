@@ -55,7 +55,7 @@ func New(t testing.TB) *Server {
 	s.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":4294967296,"maxmem":34359738368}]`)
 	s.Set("cluster/status", `[{"type":"node","id":"node/pve1","name":"pve1","nodeid":0,"online":1,"local":1,"ip":"192.0.2.11","level":""}]`)
 	s.Set("cluster/ha/status/current", HAStatus(nil, nil))
-	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks"} {
+	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks", "nodes/pve1/replication"} {
 		s.Set(p, `[]`)
 	}
 	s.Set("nodes/pve1/status", NodeStatus(0.05, 0.001, 0, 8589934592))
@@ -121,6 +121,16 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ReplicationJob is one entry of a GET /nodes/{node}/replication
+// answer's data: guest's job 0 to target on schedule, last synced at
+// lastSync (Unix seconds), failed failCount times in a row with error.
+func ReplicationJob(guest int, target, schedule string, lastSync int64, failCount int, error string) string {
+	id := strconv.Itoa(guest) + "-0"
+	return `{"id":"` + id + `","guest":` + strconv.Itoa(guest) + `,"jobnum":0,"type":"local","target":"` + target +
+		`","source":"pve1","schedule":"` + schedule + `","vmtype":"qemu","last_sync":` + inum(lastSync) + `,"last_try":` + inum(lastSync) +
+		`,"next_sync":` + inum(lastSync+900) + `,"duration":3.5,"fail_count":` + strconv.Itoa(failCount) + `,"error":"` + error + `"}`
 }
 
 // PVE7 rewrites an answer's data as PVE 7 sends it: every number a
