@@ -185,7 +185,9 @@ func (m *meter) check(_ int, u model.Usage) error {
 }
 
 func (m *meter) charge(u model.Usage) {
-	d := model.Usage{InputTokens: u.InputTokens - m.prev.InputTokens, OutputTokens: u.OutputTokens - m.prev.OutputTokens}
+	// The turn's cache reads and writes go with it: the budget prices
+	// them at the cache rates (docs/MODELS.md).
+	d := u.Sub(m.prev)
 	m.prev = u
 	if _, err := m.s.budget.Record(m.s.a.opts.Now(), d, m.s.a.opts.ModelName); err != nil {
 		m.s.a.log.Warn("model budget", "err", err)

@@ -266,3 +266,29 @@ func TestSessionSpendCountsInTheRunsDayBudget(t *testing.T) {
 		t.Fatalf("runs' share %v, %v; want 0", runs, err)
 	}
 }
+
+// Cached input is charged at the cache rate, in the run's cost and in
+// the ledger the day and 30-day budgets read: a turn of 1M input tokens
+// of which 800k were cache reads costs 200k x $10 + 800k x $1 per
+// million, $2.80, not $10.
+func TestRunChargesCacheReadsAtTheCacheRate(t *testing.T) {
+	cached := model.Usage{InputTokens: 1_000_000, CacheReadTokens: 800_000}
+	p, err := script.New(&script.Script{Turns: []script.Turn{
+		{ToolCalls: []model.ToolCall{get("c1", localZFS)}, Usage: &cached},
+		{Text: "Nothing to file.", Usage: &model.Usage{}},
+		{Text: "Nothing more.", Usage: &model.Usage{}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, st := runPatrol(t, analyst.Options{Provider: p, Model: "test-model",
+		Prices: model.Prices{"test-model": {InputPerMTok: 10, CacheReadPerMTok: 1}},
+		Budget: model.BudgetOptions{PerRunUSD: 100, PerDayUSD: 100}})
+	if d := rep.Usage.CostUSD - 2.8; d > 1e-9 || d < -1e-9 {
+		t.Errorf("run cost %v, want 2.8 (usage %+v)", rep.Usage.CostUSD, rep.Usage)
+	}
+	spent, err := st.Spent(testNow.Add(-24 * time.Hour))
+	if d := spent - 2.8; err != nil || d > 1e-9 || d < -1e-9 {
+		t.Errorf("ledger %v (%v), want 2.8", spent, err)
+	}
+}

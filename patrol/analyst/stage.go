@@ -181,7 +181,9 @@ func (m *meter) check(_ int, u model.Usage) error {
 }
 
 func (m *meter) charge(u model.Usage) {
-	d := model.Usage{InputTokens: u.InputTokens - m.prev.InputTokens, OutputTokens: u.OutputTokens - m.prev.OutputTokens}
+	// The turn's cache reads and writes go with it: the budget prices
+	// them at the cache rates (docs/MODELS.md).
+	d := u.Sub(m.prev)
 	m.prev = u
 	if _, err := m.r.budget.Record(m.r.a.now(), d, m.r.a.opts.Model); err != nil {
 		m.r.errs = append(m.r.errs, "model budget: "+err.Error())
