@@ -110,7 +110,7 @@ func (c HTTPConfig) Validate() error {
 		p.Addf("http.read_timeout", "must be at least http.read_header_timeout (%s), got %s", c.ReadHeaderTimeout, c.ReadTimeout)
 	}
 	if c.StreamAckTimeout <= 0 || c.StreamAckTimeout > MaxStreamAckTimeout {
-		p.Addf("http.stream_ack_timeout", "must be above 0 and at most %s (a standby waits 30s for a forwarded answer), got %s", MaxStreamAckTimeout, c.StreamAckTimeout)
+		p.Addf("http.stream_ack_timeout", "must be above 0 and at most %s (a standby waits this long and 1s more for a forwarded answer), got %s", MaxStreamAckTimeout, c.StreamAckTimeout)
 	}
 	if c.Pprof {
 		admin := false

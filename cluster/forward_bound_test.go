@@ -177,3 +177,20 @@ func TestForwardedRequestCutByLeaseLoss(t *testing.T) {
 		t.Fatalf("%s: %q, want w", HeaderForwardedBy, by)
 	}
 }
+
+// TestStreamAckTimeoutMessageStatesTheForwardBound: the configuration
+// error for http.stream_ack_timeout states how long a standby really
+// waits for a forwarded answer (the timeout and ForwardMargin).
+func TestStreamAckTimeoutMessageStatesTheForwardBound(t *testing.T) {
+	c := api.DefaultHTTPConfig()
+	c.StreamAckTimeout = api.MaxStreamAckTimeout + time.Second
+	err := c.Validate()
+	want := "http.stream_ack_timeout: must be above 0 and at most 20s (a standby waits this long and " + ForwardMargin.String() +
+		" more for a forwarded answer), got 21s"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate = %v, want %s", err, want)
+	}
+	if got := ForwardBound(api.MaxStreamAckTimeout); got != api.MaxStreamAckTimeout+ForwardMargin {
+		t.Fatalf("ForwardBound(%s) = %s", api.MaxStreamAckTimeout, got)
+	}
+}
