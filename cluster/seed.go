@@ -128,11 +128,17 @@ func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready fun
 	if err != nil {
 		return fail(fmt.Errorf("seed bucket: %w", err))
 	}
-	name := fmt.Sprintf("%s-%d", f.o.Instance, st.AppliedSeq)
-	info, err := obs.PutFile(ctx, path)
-	if err == nil && info.Name != name {
-		err = obs.UpdateMeta(ctx, info.Name, jetstream.ObjectMeta{Name: name})
+	// Stored under its final name at once: renaming reads the object back,
+	// and a replica still catching up after a partition answers that
+	// read with "not found". The time keeps two copies at one sequence
+	// apart.
+	name := fmt.Sprintf("%s-%d-%d", f.o.Instance, st.AppliedSeq, time.Now().UnixNano())
+	fh, err := os.Open(path)
+	if err != nil {
+		return fail(err)
 	}
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, fh)
+	fh.Close()
 	if err != nil {
 		return fail(fmt.Errorf("seed upload: %w", err))
 	}
