@@ -15,9 +15,10 @@ RUN_ENV  := PATROLD_SCHEDULE_CRON="@every 1m" PATROLD_SCHEDULE_STARTUP_DELAY=1s 
 BENCH    ?= .
 FUZZTIME ?= 20s
 MUTATE_SAMPLE ?= 6
+CHAOS_COUNT ?= 10
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test test-race bench fuzz lint vet clean mutate mutate-sample dist
+.PHONY: build run test test-race bench fuzz lint vet clean mutate mutate-sample dist chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/patrold
@@ -42,6 +43,13 @@ test: lint
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./agent/... ./findings/... ./store/... ./patrol/... ./daemon/... ./cluster/... ./bus/... ./api/... ./assistant/... ./cmd/...
+
+## chaos: the partition test (docs/CLUSTER.md "Partitions and bounds"),
+## CHAOS_COUNT runs in a row, each under a minute: three `patrold serve`
+## on a three-node JetStream cluster, the writer's server cut off and
+## healed while operators act, every answer and database checked.
+chaos:
+	CHAOS=1 $(GO) test -count=$(CHAOS_COUNT) -failfast -timeout 30m -run '^TestClusterPartitionHeals$$' -v ./cmd/patrold
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 30m ./...
