@@ -275,6 +275,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	go func() { defer d.bg.Done(); d.watchdog(runCtx) }()
 	d.bg.Add(1)
 	go func() { defer d.bg.Done(); d.watchDB(runCtx) }()
+	d.bg.Add(1)
+	go func() { defer d.bg.Done(); d.watchSilenceEnds(runCtx) }()
 	d.notify("READY=1")
 	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", sources.Describe(cfg.Source, cfg.Sources), "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil
