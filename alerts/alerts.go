@@ -52,10 +52,14 @@ const (
 	// Intervals of its schedule a replication job's last sync may be
 	// old (replication_failed); an interval count, clear at the trigger.
 	DefaultReplicationLag = 3.0
-	DefaultClearMargin    = 5.0
-	DefaultBackupMaxAge   = 48 * time.Hour
-	maxPercent            = 100.0
-	noCritical            = 0.0
+	// Days a node certificate has left (certificate_expiring): warning
+	// at or below the trigger, critical at or below critical. Falls.
+	DefaultCertificateDays     = 30.0
+	DefaultCertificateDaysCrit = 7.0
+	DefaultClearMargin         = 5.0
+	DefaultBackupMaxAge        = 48 * time.Hour
+	maxPercent                 = 100.0
+	noCritical                 = 0.0
 )
 
 // Guest lock thresholds, in minutes.
@@ -81,6 +85,9 @@ type NodeSettings struct {
 	Memory ThresholdSetting `koanf:"memory" json:"memory" yaml:"memory"`
 	Swap   ThresholdSetting `koanf:"swap" json:"swap" yaml:"swap"`
 	IOWait ThresholdSetting `koanf:"iowait" json:"iowait" yaml:"iowait"`
+	// Certificate is days left on the node's first certificate to
+	// expire (falls, like DiskSettings.Wear).
+	Certificate ThresholdSetting `koanf:"certificate" json:"certificate" yaml:"certificate"`
 }
 
 // GuestSettings are thresholds for VMs and containers.
@@ -174,6 +181,9 @@ type Thresholds struct {
 	// ReplicationLag: its last sync's age in schedule intervals.
 	Replication    Threshold
 	ReplicationLag Threshold
+	// Certificate: days left on a node's first certificate to expire,
+	// falling.
+	Certificate Threshold
 }
 
 // Policy resolves effective thresholds. It is immutable and safe for
@@ -235,10 +245,12 @@ type thresholdSets struct{ node, guest, storage, disk Thresholds }
 func builtinSet() thresholdSets {
 	return thresholdSets{
 		node: Thresholds{
-			CPU:          Threshold{Trigger: DefaultNodeCPU, Clear: DefaultNodeCPU - DefaultClearMargin},
-			Memory:       Threshold{Trigger: DefaultNodeMemory, Clear: DefaultNodeMemory - DefaultClearMargin},
-			Swap:         Threshold{Trigger: DefaultNodeSwap, Clear: DefaultNodeSwap - DefaultClearMargin},
-			IOWait:       Threshold{Trigger: DefaultNodeIOWait, Clear: DefaultNodeIOWait - DefaultClearMargin},
+			CPU:    Threshold{Trigger: DefaultNodeCPU, Clear: DefaultNodeCPU - DefaultClearMargin},
+			Memory: Threshold{Trigger: DefaultNodeMemory, Clear: DefaultNodeMemory - DefaultClearMargin},
+			Swap:   Threshold{Trigger: DefaultNodeSwap, Clear: DefaultNodeSwap - DefaultClearMargin},
+			IOWait: Threshold{Trigger: DefaultNodeIOWait, Clear: DefaultNodeIOWait - DefaultClearMargin},
+			Certificate: Threshold{Trigger: DefaultCertificateDays, Clear: DefaultCertificateDays + DefaultClearMargin,
+				Critical: DefaultCertificateDaysCrit},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		guest: Thresholds{
@@ -300,6 +312,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Memory = apply(out.Memory, s.Node.Memory)
 		out.Swap = apply(out.Swap, s.Node.Swap)
 		out.IOWait = apply(out.IOWait, s.Node.IOWait)
+		out.Certificate = applyFalling(out.Certificate, s.Node.Certificate)
 	case kind.Guest():
 		out.CPU = apply(out.CPU, s.Guest.CPU)
 		out.Memory = apply(out.Memory, s.Guest.Memory)
@@ -392,6 +405,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
 	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)
 	checkCount("storage.backup_jobs", s.Storage.BackupJobs, eff.storage.BackupJobs)
+	checkFalling("node.certificate", s.Node.Certificate, eff.node.Certificate)
 	checkCount("guest.replication", s.Guest.Replication, eff.guest.Replication)
 	checkCount("guest.replication_lag", s.Guest.ReplicationLag, eff.guest.ReplicationLag)
 	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)

@@ -263,6 +263,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("node.memory", node.Memory)
 	put("node.swap", node.Swap)
 	put("node.iowait", node.IOWait)
+	put("node.certificate", node.Certificate)
 	put("guest.cpu", guest.CPU)
 	put("guest.memory", guest.Memory)
 	put("guest.disk", guest.Disk)

@@ -339,6 +339,7 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"node.memory":           {"DefaultNodeMemory", ""},
 	"node.swap":             {"DefaultNodeSwap", ""},
 	"node.iowait":           {"DefaultNodeIOWait", ""},
+	"node.certificate":      {"DefaultCertificateDays", "DefaultCertificateDaysCrit"},
 	"guest.cpu":             {"DefaultGuestCPU", ""},
 	"guest.memory":          {"DefaultGuestMemory", ""},
 	"guest.disk":            {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
@@ -359,7 +360,7 @@ var patrolDocCounts = map[string]bool{"storage.backup_jobs": true, "guest.replic
 
 // patrolDocFalling are the settings whose threshold falls: their clear is
 // trigger + DefaultClearMargin.
-var patrolDocFalling = map[string]bool{"disk.wear": true, "guest.forecast": true, "storage.forecast": true}
+var patrolDocFalling = map[string]bool{"disk.wear": true, "node.certificate": true, "guest.forecast": true, "storage.forecast": true}
 
 // patrolDocCheckThresholds checks the default thresholds table against the
 // alerts constants (clear is trigger - DefaultClearMargin), and that every

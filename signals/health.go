@@ -353,3 +353,46 @@ func appendReplication(out []Signal, r *snapshot.Resource, t alerts.Thresholds, 
 	s.Summary = "replication of " + display(r) + ": " + strings.Join(parts, "; ")
 	return append(out, s)
 }
+
+// appendCertificate judges the days left on a node's first certificate
+// to expire against node.certificate, falling: warning at or below the
+// trigger, critical at or below critical (an expired one has less).
+func appendCertificate(out []Signal, r *snapshot.Resource, t alerts.Threshold, active Active, takenAt time.Time) []Signal {
+	c := r.Certificate
+	if c == nil || t.Trigger <= 0 {
+		return out
+	}
+	days := math.Floor(c.NotAfter.Sub(takenAt).Hours()/24*10) / 10
+	severity, threshold, held, ok := level(days, t, true, active[Key{Type: TypeCertificateExpiring, ResourceID: r.ID}])
+	//mutate:certificate-expiring:always ./cmd/patrold ^TestRunCertificateExpiring$
+	if !ok {
+		return out
+	}
+	s := newSignal(r, TypeCertificateExpiring, severity)
+	s.Value, s.Threshold = days, threshold
+	s.Evidence = map[string]any{"not_after": c.NotAfter.UTC().Format(time.RFC3339), "days_left": days, "trigger": t.Trigger, "clear": t.Clear}
+	if t.Critical > 0 {
+		s.Evidence["critical"] = t.Critical
+	}
+	if c.File != "" {
+		s.Evidence["file"] = clip(c.File, MaxNameRunes)
+	}
+	if c.Subject != "" {
+		s.Evidence["subject"] = clip(c.Subject, MaxNameRunes)
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	what := "certificate"
+	if c.File != "" {
+		what += " " + clip(c.File, MaxNameRunes)
+	}
+	switch {
+	case days <= 0:
+		s.Summary = fmt.Sprintf("node %s: %s expired on %s", display(r), what, c.NotAfter.UTC().Format(time.DateOnly))
+	case held:
+		s.Evidence["held_by_hysteresis"] = true
+		s.Summary = fmt.Sprintf("node %s: %s expires in %s days, still at or below clear %s after reaching %s", display(r), what, g(days), g(t.Clear), g(threshold))
+	default:
+		s.Summary = fmt.Sprintf("node %s: %s expires in %s days (at or below %s)", display(r), what, g(days), g(threshold))
+	}
+	return append(out, s)
+}

@@ -47,7 +47,8 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 				snapshot.MetricSwap: 1, snapshot.MetricIOWait: 1}),
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE"}, BackupStore: &snapshot.BackupStore{},
-			HA: &snapshot.HA{}, Replication: &snapshot.Replication{}}
+			HA: &snapshot.HA{}, Replication: &snapshot.Replication{},
+			Certificate: &snapshot.Certificate{}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
 		}

@@ -16,25 +16,26 @@ type Type string
 
 // The signal catalogue.
 const (
-	TypeSmartFailure      Type = "smart_failure"
-	TypeHighCPU           Type = "high_cpu"
-	TypeHighMemory        Type = "high_memory"
-	TypeHighDisk          Type = "high_disk"
-	TypeBackupFailed      Type = "backup_failed"
-	TypeBackupStale       Type = "backup_stale"
-	TypeGuestUnreachable  Type = "guest_unreachable"
-	TypeNodeOffline       Type = "node_offline"
-	TypeDiskTemperature   Type = "disk_temperature"
-	TypeDiskWear          Type = "disk_wear"
-	TypeZFSPoolDegraded   Type = "zfs_pool_degraded"
-	TypeCapacityForecast  Type = "capacity_forecast"
-	TypeBackupJobFailed   Type = "backup_job_failed"
-	TypeHighSwap          Type = "high_swap"
-	TypeHighIOWait        Type = "high_iowait"
-	TypeQuorumLost        Type = "quorum_lost"
-	TypeHAError           Type = "ha_error"
-	TypeLockStuck         Type = "lock_stuck"
-	TypeReplicationFailed Type = "replication_failed"
+	TypeSmartFailure        Type = "smart_failure"
+	TypeHighCPU             Type = "high_cpu"
+	TypeHighMemory          Type = "high_memory"
+	TypeHighDisk            Type = "high_disk"
+	TypeBackupFailed        Type = "backup_failed"
+	TypeBackupStale         Type = "backup_stale"
+	TypeGuestUnreachable    Type = "guest_unreachable"
+	TypeNodeOffline         Type = "node_offline"
+	TypeDiskTemperature     Type = "disk_temperature"
+	TypeDiskWear            Type = "disk_wear"
+	TypeZFSPoolDegraded     Type = "zfs_pool_degraded"
+	TypeCapacityForecast    Type = "capacity_forecast"
+	TypeBackupJobFailed     Type = "backup_job_failed"
+	TypeHighSwap            Type = "high_swap"
+	TypeHighIOWait          Type = "high_iowait"
+	TypeQuorumLost          Type = "quorum_lost"
+	TypeHAError             Type = "ha_error"
+	TypeLockStuck           Type = "lock_stuck"
+	TypeReplicationFailed   Type = "replication_failed"
+	TypeCertificateExpiring Type = "certificate_expiring"
 )
 
 // Types lists the catalogue in detection order.
@@ -43,7 +44,7 @@ var Types = []Type{
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
 	TypeLockStuck,
-	TypeReplicationFailed,
+	TypeReplicationFailed, TypeCertificateExpiring,
 }
 
 // Severities a signal can carry.
@@ -172,6 +173,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := haError(r); ok {
 			out = append(out, s)
 		}
+		out = appendCertificate(out, r, t.Certificate, active, takenAt)
 	case r.Kind.Guest():
 		if r.Status == snapshot.StatusRunning {
 			out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
@@ -245,6 +247,8 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 	case TypeHAError:
 		// Read HA state, managed or not: a guest taken out of HA clears.
 		return (r.Kind == snapshot.KindNode || r.Kind.Guest()) && r.HA != nil
+	case TypeCertificateExpiring:
+		return r.Kind == snapshot.KindNode && r.Certificate != nil
 	case TypeReplicationFailed:
 		// Jobs read, none or some: a job removed or healthy clears.
 		return r.Kind.Guest() && r.Replication != nil

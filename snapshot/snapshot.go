@@ -127,6 +127,9 @@ type Resource struct {
 	// Replication is set on a guest whose node's replication jobs its
 	// source read: the guest's jobs, none when it has none.
 	Replication *Replication `json:"replication,omitempty"`
+	// Certificate is set on a node whose certificates its source read:
+	// the one that expires first.
+	Certificate *Certificate `json:"certificate,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -266,6 +269,14 @@ type ReplicationJob struct {
 	// FailCount is the failed syncs in a row; Error the last one's.
 	FailCount int64  `json:"fail_count,omitempty"`
 	Error     string `json:"error,omitempty"`
+}
+
+// Certificate is a node's TLS certificate that expires first.
+type Certificate struct {
+	// File names it on the node ("pveproxy-ssl.pem").
+	File     string    `json:"file,omitempty"`
+	Subject  string    `json:"subject,omitempty"`
+	NotAfter time.Time `json:"not_after"`
 }
 
 // HA states the detectors and the other rules read.

@@ -67,15 +67,16 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 	answers := map[string]string{
 		"/api2/json/cluster/resources": `{"data":[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.5,"maxcpu":4,"mem":1,"maxmem":4},` +
 			`{"id":"node/pve2","type":"node","node":"pve2","status":"offline"}]}`,
-		"/api2/json/cluster/backup":            `{"data":[]}`,
-		"/api2/json/cluster/status":            `{"data":[{"type":"node","name":"pve1","online":1}]}`,
-		"/api2/json/cluster/ha/status/current": `{"data":[{"id":"quorum","node":"pve1","quorate":1,"status":"OK","type":"quorum"}]}`,
-		"/api2/json/storage":                   `{"data":[]}`,
-		"/api2/json/nodes/pve1/disks/list":     `{"data":[]}`,
-		"/api2/json/nodes/pve1/status":         `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,
-		"/api2/json/nodes/pve1/replication":    `{"data":[]}`,
-		"/api2/json/nodes/pve1/tasks":          `{"data":[]}`,
-		"/api2/json/nodes/pve1/disks/zfs":      `{"data":[]}`,
+		"/api2/json/cluster/backup":               `{"data":[]}`,
+		"/api2/json/cluster/status":               `{"data":[{"type":"node","name":"pve1","online":1}]}`,
+		"/api2/json/cluster/ha/status/current":    `{"data":[{"id":"quorum","node":"pve1","quorate":1,"status":"OK","type":"quorum"}]}`,
+		"/api2/json/storage":                      `{"data":[]}`,
+		"/api2/json/nodes/pve1/disks/list":        `{"data":[]}`,
+		"/api2/json/nodes/pve1/status":            `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,
+		"/api2/json/nodes/pve1/certificates/info": `{"data":[]}`,
+		"/api2/json/nodes/pve1/replication":       `{"data":[]}`,
+		"/api2/json/nodes/pve1/tasks":             `{"data":[]}`,
+		"/api2/json/nodes/pve1/disks/zfs":         `{"data":[]}`,
 	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := answers[r.URL.Path]

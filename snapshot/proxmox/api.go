@@ -148,6 +148,14 @@ type replicationJob struct {
 	Disable   number `json:"disable"`
 }
 
+// certificateInfo is one entry of GET /nodes/{node}/certificates/info:
+// a certificate file of the node. Times are Unix seconds.
+type certificateInfo struct {
+	Filename string `json:"filename"`
+	Subject  string `json:"subject"`
+	NotAfter number `json:"notafter"`
+}
+
 // storageConfig is one entry of GET /storage: a storage's configuration,
 // cluster-wide. Path is set for storages on a directory (dir, btrfs, and
 // the mount point of nfs, cifs and others).

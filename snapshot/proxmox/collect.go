@@ -165,6 +165,9 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 			st = res.status
 		}
 		n := nodeResource(cl.nodes[name], st)
+		if res := byNode[name]; res != nil {
+			n.Certificate = res.certificate
+		}
 		if inCluster {
 			n.Parent = clusterRes.ID
 		}

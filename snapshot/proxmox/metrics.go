@@ -11,7 +11,7 @@ import (
 // Endpoint families, the values of the endpoint label: the PVE API's and
 // the PBS API's.
 var (
-	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "replication", "disks_list", "disks_smart",
+	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "replication", "certificates", "disks_list", "disks_smart",
 		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
@@ -31,6 +31,7 @@ var pveEndpoints = []pveEndpoint{
 	{"storage_config", "/storage", "Datastore.Audit"},
 	{"node_status", "/nodes/{node}/status", "Sys.Audit"},
 	{"replication", "/nodes/{node}/replication", "VM.Audit (each guest's jobs by its own)"},
+	{"certificates", "/nodes/{node}/certificates/info", "Sys.Audit"},
 	{"disks_list", "/nodes/{node}/disks/list", "Sys.Audit"},
 	{"disks_smart", "/nodes/{node}/disks/smart", "Sys.Audit"},
 	{"disks_zfs", "/nodes/{node}/disks/zfs", "Sys.Audit"},
@@ -158,6 +159,8 @@ func endpointFamily(s []string) string {
 		return "node_status"
 	case len(s) == 3 && s[0] == "nodes" && s[2] == "replication":
 		return "replication"
+	case len(s) == 4 && s[0] == "nodes" && s[2] == "certificates" && s[3] == "info":
+		return "certificates"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "list":
 		return "disks_list"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "smart":

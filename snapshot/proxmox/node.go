@@ -36,6 +36,7 @@ type nodeWork struct {
 type nodeResult struct {
 	status      *nodeStatus                         // nil when GET /nodes/{node}/status was not read
 	replication map[int64][]snapshot.ReplicationJob // nil when not read
+	certificate *snapshot.Certificate               // nil when not read, or none expires
 	disks       []diskRead
 	pools       []poolRead
 	tasksRead   bool
@@ -116,7 +117,7 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
-		p.Problem += fmt.Sprintf("; the rest of node %s (status, replication, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
+		p.Problem += fmt.Sprintf("; the rest of node %s (status, replication, certificates, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
 	}
 	w.res.problems = append(w.res.problems, p)
 	return false
@@ -128,6 +129,7 @@ func (w *worker) run() nodeResult {
 	w.res.configs = map[int64]guestConfig{}
 	w.readStatus()
 	w.readReplication()
+	w.readCertificates()
 	w.readDisks()
 	w.readPools()
 	w.readTasks()
@@ -176,6 +178,17 @@ func (w *worker) readReplication() {
 		return err
 	}) {
 		w.res.replication = replicationJobs(jobs)
+	}
+}
+
+// readCertificates reads the node's certificates: the first to expire.
+func (w *worker) readCertificates() {
+	var certs []certificateInfo
+	if w.get([]string{"nodes", w.work.name, "certificates", "info"}, nil, func(d []byte) (err error) {
+		certs, err = decodeList[certificateInfo](d)
+		return err
+	}) {
+		w.res.certificate = firstToExpire(certs)
 	}
 }
 

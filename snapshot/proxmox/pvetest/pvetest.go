@@ -58,6 +58,7 @@ func New(t testing.TB) *Server {
 	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks", "nodes/pve1/replication"} {
 		s.Set(p, `[]`)
 	}
+	s.Set("nodes/pve1/certificates/info", Certificates(1893456000, 1893456000))
 	s.Set("nodes/pve1/status", NodeStatus(0.05, 0.001, 0, 8589934592))
 	return s
 }
@@ -131,6 +132,19 @@ func ReplicationJob(guest int, target, schedule string, lastSync int64, failCoun
 	return `{"id":"` + id + `","guest":` + strconv.Itoa(guest) + `,"jobnum":0,"type":"local","target":"` + target +
 		`","source":"pve1","schedule":"` + schedule + `","vmtype":"qemu","last_sync":` + inum(lastSync) + `,"last_try":` + inum(lastSync) +
 		`,"next_sync":` + inum(lastSync+900) + `,"duration":3.5,"fail_count":` + strconv.Itoa(failCount) + `,"error":"` + error + `"}`
+}
+
+// Certificates is a GET /nodes/{node}/certificates/info answer's data:
+// the cluster-issued pve-ssl.pem and a custom pveproxy-ssl.pem, each
+// valid until its Unix second.
+func Certificates(pveSSL, pveproxySSL int64) string {
+	cert := func(file, subject, issuer string, notAfter int64) string {
+		return `{"filename":"` + file + `","fingerprint":"AB:CD:EF","subject":"` + subject + `","issuer":"` + issuer +
+			`","notbefore":1700000000,"notafter":` + inum(notAfter) + `,"san":["pve1","pve1.example.com"],` +
+			`"public-key-type":"rsaEncryption","public-key-bits":2048,"pem":"-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"}`
+	}
+	return "[" + cert("pve-ssl.pem", "/OU=PVE Cluster Node/O=Proxmox Virtual Environment/CN=pve1.example.com", "/CN=Proxmox Virtual Environment/OU=f00d/O=PVE Cluster Manager CA", pveSSL) +
+		"," + cert("pveproxy-ssl.pem", "/CN=pve1.example.com", "/C=US/O=Let's Encrypt/CN=R11", pveproxySSL) + "]"
 }
 
 // PVE7 rewrites an answer's data as PVE 7 sends it: every number a
