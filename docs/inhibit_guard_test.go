@@ -44,6 +44,8 @@ func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
 			switch {
 			case strings.Contains(cells[0], " at `"+m[1]+"`"):
 				got.MinSeverity = findings.Severity(m[1])
+			case strings.Contains(cells[0], " at most `"+m[1]+"`"):
+				got.MaxSeverity = findings.Severity(m[1])
 			case strings.Contains(cells[0], " on a `"+m[1]+"`"):
 				got.ParentKind = m[1]
 			}
@@ -53,7 +55,7 @@ func inhibitDocProblems(doc string, rules []findings.InhibitRule) []string {
 				got.Children = append(got.Children, m[1])
 			}
 		}
-		if got.Parent != r.Parent || got.MinSeverity != r.MinSeverity || got.ParentKind != r.ParentKind || !slices.Equal(got.Children, r.Children) {
+		if got.Parent != r.Parent || got.MinSeverity != r.MinSeverity || got.MaxSeverity != r.MaxSeverity || got.ParentKind != r.ParentKind || !slices.Equal(got.Children, r.Children) {
 			problems = append(problems, fmt.Sprintf("FINDINGS.md inhibition row %d: %+v, the code's rule %+v", i+1, got, r))
 		}
 	}

@@ -12,10 +12,12 @@ import (
 type inhibitRule struct {
 	// parent is the parent finding's key; minSeverity, when set, is the
 	// least severity it must have (a full storage is a critical
-	// high_disk, not a warning one); parentKind, when set, the kind of
-	// the parent's resource.
+	// high_disk, not a warning one); maxSeverity, when set, the most (a
+	// node in HA maintenance is a watch ha_error); parentKind, when set,
+	// the kind of the parent's resource.
 	parent      string
 	minSeverity Severity
+	maxSeverity Severity
 	parentKind  snapshot.Kind
 	// children are the keys of the child findings it explains.
 	children []string
@@ -38,6 +40,12 @@ var inhibitRules = []inhibitRule{
 	{parent: string(signals.TypeQuorumLost), parentKind: snapshot.KindCluster, children: []string{string(signals.TypeNodeOffline), string(signals.TypeGuestUnreachable)}},
 	//mutate:inhibit-row-network ./findings ^TestInhibit
 	{parent: KeyNetworkUnroutable, children: []string{string(signals.TypeGuestUnreachable)}},
+	// An operation window holds performance and reachability, never
+	// backup, disk or health findings (docs/FINDINGS.md#operation-windows).
+	//mutate:inhibit-row-window ./cmd/patrold ^TestRunOperationWindow$
+	{parent: KeyOperationWindow, children: []string{string(signals.TypeHighCPU), string(signals.TypeHighMemory), string(signals.TypeGuestUnreachable)}},
+	//mutate:inhibit-row-ha-maintenance ./cmd/patrold ^TestRunWindowHoldsOnlyPerformanceAndReachability$
+	{parent: string(signals.TypeHAError), maxSeverity: SeverityWatch, parentKind: snapshot.KindNode, children: []string{string(signals.TypeGuestUnreachable)}},
 }
 
 // ParentSource is the only source whose findings may be inhibition
@@ -57,6 +65,10 @@ func parentIndex(obs []Observation) map[string][]int {
 	}
 	return byResource
 }
+
+// KeyOperationWindow is patrold's finding about a guest an operation
+// holds (on SyntheticResourcePrefix+"window/<guest id>"), its parent.
+const KeyOperationWindow = "operation_window"
 
 // KeyNetworkUnroutable is patrold's finding about a network its prober
 // had no route to (on SyntheticResourcePrefix+"network/<cidr>").
@@ -115,6 +127,7 @@ func Holder(obs []Observation, parents func(resourceID string) []string, unknown
 func explains(parent *Observation, childKey string) bool {
 	for _, r := range inhibitRules {
 		if parent.Key != r.parent || (r.minSeverity != "" && parent.Severity.Rank() < r.minSeverity.Rank()) ||
+			(r.maxSeverity != "" && parent.Severity.Rank() > r.maxSeverity.Rank()) ||
 			(r.parentKind != "" && snapshot.Kind(parent.ResourceKind) != r.parentKind) {
 			continue
 		}
@@ -172,6 +185,7 @@ func explainer(obs []Observation, indexes []int, childKey string) string {
 type InhibitRule struct {
 	Parent      string
 	MinSeverity Severity
+	MaxSeverity Severity
 	ParentKind  string
 	Children    []string
 }
@@ -180,7 +194,7 @@ type InhibitRule struct {
 func InhibitRules() []InhibitRule {
 	out := make([]InhibitRule, len(inhibitRules))
 	for i, r := range inhibitRules {
-		out[i] = InhibitRule{Parent: r.parent, MinSeverity: r.minSeverity, ParentKind: string(r.parentKind), Children: append([]string(nil), r.children...)}
+		out[i] = InhibitRule{Parent: r.parent, MinSeverity: r.minSeverity, MaxSeverity: r.maxSeverity, ParentKind: string(r.parentKind), Children: append([]string(nil), r.children...)}
 	}
 	return out
 }

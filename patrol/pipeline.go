@@ -54,6 +54,9 @@ type run struct {
 	sigs         []signals.Signal
 	byID         *resourceIndex
 	forecastSeen map[string]bool
+	// windows are this run's operation windows (windowsOf).
+	windows       []findings.Observation
+	windowParents map[string][]string
 	// analyze
 	an *Analysis
 	// file
@@ -174,6 +177,7 @@ func (x *run) detect(ctx context.Context) error {
 		safeSignals(fc, newSafeMemo(r.plain))
 		x.sigs, x.forecastSeen = append(x.sigs, fc...), seen
 	}
+	x.windows, x.windowParents = windowsOf(x.snap.Resources, x.sigs)
 	x.byID = newResourceIndex(x.snap, askedIDs(active, x.sigs))
 	rep.Signals = x.sigs
 	r.log.Info("signals detected", "run_id", rep.RunID, "signals", len(x.sigs), "elapsed", x.elapsed())
@@ -223,6 +227,7 @@ func (x *run) file() {
 			obs = append(obs, networkUnroutable(u))
 		}
 	}
+	obs = append(obs, x.windows...)
 	x.obs = obs
 }
 
@@ -236,7 +241,8 @@ func (x *run) commit(ctx context.Context) error {
 	// An observation whose cause is a parent's observation of this run,
 	// over the snapshot's topology and the unroutable networks, is
 	// marked inhibited.
-	parents := facts.parentsIn(unroutableNets(rep.Probe))
+	// A guest's operation window is one of its parents too.
+	parents := facts.parentsIn(joinParents(unroutableNets(rep.Probe), x.windowParents))
 	findings.Inhibit(x.obs, parents)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))

@@ -52,15 +52,16 @@ func lockSignal(lock string, since time.Time, minutes int64, held bool) signals.
 // running (from /nodes/{node}/tasks) opens lock_stuck strictly above 30
 // minutes, counted from the end of the guest's newest task; it is held
 // down to 25 and resolves below it, or when a task of the guest runs.
-// The first run reads PVE 7's numbers-as-strings.
+// A backup lock that outlived its backup is lock_stuck too, and opens no
+// operation window. The first run reads PVE 7's numbers-as-strings.
 func TestRunLockStuck(t *testing.T) {
 	pve := pvetest.New(t)
-	pveGuest(pve, "backup")
+	pveGuest(pve, "create")
 	run := parityCLI(t, pve)
 	now := time.Now().Truncate(time.Second)
 	backupEnded := func(ago time.Duration) string {
 		end := now.Add(-ago)
-		return pveTask("vzdump", "100", "root@pam", end.Add(-10*time.Minute), end, "unexpected status")
+		return pveTask("qmrestore", "100", "root@pam", end.Add(-10*time.Minute), end, "unexpected status")
 	}
 
 	// Held 30 minutes (and some seconds): at the trigger, nothing.
@@ -73,35 +74,42 @@ func TestRunLockStuck(t *testing.T) {
 	pve.Set("nodes/pve1/tasks", `[`+backupEnded(31*time.Minute+20*time.Second)+`]`)
 	since := now.Add(-31*time.Minute - 20*time.Second)
 	parityCompare(t, "above the trigger", run(), parityRun{Status: "issues_found",
-		Signals:  []signals.Signal{lockSignal("backup", since, 31, false)},
+		Signals:  []signals.Signal{lockSignal("create", since, 31, false)},
 		Findings: []string{"new lock_stuck vm/100 warning"}})
 
 	// A newer task of the guest failed on the lock 25 minutes ago: held
 	// open by hysteresis.
 	failed := now.Add(-25*time.Minute - 20*time.Second)
-	pve.Set("nodes/pve1/tasks", `[`+pveTask("vzdump", "100", "root@pam", failed.Add(-time.Second), failed, "VM is locked (backup)")+
+	pve.Set("nodes/pve1/tasks", `[`+pveTask("qmstart", "100", "root@pam", failed.Add(-time.Second), failed, "VM is locked (create)")+
 		`,`+backupEnded(31*time.Minute+20*time.Second)+`]`)
 	parityCompare(t, "at clear", run(), parityRun{Status: "issues_found",
-		Signals:  []signals.Signal{lockSignal("backup", failed, 25, true)},
+		Signals:  []signals.Signal{lockSignal("create", failed, 25, true)},
 		Findings: []string{"unchanged lock_stuck vm/100 warning"}})
 
 	// 24 minutes: resolved.
 	failed = now.Add(-24*time.Minute - 20*time.Second)
-	pve.Set("nodes/pve1/tasks", `[`+pveTask("vzdump", "100", "root@pam", failed.Add(-time.Second), failed, "VM is locked (backup)")+`]`)
+	pve.Set("nodes/pve1/tasks", `[`+pveTask("qmstart", "100", "root@pam", failed.Add(-time.Second), failed, "VM is locked (create)")+`]`)
 	parityCompare(t, "below clear", run(), parityRun{Status: "healthy", Resolved: 1,
 		Findings: []string{"resolved lock_stuck vm/100 warning"}})
 
-	// Locked for hours while a task of the guest runs: nothing.
+	// Locked for hours while a task of the guest runs: no lock_stuck
 	pve.Set("nodes/pve1/tasks", `[`+pveTask("qmigrate", "100", "root@pam", now.Add(-3*time.Hour), time.Time{}, "")+
 		`,`+backupEnded(4*time.Hour)+`]`)
-	if got := run(); len(got.Signals) != 0 || len(got.Findings) != 0 || got.Status != "healthy" {
-		t.Fatalf("a task runs: %+v", got)
-	}
+	// (a migration is an operation window: patrold's info finding)
+	parityCompare(t, "a task runs", run(), parityRun{Status: "healthy",
+		Findings: []string{"new operation_window patrold/window/vm/100 info"}})
 
-	// Hibernated (locked suspended by design): nothing.
+	// Hibernated (locked suspended by design): nothing; the window closed.
 	pveGuest(pve, "suspended")
 	pve.Set("nodes/pve1/tasks", `[`+pveTask("qmsuspend", "100", "root@pam", now.Add(-5*time.Hour), now.Add(-4*time.Hour), "OK")+`]`)
-	if got := run(); len(got.Signals) != 0 || len(got.Findings) != 0 || got.Status != "healthy" {
-		t.Fatalf("suspended: %+v", got)
-	}
+	parityCompare(t, "suspended", run(), parityRun{Status: "healthy", Resolved: 1,
+		Findings: []string{"resolved operation_window patrold/window/vm/100 info"}})
+
+	// A backup lock 40 minutes after its backup ended: stuck, no window.
+	pveGuest(pve, "backup")
+	end := now.Add(-40*time.Minute - 20*time.Second)
+	pve.Set("nodes/pve1/tasks", `[`+pveTask("vzdump", "100", "root@pam", end.Add(-time.Hour), end, "interrupted by signal")+`]`)
+	parityCompare(t, "stuck backup lock", run(), parityRun{Status: "issues_found",
+		Signals:  []signals.Signal{lockSignal("backup", end, 40, false)},
+		Findings: []string{"reopened lock_stuck vm/100 warning"}})
 }
