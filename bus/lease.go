@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/patrold/patrold/bus/msgauth"
 	"github.com/patrold/patrold/contracts"
 )
 
@@ -82,7 +83,19 @@ type Lease struct {
 	// TTL passed: a holder of the lost key may count itself leader that
 	// long (monotonic clock).
 	quietUntil time.Time
+	// skew: this instance's clock was last found off the NATS server's
+	// by more than ClockSkewBound (nil: in step, or not measured yet).
+	skew error
 }
+
+// ClockSkewBound is how far this instance's clock may be from the NATS
+// server's. Messages are signed with the sender's time and refused
+// outside msgauth.DefaultWindow: a leader past half of it would hold the
+// lease while its own changes are refused, and never write.
+const ClockSkewBound = msgauth.DefaultWindow / 2
+
+// errClockSkew ends a write that succeeded on a skewed clock.
+var errClockSkew = errors.New("clock skew")
 
 // NewLease validates the options.
 func NewLease(js KeyValueStores, o LeaseOptions) (*Lease, error) {
@@ -280,8 +293,10 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	start := l.o.Now()
 	if leader {
 		newRev, err := l.kv.Update(opCtx, l.o.Key, []byte(l.o.Holder), rev)
+		err = l.checkClock(opCtx, start, newRev, err)
 		gone := l.bucketGone(opCtx, err)
-		l.record(start, newRev, err, errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) || gone)
+		l.record(start, newRev, err, errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) ||
+			errors.Is(err, errClockSkew) || gone)
 		l.lostBucket(gone, err)
 		return l.o.TTL / 3
 	}
@@ -295,12 +310,75 @@ func (l *Lease) step(ctx context.Context) time.Duration {
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		newRev, err = l.reclaim(opCtx)
 	}
+	err = l.checkClock(opCtx, start, newRev, err)
 	l.record(start, newRev, err, true)
 	l.lostBucket(l.bucketGone(opCtx, err), err)
 	if err == nil {
 		return l.o.TTL / 3
 	}
 	return max(l.o.TTL/5, leaseMinFollowPoll)
+}
+
+// checkClock compares this instance's clock with the NATS server's
+// after a write that succeeded (err nil) at revision rev, begun at start:
+// the server stamps the key when it stores it. Past ClockSkewBound
+// either way, the key is released at once and the write counts as
+// failed: a skewed instance never leads. Callers hold opMu.
+func (l *Lease) checkClock(ctx context.Context, start time.Time, rev uint64, err error) error {
+	if err != nil {
+		return err
+	}
+	end := l.o.Now()
+	e, gerr := l.kv.Get(ctx, l.o.Key)
+	if gerr != nil || e.Revision() != rev {
+		return nil // not measured: the write stands
+	}
+	stored := e.Created()
+	var off time.Duration
+	switch {
+	case stored.Before(start):
+		off = stored.Sub(start)
+	case stored.After(end):
+		off = stored.Sub(end)
+	}
+	l.mu.Lock()
+	was := l.skew
+	//mutate:lease-refuses-skewed-clock ./bus ^TestSkewedClockNeverLeads$
+	if off > ClockSkewBound || -off > ClockSkewBound {
+		way, by := "ahead of", -off
+		if off > 0 {
+			way, by = "behind", off
+		}
+		l.skew = fmt.Errorf("this instance's clock is %s %s the NATS server's (at most %s either way): fix its time (NTP)", by.Round(time.Second), way, ClockSkewBound)
+	} else {
+		l.skew = nil
+	}
+	skew := l.skew
+	l.mu.Unlock()
+	switch {
+	case skew != nil && was == nil:
+		l.log.Error("clock skew: not leading", "err", skew)
+	case skew == nil && was != nil:
+		l.log.Info("clock back in step with the NATS server's")
+	}
+	if skew == nil {
+		return nil
+	}
+	if derr := l.kv.Delete(ctx, l.o.Key, jetstream.LastRevision(rev)); derr != nil {
+		l.log.Warn("release the leader lease", "err", derr)
+	}
+	l.mu.Lock()
+	l.held = false
+	l.mu.Unlock()
+	return fmt.Errorf("%w: %w", errClockSkew, skew)
+}
+
+// ClockSkew says why this instance's clock is unfit to lead (nil: it
+// was in step with the NATS server's at the last write).
+func (l *Lease) ClockSkew() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.skew
 }
 
 // observe reads who holds the key (Holder) without contending for it;

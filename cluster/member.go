@@ -79,6 +79,10 @@ type holderSeer interface {
 	Holder() (string, time.Time)
 }
 
+// clockSkewer is a lease that measures this instance's clock against the
+// NATS server's (bus.Lease.ClockSkew).
+type clockSkewer interface{ ClockSkew() error }
+
 // stepDowner is a lease that releases itself while eligible says no
 // (bus.Lease.StepDown).
 type stepDowner interface{ StepDown(eligible func() bool) }
@@ -356,6 +360,18 @@ func (r *Member) Diverged() error {
 		return nil
 	}
 	return r.f.Diverged()
+}
+
+// ClockSkew says why this instance's clock is unfit to lead (nil: it
+// is fit, or the lease cannot tell). Such an instance never leads.
+func (r *Member) ClockSkew() error {
+	if r == nil {
+		return nil
+	}
+	if cs, ok := r.o.Lease.(clockSkewer); ok {
+		return cs.ClockSkew()
+	}
+	return nil
 }
 
 // Instance is this instance's stable name.

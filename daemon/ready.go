@@ -33,6 +33,8 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //     disk, a read-only file);
 //   - replica_stall: behind the stream with nothing applied for
 //     ReplicaStallAfter (cluster mode);
+//   - clock_skew: this instance's clock is too far off the NATS
+//     server's to lead (bus.ClockSkewBound);
 //   - no_writer: no instance held the leader lease within a TTL, as
 //     far as this one can tell (cluster mode);
 //   - replica_empty: the database applied nothing from the state stream
@@ -72,6 +74,10 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		//mutate:ready-needs-writer ./daemon ^TestReadyNeedsAWriter
 		if err := d.cluster.NoWriter(); err != nil {
 			add("no_writer", "%v", err)
+		}
+		//mutate:ready-clock-skew ./daemon ^TestSkewedInstanceIsUnready$
+		if err := d.cluster.ClockSkew(); err != nil {
+			add("clock_skew", "%v", err)
 		}
 		if l != nil && l.AppliedSeq == 0 {
 			add("replica_empty", "nothing applied from the state stream yet (last sequence %d)", l.LastSeq)
