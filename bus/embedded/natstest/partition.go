@@ -75,7 +75,8 @@ func PartitionCluster(t testing.TB, n int) *Net {
 		}
 		srv.Start()
 		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-		if !srv.ReadyForConnections(10 * time.Second) {
+		// A loaded machine (a load of 17 on 2 cores) took over 10 s.
+		if !srv.ReadyForConnections(30 * time.Second) {
 			t.Fatalf("nats-%d not ready", i+1)
 		}
 		nw.Servers = append(nw.Servers, srv)
