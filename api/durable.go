@@ -13,8 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// http.stream_ack_timeout's default and bound. The bound stays below
-// the 30 s a standby waits for a forwarded answer.
+// http.stream_ack_timeout's default and bound. A standby waits this
+// long and cluster.ForwardMargin more for a forwarded answer, so the
+// bound caps every request a client can be kept waiting
+// (docs/CLUSTER.md).
 const (
 	DefaultStreamAckTimeout = 5 * time.Second
 	MaxStreamAckTimeout     = 20 * time.Second
