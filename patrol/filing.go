@@ -35,6 +35,7 @@ var titles = map[signals.Type]string{
 	signals.TypeQuorumLost:          "Cluster %s has lost quorum",
 	signals.TypeHAError:             "HA trouble on %s",
 	signals.TypeLockStuck:           "%s is stuck locked",
+	signals.TypeGuestDown:           "%s is down",
 	signals.TypeReplicationFailed:   "Replication of %s is failing",
 	signals.TypeCertificateExpiring: "Certificate of %s expires soon",
 }
@@ -68,6 +69,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeQuorumLost:          "Run pvecm status on a node: bring the missing nodes or the corosync links back; do not change expected votes while the others may still run.",
 	signals.TypeHAError:             "Run ha-manager status: for a service in error, fix its cause, then set it disabled and started again; for a node, check pve-ha-lrm and its watchdog, or leave maintenance when done.",
 	signals.TypeLockStuck:           "Check the guest's last task log for why the operation stopped; once nothing runs on the guest, release it with qm unlock or pct unlock.",
+	signals.TypeGuestDown:           "Read the guest's last start task and the node's journal (OOM killer, QEMU or LXC errors) for why it stopped, then start it; set onboot 0 if it is meant to stay off.",
 	signals.TypeReplicationFailed:   "Run pvesr status on the source node and read the job's log: check the target node, its storage and the network between them, then schedule the job now.",
 	signals.TypeCertificateExpiring: "Renew it: pvenode acme cert renew for an ACME certificate, pvecm updatecerts --force for the cluster's own; upload a new custom one before the date.",
 }

@@ -83,3 +83,75 @@ func appendLockStuck(out []Signal, r *snapshot.Resource, t alerts.Threshold, act
 	}
 	return append(out, s)
 }
+
+// userStops are the tasks by which a user stops a guest on purpose.
+var userStops = map[string]bool{"qmstop": true, "qmshutdown": true, "vzstop": true, "vzshutdown": true}
+
+// shouldRun reports whether a guest should be running, and why: its HA
+// service is in state started, or (not HA-managed) its config says
+// onboot. HA decides for the guests it manages; its other states
+// (error, fence, recovery...) are ha_error's. known is false when
+// neither was read.
+func shouldRun(r *snapshot.Resource) (should bool, why string, known bool) {
+	if r.HA != nil && r.HA.Managed {
+		return r.HA.State == snapshot.HAStarted, "HA state " + r.HA.State, true
+	}
+	if g := r.Guest; g != nil && g.OnBoot != nil {
+		return *g.OnBoot, "onboot", true
+	}
+	return false, "", false
+}
+
+// downEvaluated: a guest not stopped, or stopped with its tasks read and
+// whether it should run known, has said whether it is down.
+func downEvaluated(r *snapshot.Resource) bool {
+	if !r.Kind.Guest() {
+		return false
+	}
+	if r.Status == snapshot.StatusRunning || r.Status == snapshot.StatusPaused {
+		return true
+	}
+	_, _, known := shouldRun(r)
+	return r.Status == snapshot.StatusStopped && r.Guest != nil && r.Guest.TasksRead && known
+}
+
+// guestDown: a guest stopped while it should run, with no user stop
+// since its last start (a crash, an OOM kill, a failed start at boot):
+// warning, critical when HA manages it. A guest a user stopped, or
+// hibernated (locked suspended), is stopped on purpose.
+func guestDown(r *snapshot.Resource) (Signal, bool) {
+	g := r.Guest
+	if r.Status != snapshot.StatusStopped || g == nil || !g.TasksRead {
+		return Signal{}, false
+	}
+	should, why, _ := shouldRun(r)
+	//mutate:guest-down-should-run ./cmd/patrold ^TestRunGuestDown$
+	if !should {
+		return Signal{}, false
+	}
+	if g.Lock != nil && lockHeldByDesign[g.Lock.Name] {
+		return Signal{}, false
+	}
+	pt := g.PowerTask
+	//mutate:guest-down-user-stop ./cmd/patrold ^TestRunGuestDown$
+	if pt != nil && userStops[pt.Type] && pt.User != "" {
+		return Signal{}, false
+	}
+	severity := SeverityWarning
+	if r.HA != nil && r.HA.Managed {
+		severity = SeverityCritical
+	}
+	s := newSignal(r, TypeGuestDown, severity)
+	task := "none found"
+	if pt != nil {
+		task = clip(pt.Type, MaxNameRunes) + " by " + clip(pt.User, MaxNameRunes) + " at " + pt.StartedAt.UTC().Format(time.RFC3339) +
+			" (" + clip(pt.UPID, MaxErrorRunes) + ")"
+		if pt.Status != "" && pt.Status != "OK" {
+			task += ": " + clip(pt.Status, MaxErrorRunes)
+		}
+	}
+	s.Evidence = map[string]any{"status": r.Status, "should_run": why, "last_power_task": task}
+	s.Summary = fmt.Sprintf("%s %s is stopped but should run (%s); no user stop since its last start (last start or stop task: %s)",
+		r.Kind, display(r), why, task)
+	return s, true
+}

@@ -98,6 +98,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeQuorumLost:          {snapshot.KindCluster},
 	TypeHAError:             {snapshot.KindNode, snapshot.KindVM, snapshot.KindContainer},
 	TypeLockStuck:           {snapshot.KindVM, snapshot.KindContainer},
+	TypeGuestDown:           {snapshot.KindVM, snapshot.KindContainer},
 	TypeReplicationFailed:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeCertificateExpiring: {snapshot.KindNode},
 }

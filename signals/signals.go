@@ -34,6 +34,7 @@ const (
 	TypeQuorumLost          Type = "quorum_lost"
 	TypeHAError             Type = "ha_error"
 	TypeLockStuck           Type = "lock_stuck"
+	TypeGuestDown           Type = "guest_down"
 	TypeReplicationFailed   Type = "replication_failed"
 	TypeCertificateExpiring Type = "certificate_expiring"
 )
@@ -43,7 +44,7 @@ var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
-	TypeLockStuck,
+	TypeLockStuck, TypeGuestDown,
 	TypeReplicationFailed, TypeCertificateExpiring,
 }
 
@@ -182,6 +183,9 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricDisk, t.Disk, active)
 		out = appendBackup(out, r, t.BackupMaxAge, takenAt)
 		out = appendLockStuck(out, r, t.LockAge, active, takenAt)
+		if s, ok := guestDown(r); ok {
+			out = append(out, s)
+		}
 		if s, ok := unreachable(r); ok {
 			out = append(out, s)
 		}
@@ -241,6 +245,8 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		return ok
 	case TypeLockStuck:
 		return lockEvaluated(r)
+	case TypeGuestDown:
+		return downEvaluated(r)
 	case TypeQuorumLost:
 		// A cluster whose quorum was not read says nothing either way.
 		return r.Kind == snapshot.KindCluster && r.Quorum != nil

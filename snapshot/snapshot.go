@@ -298,6 +298,14 @@ type GuestState struct {
 	// Task is the guest's newest running task, when its source read its
 	// tasks and one runs.
 	Task *Task `json:"task,omitempty"`
+	// PowerTask is the guest's newest start, stop or shutdown task its
+	// source listed (qmstart, qmstop, qmshutdown, vzstart...).
+	PowerTask *Task `json:"power_task,omitempty"`
+	// OnBoot is the guest config's onboot, when its config was read.
+	OnBoot *bool `json:"onboot,omitempty"`
+	// TasksRead says the source read the tasks of the guest's node: no
+	// Task or PowerTask is then evidence that none was listed.
+	TasksRead bool `json:"tasks_read,omitempty"`
 }
 
 // Lock is a guest's config lock: an operation (backup, migrate,

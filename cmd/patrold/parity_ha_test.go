@@ -25,8 +25,8 @@ func haSignal(id, kind, name, severity, summary string, ev map[string]any) signa
 func TestRunHAError(t *testing.T) {
 	pve := pvetest.New(t)
 	pve.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":1,"maxmem":4},`+
-		`{"id":"qemu/100","type":"qemu","vmid":100,"name":"app","node":"pve1","status":"stopped","template":0,"hastate":"error"},`+
-		`{"id":"lxc/200","type":"lxc","vmid":200,"name":"proxy","node":"pve1","status":"stopped","template":0,"hastate":"started"}]`)
+		`{"id":"qemu/100","type":"qemu","vmid":100,"name":"app","node":"pve1","status":"running","template":0,"hastate":"error"},`+
+		`{"id":"lxc/200","type":"lxc","vmid":200,"name":"proxy","node":"pve1","status":"running","template":0,"hastate":"started"}]`)
 	pve.Set("nodes/pve1/qemu/100/config", `{"name":"app","onboot":1}`)
 	pve.Set("nodes/pve1/lxc/200/config", `{"hostname":"proxy"}`)
 	run := parityCLI(t, pve)

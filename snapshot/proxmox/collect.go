@@ -192,12 +192,13 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 		r := guestResource(g, res != nil)
 		var recent []task
 		var recentRead bool
+		var cfg guestConfig
 		if res != nil {
 			r.Addresses = res.addresses[vmid(g)]
 			r.Parents = where.of(g.Node, res.configs[vmid(g)].storages())
-			recent, recentRead = res.recent, res.recentRead
+			recent, recentRead, cfg = res.recent, res.recentRead, res.configs[vmid(g)]
 		}
-		r.Guest = guestTasks(g, recent, recentRead)
+		r.Guest = guestTasks(g, recent, recentRead, cfg)
 		if inCluster {
 			r.Parents = append(r.Parents, clusterRes.ID)
 		}

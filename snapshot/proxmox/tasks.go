@@ -3,6 +3,7 @@ package proxmox
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/patrold/patrold/snapshot"
@@ -32,15 +33,22 @@ func concerns(t task, id string, lock string) bool {
 // at least since the end of the guest's newest finished task, or with
 // none listed since the oldest task listed. With the tasks not read, or
 // none listed, when it was taken is unknown (docs/SOURCES.md#mapping).
-func guestTasks(g clusterResource, recent []task, read bool) *snapshot.GuestState {
-	st := &snapshot.GuestState{}
+func guestTasks(g clusterResource, recent []task, read bool, cfg guestConfig) *snapshot.GuestState {
+	st := &snapshot.GuestState{TasksRead: read}
 	if g.Lock != "" {
 		st.Lock = &snapshot.Lock{Name: clip(g.Lock)}
+	}
+	if cfg != nil {
+		onboot := strings.TrimSpace(cfg["onboot"]) == "1"
+		st.OnBoot = &onboot
 	}
 	if read {
 		id := strconv.FormatInt(vmid(g), 10)
 		var ended *time.Time
 		for _, t := range recent {
+			if st.PowerTask == nil && t.ID == id && powerTasks[t.Type] {
+				st.PowerTask = snapshotTask(t)
+			}
 			switch {
 			case !concerns(t, id, g.Lock):
 			case running(t):
@@ -58,11 +66,15 @@ func guestTasks(g clusterResource, recent []task, read bool) *snapshot.GuestStat
 			st.Lock.Since = ended
 		}
 	}
-	if st.Lock == nil && st.Task == nil {
+	if st.Lock == nil && st.Task == nil && st.OnBoot == nil && !st.TasksRead {
 		return nil
 	}
 	return st
 }
+
+// powerTasks are the tasks that start or stop a guest.
+var powerTasks = map[string]bool{"qmstart": true, "qmstop": true, "qmshutdown": true,
+	"vzstart": true, "vzstop": true, "vzshutdown": true}
 
 // snapshotTask maps one task; a start time PVE did not give is the zero
 // time.
