@@ -45,6 +45,8 @@ const (
 	// trigger; a count clears at the trigger itself (no margin).
 	DefaultBackupJobs     = 1.0
 	DefaultBackupJobsCrit = 3.0
+	// Days since a ZFS pool's last scrub (zfs_scrub_overdue), rising.
+	DefaultScrubAge = 35.0
 	// Failed syncs in a row of a guest's replication job, a count like
 	// backup_jobs (replication_failed).
 	DefaultReplicationFailures     = 1.0
@@ -114,6 +116,8 @@ type StorageSettings struct {
 	// BackupJobs counts a backup datastore's failing jobs and failed
 	// verifications (rises; clear defaults to the trigger).
 	BackupJobs ThresholdSetting `koanf:"backup_jobs" json:"backup_jobs" yaml:"backup_jobs"`
+	// ScrubAge is days since a ZFS pool's last scrub (rises).
+	ScrubAge ThresholdSetting `koanf:"scrub_age" json:"scrub_age" yaml:"scrub_age"`
 }
 
 // DiskSettings are thresholds for disks. Temperature is in °C and rises
@@ -177,6 +181,8 @@ type Thresholds struct {
 	BackupJobs   Threshold // failing jobs and verifications of a backup datastore, rising
 	LockAge      Threshold // minutes a guest lock is held with no task running, rising
 	BackupMaxAge time.Duration
+	// ScrubAge: days since a ZFS pool's last scrub, rising.
+	ScrubAge Threshold
 	// Replication: a guest's replication job's failed syncs in a row;
 	// ReplicationLag: its last sync's age in schedule intervals.
 	Replication    Threshold
@@ -268,6 +274,7 @@ func builtinSet() thresholdSets {
 			Disk:         Threshold{Trigger: DefaultStorageUsage, Clear: DefaultStorageUsage - DefaultClearMargin, Critical: DefaultStorageCrit},
 			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
 			BackupJobs:   Threshold{Trigger: DefaultBackupJobs, Clear: DefaultBackupJobs, Critical: DefaultBackupJobsCrit},
+			ScrubAge:     Threshold{Trigger: DefaultScrubAge, Clear: DefaultScrubAge - DefaultClearMargin},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		disk: Thresholds{
@@ -325,6 +332,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Disk = apply(out.Disk, s.Storage.Usage)
 		out.Forecast = applyFalling(out.Forecast, s.Storage.Forecast)
 		out.BackupJobs = applyDir(out.BackupJobs, s.Storage.BackupJobs, 0)
+		out.ScrubAge = apply(out.ScrubAge, s.Storage.ScrubAge)
 	case kind == snapshot.KindDisk:
 		out.Temperature = apply(out.Temperature, s.Disk.Temperature)
 		out.Wear = applyFalling(out.Wear, s.Disk.Wear)
@@ -405,6 +413,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
 	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)
 	checkCount("storage.backup_jobs", s.Storage.BackupJobs, eff.storage.BackupJobs)
+	check("storage.scrub_age", s.Storage.ScrubAge, eff.storage.ScrubAge)
 	checkFalling("node.certificate", s.Node.Certificate, eff.node.Certificate)
 	checkCount("guest.replication", s.Guest.Replication, eff.guest.Replication)
 	checkCount("guest.replication_lag", s.Guest.ReplicationLag, eff.guest.ReplicationLag)

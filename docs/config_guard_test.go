@@ -272,6 +272,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("guest.lock_age", guest.LockAge)
 	put("storage.forecast", storage.Forecast)
 	put("storage.backup_jobs", storage.BackupJobs)
+	put("storage.scrub_age", storage.ScrubAge)
 	put("guest.replication", guest.Replication)
 	put("guest.replication_lag", guest.ReplicationLag)
 	put("disk.temperature", disk.Temperature)

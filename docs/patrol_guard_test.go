@@ -350,6 +350,7 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"guest.lock_age":        {"DefaultGuestLockAge", ""},
 	"storage.forecast":      {"DefaultForecastDays", "DefaultForecastDaysCrit"},
 	"storage.backup_jobs":   {"DefaultBackupJobs", "DefaultBackupJobsCrit"},
+	"storage.scrub_age":     {"DefaultScrubAge", ""},
 	"guest.replication":     {"DefaultReplicationFailures", "DefaultReplicationFailuresCrit"},
 	"guest.replication_lag": {"DefaultReplicationLag", ""},
 }

@@ -38,6 +38,7 @@ var titles = map[signals.Type]string{
 	signals.TypeGuestDown:           "%s is down",
 	signals.TypeReplicationFailed:   "Replication of %s is failing",
 	signals.TypeCertificateExpiring: "Certificate of %s expires soon",
+	signals.TypeZFSScrubOverdue:     "ZFS pool %s needs a scrub",
 }
 
 // titleFor is fmt.Sprintf(titles[t], name) for templates with one %s and
@@ -72,6 +73,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeGuestDown:           "Read the guest's last start task and the node's journal (OOM killer, QEMU or LXC errors) for why it stopped, then start it; set onboot 0 if it is meant to stay off.",
 	signals.TypeReplicationFailed:   "Run pvesr status on the source node and read the job's log: check the target node, its storage and the network between them, then schedule the job now.",
 	signals.TypeCertificateExpiring: "Renew it: pvenode acme cert renew for an ACME certificate, pvecm updatecerts --force for the cluster's own; upload a new custom one before the date.",
+	signals.TypeZFSScrubOverdue:     "Run zpool scrub on the pool and check that the monthly scrub timer runs; for errors found or repaired, read zpool status -v and check the devices.",
 }
 
 // maxSummaryRunes caps a signal's summary (which quotes capped names and

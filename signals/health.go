@@ -396,3 +396,69 @@ func appendCertificate(out []Signal, r *snapshot.Resource, t alerts.Threshold, a
 	}
 	return append(out, s)
 }
+
+// appendScrub judges a ZFS pool's last scrub: one that found or repaired
+// errors is a warning; so is one older than storage.scrub_age days,
+// held while at or above clear, or none ever. A scrub running says
+// nothing against the pool.
+func appendScrub(out []Signal, r *snapshot.Resource, t alerts.Threshold, active Active, takenAt time.Time) []Signal {
+	if r.ZFS == nil || r.ZFS.Scrub == nil {
+		return out
+	}
+	sc := r.ZFS.Scrub
+	s := newSignal(r, TypeZFSScrubOverdue, SeverityWarning)
+	s.Evidence = map[string]any{"scrub": sc.State}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	switch sc.State {
+	case snapshot.ScrubNever:
+		s.Summary = "ZFS pool " + display(r) + " has never been scrubbed"
+		return append(out, s)
+	case snapshot.ScrubFinished:
+	default:
+		return out
+	}
+	if sc.At == nil {
+		return out
+	}
+	days := math.Floor(takenAt.Sub(*sc.At).Hours()/24*10) / 10
+	s.Evidence["last_scrub"] = sc.At.UTC().Format(time.RFC3339)
+	s.Evidence["days_since"] = days
+	//mutate:zfs-scrub-errors ./cmd/patrold ^TestRunZFSScrubOverdue$
+	if sc.Errors > 0 || sc.Repaired != "" {
+		s.Evidence["errors"] = sc.Errors
+		if sc.Repaired != "" {
+			s.Evidence["repaired"] = clip(sc.Repaired, MaxNameRunes)
+		}
+		s.Summary = fmt.Sprintf("ZFS pool %s: its last scrub on %s found %d errors and repaired %s", display(r),
+			sc.At.UTC().Format(time.DateOnly), sc.Errors, orNothing(sc.Repaired))
+		return append(out, s)
+	}
+	if t.Trigger <= 0 {
+		return out
+	}
+	held := false
+	switch {
+	//mutate:zfs-scrub-age ./cmd/patrold ^TestRunZFSScrubOverdue$
+	case days > t.Trigger:
+	//mutate:zfs-scrub-held ./cmd/patrold ^TestRunZFSScrubOverdue$
+	case active[Key{Type: TypeZFSScrubOverdue, ResourceID: r.ID}] && days >= t.Clear:
+		held = true
+	default:
+		return out
+	}
+	s.Value, s.Threshold = days, t.Trigger
+	s.Evidence["trigger"], s.Evidence["clear"] = t.Trigger, t.Clear
+	s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above %s", display(r), g(days), g(t.Trigger))
+	if held {
+		s.Evidence["held_by_hysteresis"] = true
+		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, still at or above clear %s after exceeding %s", display(r), g(days), g(t.Clear), g(t.Trigger))
+	}
+	return append(out, s)
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}

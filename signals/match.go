@@ -101,6 +101,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeGuestDown:           {snapshot.KindVM, snapshot.KindContainer},
 	TypeReplicationFailed:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeCertificateExpiring: {snapshot.KindNode},
+	TypeZFSScrubOverdue:     {snapshot.KindStorage},
 }
 
 // Judges reports whether detection judges typ on resources of kind.

@@ -46,7 +46,7 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 			Metrics: snapshot.MetricsOf(map[string]float64{snapshot.MetricCPU: 1, snapshot.MetricMemory: 1, snapshot.MetricDisk: 1, snapshot.MetricUsage: 1,
 				snapshot.MetricSwap: 1, snapshot.MetricIOWait: 1}),
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
-			ZFS: &snapshot.ZFS{State: "ONLINE"}, BackupStore: &snapshot.BackupStore{},
+			ZFS: &snapshot.ZFS{State: "ONLINE", Scrub: &snapshot.Scrub{State: snapshot.ScrubRunning}}, BackupStore: &snapshot.BackupStore{},
 			HA: &snapshot.HA{}, Replication: &snapshot.Replication{},
 			Certificate: &snapshot.Certificate{}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {

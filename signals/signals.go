@@ -37,6 +37,7 @@ const (
 	TypeGuestDown           Type = "guest_down"
 	TypeReplicationFailed   Type = "replication_failed"
 	TypeCertificateExpiring Type = "certificate_expiring"
+	TypeZFSScrubOverdue     Type = "zfs_scrub_overdue"
 )
 
 // Types lists the catalogue in detection order.
@@ -45,7 +46,7 @@ var Types = []Type{
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
 	TypeLockStuck, TypeGuestDown,
-	TypeReplicationFailed, TypeCertificateExpiring,
+	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue,
 }
 
 // Severities a signal can carry.
@@ -203,6 +204,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 			out = append(out, s)
 		}
 		out = appendBackupJobs(out, r, t.BackupJobs, active)
+		out = appendScrub(out, r, t.ScrubAge, active, takenAt)
 	}
 	return out
 }
@@ -274,6 +276,9 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		return r.Kind == snapshot.KindDisk && r.Smart != nil && r.Smart.TemperatureC != nil
 	case TypeDiskWear:
 		return r.Kind == snapshot.KindDisk && r.Smart != nil && r.Smart.WearoutPercent != nil
+	case TypeZFSScrubOverdue:
+		// A scan line read, of any scrub state, says whether it is due.
+		return r.Kind == snapshot.KindStorage && r.ZFS != nil && r.ZFS.Scrub != nil
 	case TypeZFSPoolDegraded:
 		return r.Kind == snapshot.KindStorage && r.ZFS != nil && zfsStateKnown(r.ZFS.State)
 	case TypeBackupJobFailed:

@@ -55,3 +55,33 @@ func TestHAAndReplicationFields(t *testing.T) {
 		t.Errorf("round trip: %v\n%s", err, data)
 	}
 }
+
+// TestZFSScrubField: a pool's scrub decodes whole; an unknown state or
+// negative errors drop the resource, naming the field.
+func TestZFSScrubField(t *testing.T) {
+	doc := `{"version":1,"taken_at":"2026-11-29T10:00:00Z","resources":[` +
+		`{"id":"storage/n/zpool/a","kind":"storage","zfs":{"state":"ONLINE","scrub":{"state":"finished","at":"2026-11-08T00:28:13Z","repaired":"12K","errors":3}}},` +
+		`{"id":"storage/n/zpool/b","kind":"storage","zfs":{"state":"ONLINE","scrub":{"state":"paused"}}},` +
+		`{"id":"storage/n/zpool/c","kind":"storage","zfs":{"state":"ONLINE","scrub":{"state":"never","errors":-1}}}]}`
+	snap, probs, err := snapshot.Decode([]byte(doc), snapshot.DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 8, 0, 28, 13, 0, time.UTC)
+	want := []snapshot.Resource{{ID: "storage/n/zpool/a", Kind: snapshot.KindStorage,
+		ZFS: &snapshot.ZFS{State: "ONLINE", Scrub: &snapshot.Scrub{State: snapshot.ScrubFinished, At: &at, Repaired: "12K", Errors: 3}}}}
+	if !reflect.DeepEqual(snap.Resources, want) {
+		t.Errorf("resources\n%+v\nwant\n%+v", snap.Resources, want)
+	}
+	var got []string
+	for _, p := range probs {
+		got = append(got, p.ID+" "+p.Field+": "+p.Problem)
+	}
+	wantProbs := []string{
+		`storage/n/zpool/b zfs.scrub.state: "paused" is not one of finished, running, never`,
+		"storage/n/zpool/c zfs.scrub.errors: negative",
+	}
+	if !reflect.DeepEqual(got, wantProbs) {
+		t.Errorf("problems\n%q\nwant\n%q", got, wantProbs)
+	}
+}

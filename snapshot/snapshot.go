@@ -222,7 +222,28 @@ type ZFS struct {
 	ReadErrors     int64  `json:"read_errors,omitempty"`
 	WriteErrors    int64  `json:"write_errors,omitempty"`
 	ChecksumErrors int64  `json:"checksum_errors,omitempty"`
+	// Scrub is the pool's last scrub, when its scan line said.
+	Scrub *Scrub `json:"scrub,omitempty"`
 }
+
+// Scrub is a ZFS pool's last scrub, as its scan line says.
+type Scrub struct {
+	// State is ScrubFinished, ScrubRunning or ScrubNever.
+	State string `json:"state"`
+	// At is when the last scrub finished.
+	At *time.Time `json:"at,omitempty"`
+	// Repaired is what it repaired ("12K"); absent when nothing.
+	Repaired string `json:"repaired,omitempty"`
+	// Errors is the errors it found.
+	Errors int64 `json:"errors,omitempty"`
+}
+
+// Scrub states.
+const (
+	ScrubFinished = "finished"
+	ScrubRunning  = "running"
+	ScrubNever    = "never"
+)
 
 // Quorum is a cluster's quorum as its source read it.
 type Quorum struct {

@@ -638,6 +638,14 @@ func check(r *Resource) (field, problem string) {
 				return "zfs." + c.field, "negative"
 			}
 		}
+		if sc := z.Scrub; sc != nil {
+			switch {
+			case sc.State != ScrubFinished && sc.State != ScrubRunning && sc.State != ScrubNever:
+				return "zfs.scrub.state", fmt.Sprintf("%q is not one of finished, running, never", sc.State)
+			case sc.Errors < 0:
+				return "zfs.scrub.errors", "negative"
+			}
+		}
 	}
 	if bs := r.BackupStore; bs != nil {
 		for j, job := range bs.Jobs {

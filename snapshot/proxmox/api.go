@@ -203,6 +203,7 @@ type zpoolDetail struct {
 	Name     string `json:"name"`
 	State    string `json:"state"`
 	Errors   string `json:"errors"`
+	Scan     string `json:"scan"`
 	Children []vdev `json:"children"`
 }
 

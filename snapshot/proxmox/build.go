@@ -267,6 +267,7 @@ func poolResource(node string, p poolRead) snapshot.Resource {
 			state = st
 		}
 		z.ReadErrors, z.WriteErrors, z.ChecksumErrors = poolErrors(d)
+		z.Scrub = scrubOf(d.Scan)
 	}
 	z.State = state
 	out.ZFS = z
