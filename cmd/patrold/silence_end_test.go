@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
 	"github.com/patrold/patrold/patrol"
@@ -20,9 +23,27 @@ func TestSilenceEndPublishesWithoutARun(t *testing.T) {
 	snap := filepath.Join(dir, "snapshot.json")
 	const disk = "storage/pve1/local-zfs"
 	setUsage(t, faults, snap, disk, 50)
-	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"'}\nnats: {embedded: {listen: '127.0.0.1:0'}}\nlog: {level: warn}\n"+
+	c := newCLI(t, "http: {listen: '"+freeAddr(t)+"'}\nnats: {embedded: {listen: '127.0.0.1:0'}}\nlog: {level: info}\n"+
 		"schedule: {cron: '@every 1h', startup_delay: 1h}\nsource: {kind: file, file: {path: "+snap+"}}\n")
-	d := startDaemon(t, c)
+	cfg, err := (&app{configPath: c.cfg}).loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testkit.LogBuffer{}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{Config: cfg, Registerer: reg, Gatherer: reg, Stderr: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Stop(context.Background())
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", logs.String())
+		}
+	})
 	ctx := context.Background()
 	const hold = 8 * time.Second
 	start := time.Now()
