@@ -3,6 +3,7 @@ package signals
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -153,5 +154,29 @@ func guestDown(r *snapshot.Resource) (Signal, bool) {
 	s.Evidence = map[string]any{"status": r.Status, "should_run": why, "last_power_task": task}
 	s.Summary = fmt.Sprintf("%s %s is stopped but should run (%s); no user stop since its last start (last start or stop task: %s)",
 		r.Kind, display(r), why, task)
+	return s, true
+}
+
+// NoBackupTag is the guest tag by which an operator says a guest is
+// meant to be in no backup job (scratch, lab or rebuilt guests).
+const NoBackupTag = "nobackup"
+
+// backupUnscheduled: a guest no enabled backup job selects is a warning,
+// unless tagged NoBackupTag. Templates are not guests here (the source
+// drops them).
+func backupUnscheduled(r *snapshot.Resource) (Signal, bool) {
+	g := r.Guest
+	//mutate:backup-unscheduled ./cmd/patrold ^TestRunBackupUnscheduled$
+	if g == nil || g.BackupScheduled == nil || *g.BackupScheduled {
+		return Signal{}, false
+	}
+	//mutate:backup-unscheduled-tag ./cmd/patrold ^TestRunBackupUnscheduled$
+	if slices.Contains(r.Tags, NoBackupTag) {
+		return Signal{}, false
+	}
+	s := newSignal(r, TypeBackupUnscheduled, SeverityWarning)
+	s.Evidence = map[string]any{"backup_jobs": "none enabled selects it", "exclude_tag": NoBackupTag}
+	s.Summary = fmt.Sprintf("%s %s is in no enabled backup job (not by id, pool or all); tag it %s if that is meant",
+		r.Kind, display(r), NoBackupTag)
 	return s, true
 }

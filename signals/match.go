@@ -99,6 +99,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeHAError:             {snapshot.KindNode, snapshot.KindVM, snapshot.KindContainer},
 	TypeLockStuck:           {snapshot.KindVM, snapshot.KindContainer},
 	TypeGuestDown:           {snapshot.KindVM, snapshot.KindContainer},
+	TypeBackupUnscheduled:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeReplicationFailed:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeCertificateExpiring: {snapshot.KindNode},
 	TypeZFSScrubOverdue:     {snapshot.KindStorage},
@@ -114,10 +115,11 @@ func JudgedKinds(typ Type) []snapshot.Kind { return slices.Clone(judged[typ]) }
 // give, whatever the settings. A model report under one of them above it
 // is refused even where detection could not decide.
 var ceilings = map[Type]string{
-	TypeCapacityForecast: SeverityWarning,
-	TypeBackupFailed:     SeverityWarning,
-	TypeBackupStale:      SeverityWarning,
-	TypeGuestUnreachable: SeverityWarning,
+	TypeCapacityForecast:  SeverityWarning,
+	TypeBackupFailed:      SeverityWarning,
+	TypeBackupStale:       SeverityWarning,
+	TypeGuestUnreachable:  SeverityWarning,
+	TypeBackupUnscheduled: SeverityWarning,
 }
 
 // Ceiling is the highest severity detection ever gives for typ, or "" when

@@ -40,7 +40,7 @@ func TestMatchByKey(t *testing.T) {
 // which the resource alone never decides, is judged on the kinds
 // ForecastMetric measures.
 func TestJudgedKindsAgreeWithDetection(t *testing.T) {
-	reachable, temp, wear := true, int64(40), int64(50)
+	reachable, temp, wear, scheduled := true, int64(40), int64(50), false
 	for _, kind := range snapshot.Kinds {
 		r := snapshot.Resource{ID: string(kind) + "/x", Kind: kind, Status: snapshot.StatusRunning,
 			Metrics: snapshot.MetricsOf(map[string]float64{snapshot.MetricCPU: 1, snapshot.MetricMemory: 1, snapshot.MetricDisk: 1, snapshot.MetricUsage: 1,
@@ -48,7 +48,7 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE", Scrub: &snapshot.Scrub{State: snapshot.ScrubRunning}}, BackupStore: &snapshot.BackupStore{},
 			HA: &snapshot.HA{}, Replication: &snapshot.Replication{},
-			Certificate: &snapshot.Certificate{}}
+			Certificate: &snapshot.Certificate{}, Guest: &snapshot.GuestState{BackupScheduled: &scheduled}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
 		}

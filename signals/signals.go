@@ -35,6 +35,7 @@ const (
 	TypeHAError             Type = "ha_error"
 	TypeLockStuck           Type = "lock_stuck"
 	TypeGuestDown           Type = "guest_down"
+	TypeBackupUnscheduled   Type = "backup_unscheduled"
 	TypeReplicationFailed   Type = "replication_failed"
 	TypeCertificateExpiring Type = "certificate_expiring"
 	TypeZFSScrubOverdue     Type = "zfs_scrub_overdue"
@@ -45,7 +46,7 @@ var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
-	TypeLockStuck, TypeGuestDown,
+	TypeLockStuck, TypeGuestDown, TypeBackupUnscheduled,
 	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue,
 }
 
@@ -71,7 +72,7 @@ func (t Type) Category() string {
 		return CategoryPerformance
 	case TypeHighDisk, TypeCapacityForecast:
 		return CategoryCapacity
-	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed, TypeReplicationFailed:
+	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed, TypeReplicationFailed, TypeBackupUnscheduled:
 		return CategoryBackup
 	default:
 		// smart_failure, guest_unreachable, node_offline,
@@ -187,6 +188,9 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := guestDown(r); ok {
 			out = append(out, s)
 		}
+		if s, ok := backupUnscheduled(r); ok {
+			out = append(out, s)
+		}
 		if s, ok := unreachable(r); ok {
 			out = append(out, s)
 		}
@@ -249,6 +253,9 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		return lockEvaluated(r)
 	case TypeGuestDown:
 		return downEvaluated(r)
+	case TypeBackupUnscheduled:
+		// Jobs read: a guest a job now selects, or tagged, clears.
+		return r.Kind.Guest() && r.Guest != nil && r.Guest.BackupScheduled != nil
 	case TypeQuorumLost:
 		// A cluster whose quorum was not read says nothing either way.
 		return r.Kind == snapshot.KindCluster && r.Quorum != nil

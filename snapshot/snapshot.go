@@ -327,6 +327,9 @@ type GuestState struct {
 	// TasksRead says the source read the tasks of the guest's node: no
 	// Task or PowerTask is then evidence that none was listed.
 	TasksRead bool `json:"tasks_read,omitempty"`
+	// BackupScheduled says whether an enabled backup job selects the
+	// guest; absent when its source did not read the jobs, or found none.
+	BackupScheduled *bool `json:"backup_scheduled,omitempty"`
 }
 
 // Lock is a guest's config lock: an operation (backup, migrate,

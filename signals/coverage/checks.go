@@ -130,7 +130,7 @@ var checks = []Check{
 		Name:    "guests in no backup job",
 		Rules:   []Rule{{APAPVE, "pve_not_backed_up_total above 0: warning"}, {PulseRequests, "#762"}},
 		Key:     "backup_unscheduled",
-		Patrold: fixed("in no enabled backup job (templates excluded): warning"),
+		Patrold: fixed("in no enabled backup job (templates and guests tagged nobackup excluded): warning"),
 		Data:    "backup jobs", Reads: []string{proxmox},
 	},
 	{

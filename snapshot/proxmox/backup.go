@@ -41,6 +41,18 @@ func covered(jobs []backupJob, g clusterResource) bool {
 	return false
 }
 
+// hasVzdump reports whether any backup job is listed, enabled or not. A
+// cluster with none leaves backups to something else (a client inside
+// the guests): no guest is then judged unscheduled.
+func hasVzdump(jobs []backupJob) bool {
+	for _, j := range jobs {
+		if j.Type == "" || j.Type == "vzdump" {
+			return true
+		}
+	}
+	return false
+}
+
 // newestBackup is a guest's newest backup volume: its ctime and the
 // storage (resource id) it was found on.
 type newestBackup struct {

@@ -199,6 +199,13 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 			recent, recentRead, cfg = res.recent, res.recentRead, res.configs[vmid(g)]
 		}
 		r.Guest = guestTasks(g, recent, recentRead, cfg)
+		if jobsRead && hasVzdump(jobs) {
+			if r.Guest == nil {
+				r.Guest = &snapshot.GuestState{}
+			}
+			sched := covered(jobs, g)
+			r.Guest.BackupScheduled = &sched
+		}
 		if inCluster {
 			r.Parents = append(r.Parents, clusterRes.ID)
 		}
