@@ -62,7 +62,7 @@ fuzz:
 	for f in FuzzReadFigures FuzzExtractClaims; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./model/ground || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzDecodeTags -fuzztime $(FUZZTIME) ./store
 	$(GO) test -run '^$$' -fuzz FuzzIndented -fuzztime $(FUZZTIME) ./cmd/patrold
-	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent FuzzNodeStatus FuzzClusterStatus FuzzHAStatus FuzzRecentTasks FuzzReplication FuzzCertificates; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
+	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent FuzzNodeStatus FuzzClusterStatus FuzzHAStatus FuzzRecentTasks FuzzSnapshots FuzzReplication FuzzCertificates; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
 
 ## mutate: remove each investigation-gate condition, each rule of the deterministic net,
 ## each registry pre-check, each cluster rule, then each rule of the store's active-findings

@@ -64,6 +64,15 @@ const (
 	noCritical                 = 0.0
 )
 
+// Guest snapshot thresholds, in days.
+const (
+	// A guest's oldest snapshot older than this (snapshot_old), opened
+	// strictly above the trigger.
+	DefaultGuestSnapshotAge = 30.0
+	// maxSnapshotAge bounds guest.snapshot_age: ten years.
+	maxSnapshotAge = 3650.0
+)
+
 // Guest lock thresholds, in minutes.
 const (
 	// A lock held with no task of the guest running (lock_stuck),
@@ -101,6 +110,8 @@ type GuestSettings struct {
 	Forecast ThresholdSetting `koanf:"forecast" json:"forecast" yaml:"forecast"`
 	// LockAge is minutes a lock is held with no task running (rises).
 	LockAge ThresholdSetting `koanf:"lock_age" json:"lock_age" yaml:"lock_age"`
+	// SnapshotAge is days since the guest's oldest snapshot (rises).
+	SnapshotAge ThresholdSetting `koanf:"snapshot_age" json:"snapshot_age" yaml:"snapshot_age"`
 	// Replication counts a replication job's failed syncs in a row;
 	// ReplicationLag is its last sync's age in schedule intervals. Both
 	// rise; clear defaults to the trigger.
@@ -180,6 +191,7 @@ type Thresholds struct {
 	Forecast     Threshold // days to full of storage or a guest disk, falling
 	BackupJobs   Threshold // failing jobs and verifications of a backup datastore, rising
 	LockAge      Threshold // minutes a guest lock is held with no task running, rising
+	SnapshotAge  Threshold // days since a guest's oldest snapshot, rising
 	BackupMaxAge time.Duration
 	// ScrubAge: days since a ZFS pool's last scrub, rising.
 	ScrubAge Threshold
@@ -265,6 +277,7 @@ func builtinSet() thresholdSets {
 			Disk:         Threshold{Trigger: DefaultGuestDisk, Clear: DefaultGuestDisk - DefaultClearMargin, Critical: DefaultGuestDiskCrit},
 			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
 			LockAge:      Threshold{Trigger: DefaultGuestLockAge, Clear: DefaultGuestLockAge - DefaultClearMargin},
+			SnapshotAge:  Threshold{Trigger: DefaultGuestSnapshotAge, Clear: DefaultGuestSnapshotAge - DefaultClearMargin},
 			BackupMaxAge: DefaultBackupMaxAge,
 			Replication: Threshold{Trigger: DefaultReplicationFailures, Clear: DefaultReplicationFailures,
 				Critical: DefaultReplicationFailuresCrit},
@@ -326,6 +339,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Disk = apply(out.Disk, s.Guest.Disk)
 		out.Forecast = applyFalling(out.Forecast, s.Guest.Forecast)
 		out.LockAge = apply(out.LockAge, s.Guest.LockAge)
+		out.SnapshotAge = apply(out.SnapshotAge, s.Guest.SnapshotAge)
 		out.Replication = applyDir(out.Replication, s.Guest.Replication, 0)
 		out.ReplicationLag = applyDir(out.ReplicationLag, s.Guest.ReplicationLag, 0)
 	case kind == snapshot.KindStorage:
@@ -409,6 +423,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	check("guest.memory", s.Guest.Memory, eff.guest.Memory)
 	check("guest.disk", s.Guest.Disk, eff.guest.Disk)
 	checkOf("guest.lock_age", s.Guest.LockAge, eff.guest.LockAge, maxLockAge)
+	checkOf("guest.snapshot_age", s.Guest.SnapshotAge, eff.guest.SnapshotAge, maxSnapshotAge)
 	check("storage.usage", s.Storage.Usage, eff.storage.Disk)
 	checkFalling("guest.forecast", s.Guest.Forecast, eff.guest.Forecast)
 	checkFalling("storage.forecast", s.Storage.Forecast, eff.storage.Forecast)

@@ -270,6 +270,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("storage.usage", storage.Disk)
 	put("guest.forecast", guest.Forecast)
 	put("guest.lock_age", guest.LockAge)
+	put("guest.snapshot_age", guest.SnapshotAge)
 	put("storage.forecast", storage.Forecast)
 	put("storage.backup_jobs", storage.BackupJobs)
 	put("storage.scrub_age", storage.ScrubAge)

@@ -348,6 +348,7 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"disk.wear":             {"DefaultDiskWear", "DefaultDiskWearCrit"},
 	"guest.forecast":        {"DefaultForecastDays", "DefaultForecastDaysCrit"},
 	"guest.lock_age":        {"DefaultGuestLockAge", ""},
+	"guest.snapshot_age":    {"DefaultGuestSnapshotAge", ""},
 	"storage.forecast":      {"DefaultForecastDays", "DefaultForecastDaysCrit"},
 	"storage.backup_jobs":   {"DefaultBackupJobs", "DefaultBackupJobsCrit"},
 	"storage.scrub_age":     {"DefaultScrubAge", ""},

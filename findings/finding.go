@@ -87,6 +87,7 @@ var keyAliases = map[string]string{
 	"zfs-pool-degraded": "zfs_pool_degraded", "zpool-degraded": "zfs_pool_degraded",
 	"capacity-forecast": "capacity_forecast", "storage-full-soon": "capacity_forecast", "disk-full-soon": "capacity_forecast",
 	"backup-job-failed": "backup_job_failed", "datastore-job-failed": "backup_job_failed",
+	"snapshot-old": "snapshot_old", "old-snapshot": "snapshot_old", "stale-snapshot": "snapshot_old",
 	"backup-unscheduled": "backup_unscheduled", "not-backed-up": "backup_unscheduled", "no-backup-job": "backup_unscheduled",
 	"guest-down": "guest_down", "vm-down": "guest_down", "guest-stopped": "guest_down",
 	"lock-stuck": "lock_stuck", "stuck-lock": "lock_stuck", "guest-locked": "lock_stuck",

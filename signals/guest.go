@@ -180,3 +180,54 @@ func backupUnscheduled(r *snapshot.Resource) (Signal, bool) {
 		r.Kind, display(r), NoBackupTag)
 	return s, true
 }
+
+// snapshotAge is the age of r's oldest snapshot in whole days; false
+// when its snapshots were not read or it has none dated.
+func snapshotAge(r *snapshot.Resource, takenAt time.Time) (int64, bool) {
+	if r.Guest == nil || r.Guest.Snapshots == nil || r.Guest.Snapshots.OldestAt == nil {
+		return 0, false
+	}
+	d := takenAt.Sub(*r.Guest.Snapshots.OldestAt).Hours() / 24
+	if d < 0 {
+		d = 0
+	}
+	return int64(math.Floor(d)), true
+}
+
+// appendSnapshotOld: a guest whose oldest snapshot is older than
+// guest.snapshot_age trigger days is a warning (critical past critical,
+// when set); once open it is held down to clear. Old snapshots grow
+// without bound and slow the guest's disks.
+func appendSnapshotOld(out []Signal, r *snapshot.Resource, t alerts.Threshold, active Active, takenAt time.Time) []Signal {
+	age, ok := snapshotAge(r, takenAt)
+	if !ok || t.Trigger <= 0 {
+		return out
+	}
+	v := float64(age)
+	held := false
+	switch {
+	//mutate:snapshot-old ./cmd/patrold ^TestRunSnapshotOld$
+	case v > t.Trigger:
+	case v >= t.Clear && active[Key{Type: TypeSnapshotOld, ResourceID: r.ID}]:
+		held = true
+	default:
+		return out
+	}
+	severity, threshold := SeverityWarning, t.Trigger
+	if t.Critical > 0 && v > t.Critical {
+		severity, threshold = SeverityCritical, t.Critical
+	}
+	sn := r.Guest.Snapshots
+	s := newSignal(r, TypeSnapshotOld, severity)
+	s.Value, s.Threshold = v, threshold
+	s.Evidence = map[string]any{"oldest": sn.Oldest, "taken_at": sn.OldestAt.UTC().Format(time.RFC3339), "days": age,
+		"snapshots": sn.Count, "read_at": sn.ReadAt.UTC().Format(time.RFC3339), "trigger": t.Trigger, "clear": t.Clear}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	s.Summary = fmt.Sprintf("%s %s has a snapshot (%s) %d days old, above %s", r.Kind, display(r), clip(sn.Oldest, MaxNameRunes), age, g(threshold))
+	if held {
+		s.Evidence["held_by_hysteresis"] = true
+		s.Summary = fmt.Sprintf("%s %s has a snapshot (%s) %d days old, still above clear %s after exceeding %s",
+			r.Kind, display(r), clip(sn.Oldest, MaxNameRunes), age, g(t.Clear), g(t.Trigger))
+	}
+	return append(out, s)
+}

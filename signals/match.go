@@ -100,6 +100,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeLockStuck:           {snapshot.KindVM, snapshot.KindContainer},
 	TypeGuestDown:           {snapshot.KindVM, snapshot.KindContainer},
 	TypeBackupUnscheduled:   {snapshot.KindVM, snapshot.KindContainer},
+	TypeSnapshotOld:         {snapshot.KindVM, snapshot.KindContainer},
 	TypeReplicationFailed:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeCertificateExpiring: {snapshot.KindNode},
 	TypeZFSScrubOverdue:     {snapshot.KindStorage},

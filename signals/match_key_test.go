@@ -48,7 +48,7 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE", Scrub: &snapshot.Scrub{State: snapshot.ScrubRunning}}, BackupStore: &snapshot.BackupStore{},
 			HA: &snapshot.HA{}, Replication: &snapshot.Replication{},
-			Certificate: &snapshot.Certificate{}, Guest: &snapshot.GuestState{BackupScheduled: &scheduled}}
+			Certificate: &snapshot.Certificate{}, Guest: &snapshot.GuestState{BackupScheduled: &scheduled, Snapshots: &snapshot.Snapshots{}}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
 		}

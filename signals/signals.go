@@ -36,6 +36,7 @@ const (
 	TypeLockStuck           Type = "lock_stuck"
 	TypeGuestDown           Type = "guest_down"
 	TypeBackupUnscheduled   Type = "backup_unscheduled"
+	TypeSnapshotOld         Type = "snapshot_old"
 	TypeReplicationFailed   Type = "replication_failed"
 	TypeCertificateExpiring Type = "certificate_expiring"
 	TypeZFSScrubOverdue     Type = "zfs_scrub_overdue"
@@ -46,7 +47,7 @@ var Types = []Type{
 	TypeSmartFailure, TypeHighCPU, TypeHighMemory, TypeHighDisk, TypeBackupFailed, TypeBackupStale, TypeGuestUnreachable,
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
-	TypeLockStuck, TypeGuestDown, TypeBackupUnscheduled,
+	TypeLockStuck, TypeGuestDown, TypeBackupUnscheduled, TypeSnapshotOld,
 	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue,
 }
 
@@ -191,6 +192,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		if s, ok := backupUnscheduled(r); ok {
 			out = append(out, s)
 		}
+		out = appendSnapshotOld(out, r, t.SnapshotAge, active, takenAt)
 		if s, ok := unreachable(r); ok {
 			out = append(out, s)
 		}
@@ -253,6 +255,9 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		return lockEvaluated(r)
 	case TypeGuestDown:
 		return downEvaluated(r)
+	case TypeSnapshotOld:
+		// Snapshots read: none left, or a newer oldest, clears.
+		return r.Kind.Guest() && r.Guest != nil && r.Guest.Snapshots != nil
 	case TypeBackupUnscheduled:
 		// Jobs read: a guest a job now selects, or tagged, clears.
 		return r.Kind.Guest() && r.Guest != nil && r.Guest.BackupScheduled != nil

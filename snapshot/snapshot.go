@@ -330,6 +330,19 @@ type GuestState struct {
 	// BackupScheduled says whether an enabled backup job selects the
 	// guest; absent when its source did not read the jobs, or found none.
 	BackupScheduled *bool `json:"backup_scheduled,omitempty"`
+	// Snapshots is the source's last read of the guest's snapshots.
+	Snapshots *Snapshots `json:"snapshots,omitempty"`
+}
+
+// Snapshots is what a source read of a guest's snapshots.
+type Snapshots struct {
+	// Count is the snapshots listed (PVE's "current" is none).
+	Count int `json:"count"`
+	// Oldest and OldestAt name the oldest snapshot; absent with none.
+	Oldest   string     `json:"oldest,omitempty"`
+	OldestAt *time.Time `json:"oldest_at,omitempty"`
+	// ReadAt is when they were read (a source may reuse a recent read).
+	ReadAt time.Time `json:"read_at"`
 }
 
 // Lock is a guest's config lock: an operation (backup, migrate,

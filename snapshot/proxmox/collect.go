@@ -199,6 +199,12 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 			recent, recentRead, cfg = res.recent, res.recentRead, res.configs[vmid(g)]
 		}
 		r.Guest = guestTasks(g, recent, recentRead, cfg)
+		if res != nil && res.snapshots[vmid(g)] != nil {
+			if r.Guest == nil {
+				r.Guest = &snapshot.GuestState{}
+			}
+			r.Guest.Snapshots = res.snapshots[vmid(g)]
+		}
 		if jobsRead && hasVzdump(jobs) {
 			if r.Guest == nil {
 				r.Guest = &snapshot.GuestState{}

@@ -12,7 +12,7 @@ import (
 // the PBS API's.
 var (
 	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "replication", "certificates", "disks_list", "disks_smart",
-		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_agent"}
+		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_snapshots", "guest_agent"}
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
 
@@ -40,6 +40,7 @@ var pveEndpoints = []pveEndpoint{
 	{"task_log", "/nodes/{node}/tasks/{upid}/log", "Sys.Audit"},
 	{"storage_content", "/nodes/{node}/storage/{storage}/content", "Datastore.Audit"},
 	{"guest_config", "/nodes/{node}/{qemu,lxc}/{vmid}/config", "VM.Audit"},
+	{"guest_snapshots", "/nodes/{node}/{qemu,lxc}/{vmid}/snapshot", "VM.Audit"},
 	{"guest_agent", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", "VM.Monitor (PVE 9: VM.GuestAgent.Audit)"},
 }
 
@@ -177,6 +178,8 @@ func endpointFamily(s []string) string {
 		return "storage_content"
 	case len(s) == 5 && (s[2] == "qemu" || s[2] == "lxc") && s[4] == "config":
 		return "guest_config"
+	case len(s) == 5 && (s[2] == "qemu" || s[2] == "lxc") && s[4] == "snapshot":
+		return "guest_snapshots"
 	}
 	return "guest_agent"
 }

@@ -49,6 +49,7 @@ type nodeResult struct {
 	volumes     map[string][]volume // backup storage id -> volumes
 	addresses   map[int64][]string
 	configs     map[int64]guestConfig // the guests' configs that were read
+	snapshots   map[int64]*snapshot.Snapshots
 	agentDenied bool
 	problems    []snapshot.Problem
 }
@@ -144,9 +145,13 @@ func (w *worker) run() nodeResult {
 			w.res.volumes[st.id()] = vols
 		}
 	}
+	w.res.snapshots = map[int64]*snapshot.Snapshots{}
 	for _, g := range w.work.guests {
 		if cfg := w.readConfig(g); cfg != nil {
 			w.res.configs[vmid(g)] = cfg
+		}
+		if sn := w.readSnapshots(g); sn != nil {
+			w.res.snapshots[vmid(g)] = sn
 		}
 	}
 	if w.s.opts.GuestAgent.Enabled {

@@ -161,6 +161,9 @@ type Source struct {
 	// read uses them, so one failed read changes neither the grouping of
 	// storages nor the findings of their filesystems.
 	paths map[string]string
+	// snaps are the guests' last snapshot reads, by node/type/vmid:
+	// reused for an hour (snapshotReadEvery).
+	snaps map[string]*snapshot.Snapshots
 }
 
 var _ snapshot.Source = (*Source)(nil)
