@@ -9,15 +9,16 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -46,10 +47,11 @@ func main() {
 		}
 		return
 	}
-	bad := 0
+	bad, began := 0, time.Now()
 	for _, m := range ms {
+		began := time.Now()
 		verdict, out := Run(*root, m)
-		fmt.Printf("%-36s %-9s %s:%d %s\n", m.Name, verdict, m.File, m.At, m.Node)
+		fmt.Printf("%-36s %-9s %4.0fs %s:%d %s\n", m.Name, verdict, time.Since(began).Seconds(), m.File, m.At, m.Node)
 		if verdict != "caught" {
 			bad++
 			if verdict == "BROKEN" {
@@ -57,7 +59,7 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("mutate: %d mutations, %d caught, %d not\n", len(ms), len(ms)-bad, bad)
+	fmt.Printf("mutate: %d mutations, %d caught, %d not, in %s\n", len(ms), len(ms)-bad, bad, time.Since(began).Round(time.Second))
 	if bad > 0 {
 		os.Exit(1)
 	}
@@ -122,46 +124,61 @@ func pick(ms []Mutation, names []string) ([]Mutation, error) {
 	return out, nil
 }
 
-// Run applies one mutation, runs its tests and restores the file. The
-// verdict is caught, SURVIVED (the tests passed) or BROKEN (it did not
-// build: the marker names the wrong node).
+// Run applies one mutation through a `go test -overlay`, so the tree is
+// never edited, and runs its packages one at a time: the first package
+// that fails has caught it. The verdict is caught, SURVIVED (the tests
+// passed), NO-TESTS or BROKEN (it did not build: the marker names the
+// wrong node).
 func Run(root string, m Mutation) (string, string) {
-	path := filepath.Join(root, m.File)
+	path, err := filepath.Abs(filepath.Join(root, m.File))
+	if err != nil {
+		return "BROKEN", err.Error()
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return "BROKEN", err.Error()
 	}
-	restore := func() { _ = os.WriteFile(path, src, 0o644) }
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	go func() {
-		if _, ok := <-sig; ok {
-			restore()
-			os.Exit(130)
-		}
-	}()
-	defer func() { signal.Stop(sig); close(sig) }()
-	defer restore()
-	if err := os.WriteFile(path, m.Apply(src), 0o644); err != nil {
+	dir, err := os.MkdirTemp("", "mutate-")
+	if err != nil {
 		return "BROKEN", err.Error()
 	}
-	args := append([]string{"test", "-count=1", "-timeout", "300s", "-run", m.Run}, m.Pkgs...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	b, err := cmd.CombinedOutput()
-	// A property test that failed under the mutation leaves its
-	// counterexample behind; it belongs to the mutation, not the tree.
-	_ = exec.Command("git", "-C", root, "clean", "-fdq", "--", ":(glob)**/testdata/rapid/**").Run()
-	out := string(b)
-	switch {
-	case err == nil && ranNothing(out):
-		return "NO-TESTS", out
-	case err == nil:
-		return "SURVIVED", out
-	case strings.Contains(out, "build failed") || strings.Contains(out, "setup failed"):
-		return "BROKEN", out
+	defer os.RemoveAll(dir)
+	mutated := filepath.Join(dir, filepath.Base(path))
+	overlay := filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {path: mutated}})
+	if err := os.WriteFile(mutated, m.Apply(src), 0o644); err != nil {
+		return "BROKEN", err.Error()
 	}
-	return "caught", out
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		return "BROKEN", err.Error()
+	}
+	var all strings.Builder
+	passed := 0
+	for _, pkg := range m.Pkgs {
+		cmd := exec.Command("go", "test", "-count=1", "-failfast", "-timeout", "300s",
+			"-overlay", overlay, "-run", m.Run, pkg)
+		cmd.Dir = root
+		b, err := cmd.CombinedOutput()
+		// A property test that failed under the mutation leaves its
+		// counterexample behind; it belongs to the mutation, not the tree.
+		_ = exec.Command("git", "-C", root, "clean", "-fdq", "--", ":(glob)**/testdata/rapid/**").Run()
+		out := string(b)
+		all.WriteString(out)
+		switch {
+		case err == nil:
+			if !ranNothing(out) {
+				passed++
+			}
+			continue
+		case strings.Contains(out, "build failed") || strings.Contains(out, "setup failed"):
+			return "BROKEN", all.String()
+		}
+		return "caught", all.String()
+	}
+	if passed == 0 {
+		return "NO-TESTS", all.String()
+	}
+	return "SURVIVED", all.String()
 }
 
 // ranNothing says every package's test run matched no test: the

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -152,5 +155,40 @@ func TestSampleIsStable(t *testing.T) {
 		if a[i].Name != b[i].Name {
 			t.Fatalf("sample depends on input order: %v vs %v", a, b)
 		}
+	}
+}
+
+// Run mutates through an overlay: the verdicts come from a real go test
+// of a throwaway module, and its file is never edited.
+func TestRunVerdictsLeaveTheTreeAlone(t *testing.T) {
+	root := t.TempDir()
+	src := "package p\n\nfunc Abs(x int) int {\n\t//mutate:neg ./p ^TestAbs$\n\tif x < 0 {\n\t\treturn -x\n\t}\n\treturn x\n}\n\nfunc Two(x int) int {\n\t//mutate:loose ./p ^TestAbs$\n\tif x > 5 {\n\t\treturn 3\n\t}\n\treturn 2\n}\n"
+	files := map[string]string{
+		"go.mod":      "module example.com/m\n\ngo 1.22\n",
+		"p/p.go":      src,
+		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestAbs(t *testing.T) {\n\tif Abs(-2) != 2 {\n\t\tt.Fatal(Abs(-2))\n\t}\n}\n",
+	}
+	for name, text := range files {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := Collect(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range ms {
+		got[m.Name], _ = Run(root, m)
+	}
+	want := map[string]string{"neg": "caught", "loose": "SURVIVED"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("verdicts = %v, want %v", got, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "p/p.go")); string(b) != src {
+		t.Fatalf("the file was edited:\n%s", b)
 	}
 }
