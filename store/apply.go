@@ -70,6 +70,7 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 			// number applies here, without moving the sequence back.
 			return nil
 		}
+		//mutate:numbered-changes-gap ./cluster ^TestReplicaNoticesMissingChanges$
 		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
 			return &records.GapError{Seq: seq, Want: uint64(appliedN) + 1, Got: c.N}
 		}
@@ -80,8 +81,10 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 		switch {
 		case c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch:
 			result, origin = records.Applied, "" // a refused change names nobody
+		//mutate:fence-lower-epoch ./cluster ^TestDeposedWriterIsFenced$
 		case c.Epoch < uint64(epoch):
 			result, origin = records.ApplyFenced, ""
+			//mutate:fenced-own-change-recorded ./cluster ^TestResumedWriterReseedsItself$
 			if c.Origin == self && c.Op != contracts.OpEpoch {
 				// This instance's own rows hold the change: diverged.
 				if err := recordFenced(ctx, tx, now, c); err != nil {

@@ -65,27 +65,3 @@ func SetWALLimit(n int64) (restore func()) {
 	walLimit = n
 	return func() { walLimit = old }
 }
-
-// DropUsageKept forgets the newest usage points kept between calls of
-// RecordUsage: the next call reads them, as a fresh process does.
-func (s *Store) DropUsageKept() { s.usage.take() }
-
-// UsageReads is how many times RecordUsage read the newest points of its
-// samples from the database.
-func (s *Store) UsageReads() int64 { return s.usage.reads.Load() }
-
-// UnpackRare splits a read's packed rare columns, for its fuzz test.
-func UnpackRare(s string) ([]string, error) {
-	out := make([]string, len(rareNames))
-	dst := make([]*string, len(out))
-	for i := range out {
-		dst[i] = &out[i]
-	}
-	if err := unpackColumns(s, rareNames, dst); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// RareColumns is how many columns a read packs.
-var RareColumns = len(rareColumns)

@@ -131,6 +131,7 @@ func (s *Store) recordOutcome(ctx context.Context, o findings.Outcome, now time.
 		if err != nil {
 			return err
 		}
+		//mutate:outcome-session-match ./findings/outcome ^TestForgedOutcomesChangeNothing$
 		if dispatched {
 			ok, err := sessionDispatched(ctx, tx, o, epoch)
 			if err != nil || !ok {
@@ -176,6 +177,7 @@ func (s *Store) recordOutcome(ctx context.Context, o findings.Outcome, now time.
 // dispatched: the session is stored for o's finding and attempt, and o
 // carries the epoch its investigation was requested in.
 func sessionDispatched(ctx context.Context, tx *sql.Tx, o findings.Outcome, epoch uint64) (bool, error) {
+	//mutate:outcome-epoch-match ./findings/outcome ^TestForgedOutcomesChangeNothing$
 	if o.SessionID == "" || o.Epoch != epoch {
 		return false, nil
 	}

@@ -53,161 +53,31 @@ var upsertSQL, upsertSeenSQL = func() (string, string) {
 		ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, last_run_id = excluded.last_run_id, times_raised = excluded.times_raised`
 }()
 
-// rareColumns hold their default in nearly every finding (every active
-// one that no operator or investigation touched): the resolution, the
-// operator's actions, the investigation bookkeeping. A read takes them
-// apart from the others (findingSelect), as NULL when every one holds
-// its default. Each is given with the test of its default.
-var rareColumns = []struct{ name, isDefault string }{
-	{"resolved_at", "IS NULL"}, {"resolve_reason", "= ''"}, {"resolve_note", "= ''"}, {"regression_count", "= 0"},
-	{"acknowledged_at", "IS NULL"}, {"snoozed_until", "IS NULL"}, {"dismissed_reason", "= ''"}, {"dismissed_at", "IS NULL"},
-	{"suppressed", "= 0"}, {"seen_while_suppressed", "= 0"}, {"investigation_attempts", "= 0"},
-	{"investigation_status", "= ''"}, {"investigation_started_at", "IS NULL"}, {"last_investigation_at", "IS NULL"},
-	{"last_outcome", "= ''"}, {"investigation_session_id", "= ''"}, {"fix_summary", "= ''"},
-	{"previous_fix_summary", "= ''"}, {"flapping", "= 0"}, {"silenced", "= 0"}, {"investigation_attempt", "= 0"},
-}
-
-// hotColumns are findingColumns without the rare ones, in their order.
-var hotColumns = func() []string {
-	rare := map[string]bool{}
-	for _, c := range rareColumns {
-		rare[c.name] = true
-	}
-	var out []string
-	for _, c := range strings.Split(findingColumns, ",") {
-		if c = strings.TrimSpace(c); !rare[c] {
-			out = append(out, c)
-		}
-	}
-	return out
-}()
-
-// findingSelect is what a read selects, in two columns, each a packing
-// (packColumns) of findingColumns: the hot ones, then the rare ones, or
-// NULL when every rare one holds its default. A row crosses from SQLite
-// as two values instead of one a column.
-var findingSelect = func() string {
-	var isDefault, rare []string
-	for _, c := range rareColumns {
-		isDefault = append(isDefault, c.name+" "+c.isDefault)
-		rare = append(rare, c.name)
-	}
-	return packColumns(hotColumns) + ", CASE WHEN " + strings.Join(isDefault, " AND ") +
-		" THEN NULL ELSE " + packColumns(rare) + " END"
-}()
-
-// packColumns is the SQL of one text holding the columns: each one's text
-// (NULL as empty) as "length:text", in bytes, one after another.
-func packColumns(cols []string) string {
-	var parts []string
-	for _, c := range cols {
-		v := "coalesce(CAST(" + c + " AS TEXT), '')"
-		parts = append(parts, "octet_length("+v+")", "':'", v)
-	}
-	return "concat(" + strings.Join(parts, ", ") + ")"
-}
-
 type scanner interface{ Scan(dest ...any) error }
 
-// scanFinding scans a row of findingSelect. Its strings share the row's
-// text: one allocation a row, not one a column.
+// scanFinding scans a row of findingColumns.
 func scanFinding(sc scanner) (findings.Finding, error) {
 	var f findings.Finding
-	var hot string
-	var rare sql.NullString
-	if err := sc.Scan(&hot, &rare); err != nil {
+	var detected, lastSeen, transitions, tags string
+	var resolved, acked, snoozed, dismissed, invStarted, lastInv, lastPub sql.NullString
+	err := sc.Scan(&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName, &f.Category, &f.Severity, &f.Source,
+		&f.Title, &f.Description, &f.Recommendation, &f.Evidence, &f.Status, &detected, &lastSeen, &resolved,
+		&f.ResolveReason, &f.ResolveNote, &f.TimesRaised, &f.RegressionCount, &f.LastRunID, &acked,
+		&snoozed, &f.DismissedReason, &dismissed, &f.Suppressed, &f.SeenWhileSuppressed,
+		&f.Attempts, &f.InvestigationStatus, &invStarted, &lastInv,
+		&f.LastOutcome, &f.InvestigationSession, &f.FixSummary, &f.PreviousFixSummary, &lastPub,
+		&f.LastPublishedSeverity, &f.LastPublishedEvent, &transitions, &f.Flapping, &tags, &f.Silenced, &f.Attempt,
+		&f.ResourceNode, &f.InhibitedBy)
+	if err != nil {
 		return f, err
 	}
-	var category, severity, source, status, detected, lastSeen, raised, lastPub, pubSeverity, transitions, tags string
-	// In hotColumns' order.
-	err := unpackColumns(hot, hotColumns, []*string{&f.ID, &f.Key, &f.ResourceID, &f.ResourceKind, &f.ResourceName,
-		&category, &severity, &source, &f.Title, &f.Description, &f.Recommendation, &f.Evidence, &status, &detected, &lastSeen,
-		&raised, &f.LastRunID, &lastPub, &pubSeverity, &f.LastPublishedEvent, &transitions, &tags,
-		&f.ResourceNode, &f.InhibitedBy})
-	if err != nil {
-		return f, fmt.Errorf("scan finding: %w", err)
-	}
-	f.Category, f.Severity, f.Source, f.Status = findings.Category(category), findings.Severity(severity), findings.Source(source), findings.Status(status)
-	f.LastPublishedSeverity = findings.Severity(pubSeverity)
-	if f.TimesRaised, err = strconv.Atoi(raised); err != nil {
-		return f, fmt.Errorf("finding %s: column times_raised: %q is not an integer", f.ID, raised)
-	}
 	f.DetectedAt, f.LastSeenAt = parseTime(detected), parseTime(lastSeen)
-	f.LastPublishedAt = parseTimePtr(sql.NullString{String: lastPub, Valid: true})
+	f.ResolvedAt, f.AcknowledgedAt, f.SnoozedUntil = parseTimePtr(resolved), parseTimePtr(acked), parseTimePtr(snoozed)
+	f.DismissedAt, f.InvestigationStarted, f.LastInvestigationAt = parseTimePtr(dismissed), parseTimePtr(invStarted), parseTimePtr(lastInv)
+	f.LastPublishedAt = parseTimePtr(lastPub)
 	f.Transitions = parseTransitions(transitions)
 	f.ResourceTags = decodeTags(tags)
-	if rare.Valid {
-		if err := scanRare(&f, rare.String); err != nil {
-			return f, fmt.Errorf("finding %s: %w", f.ID, err)
-		}
-	}
 	return f, nil
-}
-
-// scanRare sets f's rare columns (rareColumns) from their packed text.
-func scanRare(f *findings.Finding, packed string) error {
-	v := make([]string, len(rareColumns))
-	dst := make([]*string, len(v))
-	for i := range v {
-		dst[i] = &v[i]
-	}
-	if err := unpackColumns(packed, rareNames, dst); err != nil {
-		return err
-	}
-	var ints [4]int
-	var err error
-	for i, c := range []int{3, 9, 10, 20} {
-		if ints[i], err = strconv.Atoi(v[c]); err != nil {
-			return fmt.Errorf("column %s: %q is not an integer", rareColumns[c].name, v[c])
-		}
-	}
-	var flags [3]bool
-	for i, c := range []int{8, 18, 19} {
-		switch v[c] {
-		case "0":
-		case "1":
-			flags[i] = true
-		default:
-			return fmt.Errorf("column %s: %q is not a boolean", rareColumns[c].name, v[c])
-		}
-	}
-	t := func(i int) *time.Time { return parseTimePtr(sql.NullString{String: v[i], Valid: true}) }
-	f.ResolvedAt, f.ResolveReason, f.ResolveNote, f.RegressionCount = t(0), v[1], v[2], ints[0]
-	f.AcknowledgedAt, f.SnoozedUntil, f.DismissedReason, f.DismissedAt = t(4), t(5), v[6], t(7)
-	f.Suppressed, f.SeenWhileSuppressed, f.Attempts = flags[0], ints[1], ints[2]
-	f.InvestigationStatus, f.InvestigationStarted, f.LastInvestigationAt = v[11], t(12), t(13)
-	f.LastOutcome, f.InvestigationSession, f.FixSummary, f.PreviousFixSummary = v[14], v[15], v[16], v[17]
-	f.Flapping, f.Silenced, f.Attempt = flags[1], flags[2], ints[3]
-	return nil
-}
-
-// rareNames are rareColumns' names.
-var rareNames = func() []string {
-	out := make([]string, len(rareColumns))
-	for i, c := range rareColumns {
-		out[i] = c.name
-	}
-	return out
-}()
-
-// unpackColumns splits a packing of the columns names (packColumns) into
-// dst, one for each, as substrings of s.
-func unpackColumns(s string, names []string, dst []*string) error {
-	if len(dst) != len(names) {
-		return fmt.Errorf("%d destinations for %d packed columns", len(dst), len(names))
-	}
-	for i, name := range names {
-		n, rest, ok := strings.Cut(s, ":")
-		size, err := strconv.Atoi(n)
-		if !ok || err != nil || size < 0 || size > len(rest) {
-			return fmt.Errorf("packed column %s: not a length and its text", name)
-		}
-		*dst[i], s = rest[:size], rest[size:]
-	}
-	if s != "" {
-		return fmt.Errorf("packed columns: %d bytes past the last", len(s))
-	}
-	return nil
 }
 
 // decodeTags reads the stored resource_tags column: a JSON array of
@@ -294,7 +164,7 @@ func queryFindings(ctx context.Context, q querier, where string, args ...any) ([
 // up front: a Finding is large, and growing the slice row by row copies
 // every finding read so far, again and again.
 func queryFindingsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]findings.Finding, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+findingSelect+" FROM "+findingsFrom+" "+where, args...)
+	rows, err := q.QueryContext(ctx, "SELECT "+findingColumns+" FROM "+findingsFrom+" "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query findings: %w", err)
 	}
@@ -314,7 +184,7 @@ func queryFindingsSized(ctx context.Context, q querier, size int, where string, 
 }
 
 func getFinding(ctx context.Context, q querier, id string) (findings.Finding, error) {
-	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingSelect+" FROM "+findingsFrom+" WHERE id = ?", id))
+	f, err := scanFinding(q.QueryRowContext(ctx, "SELECT "+findingColumns+" FROM "+findingsFrom+" WHERE id = ?", id))
 	if err == sql.ErrNoRows {
 		return f, fmt.Errorf("finding %s: %w", id, findings.ErrNotFound)
 	}

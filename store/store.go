@@ -47,10 +47,7 @@ type Store struct {
 	// active are the active findings as the last run commit left them
 	// (active_cache.go).
 	active activeCache
-	// usage are the newest usage points of the last RecordUsage's
-	// samples (usage_kept.go).
-	usage usageKept
-	ck    *checkpointer // checkpoint.go
+	ck     *checkpointer // checkpoint.go
 	// committed is called after every commit that may have written
 	// outbox rows (OnCommit).
 	committed atomic.Pointer[func()]

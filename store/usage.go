@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -20,27 +21,15 @@ import (
 //   - points older than at - retention are deleted.
 //
 // The newest point of each sampled resource's series is read in one query
-// (usage_series), or, when the call samples the resources of the last one
-// and nothing else changed the history since, taken from what that call
-// left (usage_kept.go): a run inside the interval then reads and writes
-// nothing but the prune.
+// (usage_series).
 func (s *Store) RecordUsage(ctx context.Context, at time.Time, samples []signals.UsageSample, interval, retention time.Duration) error {
 	unix := at.Unix()
 	after := unix - int64(interval/time.Second)
 	cutoff := unix - int64(retention/time.Second)
-	kept := s.usage.take()
-	var left usageState
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		v, err := usageVersion(ctx, tx)
+	return s.withTx(ctx, func(tx *sql.Tx) error {
+		last, err := newestPoints(ctx, tx, samples)
 		if err != nil {
 			return fmt.Errorf("record usage: %w", err)
-		}
-		last, reused := kept.last, kept.version == v && kept.same(samples)
-		if !reused {
-			s.usage.reads.Add(1)
-			if last, err = newestPoints(ctx, tx, samples); err != nil {
-				return fmt.Errorf("record usage: %w", err)
-			}
 		}
 		var ins *sql.Stmt
 		for i, sm := range samples {
@@ -63,28 +52,49 @@ func (s *Store) RecordUsage(ctx context.Context, at time.Time, samples []signals
 		if _, err := tx.ExecContext(ctx, "DELETE FROM usage_points WHERE at < ?", cutoff); err != nil {
 			return fmt.Errorf("prune usage: %w", err)
 		}
-		// A series whose newest point was pruned is gone.
-		for i := range last {
-			if last[i] < cutoff {
-				last[i] = noPoint
-			}
-		}
-		if v, err = usageVersion(ctx, tx); err != nil {
-			return fmt.Errorf("record usage: %w", err)
-		}
-		if reused { // the same samples: their ids are kept already
-			left = kept
-			left.version = v
-		} else {
-			left = keptState(samples, last, v)
-		}
 		return nil
 	})
-	if err != nil {
-		return err
+}
+
+// noPoint is the newest point of a resource without a series.
+const noPoint = math.MinInt64
+
+// newestPoints reads the newest point of each sample's series from
+// usage_series, in one query over a JSON array of their ids (noPoint for
+// a sample without a series).
+func newestPoints(ctx context.Context, tx *sql.Tx, samples []signals.UsageSample) ([]int64, error) {
+	last := make([]int64, len(samples))
+	for i := range last {
+		last[i] = noPoint
 	}
-	s.usage.put(left)
-	return nil
+	if len(samples) == 0 {
+		return last, nil
+	}
+	ids := make([]string, len(samples))
+	for i, sm := range samples {
+		ids[i] = sm.ResourceID
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT j.key, s.last_at FROM json_each(?1) AS j
+		JOIN usage_series AS s ON s.resource_id = j.value`, string(jsonArray(ids)))
+	if err != nil {
+		return nil, fmt.Errorf("newest points: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i int
+		var at int64
+		if err := rows.Scan(&i, &at); err != nil {
+			return nil, fmt.Errorf("newest points: %w", err)
+		}
+		if i < 0 || i >= len(last) {
+			return nil, fmt.Errorf("newest points: index %d of %d samples", i, len(last))
+		}
+		last[i] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("newest points: %w", err)
+	}
+	return last, nil
 }
 
 // jsonArray is the JSON array of ids.

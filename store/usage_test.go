@@ -244,15 +244,8 @@ func TestRecordUsageFirstSampleWins(t *testing.T) {
 
 // BenchmarkUsageSteadyRun is the forecast's history work in a steady run
 // of a 100k fleet (85k storage pools and guests, each with one point
-// inside the interval): record, find the ready series, read them. The
-// store keeps the newest points from call to call (a daemon).
-func BenchmarkUsageSteadyRun(b *testing.B) { benchUsageSteady(b, false) }
-
-// BenchmarkUsageFirstRun is BenchmarkUsageSteadyRun in a store that
-// keeps nothing from the last call (a process's first run: `patrold run`).
-func BenchmarkUsageFirstRun(b *testing.B) { benchUsageSteady(b, true) }
-
-func benchUsageSteady(b *testing.B, fresh bool) {
+// inside the interval): record, find the ready series, read them.
+func BenchmarkUsageSteadyRun(b *testing.B) {
 	st := openStore(b)
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -266,9 +259,6 @@ func benchUsageSteady(b *testing.B, fresh bool) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if fresh {
-			st.DropUsageKept()
-		}
 		if err := st.RecordUsage(ctx, t0.Add(time.Minute), samples, 4*time.Hour, 30*24*time.Hour); err != nil {
 			b.Fatal(err)
 		}
