@@ -16,18 +16,58 @@ import (
 // between run commits (about 1 KB each); above it every run reads them.
 const MaxCachedActive = 100_000
 
-// activeCache keeps the active findings as the last run commit left them,
-// with the findings version (migration 00012) they were left at. A steady
-// run re-detects most of them unchanged, so reading every one whole again
-// was most of its commit. The next commit uses the cache only while the
-// version in the database is still that one. Any other change to the
-// findings table since moved it: an operator action, an investigation, a
-// sweep, a replicated change, another process. The commit then reads the
-// table as before. Nothing is trusted that the database does not confirm.
-type activeCache struct {
-	mu sync.Mutex
-	activeState
+// versioned keeps one value with the database version it was left at.
+// A user takes it whole (take) and puts back what it left (put), so no
+// two users share it. It is used only while the database's version is
+// still that one: nothing is trusted that the database does not confirm.
+type versioned[T any] struct {
+	mu      sync.Mutex
+	val     T
+	version int64
+	held    bool
 }
+
+// take hands the value over: nobody else uses it until the taker puts
+// back what it left, or nothing (a failed commit).
+func (c *versioned[T]) take() (val T, version int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	val, version, ok = c.val, c.version, c.held
+	var zero T
+	c.val, c.version, c.held = zero, 0, false
+	return val, version, ok
+}
+
+// put installs what a user left at version, unless a later user already
+// installed a newer one.
+func (c *versioned[T]) put(val T, version int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held && c.version > version {
+		return
+	}
+	c.val, c.version, c.held = val, version, true
+}
+
+// use calls fn on the value, under the lock, when it is held at version
+// (the database's now), and reports whether it did.
+func (c *versioned[T]) use(version int64, fn func(*T)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held || c.version != version {
+		return false
+	}
+	fn(&c.val)
+	return true
+}
+
+// activeCache keeps the active findings as the last run commit left them,
+// at the findings version (migration 00012) they were left at. A steady
+// run re-detects most of them unchanged, so reading every one whole again
+// was most of its commit. Any other change to the findings table moves
+// the version: an operator action, an investigation, a sweep, a
+// replicated change, another process. The commit then reads the table.
+type activeCache = versioned[activeState]
 
 // activeState is what the cache holds, handed to a commit whole (take)
 // and back (put). What is built from byID travels with it. It is kept
@@ -36,8 +76,7 @@ type activeCache struct {
 // table (another writer moved the version) builds them again, since the
 // other writer may have swapped one finding for another.
 type activeState struct {
-	byID    map[string]findings.Finding // nil: nothing cached
-	version int64
+	byID map[string]findings.Finding
 	// order are byID's ids in order (the order a commit resolves the
 	// unobserved ones in); nil: not built.
 	order []string
@@ -46,43 +85,21 @@ type activeState struct {
 	keyList []findings.Finding
 }
 
-// take hands the cache to a commit: nobody else uses it until the commit
-// puts back what it left (put) or nothing (a failed commit).
-func (c *activeCache) take() activeState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.activeState
-	c.activeState = activeState{}
-	return st
-}
-
-// put installs what a committed run left, unless a later commit already
-// installed a newer state.
-func (c *activeCache) put(st activeState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byID != nil && c.version > st.version {
-		return
-	}
-	c.activeState = st
-}
-
-// keys returns the identity facts of the cached active findings when the
-// database's findings version q reads is still the cache's.
-func (c *activeCache) keys(ctx context.Context, q querier) ([]findings.Finding, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byID == nil {
-		return nil, false
-	}
+// activeKeys returns the identity facts of the cached active findings
+// when the database's findings version q reads is still the cache's.
+func activeKeys(ctx context.Context, c *activeCache, q querier) ([]findings.Finding, bool) {
 	v, err := findingsVersion(ctx, q)
-	if err != nil || v != c.version {
+	if err != nil {
 		return nil, false
 	}
-	if c.keyList == nil {
-		c.keyList = identities(c.byID)
-	}
-	return c.keyList, true
+	var keys []findings.Finding
+	ok := c.use(v, func(st *activeState) {
+		if st.keyList == nil {
+			st.keyList = identities(st.byID)
+		}
+		keys = st.keyList
+	})
+	return keys, ok
 }
 
 // identities are the identity facts of the findings of byID (ActiveKeys).
@@ -108,12 +125,12 @@ func findingsVersion(ctx context.Context, q querier) (int64, error) {
 // Cached, the map is the cache itself: reconciliation only reads it, and
 // leave updates it once the changes are decided.
 func (s *Store) activeFindings(ctx context.Context, tx *sql.Tx, sizeHint int) (st activeState, keep bool, err error) {
-	st = s.active.take()
+	st, cached, held := s.active.take()
 	v, err := findingsVersion(ctx, tx)
 	if err != nil {
 		return st, false, err
 	}
-	if st.byID == nil || st.version != v {
+	if !held || cached != v {
 		read, err := queryFindingsSized(ctx, tx, sizeHint, "WHERE status = 'active'")
 		if err != nil {
 			return st, false, err

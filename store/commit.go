@@ -22,6 +22,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 	var changes []findings.Change
 	var ob *outboxWriter
 	var left activeState // byID nil: nothing to keep
+	var leftAt int64
 	err := withTxOn(ctx, s.commitDB, func(tx *sql.Tx) error {
 		active, keep, err := s.activeFindings(ctx, tx, len(in.Observations))
 		if err != nil {
@@ -116,7 +117,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 		if m == nil {
 			return nil
 		}
-		left = activeState{byID: m, version: version}
+		left, leftAt = activeState{byID: m}, version
 		if sameMembers { // what was built from the members still holds
 			left.order, left.keyList = active.order, active.keyList
 		}
@@ -126,7 +127,7 @@ func (s *Store) CommitRun(ctx context.Context, in findings.RunInput, finish find
 		return nil, fmt.Errorf("commit run %s: %w", in.RunID, err)
 	}
 	if left.byID != nil {
-		s.active.put(left)
+		s.active.put(left, leftAt)
 	}
 	// Committed: the relay publishes the run's events from memory, as it
 	// does Enqueue's (checked against the database's window).

@@ -48,10 +48,10 @@ func (s *Store) DropActiveCache() { s.active.take() }
 func (s *Store) CachedActive() (map[string]findings.Finding, bool) {
 	s.active.mu.Lock()
 	defer s.active.mu.Unlock()
-	if s.active.byID == nil {
+	if !s.active.held {
 		return nil, false
 	}
-	return maps.Clone(s.active.byID), true
+	return maps.Clone(s.active.val.byID), true
 }
 
 // SQLiteMemoryUsed is the memory SQLite holds, every connection together.

@@ -453,7 +453,7 @@ func parseTransitions(s string) []time.Time {
 // reads them back from memory (while the version confirms them) instead
 // of a second time.
 func (s *Store) ActiveKeys(ctx context.Context) ([]findings.Finding, error) {
-	if keys, ok := s.active.keys(ctx, s.db); ok {
+	if keys, ok := activeKeys(ctx, &s.active, s.db); ok {
 		return keys, nil
 	}
 	st, err := s.readActive(ctx)
@@ -492,14 +492,14 @@ func (s *Store) readActive(ctx context.Context) (activeState, error) {
 	if len(read) == 0 {
 		return activeState{}, nil
 	}
-	st := activeState{byID: make(map[string]findings.Finding, len(read)), version: before}
+	st := activeState{byID: make(map[string]findings.Finding, len(read))}
 	for i := range read {
 		st.byID[read[i].ID] = read[i]
 	}
 	st.order = slices.Sorted(maps.Keys(st.byID))
 	st.keyList = identities(st.byID)
 	if before == after && len(st.byID) <= MaxCachedActive {
-		s.active.put(st)
+		s.active.put(st, before)
 	}
 	return st, nil
 }
