@@ -270,6 +270,7 @@ func (f *Follower) follow(ctx context.Context) error {
 	f.mu.Lock()
 	f.restart = cancel
 	f.mu.Unlock()
+	//mutate:fenced-own-change-retried ./cluster ^TestResumedWriterReseedsItself$
 	if u := f.unhandled; u != nil {
 		f.applyMu.Lock()
 		err := f.fencedOwn(ctx, u.seq, u.c)
@@ -336,6 +337,7 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 	var c contracts.StateChange
 	err = f.o.Guard.Check(contracts.SubjectStateChanges, &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}, md.Timestamp, false)
 	logged := err != nil // the guard logs a sender once
+	//mutate:follower-verifies:always ./cluster ^TestForgedStateChangesRefused$
 	if err == nil {
 		c, err = Decode(msg.Data())
 	}
@@ -567,6 +569,7 @@ func (f *Follower) applied(ctx context.Context, seq uint64, c contracts.StateCha
 	if err != nil {
 		return err
 	}
+	//mutate:fenced-own-change-diverges ./cluster ^TestResumedWriterReseedsItself$
 	if res == records.ApplyFenced && c.Origin == f.o.Instance && c.Op != contracts.OpEpoch {
 		if err := f.fencedOwn(ctx, seq, c); err != nil {
 			f.unhandled = &fencedChange{seq: seq, c: c}
@@ -717,7 +720,7 @@ func Decode(raw []byte) (contracts.StateChange, error) {
 		return contracts.StateChange{}, fmt.Errorf("type: %q is not %s", ev.Type, contracts.TypeStateChange)
 	}
 	c, err := contracts.DecodeStateChange(ev.Data)
-	if err != nil || c.Op != "upsert" {
+	if err != nil || c.Op != contracts.OpUpsert {
 		return c, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Row)) {

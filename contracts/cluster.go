@@ -155,6 +155,13 @@ type StateChange struct {
 	Row    map[string]json.RawMessage `json:"row,omitempty"`
 }
 
+// The ops of a row change: OpUpsert carries the whole row, OpDelete only
+// the rowid of the row deleted.
+const (
+	OpUpsert = "upsert"
+	OpDelete = "delete"
+)
+
 // OpEpoch is the op of a new writer's epoch marker.
 const OpEpoch = "epoch"
 
@@ -172,7 +179,7 @@ const SkipTable = "-"
 // SkipChange is the change a replica records for a refused message: the
 // sequence advances, nothing else changes.
 func SkipChange(self string) StateChange {
-	return StateChange{Origin: self, Table: SkipTable, Op: "delete"}
+	return StateChange{Origin: self, Table: SkipTable, Op: OpDelete}
 }
 
 // DecodeStateChange decodes a state-change event's data, naming the field
@@ -198,11 +205,11 @@ func DecodeStateChange(data []byte) (StateChange, error) {
 			return StateChange{}, err
 		}
 		return c, nil
-	case c.Op != "upsert" && c.Op != "delete":
+	case c.Op != OpUpsert && c.Op != OpDelete:
 		return StateChange{}, fmt.Errorf("state change: op %q is not upsert, delete, epoch or touch", c.Op)
-	case c.Op == "upsert" && len(c.Row) == 0:
+	case c.Op == OpUpsert && len(c.Row) == 0:
 		return StateChange{}, errors.New("state change: row is required for upsert")
-	case c.Op == "delete" && len(c.Row) != 0:
+	case c.Op == OpDelete && len(c.Row) != 0:
 		return StateChange{}, errors.New("state change: row must be empty for delete")
 	}
 	return c, nil

@@ -143,7 +143,7 @@ func applyChange(ctx context.Context, tx *sql.Tx, c contracts.StateChange) error
 		return fmt.Errorf("table: %q is not a replicated table", c.Table)
 	}
 	t := quoteIdent(c.Table)
-	if c.Op == "delete" {
+	if c.Op == contracts.OpDelete {
 		_, err := tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE rowid = ?", c.RowID)
 		return err
 	}

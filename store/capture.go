@@ -215,9 +215,9 @@ func createCaptureTriggers(ctx context.Context, tx *sql.Tx, table string, ti tab
 	}
 	row := ", 'row', json_object(" + obj.String() + ")"
 	for _, tr := range []struct{ name, event, body string }{
-		{"ins", "AFTER INSERT", ins("upsert", "NEW.rowid", row)},
-		{"upd", "AFTER UPDATE", ins("upsert", "NEW.rowid", row)},
-		{"del", "AFTER DELETE", ins("delete", "OLD.rowid", "")},
+		{"ins", "AFTER INSERT", ins(contracts.OpUpsert, "NEW.rowid", row)},
+		{"upd", "AFTER UPDATE", ins(contracts.OpUpsert, "NEW.rowid", row)},
+		{"del", "AFTER DELETE", ins(contracts.OpDelete, "OLD.rowid", "")},
 	} {
 		name := quoteIdent("replica_" + table + "_" + tr.name)
 		if _, err := tx.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+name); err != nil {
