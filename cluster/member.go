@@ -21,8 +21,8 @@ import (
 const (
 	// LeaderPoll is how often a Member looks at the lease.
 	LeaderPoll = 100 * time.Millisecond
-	// CatchUpAttempts bounds one catch-up; it is retried while leading.
-	CatchUpAttempts = 5 * time.Second
+	// CatchUpTimeout bounds one catch-up; it is retried while leading.
+	CatchUpTimeout = 5 * time.Second
 	// NoWriterGrace: no writer known for that long is logged and counted
 	// (readiness says so at once).
 	NoWriterGrace = 2 * time.Second
@@ -294,7 +294,7 @@ func (r *Member) fence(ctx context.Context) {
 	if err != nil || n == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, CatchUpAttempts)
+	cctx, cancel := context.WithTimeout(ctx, CatchUpTimeout)
 	err = r.f.CatchUp(cctx)
 	cancel()
 	if err != nil {
@@ -433,7 +433,7 @@ func (r *Member) promote(ctx context.Context) {
 		}
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, CatchUpAttempts)
+	cctx, cancel := context.WithTimeout(ctx, CatchUpTimeout)
 	err := r.f.CatchUp(cctx)
 	cancel()
 	if err != nil {
@@ -475,7 +475,7 @@ func (r *Member) promote(ctx context.Context) {
 	// The marker is this writer's first change: once the database applied
 	// it from the stream, every older writer's change before it is in and
 	// every one after it is fenced, on every replica alike.
-	actx, cancel := context.WithTimeout(ctx, CatchUpAttempts)
+	actx, cancel := context.WithTimeout(ctx, CatchUpTimeout)
 	err = r.f.AwaitEpoch(actx, epoch)
 	cancel()
 	if err != nil {

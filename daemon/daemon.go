@@ -412,7 +412,7 @@ func (d *Daemon) RunNow(ctx context.Context, trigger patrol.Trigger) (*patrol.Re
 func (d *Daemon) schedHooks() patrol.SchedulerHooks {
 	lead := d.root.Leadership()
 	await := func(ctx context.Context) bool {
-		return lead.Await(ctx, d.Config().NATS.Lease.TTL) && d.awaitWriter(ctx, cluster.CatchUpAttempts)
+		return lead.Await(ctx, d.Config().NATS.Lease.TTL) && d.awaitWriter(ctx, cluster.CatchUpTimeout)
 	}
 	return patrol.SchedulerHooks{Run: d.runInBackground, Leading: d.IsWriter, AwaitLeading: await,
 		LastComplete: d.store.LastCompleteRun, Now: d.opts.Now, Logger: d.log}

@@ -87,5 +87,5 @@ func (p outboxPublisher) Publish(ctx context.Context, row findings.OutboxEvent) 
 // after it. Every worker and instance derives the request consumer's ack
 // wait from it, so they agree on the consumer.
 func storeRetry(cfg *config.Config) time.Duration {
-	return 2*cfg.NATS.Lease.TTL + cluster.CatchUpAttempts
+	return 2*cfg.NATS.Lease.TTL + cluster.CatchUpTimeout
 }
