@@ -1,6 +1,11 @@
 package analyst_test
 
 import (
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,15 +23,55 @@ import (
 // docConstants are the constants docs/MODEL_STAGES.md must state, with
 // their values read from the code.
 var docConstants = map[string]float64{
-	"DetectionTurnsBase": analyst.DetectionTurnsBase, "DetectionTurnsPerFlag": analyst.DetectionTurnsPerFlag,
-	"DetectionTurnsMin": analyst.DetectionTurnsMin, "DetectionTurnsMax": analyst.DetectionTurnsMax,
-	"EvaluationTurns": analyst.EvaluationTurns, "SweepTurnsExtra": analyst.SweepTurnsExtra, "SweepTurnsMax": analyst.SweepTurnsMax,
-	"WatchMargin": analyst.WatchMargin, "SeedContextPercent": analyst.SeedContextPercent,
 	"MinContextWindow": analyst.MinContextWindow, "DefaultContextWindow": analyst.DefaultContextWindow,
 	"DefaultMaxOutputTokens": analyst.DefaultMaxOutputTokens, "DefaultListLimit": analyst.DefaultListLimit,
 	"MaxListLimit": analyst.MaxListLimit, "MaxTitleChars": analyst.MaxTitleChars, "MaxTextChars": analyst.MaxTextChars,
 	"MaxNameRunes": prompt.MaxNameRunes, "MaxErrorRunes": signals.MaxErrorRunes,
 	"DefaultMaxModelFindingsPerRun": analyst.DefaultMaxModelFindingsPerRun, "DefaultMaxModelFindingsPerResource": analyst.DefaultMaxModelFindingsPerResource,
+}
+
+func init() {
+	for k, v := range sourceConstants("limits.go") {
+		docConstants[k] = v
+	}
+}
+
+// sourceConstants are the constants declared in a file of this package
+// with a literal value, read from its source: the stage limits are not
+// exported only so the guard can see them.
+func sourceConstants(file string) map[string]float64 {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]float64{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok {
+					v, _ := constant.Float64Val(constant.ToFloat(constant.MakeFromLiteral(lit.Value, lit.Kind, 0)))
+					out[n.Name] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestSourceConstantsReadsTheLimits: the source reader finds every limit
+// (a literal it missed would drop out of the guard in both directions).
+func TestSourceConstantsReadsTheLimits(t *testing.T) {
+	got := slices.Sorted(maps.Keys(sourceConstants("limits.go")))
+	want := []string{"detectionTurnsBase", "detectionTurnsMax", "detectionTurnsMin", "detectionTurnsPerFlag",
+		"evaluationTurns", "seedContextPercent", "sweepTurnsExtra", "sweepTurnsMax", "watchMargin"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("limits.go constants %v, want %v", got, want)
+	}
 }
 
 // The name cap is one figure: detection clips names at the length the
@@ -110,9 +155,9 @@ func TestDocConstantsGuardBites(t *testing.T) {
 	for k, v := range docConstants {
 		changed[k] = v
 	}
-	changed["EvaluationTurns"]++
+	changed["evaluationTurns"]++
 	changed["NewConstant"] = 1
-	delete(changed, "SweepTurnsMax")
+	delete(changed, "sweepTurnsMax")
 	got := checkConstants(readDoc(t), changed)
 	if len(got) != 3 {
 		t.Errorf("guard found %v, want three problems", got)

@@ -145,12 +145,14 @@ func (r *run) agrees(res *snapshot.Resource, key string, sev findings.Severity) 
 		if s.Type != typ || snapshot.CanonicalID(s.ResourceID) != id {
 			continue
 		}
+		//mutate:severity-below-signal ./cmd/patrold ^TestPatrolAttacks$
 		if signals.SeverityRank(string(sev)) > signals.SeverityRank(s.Severity) {
 			return refused(ReasonUnsupportedClaim, "detection gives %s %s on %s in this run (measured %s, threshold %s); a finding under this key may not be %s",
 				typ, s.Severity, res.ID, figure(s.Value), figure(s.Threshold), sev).With("measured", s.Value).With("severity", s.Severity)
 		}
 		return nil
 	}
+	//mutate:severity-none-below-trigger:always ./cmd/patrold ^TestPatrolAttacks$
 	if !signals.Evaluated(res, typ) {
 		// Detection could not decide: the model's word stands, grounded,
 		// up to the most its detector ever gives.
@@ -338,6 +340,7 @@ func (r *run) file(resourceID, key string, fields ...modelText) ([]prompt.Text, 
 // of that resource a tool result showed, and every resource id and node
 // name one a tool result showed.
 func (r *run) ground(resourceID, key string, texts ...string) *agent.ToolError {
+	//mutate:resource-must-be-read ./cmd/patrold ^TestPatrolAttacks$
 	if !r.facts.Read(resourceID) {
 		return refused(ReasonUnsupportedClaim,
 			"no tool result of this run showed %s; read it with %s before reporting on it", canonical(resourceID), ToolGetResource).
@@ -399,6 +402,7 @@ func (r *run) assessFinding(_ context.Context, raw json.RawMessage) (any, error)
 	r.verdicts[f.ID] = args.Verdict
 	switch args.Verdict {
 	case VerdictPresent:
+		//mutate:present-cannot-overrule ./cmd/patrold ^TestPatrolAttacks$
 		if r.cleared(f) {
 			// Detection decides a key it evaluates: the verdict is
 			// recorded, and the finding resolves as condition_cleared.

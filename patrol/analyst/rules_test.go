@@ -37,7 +37,7 @@ func TestSeedBudget(t *testing.T) {
 	}
 }
 
-// Watch flags: a metric within WatchMargin points at or below its trigger,
+// Watch flags: a metric within watchMargin points at or below its trigger,
 // on a resource without that signal, with the detectors' staleness rules.
 func TestTriageWatchFlags(t *testing.T) {
 	res := func(id string, kind snapshot.Kind, status string, metrics map[string]float64) snapshot.Resource {

@@ -86,7 +86,7 @@ func (r *run) evaluate(ctx context.Context) {
 	r.mu.Unlock()
 	cv := r.a.composer.Conversation()
 	r.evaluationSeed(cv, unmatched)
-	r.runStage(ctx, StageEvaluation, cv, EvaluationTurns)
+	r.runStage(ctx, StageEvaluation, cv, evaluationTurns)
 	r.mu.Lock()
 	r.scope, r.scopeUsed = nil, nil
 	r.mu.Unlock()

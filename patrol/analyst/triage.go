@@ -8,7 +8,7 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// Watch is a near-threshold flag: a metric within WatchMargin points
+// Watch is a near-threshold flag: a metric within watchMargin points
 // below its trigger, on a resource with no signal of that type.
 type Watch struct {
 	Type       signals.Type `json:"type"`
@@ -104,7 +104,7 @@ func watches(r *snapshot.Resource, th alerts.Thresholds) []Watch {
 	var out []Watch
 	for _, p := range probes {
 		v, avg, ok := r.Metric(p.metric)
-		if !ok || p.t.Trigger <= 0 || v > p.t.Trigger || v < p.t.Trigger-WatchMargin {
+		if !ok || p.t.Trigger <= 0 || v > p.t.Trigger || v < p.t.Trigger-watchMargin {
 			continue
 		}
 		name := p.metric
