@@ -84,6 +84,20 @@ func (h *leaseHarness) close() {
 	h.wg.Wait()
 }
 
+// revOf is the revision l last wrote: each of its renewals moves it by
+// one, since only the holder writes the key.
+func revOf(l *Lease) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rev
+}
+
+// renewals waits until l wrote the key n times after revision from.
+func renewals(t *testing.T, l *Lease, from, n uint64, within time.Duration) {
+	t.Helper()
+	testkit.Eventually(t, within, "renewals", func() bool { return revOf(l) >= from+n })
+}
+
 // untilLeader waits for holder i and returns how long it took.
 func (h *leaseHarness) untilLeader(i int, within time.Duration) time.Duration {
 	start := time.Now()
@@ -96,7 +110,7 @@ func TestLeaseOneLeaderAndHandoverOnClose(t *testing.T) {
 	_, js := connect(t, srv.url())
 	h := newLeaseHarness(t, js)
 
-	time.Sleep(3 * leaseTTL) // several renewals: a keeps it, b never gets it
+	renewals(t, h.leases[0], revOf(h.leases[0]), 6, 4*leaseTTL) // two TTLs: a keeps it, b never gets it
 	if h.ticks[0].Load() == 0 || h.ticks[1].Load() != 0 {
 		t.Fatalf("ticks a=%d b=%d, want only a", h.ticks[0].Load(), h.ticks[1].Load())
 	}
@@ -108,7 +122,7 @@ func TestLeaseOneLeaderAndHandoverOnClose(t *testing.T) {
 	if took > leaseTTL {
 		t.Errorf("b took %s to lead after a released, want within one TTL (%s)", took, leaseTTL)
 	}
-	time.Sleep(leaseTTL)
+	renewals(t, h.leases[1], revOf(h.leases[1]), 3, 3*leaseTTL) // a TTL of b's tenure
 	if h.ticks[0].Load() != aTicks || h.ticks[1].Load() == 0 {
 		t.Errorf("after handover ticks a=%d (was %d) b=%d", h.ticks[0].Load(), aTicks, h.ticks[1].Load())
 	}
@@ -124,15 +138,17 @@ func TestLeaseTakeoverWhenRenewalsStop(t *testing.T) {
 	srv := startServer(t)
 	_, js := connect(t, srv.url())
 	h := newLeaseHarness(t, js)
-	time.Sleep(leaseTTL / 2)
+	renewals(t, h.leases[0], revOf(h.leases[0]), 1, 2*leaseTTL)
+	renewed := time.Now() // a's last renewal started before this
 
 	h.cancel[0]() // a's Run returns: no more renewals, no release
-	stopped := time.Now()
 	testkit.Eventually(t, leaseTTL+100*time.Millisecond, "a gives up", func() bool { return !h.leases[0].IsLeader() })
-	if d := time.Since(stopped); d > leaseTTL {
-		t.Errorf("a still leader %s after its renewals stopped", d)
+	// The poll that sees it adds up to its interval (20 ms) and a
+	// scheduling delay.
+	if d := time.Since(renewed); d > leaseTTL+50*time.Millisecond {
+		t.Errorf("a still leader %s after its last renewal", d)
 	}
-	// Expiry is TTL after a's last write (at most TTL/3 before the stop),
+	// Expiry is TTL after a's last write (just before the stop),
 	// plus b's poll (TTL/5) and the server's expiry timer.
 	took := h.untilLeader(1, 3*leaseTTL)
 	if took > leaseTTL+leaseTTL/2 {
@@ -165,7 +181,16 @@ func TestLeaseLostOnRevisionMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 2*time.Second, "a loses at its next renewal", func() bool { return !l.IsLeader() })
-	time.Sleep(1500 * time.Millisecond)
+	// Two more attempts of a's, each finding the intruder's key.
+	seen := func() time.Time {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.otherSeen
+	}
+	for range 2 {
+		last := seen()
+		testkit.Eventually(t, 3*time.Second, "a tries the key again", func() bool { return seen().After(last) })
+	}
 	if l.IsLeader() {
 		t.Fatal("a took back a key held by another holder")
 	}
