@@ -41,14 +41,14 @@ type Options struct {
 	CredentialsFile string          `koanf:"credentials_file" json:"credentials_file" yaml:"credentials_file"`
 	// NkeyFile is an nkey user seed file, such as the ones serve
 	// generates for its embedded server (docs/NATS.md).
-	NkeyFile  string        `koanf:"nkey_file" json:"nkey_file" yaml:"nkey_file"`
-	User      string        `koanf:"user" json:"user" yaml:"user"`
-	Password  string        `koanf:"password" json:"password" yaml:"password"`
-	TokenFile string        `koanf:"token_file" json:"token_file" yaml:"token_file"`
-	TLS       TLSOptions    `koanf:"tls" json:"tls" yaml:"tls"`
-	Stream    StreamOptions `koanf:"stream" json:"stream" yaml:"stream"`
-	Outbox    OutboxOptions `koanf:"outbox" json:"outbox" yaml:"outbox"`
-	Lease     LeaseConfig   `koanf:"lease" json:"lease" yaml:"lease"`
+	NkeyFile  string             `koanf:"nkey_file" json:"nkey_file" yaml:"nkey_file"`
+	User      string             `koanf:"user" json:"user" yaml:"user"`
+	Password  string             `koanf:"password" json:"password" yaml:"password"`
+	TokenFile string             `koanf:"token_file" json:"token_file" yaml:"token_file"`
+	TLS       TLSOptions         `koanf:"tls" json:"tls" yaml:"tls"`
+	Stream    StreamOptions      `koanf:"stream" json:"stream" yaml:"stream"`
+	Outbox    OutboxOptions      `koanf:"outbox" json:"outbox" yaml:"outbox"`
+	Lease     LeaseBucketOptions `koanf:"lease" json:"lease" yaml:"lease"`
 }
 
 // EmbeddedOptions configure the in-process server used when URL is empty.
@@ -84,8 +84,8 @@ type OutboxOptions struct {
 	Retention time.Duration `koanf:"retention" json:"retention" yaml:"retention"`
 }
 
-// LeaseConfig configures the leader lease bucket.
-type LeaseConfig struct {
+// LeaseBucketOptions configure the leader lease bucket (nats.lease).
+type LeaseBucketOptions struct {
 	Bucket string        `koanf:"bucket" json:"bucket" yaml:"bucket"`
 	TTL    time.Duration `koanf:"ttl" json:"ttl" yaml:"ttl"`
 }
@@ -203,6 +203,7 @@ func validListen(listen string) error {
 	if host == "" {
 		return fmt.Errorf("%q has no host (the embedded server listens on loopback only, e.g. 127.0.0.1)", listen)
 	}
+	//mutate:embedded-loopback-only ./bus ^TestOptionsValidateNamesTheKey$
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("%q is not a loopback address: the embedded server listens on loopback only; "+
 			"for workers on other hosts run a NATS server (deploy/nats-example.conf) and set nats.url", listen)
