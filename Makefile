@@ -16,6 +16,7 @@ BENCH    ?= .
 FUZZTIME ?= 20s
 MUTATE_SAMPLE ?= 6
 CHAOS_COUNT ?= 10
+MUTATE_JOBS ?= 2
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build run test test-race bench fuzz lint vet clean mutate mutate-sample dist chaos
@@ -64,27 +65,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzIndented -fuzztime $(FUZZTIME) ./cmd/patrold
 	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent FuzzNodeStatus FuzzClusterStatus FuzzHAStatus FuzzRecentTasks FuzzSnapshots FuzzReplication FuzzCertificates; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
 
-## mutate: remove each investigation-gate condition, each rule of the deterministic net,
-## each registry pre-check, each cluster rule, then each rule of the store's active-findings
-## cache, then each rule of what operator actions publish and of the
-## shipped schemas, then each rule of `patrold eval`, then each guard on
-## what the API answers (slow clients, input, the database file), then
-## each rule that checks model claims and makes outside text safe, in
-## turn, then each rule of incident handling (inhibition); every removal
-## must fail a test.
+## mutate: every marked mutation (docs/MUTATIONS.md): each safety rule
+## (the gate, the net and matching, registry pre-checks, fencing, message
+## authentication, provenance) removed in turn must fail a test.
 mutate:
-	$(GO) run ./scripts/mutate
-	python3 scripts/mutate_net.py
-	python3 scripts/mutate_cluster.py
-	python3 scripts/mutate_store.py
-	python3 scripts/mutate_arch.py
-	python3 scripts/mutate_lifecycle.py
-	python3 scripts/mutate_operator.py
-	python3 scripts/mutate_eval.py
-	python3 scripts/mutate_answers.py
-	python3 scripts/mutate_claims.py
-	python3 scripts/mutate_trust.py
-	python3 scripts/mutate_incidents.py
+	$(GO) run ./scripts/mutate -j $(MUTATE_JOBS)
 
 ## mutate-sample: a fixed sample of the marked mutations, for CI (a few
 ## minutes); `make mutate` runs them all.

@@ -237,6 +237,7 @@ func (t *authTable) authorize(r *http.Request, need Scope) (identity, *Error) {
 		return who, newError(CodeForbidden, "token %q has scope %s; this call needs admin", who.name, who.scope).with("required_scope", string(ScopeAdmin))
 	case need == ScopeTrigger && who.scope != ScopeTrigger && who.scope != ScopeAdmin:
 		return who, newError(CodeForbidden, "token %q has scope %s; this call needs trigger or admin", who.name, who.scope).with("required_scope", string(ScopeTrigger))
+	//mutate:trigger-token-hooks-only ./api ^TestAlertmanagerHook
 	case need == ScopeRead && who.scope == ScopeTrigger:
 		return who, newError(CodeForbidden, "token %q has scope trigger; it may only call the hooks", who.name).with("required_scope", string(ScopeRead))
 	}

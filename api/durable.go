@@ -120,6 +120,7 @@ func DurableAnswers(next http.Handler, o DurableOptions) (http.Handler, error) {
 			writeNotDurable(w, rec, seq, true, fmt.Sprintf("the change is committed on this instance, but the stream did not store it within %s (%v): "+
 				"it is published once the stream answers, and lost if this instance fails first. Read it back (GET) before you rely on it; "+
 				"repeat the request if it is missing", o.Timeout, err))
+		//mutate:answer-refused-when-deposed ./api ^TestDurableAnswersHoldSuccessUntilStored$
 		case !o.Writer():
 			o.Logger.Warn("answered 503: this instance stopped being the writer while answering", "method", r.Method, "path", r.URL.Path, "outbox_seq", seq)
 			m.notDurable.WithLabelValues("false").Inc()

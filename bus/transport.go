@@ -228,6 +228,7 @@ type dispatcher[T any] struct {
 }
 
 func (d *dispatcher[T]) handle(ctx context.Context, msg jetstream.Msg) {
+	//mutate:transport-verifies ./daemon ^(TestUnauthenticatedOutcomesRefused|TestForgedRequestsRefused)$
 	if err := d.verify(msg); err != nil {
 		// Never handled, never redelivered: counted and logged by the
 		// guard.

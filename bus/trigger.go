@@ -41,6 +41,7 @@ func (b *Bus) ServeTriggers(ctx context.Context, take func(contracts.TriggerRequ
 }
 
 func (b *Bus) triggerAnswer(m *nats.Msg, take func(contracts.TriggerRequest) contracts.TriggerAnswer) contracts.TriggerAnswer {
+	//mutate:nats-trigger-verified ./daemon ^TestNATSTrigger
 	if err := b.guard.CheckNow(contracts.StemTrigger, m); err != nil {
 		return contracts.TriggerAnswer{Outcome: contracts.TriggerUnauthenticated, Resources: []string{}, Error: err.Error()}
 	}

@@ -204,6 +204,7 @@ func (c *clusterHTTP) forward(w http.ResponseWriter, r *http.Request) {
 	c.guard.Sign(req)
 	msg, err := c.nc.RequestMsgWithContext(ctx, req)
 	if err == nil {
+		//mutate:forward-answer-verified ./cluster ^TestForwardedMutationsAuthenticated$
 		if verr := c.guard.CheckAnswer(contracts.StemForward, req, msg); verr != nil {
 			writeAPIError(w, http.StatusBadGateway, api.CodeInternal, "the leader's answer is not authenticated with the deployment key: "+verr.Error(), nil)
 			return
@@ -259,6 +260,7 @@ func (c *clusterHTTP) serveOne(ctx context.Context, m *nats.Msg) {
 	var resp contracts.ForwardResponse
 	r, err := decodeForwarded(m.Data)
 	rec := api.NewRecorder()
+	//mutate:forward-request-verified ./cluster ^TestForwardedMutationsAuthenticated$
 	if verr := c.guard.CheckNow(contracts.StemForward, m); verr != nil {
 		// Never served: what the request would change stays as it was.
 		writeAPIError(rec, http.StatusUnauthorized, api.CodeUnauthorized, "forwarded request refused: "+verr.Error(), nil)

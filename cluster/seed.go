@@ -80,6 +80,7 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, replicas int, ready func(context.Context) error) error {
 	sub, err := nc.QueueSubscribe(contracts.SeedSubject(f.o.Prefix), contracts.SeedQueue, func(m *nats.Msg) {
 		var seed contracts.Seed
+		//mutate:seed-request-verified ./cluster ^TestSeedFromACaughtUpReplica$
 		if err := f.o.Guard.CheckNow(contracts.StemSeed, m); err != nil {
 			// A copy of the database goes only to a holder of the key.
 			seed = contracts.Seed{Origin: f.o.Instance, Error: "seed request refused: " + err.Error()}
@@ -174,6 +175,7 @@ func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, g *bu
 	g.Sign(req)
 	msg, err := nc.RequestMsgWithContext(ctx, req)
 	if err == nil {
+		//mutate:seed-answer-verified ./cluster ^TestPoisonedSeedRefused$
 		if verr := g.CheckAnswer(contracts.StemSeed, req, msg); verr != nil {
 			return contracts.Seed{}, fmt.Errorf("seed: the answer is not signed with the deployment key: %w", verr)
 		}
@@ -205,6 +207,7 @@ func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, g *bu
 	_ = obs.Delete(ctx, seed.Object) // else it expires with the bucket's TTL
 	if g != nil {
 		sum, err := fileSHA256(dst)
+		//mutate:seed-integrity-checked ./cluster ^TestPoisonedSeedRefused$
 		if err == nil && sum != seed.SHA256 {
 			err = fmt.Errorf("sha256 %s, the signed answer says %q", sum, seed.SHA256)
 		}

@@ -19,7 +19,6 @@ var dayTerm = regexp.MustCompile(`([0-9]*\.?[0-9]+)d`)
 // "1d12h"). A bare number is refused: "30" is not 30 nanoseconds.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	//mutate:duration-bare-number ./config ^TestDurations
 	if _, err := strconv.ParseFloat(s, 64); err == nil {
 		return 0, errNoUnit
 	}
@@ -51,7 +50,6 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 	switch from.Kind() {
 	case reflect.String:
 		return ParseDuration(reflect.ValueOf(data).String())
-	//mutate:duration-yaml-number ./config ^TestDurations
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64:

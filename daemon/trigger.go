@@ -26,6 +26,7 @@ func (m *messaging) serveTriggers(ctx context.Context, d *Daemon) {
 // refuses is answered invalid, naming the field; the rest goes to the
 // same trigger limits as the Alertmanager hook.
 func (d *Daemon) takeTrigger(req contracts.TriggerRequest) contracts.TriggerAnswer {
+	//mutate:nats-trigger-scope-checked ./daemon ^TestNATSTrigger
 	if err := patrol.CheckScope(req.Resources, req.Reason); err != nil {
 		return contracts.TriggerAnswer{Outcome: contracts.TriggerInvalid, Resources: []string{}, Error: err.Error()}
 	}

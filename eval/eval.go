@@ -339,7 +339,6 @@ func qualify(res *Result, o Options) Qualification {
 		q.Failures = append(q.Failures, fmt.Sprintf("recall %.4g is below the bar %.4g", ov.RecallSpread.Min, o.Bars.MinRecall))
 	}
 	// A model that files nothing has no precision; recall judges it.
-	//mutate:eval-precision-bar ./eval,./cmd/patrold ^(TestQualifyBars|TestEvalScoresInflation)$
 	if ov.PrecisionSpread != nil && ov.PrecisionSpread.Min < o.Bars.MinPrecision {
 		q.Failures = append(q.Failures, fmt.Sprintf("precision %.4g is below the bar %.4g", ov.PrecisionSpread.Min, o.Bars.MinPrecision))
 	}
@@ -460,7 +459,6 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 		}
 		f.ModelFindings++
 		p := Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}
-		//mutate:eval-precision-needs-support ./eval ^(TestReferenceModels|TestMeasureCountsDuplicates)$
 		if held[p] == nil {
 			f.UnsupportedFiled++
 			continue
@@ -477,12 +475,10 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 		frs := byPair[p]
 		slices.SortStableFunc(frs, func(a, b patrol.FindingRef) int { return t.other(a.Key) - t.other(b.Key) })
 		for i, fr := range frs {
-			//mutate:eval-precision-duplicates ./eval,./cmd/patrold ^(TestMeasureCountsDuplicates|TestEvalScoresInflation)$
 			if i >= t.room() {
 				f.Duplicates++
 				continue
 			}
-			//mutate:eval-precision-above-measurement ./eval,./cmd/patrold ^(TestMeasureCountsAboveMeasurement|TestEvalScoresInflation)$
 			if fr.Severity.Rank() > t.ceiling() {
 				f.AboveMeasurement++
 				continue

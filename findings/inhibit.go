@@ -107,6 +107,7 @@ func Holder(obs []Observation, parents func(resourceID string) []string, unknown
 					}
 					if kept < 0 {
 						kept = 0
+						//mutate:kept-only-unknown:always ./findings ^TestHolder
 						if unknown(f) {
 							kept = 1
 						}

@@ -115,6 +115,7 @@ type RunSummary struct {
 // Resolution decides whether an active finding that was not observed this
 // run resolves, and why ("" keeps it open).
 func (in RunInput) Resolution(f *Finding) string {
+	//mutate:scope-resolves-nothing-else ./patrol ^TestScopedRun
 	if in.InScope != nil && !in.InScope(snapshot.CanonicalID(f.ResourceID)) {
 		return "" // outside a scoped run: this run knows nothing of it
 	}
@@ -122,6 +123,7 @@ func (in RunInput) Resolution(f *Finding) string {
 	if in.Check != nil {
 		check = in.Check(f)
 	}
+	//mutate:detected-never-resolves ./findings,./store ^(TestRunInputResolution|TestDetectedConditionIsNeverResolved)$
 	if check == CheckDetected {
 		// The net has the last word: a condition detected in this run
 		// keeps its finding open, whatever a model verdict says.

@@ -75,6 +75,7 @@ func (s *amSink) labels(ev *findingEvent) model.LabelSet {
 	if f.Source != "" {
 		// model or deterministic: routing can tell the model's findings
 		// from the net's.
+		//mutate:alert-carries-source ./notify ^TestAlertmanager
 		ls["source"] = model.LabelValue(f.Source)
 	}
 	return ls

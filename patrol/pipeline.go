@@ -518,6 +518,7 @@ func checker(facts *resourceFacts, detected map[signals.Key]bool, forecastSeen m
 		}
 		res, held := facts.held[id]
 		if !held {
+			//mutate:failed-source-keeps-absent-open ./patrol ^(TestAFailedSourceNeverResolvesWhatItCovers|TestASourceNeverSeenCoversEverythingAbsent)$
 			if failed != nil && failed(id) {
 				return findings.CheckUnknown
 			}

@@ -166,7 +166,6 @@ const FinishingWait = 10 * time.Second
 func (r *Runner) acquire(ctx context.Context, id string, cancel context.CancelFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	//mutate:queue-behind-finished ./patrol ^TestRunQueuesBehindAFinishedRun$
 	if r.current != "" && r.finishing {
 		freed := r.freed
 		r.waiting++

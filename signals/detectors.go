@@ -153,11 +153,13 @@ func smartFailure(r *snapshot.Resource) (Signal, bool) {
 	}
 	// The NVMe and SAS fields are in the evidence only when set, so the
 	// evidence of an ATA disk is what it always was.
+	//mutate:smart-nvme-critical-warning ./signals ^TestSmartNVMeAndSAS$
 	if w := sm.NVMeCriticalWarning; w > 0 {
 		ev["nvme_critical_warning"] = w
 		critical = append(critical, fmt.Sprintf("NVMe critical warning 0x%02x (%s)", w, strings.Join(nvmeWarnings(w), ", ")))
 		value = max(value, float64(w))
 	}
+	//mutate:smart-sas-grown-defects ./signals ^TestSmartNVMeAndSAS$
 	if g := sm.GrownDefects; g > 0 {
 		ev["grown_defects"] = g
 		warning = append(warning, fmt.Sprintf("grown defects %d", g))

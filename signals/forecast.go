@@ -127,12 +127,14 @@ func forecast(r *snapshot.Resource, fit Trend, takenAt time.Time, t alerts.Thres
 	held := false
 	switch {
 	case days <= t.Trigger:
+	//mutate:forecast-hysteresis ./signals ^TestForecastEdges
 	case days <= t.Clear && active[Key{Type: TypeCapacityForecast, ResourceID: r.ID}]:
 		held = true
 	default:
 		return Signal{}, false
 	}
 	severity, threshold := SeverityWatch, t.Trigger
+	//mutate:forecast-warning ./signals ^TestForecastEdges
 	if t.Critical > 0 && days <= t.Critical {
 		severity, threshold = SeverityWarning, t.Critical
 	}
@@ -193,11 +195,13 @@ func FitTrend(pts []Point, now time.Time) (Trend, bool) {
 	if len(ps) > MaxForecastPoints {
 		ps = ps[len(ps)-MaxForecastPoints:]
 	}
+	//mutate:forecast-min-points ./signals ^TestForecastRobust
 	if len(ps) < MinForecastPoints {
 		return Trend{}, false
 	}
 	lastAt := ps[len(ps)-1].At
 	span := lastAt.Sub(ps[0].At)
+	//mutate:forecast-min-span ./signals ^TestForecastRobust
 	if span < MinForecastSpan {
 		return Trend{}, false
 	}

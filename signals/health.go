@@ -59,12 +59,14 @@ func level(v float64, t alerts.Threshold, falling, active bool) (severity string
 	}
 	switch {
 	case reached(t.Trigger):
+	//mutate:disk-level-hysteresis ./signals ^TestDisk
 	case reached(t.Clear) && active:
 		held = true
 	default:
 		return "", 0, false, false
 	}
 	severity, threshold = SeverityWarning, t.Trigger
+	//mutate:disk-level-critical ./signals ^TestDisk
 	if t.Critical > 0 && reached(t.Critical) {
 		severity, threshold = SeverityCritical, t.Critical
 	}
@@ -82,6 +84,7 @@ func appendBackupJobs(out []Signal, r *snapshot.Resource, t alerts.Threshold, ac
 	var jobs []string
 	lastError := ""
 	for _, j := range bs.Jobs {
+		//mutate:backup-job-failed-jobs ./signals ^TestBackupJobFailed
 		if j.LastStatus == snapshot.BackupFailed {
 			jobs = append(jobs, j.Type+" "+j.ID)
 			if lastError == "" {
@@ -160,9 +163,11 @@ func zfsPool(r *snapshot.Resource) (Signal, bool) {
 	var reasons []string
 	severity := ""
 	switch {
+	//mutate:zfs-critical-states ./signals ^TestZFSPoolDegraded$
 	case zfsCritical[state]:
 		severity = SeverityCritical
 		reasons = append(reasons, "state "+state)
+	//mutate:zfs-degraded ./signals ^TestZFSPoolDegraded$
 	case state == "DEGRADED":
 		severity = SeverityWarning
 		reasons = append(reasons, "state "+state)
@@ -176,6 +181,7 @@ func zfsPool(r *snapshot.Resource) (Signal, bool) {
 			reasons = append(reasons, fmt.Sprintf("%s %d", c.name, c.n))
 		}
 	}
+	//mutate:zfs-error-counters ./signals ^TestZFSPoolDegraded$
 	if errs > 0 && severity == "" {
 		severity = SeverityWarning
 	}

@@ -161,7 +161,9 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 			out = append(out, s)
 		}
 		if sm := r.Smart; sm != nil {
+			//mutate:disk-temperature ./signals ^TestDiskTemperature
 			out = appendLevel(out, r, TypeDiskTemperature, sm.TemperatureC, t.Temperature, false, active)
+			//mutate:disk-wear ./signals ^TestDiskWear
 			out = appendLevel(out, r, TypeDiskWear, sm.WearoutPercent, t.Wear, true, active)
 		}
 	case r.Kind == snapshot.KindNode:
@@ -171,6 +173,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		out = appendMetric(out, r, TypeHighSwap, snapshot.MetricSwap, t.Swap, active)
 		//mutate:high-iowait ./cmd/patrold ^TestRunHighSwapAndIOWait$
 		out = appendMetric(out, r, TypeHighIOWait, snapshot.MetricIOWait, t.IOWait, active)
+		//mutate:node-offline ./signals ^TestNodeOffline
 		if s, ok := nodeOffline(r); ok {
 			out = append(out, s)
 		}
@@ -206,9 +209,11 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		}
 	case r.Kind == snapshot.KindStorage:
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricUsage, t.Disk, active)
+		//mutate:zfs-pool ./signals ^TestZFSPoolDegraded$
 		if s, ok := zfsPool(r); ok {
 			out = append(out, s)
 		}
+		//mutate:backup-job-failed ./signals ^TestBackupJobFailed
 		out = appendBackupJobs(out, r, t.BackupJobs, active)
 		out = appendScrub(out, r, t.ScrubAge, active, takenAt)
 	}

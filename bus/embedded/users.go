@@ -221,6 +221,7 @@ func LoadSeed(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("nats credentials: %w", err)
 	}
+	//mutate:embedded-creds-private ./bus/embedded Test
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("nats credentials %s: mode %04o lets group or others read it; chmod 600 it", path, fi.Mode().Perm())
 	}

@@ -63,6 +63,7 @@ func LoadFile(path string) ([]Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
 	}
+	//mutate:msgauth-key-file-private ./bus/msgauth Test
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("key file %s: mode %04o lets group or others read it; chmod 600 it", path, fi.Mode().Perm())
 	}

@@ -165,6 +165,7 @@ func (a *Auth) Verify(subject string, h map[string][]string, body []byte, at tim
 		return &RefusedError{Reason: ReasonUnknownKey, Detail: "key id " + strconv.Quote(clip(id))}
 	}
 	sum, err := base64.RawStdEncoding.DecodeString(got)
+	//mutate:msgauth-mac-checked ./bus/msgauth Test
 	if err != nil || !hmac.Equal(sum, mac(a.keys[i].Secret, subject, h, body)) {
 		return &RefusedError{Reason: ReasonBadMAC}
 	}
@@ -173,6 +174,7 @@ func (a *Auth) Verify(subject string, h map[string][]string, body []byte, at tim
 		return &RefusedError{Reason: ReasonStale, Detail: "no timestamp"}
 	}
 	ts := time.Unix(0, ns)
+	//mutate:msgauth-window ./bus/msgauth Test
 	if d := ts.Sub(at); d > a.window || d < -a.window {
 		return &RefusedError{Reason: ReasonStale, Detail: fmt.Sprintf("signed %s, %s from the reference time", ts.UTC().Format(time.RFC3339), d.Round(time.Second))}
 	}
@@ -187,6 +189,7 @@ func (a *Auth) VerifyAnswer(reqSubject string, req map[string][]string, h map[st
 	if err := a.Verify(answerSubject(reqSubject), h, body, a.now(), false); err != nil {
 		return err
 	}
+	//mutate:msgauth-answer-bound ./bus/msgauth Test
 	if first(h, HeaderRequest) != first(req, HeaderNonce) {
 		return &RefusedError{Reason: ReasonReplayed, Detail: "the answer is to another request"}
 	}
@@ -212,6 +215,7 @@ func (a *Auth) remember(nonce string, ts time.Time) error {
 			delete(a.seen, n)
 		}
 	}
+	//mutate:msgauth-nonce-once ./bus/msgauth Test
 	if _, ok := a.seen[nonce]; ok {
 		return &RefusedError{Reason: ReasonReplayed}
 	}

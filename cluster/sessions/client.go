@@ -100,6 +100,7 @@ func call[R any](ctx context.Context, c *Client, method string, a any) (R, error
 		c.auth.Sign(subject, req.Header, data)
 	}
 	msg, err := c.nc.RequestMsgWithContext(ctx, req)
+	//mutate:session-answer-verified ./cluster/sessions ^TestForgedAnswerRefused$
 	if err == nil && c.auth != nil {
 		if verr := c.auth.VerifyAnswer(subject, req.Header, msg.Header, msg.Data); verr != nil {
 			return zero, fmt.Errorf("session call %s: the answer is not the writer's: %w", method, verr)

@@ -228,6 +228,7 @@ func (h handlers) table() map[string]func(micro.Request) {
 	return map[string]func(micro.Request){
 		contracts.SessionMethodGet: endpoint(h, func(ctx context.Context, a idArg) (findings.Finding, error) { return b.Get(ctx, a.ID) }),
 		contracts.SessionMethodStartSession: endpoint(h, func(ctx context.Context, a startArg) (empty, error) {
+			//mutate:session-start-dispatched ./cluster/sessions ^TestForgedSessionsRefused$
 			if err := dispatched(ctx, b, a.FindingID, a.Attempt); err != nil {
 				return empty{}, err
 			}
@@ -240,9 +241,11 @@ func (h handlers) table() map[string]func(micro.Request) {
 			if err != nil {
 				return empty{}, err
 			}
+			//mutate:session-finish-dispatched ./cluster/sessions ^TestForgedSessionsRefused$
 			if err := dispatched(ctx, b, s.FindingID, s.Attempt); err != nil {
 				return empty{}, err
 			}
+			//mutate:session-cost-bounded ./cluster/sessions ^TestSessionSpendCountsOnce$
 			if c := a.End.CostUSD; c < 0 || h.maxCost > 0 && c > h.maxCost {
 				return empty{}, refusedArg{fmt.Errorf("end.cost_usd: %g is outside 0..%g (model.budget.per_run_usd bounds one session)", c, h.maxCost)}
 			}
@@ -299,6 +302,7 @@ func dispatched(ctx context.Context, b Backend, findingID string, attempt int) e
 // code.
 func endpoint[A, R any](h handlers, fn func(context.Context, A) (R, error)) func(micro.Request) {
 	return func(req micro.Request) {
+		//mutate:session-call-verified ./cluster/sessions ^TestSessionCallsAuthenticated$
 		if !h.verify(req) {
 			return
 		}

@@ -73,6 +73,7 @@ type Confirmed struct {
 
 // RecordOutcome re-checks a fix_verified outcome, then records.
 func (c Confirmed) RecordOutcome(ctx context.Context, o findings.Outcome, now time.Time) (bool, error) {
+	//mutate:outcome-fix-recheck ./findings/outcome ^TestUnconfirmedFixIsVerificationFailed$
 	if o.Outcome == findings.OutcomeFixVerified {
 		o = c.confirm(ctx, o)
 	}

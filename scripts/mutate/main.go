@@ -5,7 +5,7 @@
 // Every file is restored. A mutation no test catches, or one that no
 // longer builds, fails the run.
 //
-// Usage: go run ./scripts/mutate [-list] [-only a,b] [-sample N]
+// Usage: go run ./scripts/mutate [-list] [-only a,b] [-sample N] [-j N]
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated marker names to run")
 	n := flag.Int("sample", 0, "run a fixed sample of this many mutations")
 	root := flag.String("root", ".", "repository root")
+	jobs := flag.Int("j", 1, "mutations to run at once")
 	flag.Parse()
 
 	ms, err := Collect(*root)
@@ -48,17 +50,33 @@ func main() {
 		return
 	}
 	bad, began := 0, time.Now()
-	for _, m := range ms {
-		began := time.Now()
-		verdict, out := Run(*root, m)
-		fmt.Printf("%-36s %-9s %4.0fs %s:%d %s\n", m.Name, verdict, time.Since(began).Seconds(), m.File, m.At, m.Node)
-		if verdict != "caught" {
-			bad++
-			if verdict == "BROKEN" {
-				fmt.Println(indent(tail(out, 12)))
+	// Each mutation is its own overlay, so jobs run side by side; the
+	// lines come as they finish.
+	var mu sync.Mutex
+	work := make(chan Mutation)
+	var wg sync.WaitGroup
+	for range max(*jobs, 1) {
+		wg.Go(func() {
+			for m := range work {
+				t0 := time.Now()
+				verdict, out := Run(*root, m)
+				mu.Lock()
+				fmt.Printf("%-36s %-9s %4.0fs %s:%d %s\n", m.Name, verdict, time.Since(t0).Seconds(), m.File, m.At, m.Node)
+				if verdict != "caught" {
+					bad++
+					if verdict == "BROKEN" {
+						fmt.Println(indent(tail(out, 12)))
+					}
+				}
+				mu.Unlock()
 			}
-		}
+		})
 	}
+	for _, m := range ms {
+		work <- m
+	}
+	close(work)
+	wg.Wait()
 	fmt.Printf("mutate: %d mutations, %d caught, %d not, in %s\n", len(ms), len(ms)-bad, bad, time.Since(began).Round(time.Second))
 	if bad > 0 {
 		os.Exit(1)

@@ -157,6 +157,7 @@ func (s *Source) merge(results []result) (*snapshot.Snapshot, []snapshot.Problem
 		}
 		for j := range r.snap.Resources {
 			res := &r.snap.Resources[j]
+			//mutate:duplicate-id-across-sources ./snapshot/multi ^TestDuplicateIDAcrossSources
 			if by := dup[res.ID]; len(by) > 0 {
 				problems = append(problems, snapshot.Problem{ID: snapshot.ProblemID(res.ID), Index: j, Field: "id",
 					Problem: "duplicate id across sources " + s.quoted(by) + ": every copy dropped", Source: s.members[i].Name})
