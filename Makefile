@@ -80,8 +80,11 @@ lint: vet
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt needed" && exit 1)
 	$(GO) run $(STATICCHECK) ./...
 
+## vet: go vet, then again for macOS without cgo: a Linux-only or
+## cgo-only call must live in a file with a build constraint.
 vet:
 	$(GO) vet ./...
+	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./...
 
 clean:
 	rm -rf bin var $(DIST)

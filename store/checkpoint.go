@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -22,14 +21,6 @@ const driverName = "sqlite3_patrold"
 
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: connectPragmas})
-}
-
-// connectPragmas runs on every connection the store opens.
-// journal_size_limit: a log reset after a checkpoint is cut back to
-// WALLimit instead of keeping its largest size on disk.
-func connectPragmas(c *sqlite3.SQLiteConn) error {
-	_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d", WALLimit), nil)
-	return err
 }
 
 // fileConnector opens a store's connections to the file it opened first,
