@@ -91,3 +91,26 @@ func TestLockAgeThresholds(t *testing.T) {
 		t.Errorf("problems %v, want\n%s", err, strings.Join(want, "\n"))
 	}
 }
+
+// TestSnapshotAgeThresholds: guest.snapshot_age is days, up to ten years
+// (not a percentage), with the rising rules and each key named.
+func TestSnapshotAgeThresholds(t *testing.T) {
+	p, err := alerts.New(alerts.Settings{Defaults: alerts.KindSettings{Guest: alerts.GuestSettings{SnapshotAge: alerts.ThresholdSetting{Trigger: fp(90)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Resolve(&snapshot.Resource{ID: "vm/1", Kind: snapshot.KindVM}).SnapshotAge, (alerts.Threshold{Trigger: 90, Clear: 85}); got != want {
+		t.Errorf("snapshot_age: %+v, want %+v", got, want)
+	}
+	_, err = alerts.New(alerts.Settings{Defaults: alerts.KindSettings{Guest: alerts.GuestSettings{
+		SnapshotAge: alerts.ThresholdSetting{Trigger: fp(3000), Clear: fp(4000), Critical: fp(10)}}}})
+	want := []string{
+		"alerts.defaults.guest.snapshot_age.clear: 4000 is outside (0, 3650]",
+		"alerts.defaults.guest.snapshot_age.clear: 4000 must be below trigger 3000",
+		"alerts.defaults.guest.snapshot_age.critical: 10 must be above trigger 3000",
+	}
+	var ve *alerts.ValidationError
+	if !errors.As(err, &ve) || !reflect.DeepEqual(ve.Problems, want) {
+		t.Errorf("problems %v, want\n%s", err, strings.Join(want, "\n"))
+	}
+}
