@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/patrold/patrold/alerts"
+	"github.com/patrold/patrold/signals"
 	"github.com/patrold/patrold/store"
 )
 
@@ -76,6 +77,33 @@ func TestCorpusFilesAreTheEmbeddedOnes(t *testing.T) {
 	for i := range emb {
 		if emb[i].Name != disk[i].Name || emb[i].File() != disk[i].File() {
 			t.Errorf("%d: embedded %s (%s), on disk %s (%s)", i, emb[i].Name, emb[i].File(), disk[i].Name, disk[i].File())
+		}
+	}
+}
+
+// TestCorpusHasEveryDetectorAlone: for every catalogue type, a scenario
+// whose net detects that type and no other, so eval measures a model on
+// each detector (docs/MODELS.md).
+func TestCorpusHasEveryDetectorAlone(t *testing.T) {
+	scs, err := Corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := map[signals.Type]string{}
+	for _, sc := range scs {
+		types := map[signals.Type]bool{}
+		for _, s := range sc.Expect.Signals {
+			types[s.Type] = true
+		}
+		if len(types) == 1 {
+			for typ := range types {
+				alone[typ] = sc.Name
+			}
+		}
+	}
+	for _, typ := range signals.Types {
+		if alone[typ] == "" {
+			t.Errorf("no scenario has %s alone", typ)
 		}
 	}
 }
