@@ -44,6 +44,9 @@ func TestWebWorkInABrowser(t *testing.T) {
 		// Filter by severity.
 		chromedp.SetValue(`select[name=severity]`, "critical"),
 		chromedp.Submit(`form#filters`),
+		// The list the filter answers: the page before it shows #matched
+		// too, and only the answer marks critical selected.
+		chromedp.WaitReady(`//select[@name="severity"]/option[@value="critical"][@selected]`, chromedp.BySearch),
 		chromedp.WaitVisible(`#matched`),
 		chromedp.Location(&loc),
 		chromedp.Evaluate(`document.querySelectorAll('table#findings tr.finding').length`, &rows),
@@ -59,6 +62,9 @@ func TestWebWorkInABrowser(t *testing.T) {
 		chromedp.WaitVisible(`form#filters`),
 		chromedp.SendKeys(`input[name=q]`, "memory"),
 		chromedp.Submit(`form#filters`),
+		// Typing sets the field's value, not its attribute: only the
+		// answer to the filter renders value="memory".
+		chromedp.WaitReady(`//form[@id="filters"]//input[@name="q"][@value="memory"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`#matched`),
 		chromedp.Evaluate(`document.querySelectorAll('table#findings tr.finding').length`, &rows),
 		chromedp.Click(`table#findings a`),
