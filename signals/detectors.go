@@ -14,6 +14,29 @@ import (
 var metricLabel = map[Type]string{TypeHighCPU: "CPU", TypeHighMemory: "memory", TypeHighDisk: "disk usage",
 	TypeHighSwap: "swap", TypeHighIOWait: "IO wait"}
 
+// above judges v against a threshold that rises, with hysteresis: it
+// opens strictly above trigger and, once active (key k), stays open
+// until strictly below clear; past critical, when set, it is critical.
+// held says it is open only because it was active; ok false: no signal.
+// level (health.go) is the variant that opens at the trigger itself.
+func above(v float64, t alerts.Threshold, active Active, k Key) (severity string, threshold float64, held, ok bool) {
+	switch {
+	case v > t.Trigger:
+	//mutate:above-hysteresis ./signals ^TestHysteresis$
+	case v >= t.Clear && active[k]:
+		// Only a value between clear and trigger asks whether the signal
+		// was active: most resources are below clear, and skip the lookup.
+		held = true
+	default:
+		return "", 0, false, false
+	}
+	severity, threshold = SeverityWarning, t.Trigger
+	if t.Critical > 0 && v > t.Critical {
+		severity, threshold = SeverityCritical, t.Critical
+	}
+	return severity, threshold, held, true
+}
+
 // appendMetric applies the threshold rule with hysteresis: a signal opens
 // strictly above trigger, and once active stays open until strictly below
 // clear. Stale metrics (offline or stopped resources) are skipped.
@@ -25,19 +48,9 @@ func appendMetric(out []Signal, r *snapshot.Resource, typ Type, metric string, t
 	if !ok {
 		return out
 	}
-	held := false
-	switch {
-	case v > t.Trigger:
-	case v >= t.Clear && active[Key{Type: typ, ResourceID: r.ID}]:
-		// Only a value between clear and trigger asks whether the signal
-		// was active: most resources are below clear, and skip the lookup.
-		held = true
-	default:
+	severity, threshold, held, ok := above(v, t, active, Key{Type: typ, ResourceID: r.ID})
+	if !ok {
 		return out
-	}
-	severity, threshold := SeverityWarning, t.Trigger
-	if t.Critical > 0 && v > t.Critical {
-		severity, threshold = SeverityCritical, t.Critical
 	}
 	s := newSignal(r, typ, severity)
 	s.Value, s.Threshold = round2(v), threshold

@@ -57,18 +57,10 @@ func appendLockStuck(out []Signal, r *snapshot.Resource, t alerts.Threshold, act
 		return out
 	}
 	v := float64(age)
-	held := false
-	switch {
-	//mutate:lock-stuck ./cmd/patrold ^TestRunLockStuck$
-	case v > t.Trigger:
-	case v >= t.Clear && active[Key{Type: TypeLockStuck, ResourceID: r.ID}]:
-		held = true
-	default:
+	severity, threshold, held, ok := above(v, t, active, Key{Type: TypeLockStuck, ResourceID: r.ID})
+	//mutate:lock-stuck:always ./cmd/patrold ^TestRunLockStuck$
+	if !ok {
 		return out
-	}
-	severity, threshold := SeverityWarning, t.Trigger
-	if t.Critical > 0 && v > t.Critical {
-		severity, threshold = SeverityCritical, t.Critical
 	}
 	s := newSignal(r, TypeLockStuck, severity)
 	s.Value, s.Threshold = v, threshold
@@ -204,18 +196,10 @@ func appendSnapshotOld(out []Signal, r *snapshot.Resource, t alerts.Threshold, a
 		return out
 	}
 	v := float64(age)
-	held := false
-	switch {
-	//mutate:snapshot-old ./cmd/patrold ^TestRunSnapshotOld$
-	case v > t.Trigger:
-	case v >= t.Clear && active[Key{Type: TypeSnapshotOld, ResourceID: r.ID}]:
-		held = true
-	default:
+	severity, threshold, held, ok := above(v, t, active, Key{Type: TypeSnapshotOld, ResourceID: r.ID})
+	//mutate:snapshot-old:always ./cmd/patrold ^TestRunSnapshotOld$
+	if !ok {
 		return out
-	}
-	severity, threshold := SeverityWarning, t.Trigger
-	if t.Critical > 0 && v > t.Critical {
-		severity, threshold = SeverityCritical, t.Critical
 	}
 	sn := r.Guest.Snapshots
 	s := newSignal(r, TypeSnapshotOld, severity)
