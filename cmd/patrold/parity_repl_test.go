@@ -129,7 +129,8 @@ func TestRunReplicationHysteresis(t *testing.T) {
 		Findings: []string{"resolved replication_failed vm/100 warning"}})
 }
 
-// parityRunner is parityCLI's run for a CLI the test configured itself.
+// parityRunner runs patrold once per call through c against the
+// stand-in pve and reads the report; parityCLI configures c itself.
 func parityRunner(t *testing.T, c *cli, pve *pvetest.Server) func() parityRun {
 	t.Helper()
 	return func() parityRun {

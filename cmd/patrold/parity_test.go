@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/patrold/patrold/findings"
@@ -28,39 +27,7 @@ func parityCLI(t *testing.T, pve *pvetest.Server) func() parityRun {
 	t.Helper()
 	c := newCLI(t, "")
 	c.appendConfig(pve.Source(t, c.dir))
-	return func() parityRun {
-		t.Helper()
-		out, code := c.run("run", "--output", "json")
-		if code != 0 {
-			t.Fatalf("patrold run: exit %d: %s", code, out)
-		}
-		var rep struct {
-			Status   string           `json:"status"`
-			Signals  []signals.Signal `json:"signals"`
-			Findings []struct {
-				Key        string `json:"key"`
-				ResourceID string `json:"resource_id"`
-				Severity   string `json:"severity"`
-				Change     string `json:"change"`
-			} `json:"findings"`
-			Resolved []string `json:"resolved"`
-		}
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatalf("report: %v\n%s", err, out)
-		}
-		got := parityRun{Status: rep.Status, Resolved: len(rep.Resolved)}
-		if len(rep.Signals) > 0 {
-			got.Signals = rep.Signals
-		}
-		for _, f := range rep.Findings {
-			got.Findings = append(got.Findings, f.Change+" "+f.Key+" "+f.ResourceID+" "+f.Severity)
-		}
-		slices.Sort(got.Findings)
-		if u := pve.Unexpected(); len(u) > 0 {
-			t.Fatalf("patrold asked the stand-in for paths it does not serve: %q", u)
-		}
-		return got
-	}
+	return parityRunner(t, c, pve)
 }
 
 func (c *cli) appendConfig(extra string) {
