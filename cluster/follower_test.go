@@ -32,6 +32,24 @@ type node struct {
 	log  testkit.LogBuffer // a follower's log, when the test gives it one
 }
 
+// purgeAll removes every change n's stream holds so far, as if they
+// had aged out of it: a replica starting now cannot read them.
+func purgeAll(t *testing.T, n *node) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := n.b.JetStream().Stream(ctx, n.b.StreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newNode(t *testing.T, o bus.Options, name string) *node {
 	t.Helper()
 	return newGuardedNode(t, o, name, testGuard(t, nil, nil), nil)
@@ -304,17 +322,7 @@ func TestReplicaNoticesMissingChanges(t *testing.T) {
 	a.rel.Kick()
 	caughtUp(t, a, b.f)
 	// The early changes age out; later ones arrive.
-	s, err := a.b.JetStream().Stream(ctx, a.b.StreamName())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
-		t.Fatal(err)
-	}
+	purgeAll(t, a)
 	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
 
@@ -358,11 +366,7 @@ func TestSeedFromACaughtUpReplica(t *testing.T) {
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
 	caughtUp(t, a, b.f)
-	s, _ := a.b.JetStream().Stream(ctx, a.b.StreamName())
-	info, _ := s.Info(ctx)
-	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
-		t.Fatal(err)
-	}
+	purgeAll(t, a)
 
 	dst := filepath.Join(t.TempDir(), "patrold.db")
 	seed, err := cluster.FetchSeed(ctx, b.b.Conn(), b.b.JetStream(), b.b.Guard(), b.b.Prefix(), dst)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/cluster"
@@ -29,17 +28,7 @@ func TestGappedStandbyReseedsItself(t *testing.T) {
 	commitRun(t, a.st, now, obs("vm-1", "cpu"))
 	a.rel.Kick()
 	caughtUp(t, a, a.f)
-	s, err := a.b.JetStream().Stream(ctx, a.b.StreamName())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
-		t.Fatal(err)
-	}
+	purgeAll(t, a)
 	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
 	caughtUp(t, a, a.f)
