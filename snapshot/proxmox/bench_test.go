@@ -5,8 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/patrold/patrold/snapshot/proxmox/pvetest"
 )
 
 // synthetic answers for a cluster of nodes×guests (half VMs, half
@@ -71,4 +77,74 @@ func BenchmarkCollect(b *testing.B) {
 			b.ReportMetric(float64(want), "resources")
 		})
 	}
+}
+
+// BenchmarkScale measures what a patrol costs the cluster it watches: a
+// first and a steady collection from one source over the scale stand-in
+// (loopback TLS, keep-alive, 20 ms a request). It reports requests per
+// run and per guest, wall time and the process's CPU time (stand-in
+// included). docs/PERFORMANCE.md#proxmox-requests has the figures.
+func BenchmarkScale(b *testing.B) {
+	for _, size := range []struct{ nodes, guests int }{{10, 50}, {20, 100}} {
+		b.Run(fmt.Sprintf("nodes=%d/guests=%d", size.nodes, size.guests), func(b *testing.B) {
+			pve := pvetest.NewScale(b, size.nodes, size.guests, 20*time.Millisecond)
+			guests := float64(size.nodes * size.guests)
+			var first, steady scaleRun
+			for b.Loop() {
+				src := newSource(b, scaleOptions(b, pve))
+				first = collectAt(b, pve, src)
+				steady = collectAt(b, pve, src)
+			}
+			b.ReportMetric(float64(first.requests), "first-requests")
+			b.ReportMetric(float64(first.requests)/guests, "first-req/guest")
+			b.ReportMetric(first.wall.Seconds(), "first-s")
+			b.ReportMetric(first.cpu.Seconds(), "first-cpu-s")
+			b.ReportMetric(float64(steady.requests), "steady-requests")
+			b.ReportMetric(float64(steady.requests)/guests, "steady-req/guest")
+			b.ReportMetric(steady.wall.Seconds(), "steady-s")
+			b.ReportMetric(steady.cpu.Seconds(), "steady-cpu-s")
+		})
+	}
+}
+
+// scaleRun is what one collection cost.
+type scaleRun struct {
+	requests  int
+	wall, cpu time.Duration
+}
+
+// scaleOptions are the source's options for the scale stand-in.
+func scaleOptions(t testing.TB, pve *pvetest.Scale) Options {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "pve.token")
+	if err := os.WriteFile(secret, []byte(pvetest.Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.URL, o.TokenID, o.TokenSecretFile = pve.URL, pvetest.TokenID, secret
+	o.TLS.Fingerprint = fingerprint(pve.Server)
+	o.Now = func() time.Time { return evalTime }
+	return o
+}
+
+// collectAt runs one collection and counts its requests at the stand-in.
+func collectAt(t testing.TB, pve *pvetest.Scale, src *Source) scaleRun {
+	t.Helper()
+	pve.Reset()
+	cpu0, start := cpuTime(t), time.Now()
+	_, problems, err := src.Collect(context.Background())
+	wall := time.Since(start)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("collect: err %v, problems %v", err, problems)
+	}
+	return scaleRun{requests: pve.Requests(), wall: wall, cpu: cpuTime(t) - cpu0}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,0 +1,335 @@
+package pvetest
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Guest is one guest of a Scale fleet. Tests change it with Scale.Guest.
+type Guest struct {
+	VMID   int
+	Type   string // qemu or lxc
+	Node   string
+	Status string // running or stopped
+	Lock   string // "" when unlocked
+	Uptime int64  // seconds; 0 when stopped
+	// Rev is the config's revision: a change makes a new config digest.
+	Rev int
+}
+
+// Scale is a stand-in for a whole PVE 8 cluster: nodes pve1..pveN, each
+// with its guests (half VMs, half containers, all running and backed up
+// by one job to a shared PBS storage), two disks, no ZFS pool. Every
+// request waits Latency before it is answered, as a loaded pveproxy does.
+// It counts requests by path and keeps each node's request times.
+type Scale struct {
+	*httptest.Server
+	Latency time.Duration
+
+	mu     sync.Mutex
+	nodes  []string
+	guests []*Guest
+	byPath map[string]int
+	times  map[string][]time.Time // node -> when its requests arrived
+	fail   map[string]int         // path -> HTTP status to answer
+	open   map[string]bool        // connections seen, by remote address
+}
+
+// NewScale starts a stand-in of nodes x guests (guests per node) that
+// answers after latency.
+func NewScale(t testing.TB, nodes, guests int, latency time.Duration) *Scale {
+	t.Helper()
+	s := &Scale{Latency: latency, byPath: map[string]int{}, times: map[string][]time.Time{}, fail: map[string]int{}, open: map[string]bool{}}
+	for n := range nodes {
+		node := "pve" + strconv.Itoa(n+1)
+		s.nodes = append(s.nodes, node)
+		for g := range guests {
+			typ := "qemu"
+			if g%2 == 1 {
+				typ = "lxc"
+			}
+			s.guests = append(s.guests, &Guest{VMID: 100 + n*guests + g, Type: typ, Node: node, Status: "running", Uptime: 86400})
+		}
+	}
+	s.Server = httptest.NewUnstartedServer(s)
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.open[c.RemoteAddr().String()] = true
+			s.mu.Unlock()
+		}
+	}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Guest changes the guest vmid under the lock; false when there is none.
+func (s *Scale) Guest(vmid int, change func(*Guest)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.guests {
+		if g.VMID == vmid {
+			change(g)
+			return true
+		}
+	}
+	return false
+}
+
+// Add adds a guest to the fleet.
+func (s *Scale) Add(g Guest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.guests = append(s.guests, &g)
+}
+
+// Fail answers path (as "nodes/pve1/qemu/100/config") with status and
+// PVE's message; status 0 answers it again.
+func (s *Scale) Fail(path string, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if status == 0 {
+		delete(s.fail, path)
+		return
+	}
+	s.fail[path] = status
+}
+
+// Requests is how many requests were answered since the last Reset.
+func (s *Scale) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.byPath {
+		n += c
+	}
+	return n
+}
+
+// ByPath is the requests since the last Reset by path.
+func (s *Scale) ByPath() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.byPath))
+	for p, c := range s.byPath {
+		out[p] = c
+	}
+	return out
+}
+
+// NodeTimes is when node's requests (paths under /nodes/<node>/) arrived
+// since the last Reset, in order.
+func (s *Scale) NodeTimes(node string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.times[node])
+}
+
+// Connections is how many connections clients opened since the start.
+func (s *Scale) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+// Reset clears the request counters and times.
+func (s *Scale) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byPath, s.times = map[string]int{}, map[string][]time.Time{}
+}
+
+// Source is a source section of patrold's configuration (YAML) pointing
+// at the stand-in, pinned by its certificate's fingerprint, with the
+// secret in a file under dir and the guest agent asked.
+func (s *Scale) Source(t testing.TB, dir string) string {
+	t.Helper()
+	secret := filepath.Join(dir, "pve.token")
+	if err := os.WriteFile(secret, []byte(Secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(s.Certificate().Raw)
+	return "source:\n  kind: proxmox\n  proxmox:\n    url: " + s.URL + "\n    token_id: " + TokenID + "\n" +
+		"    token_secret_file: " + secret + "\n    tls: {fingerprint: " + hex.EncodeToString(sum[:]) + "}\n"
+}
+
+func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	if r.Method != http.MethodGet {
+		http.Error(w, "read only", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.Header.Get("Authorization") != "PVEAPIToken="+TokenID+"="+Secret {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"data":null}`))
+		return
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/api2/json/")
+	now := time.Now()
+	s.mu.Lock()
+	s.byPath[p]++
+	if seg := strings.Split(p, "/"); len(seg) > 1 && seg[0] == "nodes" {
+		s.times[seg[1]] = append(s.times[seg[1]], now)
+	}
+	status := s.fail[p]
+	data, ok := s.answer(p)
+	s.mu.Unlock()
+	if s.Latency > 0 {
+		time.Sleep(s.Latency) // the server's own time to answer, not a wait of a test
+	}
+	switch {
+	case status != 0:
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"data":null,"message":"` + http.StatusText(status) + `\n"}`))
+	case !ok:
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = w.Write([]byte(`{"data":null,"message":"Method 'GET /` + p + `' not implemented\n"}`))
+	default:
+		_, _ = w.Write([]byte(`{"data":` + data + `}`))
+	}
+}
+
+// answer is the data of path now, as PVE 8 shapes it; false for a path
+// PVE would not serve here. s.mu is held.
+func (s *Scale) answer(p string) (string, bool) {
+	seg := strings.Split(p, "/")
+	switch p {
+	case "cluster/resources":
+		return s.resources(), true
+	case "cluster/status":
+		online := map[string]bool{}
+		for _, n := range s.nodes {
+			online[n] = true
+		}
+		return ClusterStatus("scale", true, online), true
+	case "cluster/ha/status/current":
+		return HAStatus(nil, nil), true
+	case "cluster/backup":
+		return `[{"id":"backup-1","type":"vzdump","enabled":1,"all":1,"storage":"pbs","schedule":"21:00"}]`, true
+	case "storage":
+		return `[{"storage":"local-lvm","type":"lvmthin","content":"images,rootdir","thinpool":"data","vgname":"pve"},` +
+			`{"storage":"pbs","type":"pbs","content":"backup","server":"192.0.2.50","datastore":"main","shared":1}]`, true
+	}
+	if len(seg) < 3 || seg[0] != "nodes" || !slices.Contains(s.nodes, seg[1]) {
+		return "", false
+	}
+	node := seg[1]
+	switch rest := strings.Join(seg[2:], "/"); rest {
+	case "status":
+		return NodeStatus(0.05, 0.001, 0, 8589934592), true
+	case "replication", "disks/zfs":
+		return `[]`, true
+	case "certificates/info":
+		return Certificates(1893456000, 1893456000), true
+	case "disks/list":
+		return `[{"devpath":"/dev/sda","type":"ssd","health":"PASSED","wearout":97,"model":"SAMSUNG MZ7LH960","serial":"S1` + node + `","size":960197124096,"used":"LVM"},` +
+			`{"devpath":"/dev/sdb","type":"hdd","health":"PASSED","wearout":"N/A","model":"ST4000NM","serial":"Z2` + node + `","size":4000787030016,"used":"LVM"}]`, true
+	case "disks/smart":
+		return `{"health":"PASSED","type":"ata","attributes":[{"id":"  5","name":"Reallocated_Sector_Ct","raw":"0"},{"id":"197","name":"Current_Pending_Sector","raw":"0"},{"id":"194","name":"Temperature_Celsius","raw":"35"}]}`, true
+	case "tasks":
+		var tasks []string
+		for _, g := range s.guests {
+			if g.Node == node {
+				tasks = append(tasks, fmt.Sprintf(`{"upid":"UPID:%s:000%d:vzdump:%d:root@pam:","node":%q,"type":"vzdump","id":"%d","user":"root@pam","starttime":1795917600,"endtime":1795918800,"status":"OK"}`,
+					node, g.VMID, g.VMID, node, g.VMID))
+			}
+		}
+		return "[" + strings.Join(tasks, ",") + "]", true
+	case "storage/pbs/content":
+		var vols []string
+		for _, g := range s.guests {
+			vols = append(vols, fmt.Sprintf(`{"volid":"pbs:backup/%s/%d/2026-11-19T21:05:00Z","format":"pbs-%s","content":"backup","ctime":1795917900,"vmid":%d,"size":1073741824}`,
+				map[string]string{"qemu": "vm", "lxc": "ct"}[g.Type], g.VMID, map[string]string{"qemu": "vm", "lxc": "ct"}[g.Type], g.VMID))
+		}
+		return "[" + strings.Join(vols, ",") + "]", true
+	}
+	if len(seg) < 5 {
+		return "", false
+	}
+	id, err := strconv.Atoi(seg[3])
+	if err != nil {
+		return "", false
+	}
+	var g *Guest
+	for _, c := range s.guests {
+		if c.VMID == id && c.Node == node && c.Type == seg[2] {
+			g = c
+		}
+	}
+	if g == nil {
+		return "", false
+	}
+	mac := fmt.Sprintf("bc:24:11:%02x:%02x:%02x", id/65536%256, id/256%256, id%256)
+	switch strings.Join(seg[4:], "/") {
+	case "config":
+		return s.config(g, mac), true
+	case "snapshot":
+		return `[{"name":"current","description":"You are here!","running":1,"digest":"` + digest(g) + `"}]`, true
+	case "agent/network-get-interfaces":
+		if g.Type != "qemu" || g.Status != "running" {
+			return "", false
+		}
+		return fmt.Sprintf(`{"result":[{"name":"lo","hardware-address":"00:00:00:00:00:00","ip-addresses":[{"ip-address-type":"ipv4","ip-address":"127.0.0.1","prefix":8}]},`+
+			`{"name":"eth0","hardware-address":%q,"ip-addresses":[{"ip-address-type":"ipv4","ip-address":"10.%d.%d.%d","prefix":16}]}]}`, mac, id/65536%256, id/256%256, id%256), true
+	}
+	return "", false
+}
+
+// resources is GET /cluster/resources: nodes, each node's two storages,
+// and the guests.
+func (s *Scale) resources() string {
+	var out []string
+	for _, node := range s.nodes {
+		out = append(out, fmt.Sprintf(`{"id":"node/%s","type":"node","node":%q,"status":"online","cpu":0.3,"maxcpu":32,"mem":100000000000,"maxmem":250000000000,"uptime":864000,"level":""}`, node, node),
+			fmt.Sprintf(`{"id":"storage/%s/local-lvm","type":"storage","storage":"local-lvm","node":%q,"status":"available","disk":400000000000,"maxdisk":1000000000000,"content":"images,rootdir","plugintype":"lvmthin","shared":0}`, node, node),
+			fmt.Sprintf(`{"id":"storage/%s/pbs","type":"storage","storage":"pbs","node":%q,"status":"available","disk":4000000000000,"maxdisk":10000000000000,"content":"backup","plugintype":"pbs","shared":1}`, node, node))
+	}
+	for _, g := range s.guests {
+		cpu, mem := "0.1", "2000000000"
+		if g.Status != "running" {
+			cpu, mem = "0", "0"
+		}
+		lock := ""
+		if g.Lock != "" {
+			lock = `,"lock":"` + g.Lock + `"`
+		}
+		out = append(out, fmt.Sprintf(`{"id":"%s/%d","type":%q,"vmid":%d,"name":"g%d","node":%q,"status":%q,"cpu":%s,"maxcpu":4,"mem":%s,"maxmem":8000000000,"disk":1000000000,"maxdisk":32000000000,"uptime":%d,"template":0,"tags":"prod;app"%s}`,
+			g.Type, g.VMID, g.Type, g.VMID, g.VMID, g.Node, g.Status, cpu, mem, g.Uptime, lock))
+	}
+	return "[" + strings.Join(out, ",") + "]"
+}
+
+// config is a guest's GET .../config: its CPU, memory, one NIC and one
+// disk on local-lvm, and the digest PVE adds.
+func (s *Scale) config(g *Guest, mac string) string {
+	if g.Type == "lxc" {
+		return fmt.Sprintf(`{"arch":"amd64","cores":2,"hostname":"g%d","memory":2048,"net0":"name=eth0,bridge=vmbr0,hwaddr=%s,ip=dhcp,type=veth","ostype":"debian","rootfs":"local-lvm:vm-%d-disk-0,size=8G","swap":512,"digest":%q}`,
+			g.VMID, strings.ToUpper(mac), g.VMID, digest(g))
+	}
+	return fmt.Sprintf(`{"boot":"order=scsi0","cores":4,"memory":"8192","name":"g%d","net0":"virtio=%s,bridge=vmbr0","ostype":"l26","scsi0":"local-lvm:vm-%d-disk-0,size=32G","scsihw":"virtio-scsi-single","agent":"1","digest":%q}`,
+		g.VMID, strings.ToUpper(mac), g.VMID, digest(g))
+}
+
+// digest is the config's SHA-1 as PVE reports it, here of the guest's
+// identity and revision.
+func digest(g *Guest) string {
+	sum := sha1.Sum([]byte(fmt.Sprintf("%s/%d/%d", g.Type, g.VMID, g.Rev)))
+	return hex.EncodeToString(sum[:])
+}
