@@ -52,6 +52,9 @@ type Daemon struct {
 
 	store  *store.Store
 	runner *patrol.Runner
+	// integrity is the quick_check verdict after the last failed run
+	// (readiness condition "integrity").
+	integrity integrityMemo
 	// triggers admits the scoped runs alerts ask for (POST
 	// /api/v1/hooks/alertmanager).
 	triggers *patrol.Triggers

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/patrold/patrold/api"
 	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/patrol"
+	"github.com/patrold/patrold/store"
 )
 
 // ReplicaStallAfter is how long a replica may stay behind the state
@@ -23,7 +25,8 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 // unready lists what makes this instance unready, one condition each:
 //   - store_file: the database file was deleted or replaced;
 //   - store: the database does not answer;
-//   - integrity: the last finished run failed on a malformed database;
+//   - integrity: the last finished run failed for a store reason, and
+//     SQLite's quick_check finds the file malformed;
 //   - run_store: the last finished run failed for a store reason
 //     (commit_failed, history_failed);
 //   - replica_gap: changes are missing from the state stream (re-seed);
@@ -52,7 +55,8 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 	} else if run := d.lastFinishedRun(ctx); run != nil && run.Status == patrol.StatusError && run.Summary != nil {
 		if i := slices.IndexFunc(run.Summary.StatusReasons, func(r string) bool { return slices.Contains(storeReasons, r) }); i >= 0 {
 			cond := "run_store"
-			if full, err := d.store.Run(ctx, run.ID); err == nil && strings.Contains(string(full.Report), "malformed") {
+			//mutate:ready-integrity ./daemon ^TestReadinessFollowsTheStore$
+			if d.corruptAfter(ctx, run.ID) {
 				cond = "integrity"
 			}
 			add(cond, "the last run %s failed: %s", run.ID, run.Summary.StatusReasons[i])
@@ -89,6 +93,32 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		}
 	}
 	return out
+}
+
+// integrityMemo is the quick_check verdict on the database after one
+// failed run: the check reads the whole file, so it runs once a run.
+type integrityMemo struct {
+	mu      sync.Mutex
+	run     string
+	corrupt bool
+}
+
+// corruptAfter says whether the database is malformed, checked once
+// after the failed run id. A check that could not finish is not a
+// verdict and is tried again on the next call.
+func (d *Daemon) corruptAfter(ctx context.Context, id string) bool {
+	m := &d.integrity
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.run == id {
+		return m.corrupt
+	}
+	err := d.store.Check(ctx, false)
+	if err != nil && !store.IsCorrupt(err) {
+		return false
+	}
+	m.run, m.corrupt = id, err != nil
+	return m.corrupt
 }
 
 // lastFinishedRun is the newest run that has finished (nil: none).

@@ -2,9 +2,12 @@ package daemon_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,12 +40,62 @@ func unreadyOf(t *testing.T, base string) (int, string, string) {
 	return code, msg, string(list)
 }
 
+// Store failures a run can meet, each done to a real database file.
+// The integrity case corrupts the file for real: the findings' resource index root
+// page is pointed at the findings table's own page, so the next insert
+// meets a page of the wrong kind (SQLITE_CORRUPT) and quick_check lists
+// it. undo ends the failure.
+var storeFailures = []struct {
+	cond     string
+	do, undo []string
+}{
+	{"run_store",
+		[]string{`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`},
+		[]string{`DROP TRIGGER fail_outbox`}},
+	// A message that reads like corruption is not corruption: the file is
+	// sound, so the condition is the store's, not integrity.
+	{"run_store",
+		[]string{`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, 'database disk image is malformed (test)'); END`},
+		[]string{`DROP TRIGGER fail_outbox`}},
+	{"integrity",
+		[]string{`PRAGMA writable_schema=ON`, `UPDATE sqlite_schema SET rootpage=(SELECT rootpage FROM sqlite_schema WHERE name='findings') WHERE name='findings_resource'`},
+		[]string{`PRAGMA writable_schema=ON`, `UPDATE sqlite_schema SET rootpage=%d WHERE name='findings_resource'`}},
+}
+
+// schemaChange runs statements that edit sqlite_schema and bumps the
+// schema cookie, so that every open connection reads the schema again.
+// A %d in a statement stands for root, the index's own root page.
+func schemaChange(t *testing.T, raw *sql.DB, stmts []string, root int) {
+	t.Helper()
+	conn, err := raw.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	var v int
+	if err := conn.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts {
+		if strings.Contains(s, "%d") {
+			s = fmt.Sprintf(s, root)
+		}
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA schema_version=%d`, v+1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA writable_schema=OFF`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestReadinessFollowsTheStore(t *testing.T) {
-	for _, c := range []struct{ raise, cond string }{
-		{"database or disk is full (test)", "run_store"},
-		{"database disk image is malformed (test)", "integrity"},
-	} {
-		t.Run(c.cond, func(t *testing.T) {
+	for i, c := range storeFailures {
+		t.Run(fmt.Sprint(i, c.cond), func(t *testing.T) {
 			dir := t.TempDir()
 			useSnapshot(t, dir, "faults.json")
 			d, _, err := startLogged(t, adminConfig(t, dir), false)
@@ -54,9 +107,11 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 				t.Fatalf("before: %d %s %s", code, msg, list)
 			}
 			raw := storetest.RawDB(t, filepath.Join(dir, daemon.DBFile))
-			if _, err := raw.Exec(`CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox BEGIN SELECT RAISE(ABORT, '` + c.raise + `'); END`); err != nil {
+			var root int
+			if err := raw.QueryRow(`SELECT rootpage FROM sqlite_schema WHERE name='findings_resource'`).Scan(&root); err != nil {
 				t.Fatal(err)
 			}
+			schemaChange(t, raw, c.do, root)
 			id := runAndWait(t, d)
 			detail := "the last run " + id + " failed: commit_failed"
 			code, msg, list := unreadyOf(t, base)
@@ -64,9 +119,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 			if code != http.StatusServiceUnavailable || msg != "not ready: "+c.cond+": "+detail || list != wantList {
 				t.Fatalf("after a store failure:\n got  %d %q %s\n want 503 %q %s", code, msg, list, "not ready: "+c.cond+": "+detail, wantList)
 			}
-			if _, err := raw.Exec(`DROP TRIGGER fail_outbox`); err != nil {
-				t.Fatal(err)
-			}
+			schemaChange(t, raw, c.undo, root)
 			runAndWait(t, d)
 			if code, msg, list := unreadyOf(t, base); code != http.StatusOK || list != `{"ready":true,"unready":[]}` {
 				t.Fatalf("after a good run: %d %s %s", code, msg, list)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // ErrCorrupt: SQLite's integrity check reported problems.
@@ -43,10 +45,21 @@ func (s *Store) Check(ctx context.Context, full bool) error {
 	return nil
 }
 
+// IsCorrupt says whether err is SQLite finding the file malformed
+// (SQLITE_CORRUPT, SQLITE_NOTADB) or a failed integrity check. It reads
+// the error's code, never its words: a message can say anything.
+func IsCorrupt(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB
+	}
+	return errors.Is(err, ErrCorrupt)
+}
+
 // corrupt wraps an error SQLite raised while checking: a malformed file is
 // ErrCorrupt, anything else stays what it is.
 func (s *Store) corrupt(pragma string, err error) error {
-	if m := err.Error(); strings.Contains(m, "malformed") || strings.Contains(m, "corrupt") {
+	if IsCorrupt(err) {
 		return fmt.Errorf("%s: %s: %v: %w", s.path, pragma, err, ErrCorrupt)
 	}
 	return fmt.Errorf("%s: %w", pragma, err)
