@@ -101,7 +101,7 @@ var keyAliases = map[string]string{
 	// patrold's own findings about its source and its probe keep their
 	// documented spelling.
 	"source-failing": "source_failing", "network-unroutable": "network_unroutable",
-	"operation-window": "operation_window",
+	"operation-window": "operation_window", "coverage-gap": "coverage_gap",
 }
 
 // canonicalKeys are the aliases' targets, which NormalizeKey maps to

@@ -356,6 +356,69 @@ const (
 	KeySourceFailing = "source_failing"
 )
 
+// KeyCoverageGap is the key of patrold's finding about a check its source
+// could not evaluate (docs/PATROL_ARCHITECTURE.md#coverage-gaps).
+const KeyCoverageGap = "coverage_gap"
+
+// CoverageGapResourceID is the resource of the coverage_gap finding of
+// check on a source: under the source, one per check; member is the
+// source of several it is about, or "".
+func CoverageGapResourceID(member, check string) string {
+	if member != "" {
+		return SourceResourceID + "/" + member + "/coverage/" + check
+	}
+	return SourceResourceID + "/coverage/" + check
+}
+
+// coverageGaps are the observations of the collection's coverage gaps:
+// one warning per source and check, naming every endpoint refused or
+// not served, in the order first seen.
+func coverageGaps(gaps []snapshot.Problem) []findings.Observation {
+	var out []findings.Observation
+	var evidence []string
+	at := map[string]int{}
+	for _, p := range gaps {
+		g := p.Gap
+		id := CoverageGapResourceID(p.Source, g.Check)
+		i, seen := at[id]
+		if !seen {
+			i, at[id] = len(out), len(out)
+			evidence = append(evidence, "check="+strconv.Quote(g.Check)+" keys="+strconv.Quote(strings.Join(g.Keys, ",")))
+			keys := strings.Join(g.Keys, ", ")
+			name := "check " + g.Check
+			if p.Source != "" {
+				name = "check " + g.Check + " of source " + p.Source
+			}
+			out = append(out, findings.Observation{
+				Key: KeyCoverageGap, ResourceID: id, ResourceKind: "patrold", ResourceName: prompt.SafeName(name),
+				Category: findings.CategoryReliability, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic,
+				Title:          prompt.Safe("patrold cannot evaluate "+g.Check+" ("+keys+")", maxTitleRunes),
+				Description:    prompt.Safe("The source's answer to "+g.Endpoint+" left "+keys+" unevaluated, so none of their findings is opened or resolved: "+p.Problem, maxSummaryRunes),
+				Recommendation: prompt.Safe(gapAdvice(g), maxSummaryRunes),
+			})
+		}
+		evidence[i] += " endpoint=" + strconv.Quote(g.Endpoint) + " status=" + strconv.Itoa(g.Status)
+		if g.Privilege != "" {
+			evidence[i] += " privilege=" + strconv.Quote(g.Privilege)
+		}
+	}
+	for i := range out {
+		out[i].Evidence = prompt.Safe(evidence[i], maxEvidenceRunes)
+	}
+	return out
+}
+
+// gapAdvice is what resolves a gap: the privilege, or a newer PVE.
+func gapAdvice(g *snapshot.Gap) string {
+	switch {
+	case g.Status == 403:
+		return "Grant the source's API token " + g.Privilege + " (a role on the path the endpoint names); the finding resolves at the next complete run that reads it."
+	case g.Status == 501:
+		return "This version of the API does not serve " + g.Endpoint + "; upgrade it to evaluate the check. The finding resolves at the next complete run that reads it."
+	}
+	return "Check what the source's API token may see; the finding resolves at the next complete run that reads it."
+}
+
 // memberFailing is the observation a run files for a source of several
 // that collected nothing (its own finding, one per source).
 func memberFailing(name string, problems []snapshot.Problem) findings.Observation {

@@ -96,7 +96,7 @@ func TestResourceFactsAnswerAsTheIndex(t *testing.T) {
 	if _, held := facts.held["vm/9"]; held || parents("vm/9") != nil {
 		t.Fatal("vm/9, not asked, has facts")
 	}
-	check := checker(facts, map[signals.Key]bool{}, nil, nil, false)
+	check := checker(facts, map[signals.Key]bool{}, nil, nil, false, true)
 	for _, c := range []struct {
 		f    findings.Finding
 		want findings.Check

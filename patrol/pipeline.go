@@ -47,6 +47,7 @@ type run struct {
 	problems      []snapshot.Problem
 	inScope       map[string]bool
 	failedSources []string
+	gaps          []snapshot.Problem // the collection's coverage gaps
 	complete      bool
 	// detect
 	withModel    bool
@@ -121,6 +122,8 @@ func (x *run) collect(ctx context.Context) error {
 }
 
 // recordProblems sorts the collection's problems into the report:
+//   - a coverage gap is a finding of its own (coverageGaps), never a
+//     failure of the run;
 //   - a warning is only reported by its source;
 //   - a source of several that failed whole degrades the run, and what it
 //     covers is not resolved by its absence (checker);
@@ -131,6 +134,8 @@ func (x *run) recordProblems() {
 	rep := x.rep
 	for _, p := range x.problems {
 		switch {
+		case p.Gap != nil:
+			x.gaps = append(x.gaps, p)
 		case p.Warning:
 		case p.SourceFailed():
 			rep.Errors = append(rep.Errors, "source "+p.Source+": "+p.Problem)
@@ -222,6 +227,9 @@ func (x *run) file() {
 	for _, name := range x.failedSources {
 		obs = append(obs, memberFailing(name, x.problems))
 	}
+	gaps := coverageGaps(x.gaps)
+	rep.CoverageGaps = len(gaps)
+	obs = append(obs, gaps...)
 	if rep.Probe != nil {
 		for _, u := range rep.Probe.Unroutable {
 			obs = append(obs, networkUnroutable(u))
@@ -247,7 +255,7 @@ func (x *run) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
-	check := checker(facts, detectedKeys(x.sigs), x.forecastSeen, failedCover(x.set.Source, x.failedSources), rep.Probe != nil)
+	check := checker(facts, detectedKeys(x.sigs), x.forecastSeen, failedCover(x.set.Source, x.failedSources), rep.Probe != nil, x.complete)
 	in := findings.RunInput{
 		Observations: x.obs, Complete: x.complete, Reconcile: true, Check: check, Policy: x.set.Publish,
 		// A node offline holds its guests' findings this run cannot
@@ -499,8 +507,17 @@ func askedIDs(active []findings.Finding, sigs []signals.Signal) map[string]bool 
 // A finding on a resource the run did not ask about (one activated by
 // another writer after the run read the active findings) is unknown:
 // this run's detection did not see it, and the next run judges it.
-func checker(facts *resourceFacts, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool, probed bool) func(f *findings.Finding) findings.Check {
+func checker(facts *resourceFacts, detected map[signals.Key]bool, forecastSeen map[string]bool, failed func(id string) bool, probed, complete bool) func(f *findings.Finding) findings.Check {
 	return func(f *findings.Finding) findings.Check {
+		if f.Key == KeyCoverageGap {
+			// A gap resolves when its read succeeds: in a complete run. A
+			// node that stopped answering did not read it again.
+			//mutate:gap-resolves-when-read ./cmd/patrold ^TestRunCoverageGap$
+			if !complete {
+				return findings.CheckUnknown
+			}
+			return findings.CheckCleared
+		}
 		if f.ResourceID == SourceResourceID || strings.HasPrefix(f.ResourceID, SourceResourceID+"/") {
 			// This run collected a snapshot; a source of several that
 			// failed again observed its own finding this run.

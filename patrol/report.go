@@ -78,6 +78,9 @@ type Report struct {
 	Errors           []string           `json:"errors"`
 	// Uncertain counts "uncertain" model verdicts (never healthy with any).
 	Uncertain int `json:"uncertain,omitempty"`
+	// CoverageGaps counts the checks the source could not evaluate
+	// (coverage_gap findings); never healthy with any.
+	CoverageGaps int `json:"coverage_gaps,omitempty"`
 	// Model names the model of a model-analysed run.
 	Model *ModelRef `json:"model,omitempty"`
 	// ModelFindingsCapped counts model reports refused by the
@@ -158,7 +161,8 @@ func (r *Report) finalStatus(failed bool, worst int) string {
 	switch {
 	case worst >= findings.SeverityCritical.Rank():
 		return StatusCritical
-	case worst >= findings.SeverityWarning.Rank() || r.Uncertain > 0:
+	//mutate:gap-never-healthy ./patrol ^TestCoverageGapNeverHealthy$
+	case worst >= findings.SeverityWarning.Rank() || r.Uncertain > 0 || r.CoverageGaps > 0:
 		return StatusIssuesFound
 	}
 	return StatusHealthy

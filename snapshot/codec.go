@@ -49,6 +49,24 @@ type Problem struct {
 	// Source names the source of several (config sources[].name) whose
 	// collection the problem is from; "" with one source.
 	Source string `json:"source,omitempty"`
+	// Gap, when set, says the problem left a check unevaluated: its data
+	// was refused, not served, or empty where it cannot be.
+	Gap *Gap `json:"gap,omitempty"`
+}
+
+// Gap is a check a source could not evaluate (docs/PATROL_ARCHITECTURE.md).
+type Gap struct {
+	// Check names what went unevaluated: an endpoint family of the source.
+	Check string `json:"check"`
+	// Keys are the signal keys that rest on the check.
+	Keys []string `json:"keys,omitempty"`
+	// Endpoint is the request: "GET /nodes/pve1/apt/update".
+	Endpoint string `json:"endpoint"`
+	// Privilege is what the API token lacks, or "" when it is not that.
+	Privilege string `json:"privilege,omitempty"`
+	// Status is the HTTP status of the answer: 403, 501, or 200 for an
+	// empty answer.
+	Status int `json:"status"`
 }
 
 // SourceLevel reports whether the problem is about the source as a whole

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"path"
 	"slices"
 	"sort"
@@ -46,16 +47,14 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		return err
 	})
 	if jobsRead != nil {
-		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/backup",
-			Problem: trimEndpoint(jobsRead, "GET /cluster/backup") + "; backups of every guest left out"})
+		problems = append(problems, clusterProblem([]string{"cluster", "backup"}, jobsRead, "backups of every guest left out"))
 	}
 	if err := sess.get(ctx, []string{"cluster", "status"}, nil, func(d []byte) (err error) {
 		cl.status, err = decodeList[clusterStatusEntry](d)
 		return err
 	}); err != nil {
 		cl.status = nil
-		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/status",
-			Problem: trimEndpoint(err, "GET /cluster/status") + "; the cluster and its quorum left out"})
+		problems = append(problems, clusterProblem([]string{"cluster", "status"}, err, "the cluster and its quorum left out"))
 	}
 	if err := sess.get(ctx, []string{"cluster", "ha", "status", "current"}, nil, func(d []byte) error {
 		entries, err := decodeList[haStatusEntry](d)
@@ -64,8 +63,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		}
 		return err
 	}); err != nil {
-		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: -1, Field: "GET /cluster/ha/status/current",
-			Problem: trimEndpoint(err, "GET /cluster/ha/status/current") + "; the HA state of guests and nodes left out"})
+		problems = append(problems, clusterProblem([]string{"cluster", "ha", "status", "current"}, err, "the HA state of guests and nodes left out"))
 	}
 	paths, pathsRead := s.storagePaths(ctx, sess)
 	if pathsRead != nil {
@@ -90,8 +88,10 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		denied = denied || results[i].agentDenied
 	}
 	if denied {
+		agent, _ := endpointOfFamily("guest_agent")
 		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: 0, Field: "guest_agent", Warning: true,
-			Problem: "the API token may not query guest agents (HTTP 403): grant VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9) for guest addresses, or set source.proxmox.guest_agent.enabled: false"})
+			Problem: "the API token may not query guest agents (HTTP 403): grant VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9) for guest addresses, or set source.proxmox.guest_agent.enabled: false",
+			Gap:     &snapshot.Gap{Check: agent.family, Keys: agent.keys, Endpoint: "GET " + agent.path, Privilege: agent.privilege, Status: http.StatusForbidden}})
 	}
 	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: now, Source: DefaultSourceName,
 		Resources: s.build(cl, paths, backups, jobs, jobsRead == nil, byNode)}
@@ -106,6 +106,15 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		return nil, nil, fmt.Errorf("collect: %w", err)
 	}
 	return out, append(invalid, problems...), nil
+}
+
+// clusterProblem is the problem of a cluster-wide read that failed: what
+// it left out, or a coverage gap when it was refused or not served.
+func clusterProblem(segments []string, err error, left string) snapshot.Problem {
+	endpoint := endpointOf(segments)
+	p := snapshot.Problem{ID: SourceProblemID, Index: -1, Field: endpoint, Problem: trimEndpoint(err, endpoint) + "; " + left}
+	gapOf(&p, segments, err)
+	return p
 }
 
 func nodeStatusWord(s string) string {

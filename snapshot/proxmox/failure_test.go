@@ -37,7 +37,7 @@ func TestNodeTimesOut(t *testing.T) {
 	golden(t, "timeout.golden.json", collected{Snapshot: snap, Problems: problems})
 	unreachable := snapshot.Problem{ID: "node/pve2", Index: -1, Field: "GET /nodes/pve2/status",
 		Problem: "node pve2: node unreachable: no answer within 300ms (source.proxmox.timeout); " +
-			"the rest of node pve2 (status, replication, certificates, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read"}
+			"the rest of node pve2 (replication, certificates, disks, ZFS pools, tasks, guest configs and snapshots) was not read"}
 	if !slices.Contains(problems, unreachable) {
 		t.Errorf("problems %+v lack %+v", problems, unreachable)
 	}

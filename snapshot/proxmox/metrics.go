@@ -16,32 +16,45 @@ var (
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
 
-// pveEndpoint is one family of PVE API requests: its path and the PVE
-// privilege the token needs for it (docs/SOURCES.md#endpoints-and-privileges).
+// pveEndpoint is one family of PVE API requests: its path, the PVE
+// privilege the token needs for it (docs/SOURCES.md#endpoints-and-privileges),
+// the signal keys that rest on it, and what it reads, in words.
 type pveEndpoint struct {
 	family, path, privilege string
+	keys                    []string
+	what                    string
 }
 
 // pveEndpoints are the PVE requests of the source, in endpointFamilies order.
 var pveEndpoints = []pveEndpoint{
-	{"cluster_resources", "/cluster/resources", "VM.Audit, Sys.Audit, Datastore.Audit (each entry by its own)"},
-	{"cluster_status", "/cluster/status", "Sys.Audit"},
-	{"cluster_ha_status", "/cluster/ha/status/current", "Sys.Audit"},
-	{"cluster_backup", "/cluster/backup", "Sys.Audit"},
-	{"storage_config", "/storage", "Datastore.Audit"},
-	{"node_status", "/nodes/{node}/status", "Sys.Audit"},
-	{"replication", "/nodes/{node}/replication", "VM.Audit (each guest's jobs by its own)"},
-	{"certificates", "/nodes/{node}/certificates/info", "Sys.Audit"},
-	{"disks_list", "/nodes/{node}/disks/list", "Sys.Audit"},
-	{"disks_smart", "/nodes/{node}/disks/smart", "Sys.Audit"},
-	{"disks_zfs", "/nodes/{node}/disks/zfs", "Sys.Audit"},
-	{"disks_zfs_pool", "/nodes/{node}/disks/zfs/{pool}", "Sys.Audit"},
-	{"tasks", "/nodes/{node}/tasks", "Sys.Audit"},
-	{"task_log", "/nodes/{node}/tasks/{upid}/log", "Sys.Audit"},
-	{"storage_content", "/nodes/{node}/storage/{storage}/content", "Datastore.Audit"},
-	{"guest_config", "/nodes/{node}/{qemu,lxc}/{vmid}/config", "VM.Audit"},
-	{"guest_snapshots", "/nodes/{node}/{qemu,lxc}/{vmid}/snapshot", "VM.Audit"},
-	{"guest_agent", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", "VM.Monitor (PVE 9: VM.GuestAgent.Audit)"},
+	{"cluster_resources", "/cluster/resources", "VM.Audit, Sys.Audit, Datastore.Audit (each entry by its own)", nil, "resources"},
+	{"cluster_status", "/cluster/status", "Sys.Audit", []string{"quorum_lost"}, "cluster status"},
+	{"cluster_ha_status", "/cluster/ha/status/current", "Sys.Audit", []string{"ha_error", "guest_down"}, "HA status"},
+	{"cluster_backup", "/cluster/backup", "Sys.Audit", []string{"backup_failed", "backup_stale", "backup_unscheduled"}, "backup jobs"},
+	{"storage_config", "/storage", "Datastore.Audit", []string{"high_disk"}, "storage paths"},
+	{"node_status", "/nodes/{node}/status", "Sys.Audit", []string{"high_swap", "high_iowait"}, "status"},
+	{"replication", "/nodes/{node}/replication", "VM.Audit (each guest's jobs by its own)", []string{"replication_failed"}, "replication"},
+	{"certificates", "/nodes/{node}/certificates/info", "Sys.Audit", []string{"certificate_expiring"}, "certificates"},
+	{"disks_list", "/nodes/{node}/disks/list", "Sys.Audit", []string{"smart_failure", "disk_temperature", "disk_wear"}, "disks"},
+	{"disks_smart", "/nodes/{node}/disks/smart", "Sys.Audit", []string{"smart_failure", "disk_temperature", "disk_wear"}, "SMART"},
+	{"disks_zfs", "/nodes/{node}/disks/zfs", "Sys.Audit", []string{"zfs_pool_degraded", "zfs_scrub_overdue"}, "ZFS pools"},
+	{"disks_zfs_pool", "/nodes/{node}/disks/zfs/{pool}", "Sys.Audit", []string{"zfs_pool_degraded", "zfs_scrub_overdue"}, "ZFS pool status"},
+	{"tasks", "/nodes/{node}/tasks", "Sys.Audit", []string{"backup_failed", "backup_stale", "guest_down", "lock_stuck"}, "tasks"},
+	{"task_log", "/nodes/{node}/tasks/{upid}/log", "Sys.Audit", []string{"backup_failed"}, "task logs"},
+	{"storage_content", "/nodes/{node}/storage/{storage}/content", "Datastore.Audit", []string{"backup_failed", "backup_stale"}, "backup volumes"},
+	{"guest_config", "/nodes/{node}/{qemu,lxc}/{vmid}/config", "VM.Audit", []string{"guest_down"}, "guest configs"},
+	{"guest_snapshots", "/nodes/{node}/{qemu,lxc}/{vmid}/snapshot", "VM.Audit", []string{"snapshot_old"}, "snapshots"},
+	{"guest_agent", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", "VM.Monitor (PVE 9: VM.GuestAgent.Audit)", []string{"guest_unreachable"}, "guest addresses"},
+}
+
+// endpointOfFamily is the row of a family; ok is false for none.
+func endpointOfFamily(family string) (pveEndpoint, bool) {
+	for _, e := range pveEndpoints {
+		if e.family == family {
+			return e, true
+		}
+	}
+	return pveEndpoint{}, false
 }
 
 // api is what one set of collectors counts: the metric names' source

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +98,8 @@ type worker struct {
 	work nodeWork
 	down bool
 	res  nodeResult
+	plan []step // the reads in order (steps)
+	at   int    // the step being read
 }
 
 func nodeProblem(node, endpoint string, err error) snapshot.Problem {
@@ -118,23 +121,108 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
-		p.Problem += fmt.Sprintf("; the rest of node %s (status, replication, certificates, disks, SMART, ZFS pools, vzdump tasks, backup volumes, guest configs and addresses) was not read", w.work.name)
+		if rest := w.rest(); rest != "" {
+			p.Problem += fmt.Sprintf("; the rest of node %s (%s) was not read", w.work.name, rest)
+		}
+	} else {
+		gapOf(&p, segments, err)
 	}
 	w.res.problems = append(w.res.problems, p)
 	return false
+}
+
+// step is one read of a worker's sequence: the endpoint families it
+// surely asks (not those its answers lead to, such as SMART per disk),
+// and whether it asks anything of this node.
+type step struct {
+	families []string
+	read     func()
+	asks     func() bool
+}
+
+// steps are the worker's reads in order.
+func (w *worker) steps() []step {
+	always := func() bool { return true }
+	return []step{
+		{[]string{"node_status"}, w.readStatus, always},
+		{[]string{"replication"}, w.readReplication, always},
+		{[]string{"certificates"}, w.readCertificates, always},
+		{[]string{"disks_list"}, w.readDisks, always},
+		{[]string{"disks_zfs"}, w.readPools, always},
+		{[]string{"tasks"}, w.readTasks, always},
+		{[]string{"tasks"}, w.readRecent, always},
+		{[]string{"storage_content"}, w.readVolumes, func() bool { return len(w.work.storages) > 0 }},
+		{[]string{"guest_config", "guest_snapshots"}, w.readGuests, func() bool { return len(w.work.guests) > 0 }},
+		{[]string{"guest_agent"}, w.readAgents, func() bool {
+			return w.s.opts.GuestAgent.Enabled && slices.ContainsFunc(w.work.guests, agentAsked)
+		}},
+	}
+}
+
+// rest names what the steps after the current one would have read, in
+// the words of pveEndpoints: what a node that stopped answering skips.
+func (w *worker) rest() string {
+	var words []string
+	if w.at+1 < len(w.plan) {
+		for _, st := range w.plan[w.at+1:] {
+			if !st.asks() {
+				continue
+			}
+			for _, f := range st.families {
+				if e, ok := endpointOfFamily(f); ok && !slices.Contains(words, e.what) {
+					words = append(words, e.what)
+				}
+			}
+		}
+	}
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// gapOf marks p as a coverage gap when err is a refusal (HTTP 403) or an
+// endpoint this PVE does not serve (HTTP 501): a warning naming the check,
+// never a failure of the collection (docs/SOURCES.md).
+func gapOf(p *snapshot.Problem, segments []string, err error) {
+	var ae *APIError
+	if !errors.As(err, &ae) || (ae.Status != http.StatusForbidden && ae.Status != http.StatusNotImplemented) {
+		return
+	}
+	family := endpointFamily(segments)
+	e, _ := endpointOfFamily(family)
+	g := &snapshot.Gap{Check: family, Keys: e.keys, Endpoint: endpointOf(segments), Status: ae.Status}
+	if ae.Status == http.StatusForbidden {
+		g.Privilege = e.privilege
+		p.Problem += "; grant the API token " + e.privilege + " for " + strings.Join(e.keys, ", ")
+	} else {
+		p.Problem += "; this PVE does not serve it: " + strings.Join(e.keys, ", ") + " not evaluated"
+	}
+	//mutate:gap-is-a-warning ./snapshot/proxmox ^TestGapOf
+	p.Warning = true
+	p.Gap = g
 }
 
 func (w *worker) run() nodeResult {
 	w.res.runs, w.res.runsFailed = map[int64]backupRun{}, map[int64]bool{}
 	w.res.volumes, w.res.addresses = map[string][]volume{}, map[int64][]string{}
 	w.res.configs = map[int64]guestConfig{}
-	w.readStatus()
-	w.readReplication()
-	w.readCertificates()
-	w.readDisks()
-	w.readPools()
-	w.readTasks()
-	w.readRecent()
+	w.res.snapshots = map[int64]*snapshot.Snapshots{}
+	w.plan = w.steps()
+	for w.at = range w.plan {
+		if w.plan[w.at].asks() {
+			w.plan[w.at].read()
+		}
+	}
+	return w.res
+}
+
+// readVolumes lists the backup volumes of the storages read through this
+// node.
+func (w *worker) readVolumes() {
 	for _, st := range w.work.storages {
 		var vols []volume
 		q := url.Values{"content": {"backup"}}
@@ -145,7 +233,10 @@ func (w *worker) run() nodeResult {
 			w.res.volumes[st.id()] = vols
 		}
 	}
-	w.res.snapshots = map[int64]*snapshot.Snapshots{}
+}
+
+// readGuests reads each guest's config and snapshots.
+func (w *worker) readGuests() {
 	for _, g := range w.work.guests {
 		if cfg := w.readConfig(g); cfg != nil {
 			w.res.configs[vmid(g)] = cfg
@@ -154,14 +245,18 @@ func (w *worker) run() nodeResult {
 			w.res.snapshots[vmid(g)] = sn
 		}
 	}
-	if w.s.opts.GuestAgent.Enabled {
-		for _, g := range w.work.guests {
-			if g.Type == "qemu" && g.Status == "running" {
-				w.readAgent(g)
-			}
+}
+
+// agentAsked: the guest agent is asked of running VMs only.
+func agentAsked(g clusterResource) bool { return g.Type == "qemu" && g.Status == "running" }
+
+// readAgents asks the running VMs' agents for addresses.
+func (w *worker) readAgents() {
+	for _, g := range w.work.guests {
+		if agentAsked(g) {
+			w.readAgent(g)
 		}
 	}
-	return w.res
 }
 
 // readStatus reads the node's swap and IO wait.
