@@ -145,8 +145,8 @@ func TestClusterPartitionHeals(t *testing.T) {
 			}
 			return writers == 1, fmt.Sprintf("%d writers", writers)
 		})
-		t.Logf("placement %v, cut %d: %s (writer, nats-%d, with %v) cut off %s, %s; all ready %s after healing (bound %s)",
-			place, cut+1, w.name, node+1, with, cutFor, took, time.Since(healed).Round(time.Millisecond), bound)
+		t.Logf("placement %v, cut %d: %s (writer, nats-%d, with %v) cut off %s at %s, %s; all ready %s after healing (bound %s)",
+			place, cut+1, w.name, node+1, with, cutFor, cutAt.UTC().Format("15:04:05.000"), took, time.Since(healed).Round(time.Millisecond), bound)
 	}
 	stop()
 	load.wait()
@@ -352,12 +352,17 @@ func (l *chaosLoad) check(t *testing.T, nodes []*instance) {
 	}
 	for _, in := range nodes {
 		got := allSilences(t, in.c)
+		var missing []findings.Silence
 		for id, want := range l.silences {
 			if g, ok := got[id]; !ok {
-				t.Errorf("silence %s, answered 2xx, is missing on %s", id, in.name)
+				missing = append(missing, want)
 			} else if !reflect.DeepEqual(g, want) {
 				t.Errorf("silence %s on %s is\n%+v\nthe answer said\n%+v", id, in.name, g, want)
 			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("%d of %d silences answered 2xx are missing on %s: %s (status: %s)", len(missing), len(l.silences), in.name,
+				missingSpan(missing), statusLine(in.status()))
 		}
 		for _, s := range got {
 			if l.noSilence[s.Matchers.Resource] {
@@ -392,6 +397,15 @@ func (l *chaosLoad) check(t *testing.T, nodes []*instance) {
 			}
 		}
 	}
+}
+
+// missingSpan says when the missing silences were created and names
+// the first and last: a window of lost changes, or scattered ones.
+func missingSpan(ss []findings.Silence) string {
+	slices.SortFunc(ss, func(a, b findings.Silence) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	first, last := ss[0], ss[len(ss)-1]
+	return fmt.Sprintf("created %s (%s, %s) to %s (%s, %s)", first.CreatedAt.Format(time.RFC3339Nano), first.ID, first.Matchers.Resource,
+		last.CreatedAt.Format(time.RFC3339Nano), last.ID, last.Matchers.Resource)
 }
 
 func equalTimes(a, b *time.Time) bool {

@@ -57,6 +57,15 @@ func startPatrold(t *testing.T, cfg string, argv ...string) *proc {
 		select {
 		case <-p.done:
 		default:
+			if t.Failed() && os.Getenv(chaosEnv) != "" {
+				// The chaos test's failures are rare: the goroutines
+				// say where a process waited.
+				_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-p.done:
+				case <-time.After(5 * time.Second):
+				}
+			}
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
