@@ -783,6 +783,9 @@ type Lag struct {
 	// WaitingFor, when set, is the change number missing from the stream
 	// while later ones arrived: they are held until it does (HoldFor).
 	WaitingFor uint64 `json:"waiting_for,omitempty"`
+	// StreamError, when set, is why the stream's last sequence could not
+	// be read: LastSeq is unknown (0) and Behind is assumed.
+	StreamError string `json:"stream_error,omitempty"`
 }
 
 // Gap returns the changes missing from the stream that stop this replica
@@ -812,16 +815,18 @@ func (f *Follower) LastSeq(ctx context.Context) (uint64, error) {
 	return m.Sequence, nil
 }
 
-// Lag compares the applied sequence with the stream's last.
+// Lag compares the applied sequence with the stream's last. When the
+// stream cannot be read (a partition, a slow server) it returns the
+// error with what this database knows by itself: its position, a gap,
+// a divergence, an apply error (StreamError set, Behind assumed). The
+// partition test read a standby as caught up because a failed lookup
+// reported every field as zero.
 func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	st, err := f.o.Store.ReplicaStatus(ctx)
 	if err != nil {
 		return Lag{}, err
 	}
-	last, err := f.LastSeq(ctx)
-	if err != nil {
-		return Lag{}, err
-	}
+	last, streamErr := f.LastSeq(ctx)
 	f.mu.Lock()
 	dropped := f.dropped
 	gap, applyErr := "", ""
@@ -837,8 +842,13 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 	if err := f.Diverged(); err != nil {
 		diverged = err.Error()
 	}
-	return Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
-		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr, WaitingFor: waiting}, nil
+	l := Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr, WaitingFor: waiting}
+	//mutate:lag-unknown-is-behind ./cluster ^TestLagKeepsLocalFactsWhileTheStreamIsUnreadable$
+	if streamErr != nil {
+		l.LastSeq, l.Behind, l.StreamError = 0, true, streamErr.Error()
+	}
+	return l, streamErr
 }
 
 // CatchUp returns once the database applied the stream's last state

@@ -179,7 +179,9 @@ func (c *clusterHTTP) setLag(ctx context.Context, h http.Header) {
 		return
 	}
 	h.Set(HeaderReplicaSeq, strconv.FormatUint(c.lastLag.AppliedSeq, 10))
-	h.Set(HeaderReplicaLast, strconv.FormatUint(c.lastLag.LastSeq, 10))
+	if c.lastLag.StreamError == "" { // unknown: not said at all
+		h.Set(HeaderReplicaLast, strconv.FormatUint(c.lastLag.LastSeq, 10))
+	}
 	if c.lastLag.AppliedAt != nil {
 		h.Set(HeaderReplicaAgeMS, strconv.FormatInt(time.Since(*c.lastLag.AppliedAt).Milliseconds(), 10))
 	}

@@ -542,8 +542,8 @@ func (r *Member) Lag(ctx context.Context) *Lag {
 		return nil
 	}
 	l, err := r.f.Lag(ctx)
-	if err != nil {
-		return nil
+	if err != nil && l.StreamError == "" {
+		return nil // the database itself does not answer
 	}
 	return &l
 }

@@ -107,7 +107,9 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	if l := c.r.Lag(ctx); l != nil {
 		ch <- prometheus.MustNewConstMetric(replicaAppliedDesc, prometheus.GaugeValue, float64(l.AppliedSeq))
-		ch <- prometheus.MustNewConstMetric(replicaLastDesc, prometheus.GaugeValue, float64(l.LastSeq))
+		if l.StreamError == "" { // unknown: not exported as 0
+			ch <- prometheus.MustNewConstMetric(replicaLastDesc, prometheus.GaugeValue, float64(l.LastSeq))
+		}
 		ch <- prometheus.MustNewConstMetric(replicaRefusedDesc, prometheus.CounterValue, float64(l.Dropped))
 		ch <- prometheus.MustNewConstMetric(replicaFencedDesc, prometheus.CounterValue, float64(l.Fenced))
 		ch <- prometheus.MustNewConstMetric(replicaEpochDesc, prometheus.GaugeValue, float64(l.Epoch))

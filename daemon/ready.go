@@ -86,7 +86,7 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		if l != nil && l.AppliedSeq == 0 {
 			add("replica_empty", "nothing applied from the state stream yet (last sequence %d)", l.LastSeq)
 		}
-		if l != nil && l.Behind && l.AppliedAt != nil {
+		if l != nil && l.StreamError == "" && l.Behind && l.AppliedAt != nil {
 			if idle := d.opts.Now().Sub(*l.AppliedAt); idle > ReplicaStallAfter {
 				add("replica_stall", "applied sequence %d of %d, nothing applied for %s", l.AppliedSeq, l.LastSeq, idle.Round(time.Second))
 			}

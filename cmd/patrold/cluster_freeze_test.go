@@ -48,11 +48,12 @@ func allSilences(t *testing.T, c *api.Client) map[string]findings.Silence {
 
 // caughtUp reports whether in has applied every state change writer
 // published and serves reads: a diverged instance re-seeds itself first
-// (docs/CLUSTER.md), slower on a loaded machine.
+// (docs/CLUSTER.md), slower on a loaded machine. A position either side
+// could not read (last_seq 0, behind) is no answer.
 func caughtUp(in, writer *instance) bool {
 	s, ws := in.status(), writer.status()
-	return s != nil && ws != nil && s.Replica != nil && ws.Replica != nil && ws.Replica.Writer &&
-		s.Replica.AppliedSeq == ws.Replica.LastSeq && s.Replica.Diverged == ""
+	return s != nil && ws != nil && s.Replica != nil && ws.Replica != nil && ws.Replica.Writer && ws.Replica.LastSeq > 0 &&
+		s.Replica.AppliedSeq == ws.Replica.LastSeq && !s.Replica.Behind && s.Replica.Diverged == ""
 }
 
 // operatorLoad creates silences through every instance until stop, and
