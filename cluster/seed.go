@@ -43,6 +43,12 @@ const (
 // the writer included, is always a few changes behind.
 const SeedCatchUpWait = 10 * time.Second
 
+// SeedCallWait bounds each JetStream call a seed request makes before
+// the upload. A stream with no leader (a partition) never answers: the
+// asking instance hears a refusal and asks again, instead of waiting out
+// SeedTimeout (the partition test saw re-seeds wait minutes).
+const SeedCallWait = 5 * time.Second
+
 // SeedReady is the readiness a Follower serves seeds under: its database
 // has no gap, has not diverged, and applied the stream's last state
 // change as of the request (waiting up to SeedCatchUpWait for it).
@@ -53,7 +59,9 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 	if err := f.Diverged(); err != nil {
 		return err
 	}
-	lag, err := f.Lag(ctx)
+	lctx, cancel := context.WithTimeout(ctx, SeedCallWait)
+	lag, err := f.Lag(lctx)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -124,8 +132,10 @@ func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready fun
 	if err != nil {
 		return fail(err)
 	}
-	obs, err := f.o.JetStream.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: contracts.SeedBucket, TTL: seedTTL,
+	octx, ocancel := context.WithTimeout(ctx, SeedCallWait)
+	obs, err := f.o.JetStream.CreateOrUpdateObjectStore(octx, jetstream.ObjectStoreConfig{Bucket: contracts.SeedBucket, TTL: seedTTL,
 		Replicas: max(replicas, 1), Description: "patrold database copies for new replicas"})
+	ocancel()
 	if err != nil {
 		return fail(fmt.Errorf("seed bucket: %w", err))
 	}

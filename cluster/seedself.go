@@ -25,6 +25,10 @@ import (
 const (
 	ReseedRetryMin = time.Second
 	reseedRetryMax = 30 * time.Second
+	// reseedAttemptMin bounds the first attempt (a request lost in a
+	// partition is never answered); each failed one doubles it, up to
+	// SeedTimeout, so a large copy still gets the time it needs.
+	reseedAttemptMin = 30 * time.Second
 )
 
 // DivergedError says the database holds rows the stream never got.
@@ -125,7 +129,7 @@ func (r *Member) needsSeed() bool {
 // instance that may. The writer never re-seeds for a gap: its database
 // is the one the others copy.
 func (r *Member) reseedLoop(ctx context.Context) {
-	wait := time.Duration(0)
+	wait, attempt := time.Duration(0), reseedAttemptMin
 	for r.needsSeed() {
 		select {
 		case <-ctx.Done():
@@ -137,8 +141,11 @@ func (r *Member) reseedLoop(ctx context.Context) {
 		if r.f.Diverged() == nil {
 			what = "database with a gap"
 		}
-		seed, err := r.f.Reseed(ctx, r.o.Bus.Conn(), r.o.DataDir)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		seed, err := r.f.Reseed(actx, r.o.Bus.Conn(), r.o.DataDir)
+		cancel()
 		if err != nil {
+			attempt = min(2*attempt, SeedTimeout)
 			if ctx.Err() == nil {
 				r.log.Warn(what+" not re-seeded yet", "err", err, "retry_in", wait)
 			}

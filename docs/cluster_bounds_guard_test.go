@@ -25,6 +25,7 @@ func clusterBounds() map[string]time.Duration {
 		"no writer is logged and counted after":                               cluster.NoWriterGrace,
 		"the relay's longest wait before it publishes again":                  bus.RelayBackoffMax,
 		"a replica behind the stream catches up before it serves a seed copy": cluster.SeedCatchUpWait,
+		"each stream lookup of a seed request, before the upload":             cluster.SeedCallWait,
 		"a clock off the NATS server's by more than this never leads":         bus.ClockSkewBound,
 		"ready after healing":                                                 cluster.ReadyAfterHealBound(ttl),
 	}
