@@ -108,6 +108,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{opts: opts, root: root, log: root.log}
 	d.live = newLive(opts.Registerer, opts.Now)
+	d.live.keep = storeKeeper{d}
 	set, err := d.runSettings(opts.Config)
 	if err != nil {
 		return nil, err

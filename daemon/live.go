@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -28,6 +30,9 @@ type live struct {
 	pveM   *proxmox.Metrics
 	pbsM   *proxmox.PBSMetrics
 	probeM *probe.Metrics
+	// keep keeps the Proxmox source's guest copies across reloads and
+	// restarts (the daemon's store, once open).
+	keep proxmox.Keeper
 }
 
 func newLive(reg prometheus.Registerer, now func() time.Time) *live { return &live{reg: reg, now: now} }
@@ -68,7 +73,7 @@ func (l *live) configure(cfg *config.Config) (snapshot.Source, *probe.Prober, er
 			return nil, nil, err
 		}
 	}
-	src, err := buildSource(cfg, l.now, sourceMetrics{prom: l.promM, pve: l.pveM, pbs: l.pbsM})
+	src, err := buildSource(cfg, l.now, sourceMetrics{prom: l.promM, pve: l.pveM, pbs: l.pbsM, keep: l.keep})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,4 +84,25 @@ func (l *live) configure(cfg *config.Config) (snapshot.Source, *probe.Prober, er
 		return nil, nil, err
 	}
 	return src, pr, nil
+}
+
+// storeKeeper is the daemon's store as the Proxmox source's keeper. The
+// source is built before the store opens and reads its copies at its
+// first collection, after.
+type storeKeeper struct{ d *Daemon }
+
+var errStoreNotOpen = errors.New("store not open")
+
+func (k storeKeeper) KeptCopies(ctx context.Context, scope string) (map[string][]byte, error) {
+	if k.d.store == nil {
+		return nil, errStoreNotOpen
+	}
+	return k.d.store.KeptCopies(ctx, scope)
+}
+
+func (k storeKeeper) KeepCopies(ctx context.Context, scope string, copies map[string][]byte) error {
+	if k.d.store == nil {
+		return errStoreNotOpen
+	}
+	return k.d.store.KeepCopies(ctx, scope, copies)
 }

@@ -354,6 +354,11 @@ func (r *Root) RunOnce(ctx context.Context, ro patrol.RunOptions, replay Replay)
 	if err != nil {
 		return nil, err
 	}
+	// The source again, keeping what it reads in the store: the next
+	// `patrold run` reads again only what changed (docs/SOURCES.md).
+	if set.Source, err = buildSource(r.cfg, r.o.Now, sourceMetrics{keep: st}); err != nil {
+		return nil, configErr(err)
+	}
 	var provider model.Provider
 	if replay != nil {
 		if provider, err = replay(st); err != nil {
@@ -437,6 +442,9 @@ type sourceMetrics struct {
 	prom *promsource.Metrics
 	pve  *proxmox.Metrics
 	pbs  *proxmox.PBSMetrics
+	// keep keeps the Proxmox source's guest copies (the store); nil
+	// keeps them in memory only.
+	keep proxmox.Keeper
 }
 
 // newSource builds the configured snapshot source without metrics (the
@@ -476,7 +484,7 @@ func buildOne(sc sources.Config, now func() time.Time, m sourceMetrics) (snapsho
 		return promsource.New(o)
 	case "proxmox":
 		o := sc.Proxmox
-		o.Now, o.Registerer, o.Metrics = now, m.reg, m.pve
+		o.Now, o.Registerer, o.Metrics, o.Keeper = now, m.reg, m.pve, m.keep
 		return proxmox.New(o)
 	case "pbs":
 		o := sc.PBS

@@ -20,10 +20,11 @@ import (
 // by triggers (each instance counts its own changes to findings), goose's
 // version table belongs to migrations. Usage history (its points, and
 // usage_series and usage_version, derived from them by triggers) is each
-// instance's own (a standby records its own once it runs).
+// instance's own (a standby records its own once it runs), and so are a
+// source's kept reads (source_copies: another instance reads again).
 var replicaSkipTables = map[string]bool{"outbox": true, "outbox_sent": true, "replica_state": true, "run_list": true,
 	"findings_version": true, "goose_db_version": true, "usage_points": true,
-	"usage_series": true, "usage_version": true}
+	"usage_series": true, "usage_version": true, "source_copies": true}
 
 // Columns that stay on the instance that wrote them: whole run reports,
 // model exchanges and session transcripts can be megabytes, over a NATS

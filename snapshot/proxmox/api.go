@@ -87,6 +87,7 @@ type clusterResource struct {
 	HAState    string `json:"hastate"`
 	Pool       string `json:"pool"`
 	Lock       string `json:"lock"`
+	Uptime     number `json:"uptime"` // seconds; kept.go reads a guest again when it falls
 	Storage    string `json:"storage"`
 	Content    string `json:"content"`
 	PluginType string `json:"plugintype"`

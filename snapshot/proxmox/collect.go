@@ -87,6 +87,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		problems = append(problems, results[i].problems...)
 		denied = denied || results[i].agentDenied
 	}
+	problems = append(problems, s.saveKept(ctx, cl.guests)...)
 	if denied {
 		agent, _ := endpointOfFamily("guest_agent")
 		problems = append(problems, snapshot.Problem{ID: SourceProblemID, Index: 0, Field: "guest_agent", Warning: true,

@@ -117,23 +117,25 @@ func normalMAC(s string) string {
 	return hw.String()
 }
 
-// readConfig reads one guest's config; nil when it was not read. Why is a
-// problem of the node: a warning unless the node stopped answering. A
+// readConfig reads one guest's config, or uses the kept copy while
+// nothing says it changed (kept.go); nil when neither is at hand. Why is
+// a problem of the node: a warning unless the node stopped answering. A
 // guest removed or migrated since /cluster/resources was read has no
 // config here, and without one only the name rules judge its agent's
 // interfaces; nothing patrolled is left out.
 func (w *worker) readConfig(g clusterResource) guestConfig {
-	var cfg guestConfig
-	if w.get([]string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "config"}, nil, func(d []byte) (err error) {
-		cfg, err = decodeGuestConfig(d)
+	c, _ := w.readKept(g, partConfig, []string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "config"}, func(d []byte) error {
+		_, err := decodeGuestConfig(d)
 		return err
-	}) {
-		return cfg
+	})
+	if c == nil {
+		return nil
 	}
-	if !w.down && len(w.res.problems) > 0 {
-		w.res.problems[len(w.res.problems)-1].Warning = true
+	cfg, err := decodeGuestConfig(c.Data)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return cfg
 }
 
 // storages are the names of the storages the config's volumes are on,

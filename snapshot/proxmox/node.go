@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/patrold/patrold/snapshot"
 )
@@ -413,26 +414,60 @@ func (w *worker) readRecent() {
 	}
 }
 
-// readAgent asks the guest agent for addresses. A guest without a running
-// agent answers with an error; that is not a failure of the collection.
+// readAgent asks the guest agent for addresses, or uses the kept answer
+// while nothing says the guest changed. A guest without a running agent
+// answers with an error: that is kept as no addresses, not a failure of
+// the collection.
 func (w *worker) readAgent(g clusterResource) {
 	if w.down {
 		return
 	}
 	segments := []string{"nodes", w.work.name, "qemu", strconv.FormatInt(vmid(g), 10), "agent", "network-get-interfaces"}
-	var ifs agentInterfaces
-	err := w.sess.get(w.ctx, segments, nil, func(d []byte) (err error) {
-		ifs, err = decodeOne[agentInterfaces](d)
-		return err
-	})
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusForbidden {
-		w.res.agentDenied = true
+	key := keptKey(g, partAgent)
+	now := w.s.opts.Now().UTC().Truncate(time.Second)
+	c := w.s.copyOf(w.ctx, key)
+	if w.s.due(c, w.work.name, g, key, now) {
+		c = w.readAgentNow(g, segments, key, now, c)
 	}
+	if c == nil || string(c.Data) == "null" {
+		return
+	}
+	ifs, err := decodeOne[agentInterfaces](c.Data)
 	if err != nil {
 		return
 	}
 	if addrs := agentAddresses(ifs, w.res.configs[vmid(g)].nics(), w.s.opts.GuestAgent.Port); len(addrs) > 0 {
 		w.res.addresses[vmid(g)] = addrs
 	}
+}
+
+// readAgentNow reads the agent's interfaces and keeps the answer. A
+// refusal (HTTP 403) keeps nothing; a failure to reach the node uses the
+// last copy, marked stale in a warning.
+func (w *worker) readAgentNow(g clusterResource, segments []string, key string, now time.Time, last *keptCopy) *keptCopy {
+	var raw []byte
+	err := w.sess.get(w.ctx, segments, nil, func(d []byte) error {
+		raw = d
+		_, err := decodeOne[agentInterfaces](d)
+		return err
+	})
+	var ae *APIError
+	switch {
+	case err == nil:
+		return w.s.keep(key, w.work.name, g, now, raw)
+	case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
+		w.res.agentDenied = true
+		return nil
+	case errors.As(err, &ae) && !errors.Is(err, ErrNodeUnreachable):
+		// The agent is not running or not configured: no addresses.
+		return w.s.keep(key, w.work.name, g, now, []byte("null"))
+	case last == nil:
+		return nil
+	}
+	p := nodeProblem(w.work.name, endpointOf(segments), err)
+	p.Warning = true
+	//mutate:kept-stale-agent-marked ./snapshot/proxmox ^TestKept
+	p.Problem += fmt.Sprintf("; the addresses of the copy read at %s are used (stale)", last.ReadAt.Format(time.RFC3339))
+	w.res.problems = append(w.res.problems, p)
+	return last
 }

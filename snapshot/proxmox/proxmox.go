@@ -90,6 +90,14 @@ type Options struct {
 	Concurrency int               `koanf:"concurrency" yaml:"concurrency" json:"concurrency"`
 	Backups     BackupOptions     `koanf:"backups" yaml:"backups" json:"backups"`
 	GuestAgent  GuestAgentOptions `koanf:"guest_agent" yaml:"guest_agent" json:"guest_agent"`
+	// Refresh is how old a kept guest config, agent answer or snapshot
+	// list may grow before it is read again though nothing says it
+	// changed. Zero means DefaultRefresh.
+	Refresh time.Duration `koanf:"refresh" yaml:"refresh" json:"refresh"`
+
+	// Keeper keeps the guests' copies across restarts (the store); nil
+	// keeps them in memory only.
+	Keeper Keeper `koanf:"-" yaml:"-" json:"-"`
 
 	// Now is the clock of taken_at; nil means time.Now.
 	Now func() time.Time `koanf:"-" yaml:"-" json:"-"`
@@ -103,7 +111,8 @@ type Options struct {
 // DefaultOptions returns the options an empty source.proxmox section yields.
 func DefaultOptions() Options {
 	return Options{Timeout: DefaultTimeout, Concurrency: DefaultConcurrency,
-		Backups: BackupOptions{Storages: []string{}}, GuestAgent: GuestAgentOptions{Enabled: true, Port: DefaultAgentPort}}
+		Backups: BackupOptions{Storages: []string{}}, GuestAgent: GuestAgentOptions{Enabled: true, Port: DefaultAgentPort},
+		Refresh: DefaultRefresh}
 }
 
 // Validate reports every problem, each naming its key under source.proxmox.
@@ -125,6 +134,9 @@ func (o Options) Validate() error {
 	if o.GuestAgent.Port < 0 || o.GuestAgent.Port > 65535 || (o.GuestAgent.Enabled && o.GuestAgent.Port == 0) {
 		add("guest_agent.port", "want 1..65535, got %d", o.GuestAgent.Port)
 	}
+	if o.Refresh < 0 {
+		add("refresh", "must not be negative, got %s", o.Refresh)
+	}
 	return errors.Join(errs...)
 }
 
@@ -144,6 +156,9 @@ func (o Options) withDefaults() Options {
 	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	if o.Refresh == 0 {
+		o.Refresh = DefaultRefresh
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -161,9 +176,12 @@ type Source struct {
 	// read uses them, so one failed read changes neither the grouping of
 	// storages nor the findings of their filesystems.
 	paths map[string]string
-	// snaps are the guests' last snapshot reads, by node/type/vmid:
-	// reused for an hour (snapshotReadEvery).
-	snaps map[string]*snapshot.Snapshots
+	// copies are the guests' kept reads by keptKey, loaded from
+	// opts.Keeper once; dirty are those read since the last save.
+	copies  map[string]*keptCopy
+	dirty   map[string]bool
+	loaded  bool
+	keepErr error // the load's failure, reported with the next save
 }
 
 var _ snapshot.Source = (*Source)(nil)

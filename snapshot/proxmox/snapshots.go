@@ -7,14 +7,12 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// snapshotReadEvery bounds the snapshot reads: one per guest and hour
-// (docs/SOURCES.md). Snapshots age in days; an hour late is nothing.
-const snapshotReadEvery = time.Hour
-
 // snapshotEntry is one entry of GET /nodes/{node}/{qemu,lxc}/{vmid}/snapshot.
 type snapshotEntry struct {
 	Name     string `json:"name"`
 	SnapTime number `json:"snaptime"`
+	// Digest is the guest config's digest, on the "current" entry.
+	Digest string `json:"digest"`
 }
 
 // snapshotsOf sums a guest's snapshot list: PVE's "current" (the live
@@ -37,38 +35,57 @@ func snapshotsOf(list []snapshotEntry, readAt time.Time) *snapshot.Snapshots {
 	return out
 }
 
-// snapshotKey names a guest's snapshot list in the source's memory.
-func snapshotKey(node string, g clusterResource) string {
-	return node + "/" + g.Type + "/" + strconv.FormatInt(vmid(g), 10)
-}
-
-// readSnapshots reads a guest's snapshots, or reuses the source's read
-// of the last hour; nil when neither is at hand.
+// readSnapshots reads a guest's snapshots, or uses the kept copy while
+// nothing says it changed (kept.go); nil when neither is at hand. A list
+// read again whose config digest moved reads the config again.
+// Snapshots age in days: a copy an hour old is nothing.
 func (w *worker) readSnapshots(g clusterResource) *snapshot.Snapshots {
-	now := w.s.opts.Now().UTC().Truncate(time.Second)
-	key := snapshotKey(w.work.name, g)
-	w.s.mu.Lock()
-	last, ok := w.s.snaps[key]
-	w.s.mu.Unlock()
-	if ok && now.Sub(last.ReadAt) < snapshotReadEvery && !now.Before(last.ReadAt) {
-		return last
-	}
-	var list []snapshotEntry
-	if !w.get([]string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "snapshot"}, nil, func(d []byte) (err error) {
-		list, err = decodeList[snapshotEntry](d)
+	segments := []string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "snapshot"}
+	prev := w.s.copyOf(w.ctx, keptKey(g, partSnapshots))
+	c, fresh := w.readKept(g, partSnapshots, segments, func(d []byte) error {
+		_, err := decodeList[snapshotEntry](d)
 		return err
-	}) {
-		if !w.down && len(w.res.problems) > 0 {
-			w.res.problems[len(w.res.problems)-1].Warning = true
-		}
+	})
+	if c == nil {
 		return nil
 	}
-	got := snapshotsOf(list, now)
-	w.s.mu.Lock()
-	if w.s.snaps == nil {
-		w.s.snaps = map[string]*snapshot.Snapshots{}
+	list, err := decodeList[snapshotEntry](c.Data)
+	if err != nil {
+		return nil
 	}
-	w.s.snaps[key] = got
-	w.s.mu.Unlock()
-	return got
+	if fresh && prev != nil {
+		w.checkDigest(g, prev, list)
+	}
+	return snapshotsOf(list, c.ReadAt)
+}
+
+// checkDigest reads g's config again when the "current" entry of its
+// snapshot list names another config digest than the list read before:
+// the config file changed since. A config read in this run is not read
+// twice.
+func (w *worker) checkDigest(g clusterResource, prev *keptCopy, list []snapshotEntry) {
+	old, err := decodeList[snapshotEntry](prev.Data)
+	if err != nil {
+		return
+	}
+	was, now := currentDigest(old), currentDigest(list)
+	cfg := w.s.copyOf(w.ctx, keptKey(g, partConfig))
+	//mutate:kept-digest-reread ./snapshot/proxmox ^TestKept
+	if was != now && cfg != nil && cfg.ReadAt.Before(w.s.opts.Now().UTC().Truncate(time.Second)) {
+		w.s.forget(keptKey(g, partConfig))
+		if c := w.readConfig(g); c != nil {
+			w.res.configs[vmid(g)] = c
+		}
+	}
+}
+
+// currentDigest is the config digest on a snapshot list's "current"
+// entry; "" when none.
+func currentDigest(list []snapshotEntry) string {
+	for _, e := range list {
+		if e.Name == "current" {
+			return e.Digest
+		}
+	}
+	return ""
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// TestSnapshotsReadHourly: a source reads a guest's snapshots once an
-// hour and reuses its last read (with its time) in between.
+// TestSnapshotsReadHourly: a source reads a guest's snapshots again once
+// its copy is older than its share of source.proxmox.refresh (3/4 to all
+// of an hour) and reuses its last read (with its time) in between.
 func TestSnapshotsReadHourly(t *testing.T) {
 	fake, srv := newFake(t)
 	o := testOptions(t, srv)
@@ -44,9 +45,9 @@ func TestSnapshotsReadHourly(t *testing.T) {
 	if got := oldest(); !reflect.DeepEqual(got, want) || reads() != 1 {
 		t.Fatalf("first: %+v (%d reads), want %+v", got, reads(), want)
 	}
-	now = evalTime.Add(59 * time.Minute)
+	now = evalTime.Add(44 * time.Minute)
 	if got := oldest(); !reflect.DeepEqual(got, want) || reads() != 1 {
-		t.Fatalf("within the hour: %+v (%d reads)", got, reads())
+		t.Fatalf("within 3/4 of the hour: %+v (%d reads)", got, reads())
 	}
 	now = evalTime.Add(time.Hour)
 	want.ReadAt = now.UTC()

@@ -30,6 +30,9 @@ type Guest struct {
 	Uptime int64  // seconds; 0 when stopped
 	// Rev is the config's revision: a change makes a new config digest.
 	Rev int
+	// SnapshotAt is when the guest's one snapshot was taken (Unix
+	// seconds); 0 for none.
+	SnapshotAt int64
 }
 
 // Scale is a stand-in for a whole PVE 8 cluster: nodes pve1..pveN, each
@@ -40,6 +43,9 @@ type Guest struct {
 type Scale struct {
 	*httptest.Server
 	Latency time.Duration
+	// BackupAt is when every guest's last backup ran (Unix seconds):
+	// 2026-11-19 21:05 UTC unless a test sets it before the first request.
+	BackupAt int64
 
 	mu     sync.Mutex
 	nodes  []string
@@ -54,7 +60,7 @@ type Scale struct {
 // answers after latency.
 func NewScale(t testing.TB, nodes, guests int, latency time.Duration) *Scale {
 	t.Helper()
-	s := &Scale{Latency: latency, byPath: map[string]int{}, times: map[string][]time.Time{}, fail: map[string]int{}, open: map[string]bool{}}
+	s := &Scale{Latency: latency, BackupAt: 1795917900, byPath: map[string]int{}, times: map[string][]time.Time{}, fail: map[string]int{}, open: map[string]bool{}}
 	for n := range nodes {
 		node := "pve" + strconv.Itoa(n+1)
 		s.nodes = append(s.nodes, node)
@@ -158,7 +164,8 @@ func (s *Scale) Reset() {
 
 // Source is a source section of patrold's configuration (YAML) pointing
 // at the stand-in, pinned by its certificate's fingerprint, with the
-// secret in a file under dir and the guest agent asked.
+// secret in a file under dir. The guest agent is not asked: the prober
+// would connect to the made-up addresses.
 func (s *Scale) Source(t testing.TB, dir string) string {
 	t.Helper()
 	secret := filepath.Join(dir, "pve.token")
@@ -167,7 +174,8 @@ func (s *Scale) Source(t testing.TB, dir string) string {
 	}
 	sum := sha256.Sum256(s.Certificate().Raw)
 	return "source:\n  kind: proxmox\n  proxmox:\n    url: " + s.URL + "\n    token_id: " + TokenID + "\n" +
-		"    token_secret_file: " + secret + "\n    tls: {fingerprint: " + hex.EncodeToString(sum[:]) + "}\n"
+		"    token_secret_file: " + secret + "\n    tls: {fingerprint: " + hex.EncodeToString(sum[:]) + "}\n" +
+		"    guest_agent: {enabled: false}\n"
 }
 
 func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -247,16 +255,17 @@ func (s *Scale) answer(p string) (string, bool) {
 		var tasks []string
 		for _, g := range s.guests {
 			if g.Node == node {
-				tasks = append(tasks, fmt.Sprintf(`{"upid":"UPID:%s:000%d:vzdump:%d:root@pam:","node":%q,"type":"vzdump","id":"%d","user":"root@pam","starttime":1795917600,"endtime":1795918800,"status":"OK"}`,
-					node, g.VMID, g.VMID, node, g.VMID))
+				tasks = append(tasks, fmt.Sprintf(`{"upid":"UPID:%s:000%d:vzdump:%d:root@pam:","node":%q,"type":"vzdump","id":"%d","user":"root@pam","starttime":%d,"endtime":%d,"status":"OK"}`,
+					node, g.VMID, g.VMID, node, g.VMID, s.BackupAt-300, s.BackupAt+900))
 			}
 		}
 		return "[" + strings.Join(tasks, ",") + "]", true
 	case "storage/pbs/content":
 		var vols []string
 		for _, g := range s.guests {
-			vols = append(vols, fmt.Sprintf(`{"volid":"pbs:backup/%s/%d/2026-11-19T21:05:00Z","format":"pbs-%s","content":"backup","ctime":1795917900,"vmid":%d,"size":1073741824}`,
-				map[string]string{"qemu": "vm", "lxc": "ct"}[g.Type], g.VMID, map[string]string{"qemu": "vm", "lxc": "ct"}[g.Type], g.VMID))
+			kind := map[string]string{"qemu": "vm", "lxc": "ct"}[g.Type]
+			vols = append(vols, fmt.Sprintf(`{"volid":"pbs:backup/%s/%d/%s","format":"pbs-%s","content":"backup","ctime":%d,"vmid":%d,"size":1073741824}`,
+				kind, g.VMID, time.Unix(s.BackupAt, 0).UTC().Format("2006-01-02T15:04:05Z"), kind, s.BackupAt, g.VMID))
 		}
 		return "[" + strings.Join(vols, ",") + "]", true
 	}
@@ -281,7 +290,12 @@ func (s *Scale) answer(p string) (string, bool) {
 	case "config":
 		return s.config(g, mac), true
 	case "snapshot":
-		return `[{"name":"current","description":"You are here!","running":1,"digest":"` + digest(g) + `"}]`, true
+		current := `{"name":"current","description":"You are here!","running":1,"digest":"` + digest(g) + `"}`
+		if g.SnapshotAt == 0 {
+			return "[" + current + "]", true
+		}
+		return `[{"name":"before-upgrade","description":"","snaptime":` + strconv.FormatInt(g.SnapshotAt, 10) + `,"vmstate":0},` +
+			strings.Replace(current, `{"name":"current",`, `{"name":"current","parent":"before-upgrade",`, 1) + "]", true
 	case "agent/network-get-interfaces":
 		if g.Type != "qemu" || g.Status != "running" {
 			return "", false

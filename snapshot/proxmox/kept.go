@@ -1,0 +1,216 @@
+package proxmox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+)
+
+// DefaultRefresh is how old a kept copy may grow before it is read again
+// (source.proxmox.refresh).
+const DefaultRefresh = time.Hour
+
+// What is kept of a guest between runs (docs/SOURCES.md#what-is-read-again).
+const (
+	partConfig    = "config"
+	partAgent     = "agent"
+	partSnapshots = "snapshot"
+)
+
+// Keeper keeps the source's copies across restarts: the store. Copies are
+// kept under a scope, the cluster's URL, by key.
+type Keeper interface {
+	// KeptCopies returns every copy kept under scope, by key.
+	KeptCopies(ctx context.Context, scope string) (map[string][]byte, error)
+	// KeepCopies saves the copies under scope; a nil value deletes its key.
+	KeepCopies(ctx context.Context, scope string, copies map[string][]byte) error
+}
+
+// keptCopy is one read of a guest kept between runs, with the guest's
+// state in /cluster/resources when it was read.
+type keptCopy struct {
+	Node   string    `json:"node"`
+	Status string    `json:"status"`
+	Lock   string    `json:"lock"`
+	Uptime int64     `json:"uptime"`
+	ReadAt time.Time `json:"read_at"`
+	// Data is the answer's data member; null for a guest agent that
+	// answered it is not running.
+	Data json.RawMessage `json:"data"`
+}
+
+// keptKey names a part of a guest: "qemu/100/config". The node is left
+// out: a guest that moved is the same guest, read again.
+func keptKey(g clusterResource, part string) string {
+	return g.Type + "/" + strconv.FormatInt(vmid(g), 10) + "/" + part
+}
+
+// guestUptime is the guest's uptime in whole seconds; 0 when not given.
+func guestUptime(g clusterResource) int64 { return int64(g.Uptime.v) }
+
+// refreshOf is the age at which the copy under key is read again: spread
+// over the last quarter of refresh by the key, so copies read in one run
+// are not all read again in one later run. Whole seconds, as the clock
+// the copies are read on.
+func (s *Source) refreshOf(key string) time.Duration {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	quarter := s.opts.Refresh / 4
+	spread := time.Duration(uint64(quarter) * uint64(h.Sum32()%1024) / 1024)
+	return (s.opts.Refresh - spread).Truncate(time.Second)
+}
+
+// due reports whether the kept copy c of g (on node now) must be read
+// again: nothing kept, or something says it may have changed.
+func (s *Source) due(c *keptCopy, node string, g clusterResource, key string, now time.Time) bool {
+	if c == nil {
+		return true
+	}
+	//mutate:kept-moved-guest-reread ./snapshot/proxmox ^TestKept
+	if c.Node != node {
+		return true
+	}
+	//mutate:kept-restarted-guest-reread ./snapshot/proxmox ^TestKept
+	if guestUptime(g) < c.Uptime {
+		return true
+	}
+	//mutate:kept-status-lock-reread ./snapshot/proxmox ^TestKept
+	if c.Status != g.Status || c.Lock != g.Lock {
+		return true
+	}
+	//mutate:kept-refresh-age ./snapshot/proxmox ^TestKept
+	if now.Before(c.ReadAt) || now.Sub(c.ReadAt) >= s.refreshOf(key) {
+		return true
+	}
+	return false
+}
+
+// copyOf is the copy kept under key, loading the store's copies on first
+// use; nil when none is kept.
+func (s *Source) copyOf(ctx context.Context, key string) *keptCopy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loadLocked(ctx)
+	return s.copies[key]
+}
+
+// loadLocked reads the kept copies from the store once. A copy that does
+// not decode is dropped: it is read again. s.mu is held.
+func (s *Source) loadLocked(ctx context.Context) {
+	if s.loaded {
+		return
+	}
+	s.loaded = true
+	if s.copies == nil {
+		s.copies, s.dirty = map[string]*keptCopy{}, map[string]bool{}
+	}
+	if s.opts.Keeper == nil {
+		return
+	}
+	raw, err := s.opts.Keeper.KeptCopies(ctx, s.opts.URL)
+	if err != nil {
+		s.keepErr = fmt.Errorf("reading the kept copies: %w", err)
+		return
+	}
+	for k, v := range raw {
+		var c keptCopy
+		if json.Unmarshal(v, &c) == nil && len(c.Data) > 0 {
+			s.copies[k] = &c
+		}
+	}
+}
+
+// keep records a new read of g's part on node.
+func (s *Source) keep(key, node string, g clusterResource, at time.Time, data []byte) *keptCopy {
+	c := &keptCopy{Node: node, Status: g.Status, Lock: g.Lock, Uptime: guestUptime(g), ReadAt: at, Data: slices.Clone(data)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.copies[key] = c
+	s.dirty[key] = true
+	return c
+}
+
+// forget drops the copy under key: it is read again.
+func (s *Source) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.copies, key)
+}
+
+// saveKept writes the copies read in this run to the store and forgets
+// those of guests no longer in the cluster. A failure is a warning: the
+// copies stay in memory.
+func (s *Source) saveKept(ctx context.Context, guests []clusterResource) []snapshot.Problem {
+	s.mu.Lock()
+	s.loadLocked(ctx)
+	live := map[string]bool{}
+	for _, g := range guests {
+		for _, part := range []string{partConfig, partAgent, partSnapshots} {
+			live[keptKey(g, part)] = true
+		}
+	}
+	out := map[string][]byte{}
+	for k := range s.copies {
+		if !live[k] {
+			delete(s.copies, k)
+			out[k] = nil
+		}
+	}
+	for k := range s.dirty {
+		if c := s.copies[k]; c != nil {
+			out[k], _ = json.Marshal(c)
+		}
+	}
+	s.dirty = map[string]bool{}
+	loadErr := s.keepErr
+	s.keepErr = nil
+	s.mu.Unlock()
+	err := loadErr
+	if s.opts.Keeper != nil && len(out) > 0 {
+		if werr := s.opts.Keeper.KeepCopies(ctx, s.opts.URL, out); werr != nil {
+			err = fmt.Errorf("saving the kept copies: %w", werr)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	return []snapshot.Problem{{ID: SourceProblemID, Index: -1, Field: "refresh", Warning: true,
+		Problem: err.Error() + "; guest configs, agent addresses and snapshot lists are kept in memory only"}}
+}
+
+// readKept returns g's part: the kept copy when nothing says it changed,
+// else a new read through the node, checked by check. A failed read uses
+// the kept copy while the node answers, marked stale in the read's
+// problem. nil when neither is at hand; fresh says it was read now.
+func (w *worker) readKept(g clusterResource, part string, segments []string, check func([]byte) error) (c *keptCopy, fresh bool) {
+	key := keptKey(g, part)
+	now := w.s.opts.Now().UTC().Truncate(time.Second)
+	last := w.s.copyOf(w.ctx, key)
+	if !w.s.due(last, w.work.name, g, key, now) {
+		return last, false
+	}
+	var raw []byte
+	if w.get(segments, nil, func(d []byte) error {
+		raw = d
+		return check(d)
+	}) {
+		return w.s.keep(key, w.work.name, g, now, raw), true
+	}
+	if w.down || len(w.res.problems) == 0 {
+		return nil, false
+	}
+	p := &w.res.problems[len(w.res.problems)-1]
+	p.Warning = true
+	if last == nil {
+		return nil, false
+	}
+	//mutate:kept-stale-copy-marked ./snapshot/proxmox ^TestKept
+	p.Problem += fmt.Sprintf("; the copy read at %s is used (stale)", last.ReadAt.Format(time.RFC3339))
+	return last, false
+}

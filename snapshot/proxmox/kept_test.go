@@ -1,0 +1,215 @@
+package proxmox
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/proxmox/pvetest"
+	"github.com/patrold/patrold/store"
+)
+
+// guestReads are the requests of one run that read a guest (config,
+// snapshot list, agent), by path.
+func guestReads(pve *pvetest.Scale) map[string]int {
+	out := map[string]int{}
+	for p, n := range pve.ByPath() {
+		if seg := strings.Split(p, "/"); len(seg) >= 5 && (seg[2] == "qemu" || seg[2] == "lxc") {
+			out[p] = n
+		}
+	}
+	return out
+}
+
+// keptSource is a source over pve on a clock the test moves.
+func keptSource(t *testing.T, pve *pvetest.Scale, now *time.Time, keeper Keeper) *Source {
+	t.Helper()
+	o := scaleOptions(t, pve)
+	o.Now = func() time.Time { return *now }
+	o.Keeper = keeper
+	return newSource(t, o)
+}
+
+// collectOK collects and fails on any problem.
+func collectOK(t *testing.T, src *Source) *snapshot.Snapshot {
+	t.Helper()
+	snap, problems, err := src.Collect(context.Background())
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("collect: err %v, problems %+v", err, problems)
+	}
+	return snap
+}
+
+// TestKeptChangedGuestIsReadAgain: after a first run reads every guest,
+// the next run reads again exactly the guests that moved, restarted,
+// changed status or lock, or are new, and a run after it none.
+func TestKeptChangedGuestIsReadAgain(t *testing.T) {
+	pve := pvetest.NewScale(t, 2, 4, 0) // pve1: 100-103, pve2: 104-107; even ids VMs
+	now := evalTime
+	src := keptSource(t, pve, &now, nil)
+	collectOK(t, src)
+	first := guestReads(pve)
+	if len(first) != 8*2+4 {
+		t.Fatalf("first run read %d guest paths, want 20: %v", len(first), first)
+	}
+
+	pve.Reset()
+	now = now.Add(time.Minute)
+	pve.Guest(100, func(g *pvetest.Guest) { g.Node = "pve2" })                                  // moved
+	pve.Guest(102, func(g *pvetest.Guest) { g.Uptime = 30 })                                    // restarted
+	pve.Guest(103, func(g *pvetest.Guest) { g.Status, g.Uptime = "stopped", 0 })                // stopped
+	pve.Guest(105, func(g *pvetest.Guest) { g.Lock = "backup" })                                // locked
+	pve.Guest(104, func(g *pvetest.Guest) { g.Uptime, g.Rev = 86400+60, 1 })                    // unchanged but for uptime
+	pve.Add(pvetest.Guest{VMID: 200, Type: "qemu", Node: "pve1", Status: "running", Uptime: 5}) // new
+	pve.Guest(101, func(g *pvetest.Guest) { g.Uptime = 86400 + 60 })
+	collectOK(t, src)
+	want := map[string]int{
+		"nodes/pve2/qemu/100/config": 1, "nodes/pve2/qemu/100/snapshot": 1, "nodes/pve2/qemu/100/agent/network-get-interfaces": 1,
+		"nodes/pve1/qemu/102/config": 1, "nodes/pve1/qemu/102/snapshot": 1, "nodes/pve1/qemu/102/agent/network-get-interfaces": 1,
+		"nodes/pve1/lxc/103/config": 1, "nodes/pve1/lxc/103/snapshot": 1,
+		"nodes/pve2/lxc/105/config": 1, "nodes/pve2/lxc/105/snapshot": 1,
+		"nodes/pve1/qemu/200/config": 1, "nodes/pve1/qemu/200/snapshot": 1, "nodes/pve1/qemu/200/agent/network-get-interfaces": 1,
+	}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("second run read %v\nwant %v", got, want)
+	}
+
+	pve.Reset()
+	now = now.Add(time.Minute)
+	collectOK(t, src)
+	if got := guestReads(pve); len(got) != 0 {
+		t.Errorf("third run, nothing changed, read %v", got)
+	}
+}
+
+// TestKeptRefresh: a copy is read again once older than its share of
+// source.proxmox.refresh (3/4 to all of it), and not before.
+func TestKeptRefresh(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 2, 0)
+	now := evalTime
+	src := keptSource(t, pve, &now, nil)
+	collectOK(t, src)
+	pve.Reset()
+	now = evalTime.Add(DefaultRefresh*3/4 - time.Second)
+	collectOK(t, src)
+	if got := guestReads(pve); len(got) != 0 {
+		t.Errorf("at 3/4 of refresh: read %v", got)
+	}
+	now = evalTime.Add(DefaultRefresh)
+	collectOK(t, src)
+	want := map[string]int{"nodes/pve1/qemu/100/config": 1, "nodes/pve1/qemu/100/snapshot": 1, "nodes/pve1/qemu/100/agent/network-get-interfaces": 1,
+		"nodes/pve1/lxc/101/config": 1, "nodes/pve1/lxc/101/snapshot": 1}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("at refresh: read %v, want %v", got, want)
+	}
+}
+
+// TestKeptDigestChangeRereadsConfig: a snapshot list read again whose
+// config digest differs from the kept config's reads the config again.
+func TestKeptDigestChangeRereadsConfig(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 2, 0)
+	now := evalTime
+	src := keptSource(t, pve, &now, nil)
+	collectOK(t, src)
+	// Find a guest whose snapshot list is due before its config.
+	var g clusterResource
+	var at time.Duration
+	for _, c := range []clusterResource{{Type: "qemu", VMID: number{100, true}}, {Type: "lxc", VMID: number{101, true}}} {
+		if s, cf := src.refreshOf(keptKey(c, partSnapshots)), src.refreshOf(keptKey(c, partConfig)); s < cf {
+			g, at = c, s
+		}
+	}
+	if at == 0 {
+		t.Skip("no guest's snapshot list is due before its config")
+	}
+	id := int(vmid(g))
+	pve.Guest(id, func(x *pvetest.Guest) { x.Rev = 1 })
+	pve.Reset()
+	now = evalTime.Add(at)
+	collectOK(t, src)
+	base := "nodes/pve1/" + g.Type + "/" + strconv.Itoa(id)
+	want := map[string]int{base + "/snapshot": 1, base + "/config": 1}
+	got := map[string]int{}
+	for p, n := range guestReads(pve) {
+		if strings.HasPrefix(p, base+"/") {
+			got[p] = n
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("read %v, want %v", got, want)
+	}
+}
+
+// resourceOf is the resource id of snap; the test fails without it.
+func resourceOf(t *testing.T, snap *snapshot.Snapshot, id string) snapshot.Resource {
+	t.Helper()
+	for _, r := range snap.Resources {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no resource %s", id)
+	return snapshot.Resource{}
+}
+
+// TestKeptStaleCopyMarked: a guest to be read again whose config and
+// agent reads fail keeps the last good copies (its storage parent and
+// addresses), and each failure says the copy is stale.
+func TestKeptStaleCopyMarked(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 2, 0)
+	now := evalTime
+	src := keptSource(t, pve, &now, nil)
+	before := resourceOf(t, collectOK(t, src), "vm/100")
+
+	now = evalTime.Add(time.Minute)
+	pve.Fail("nodes/pve1/qemu/100/config", http.StatusInternalServerError)
+	pve.Fail("nodes/pve1/qemu/100/agent/network-get-interfaces", 596)
+	pve.Guest(100, func(g *pvetest.Guest) { g.Uptime = 20 }) // restarted: read again
+	snap, problems, err := src.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []snapshot.Problem{
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/100/config", Warning: true,
+			Problem: "node pve1: HTTP 500 Internal Server Error; the copy read at 2026-11-29T10:00:00Z is used (stale)"},
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/100/agent/network-get-interfaces", Warning: true,
+			Problem: "node pve1: HTTP 596 status code 596; the addresses of the copy read at 2026-11-29T10:00:00Z are used (stale)"},
+	}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems\n%+v\nwant\n%+v", problems, want)
+	}
+	after := resourceOf(t, snap, "vm/100")
+	if !reflect.DeepEqual(after.Parents, before.Parents) || !reflect.DeepEqual(after.Addresses, before.Addresses) || len(after.Addresses) == 0 {
+		t.Errorf("with stale copies: parents %v addresses %v, want %v %v", after.Parents, after.Addresses, before.Parents, before.Addresses)
+	}
+}
+
+// TestKeptSurvivesRestart: a source built again on the same store reads
+// no guest again, and collects the same snapshot.
+func TestKeptSurvivesRestart(t *testing.T) {
+	pve := pvetest.NewScale(t, 2, 3, 0)
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "patrold.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := evalTime
+	first := collectOK(t, keptSource(t, pve, &now, st))
+	pve.Reset()
+	now = evalTime.Add(time.Minute)
+	again := collectOK(t, keptSource(t, pve, &now, st))
+	if got := guestReads(pve); len(got) != 0 {
+		t.Errorf("after a restart read %v", got)
+	}
+	again.TakenAt = first.TakenAt
+	if !reflect.DeepEqual(again, first) {
+		t.Errorf("after a restart the snapshot differs:\n%+v\nwant\n%+v", again, first)
+	}
+}
