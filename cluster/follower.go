@@ -147,6 +147,10 @@ type Follower struct {
 	// gaps counts the gaps found; gapped is signalled at each.
 	gaps   atomic.Uint64
 	gapped chan struct{}
+	// refused is the last change refused (unsigned, another key, a
+	// format this build cannot read) since a numbered change applied in
+	// turn: the database may lack it (Refused).
+	refused error
 }
 
 // fencedChange is an own change the stream fenced, at its sequence.
@@ -365,6 +369,9 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		if !logged {
 			f.log.Error("state change refused", "seq", seq, "err", err)
 		}
+		f.mu.Lock()
+		f.refused = fmt.Errorf("state change at seq %d refused (a peer of another build or key?): %w", seq, err)
+		f.mu.Unlock()
 		c = contracts.SkipChange(f.o.Instance) // advances the sequence only
 	}
 	if n, ok := f.early[seq]; ok && n == c.N {
@@ -565,6 +572,10 @@ func (f *Follower) applied(ctx context.Context, seq uint64, c contracts.StateCha
 	if err == nil {
 		f.gap = nil
 	}
+	if err == nil && res == records.Applied && c.N > 0 {
+		// The numbering goes on in turn: nothing refused was a change.
+		f.refused = nil
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return err
@@ -697,6 +708,15 @@ func (f *Follower) subscribedAt() time.Time {
 	return f.consumerSince
 }
 
+// Refused says why this database may lack a change: one was refused
+// (not authenticated, or a format this build cannot read) and no
+// numbered change has applied in turn since (nil: none).
+func (f *Follower) Refused() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
 // Gaps counts the gaps found since the start (each starts a re-seed).
 func (f *Follower) Gaps() uint64 { return f.gaps.Load() }
 
@@ -786,6 +806,9 @@ type Lag struct {
 	// StreamError, when set, is why the stream's last sequence could not
 	// be read: LastSeq is unknown (0) and Behind is assumed.
 	StreamError string `json:"stream_error,omitempty"`
+	// Refused, when set, is the last change refused since a numbered one
+	// applied in turn (Follower.Refused).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Gap returns the changes missing from the stream that stop this replica
@@ -837,13 +860,17 @@ func (f *Follower) Lag(ctx context.Context) (Lag, error) {
 		applyErr = f.applyErr.Error()
 	}
 	waiting := f.waitN
+	refused := ""
+	if f.refused != nil {
+		refused = f.refused.Error()
+	}
 	f.mu.Unlock()
 	diverged := ""
 	if err := f.Diverged(); err != nil {
 		diverged = err.Error()
 	}
 	l := Lag{AppliedSeq: st.AppliedSeq, LastSeq: last, Behind: st.AppliedSeq < last, AppliedAt: st.AppliedAt, Dropped: dropped,
-		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr, WaitingFor: waiting}
+		Epoch: st.AppliedEpoch, Fenced: st.Fenced, Gap: gap, Diverged: diverged, ApplyError: applyErr, WaitingFor: waiting, Refused: refused}
 	//mutate:lag-unknown-is-behind ./cluster ^TestLagKeepsLocalFactsWhileTheStreamIsUnreadable$
 	if streamErr != nil {
 		l.LastSeq, l.Behind, l.StreamError = 0, true, streamErr.Error()

@@ -346,8 +346,19 @@ func (r *Member) NoWriter() error {
 }
 
 // mayLead says whether this database may hold the lease: neither
-// diverged nor past a gap (until re-seeded).
-func (r *Member) mayLead() bool { return r.f.Diverged() == nil && r.f.Gap() == nil }
+// diverged nor past a gap (until re-seeded), and, unless it writes now,
+// lacking no change it refused: a rolling upgrade's new standby never
+// leads on a database its older peer wrote past.
+func (r *Member) mayLead() bool {
+	if r.f.Diverged() != nil || r.f.Gap() != nil {
+		return false
+	}
+	//mutate:refused-change-never-leads ./cluster ^TestStandbyRefusingAPeerNeverLeads$
+	if r.f.Refused() != nil && !r.writer.Load() {
+		return false
+	}
+	return true
+}
 
 // isWriter is the writer state Leadership.IsWriter reads: holding the
 // lease, caught up and capturing.
@@ -424,7 +435,7 @@ func (r *Member) promote(ctx context.Context) {
 		// It must not write on rows the stream lacks, nor past a gap:
 		// leave the lease to an instance that can.
 		r.log.Error("leader lease held, but this database must be re-seeded first: releasing the lease, not writing",
-			"diverged", r.f.Diverged(), "gap", r.f.Gap())
+			"diverged", r.f.Diverged(), "gap", r.f.Gap(), "refused", r.f.Refused())
 		if r.steps {
 			return // the lease releases itself (mayLead), and comes back after the re-seed
 		}

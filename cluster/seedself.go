@@ -100,7 +100,7 @@ func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contr
 		return seed, err
 	}
 	f.mu.Lock()
-	f.diverged, f.gap = records.Divergence{}, nil
+	f.diverged, f.gap, f.refused = records.Divergence{}, nil, nil
 	f.waitN, f.waitSince, f.early = 0, time.Time{}, map[uint64]uint64{}
 	restart := f.restart
 	f.mu.Unlock()

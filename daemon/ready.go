@@ -34,6 +34,9 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //     (being re-seeded);
 //   - replica_apply: the last state change could not be applied (a full
 //     disk, a read-only file);
+//   - replica_refused: a state change was refused (unsigned, another
+//     key, a format this build cannot read) and none numbered applied
+//     since: a peer of another build writes (cluster mode);
 //   - replica_stall: behind the stream with nothing applied for
 //     ReplicaStallAfter (cluster mode);
 //   - clock_skew: this instance's clock is too far off the NATS
@@ -71,6 +74,9 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		}
 		if l != nil && l.ApplyError != "" {
 			add("replica_apply", "cannot apply the state stream: %s", l.ApplyError)
+		}
+		if l != nil && l.Refused != "" {
+			add("replica_refused", "%s", l.Refused)
 		}
 		if err := d.cluster.Diverged(); err != nil {
 			add("replica_diverged", "%v", err)
