@@ -465,6 +465,15 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 	if err != nil {
 		return err
 	}
+	//mutate:held-only-numbered-fills ./cluster ^TestEarlyAppliedChangeStaysApplied$
+	if h.c.N == 0 {
+		// Only a numbered change can be the missing one. A marker, a
+		// refused change or one applied ahead already (its record made
+		// a skip) waits its turn: applied ahead at a sequence past the
+		// applied one, it would count as the missing number, and its
+		// record of an early apply would be lost.
+		return f.heldLonger()
+	}
 	res, err := f.o.Store.ApplyState(ctx, f.heldBase, f.o.Instance, h.c, f.o.Now())
 	if err != nil || res != records.Applied {
 		var gap *records.GapError
@@ -487,6 +496,12 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 			c = contracts.SkipChange(f.o.Instance)
 		}
 		err := f.applyOne(ctx, x.seq, c)
+		if ctx.Err() != nil {
+			// Restarted mid-replay: what applied stays, the next
+			// consumer reads the rest from the applied sequence.
+			f.held = nil
+			return nil
+		}
 		var gap *records.GapError
 		if errors.As(err, &gap) && gap.Got > gap.Want {
 			// Another number is missing: hold the rest.
