@@ -144,6 +144,10 @@ type Follower struct {
 	waitN     uint64
 	waitSince time.Time
 	early     map[uint64]uint64
+	// scanTo, once the bound passed, is the stream's last state change
+	// when it did: the missing number may still be stored before it (a
+	// publish retried late), so it is a gap only once read that far.
+	scanTo uint64
 	// gaps counts the gaps found; gapped is signalled at each.
 	gaps   atomic.Uint64
 	gapped chan struct{}
@@ -397,11 +401,30 @@ func (f *Follower) applyNext(ctx context.Context, seq uint64, c contracts.StateC
 	// retried after its stream leader moved): wait for the earlier ones,
 	// up to the hold bound, before calling it a gap.
 	//mutate:follower-holds-ahead-change ./cluster ^TestFollowerWaitsForAnEarlierChange
-	if gap.Got > gap.Want && (!f.holdExpired(gap) || c.Origin == f.o.Instance) {
+	if gap.Got > gap.Want && (!f.holdExpired(gap) || c.Origin == f.o.Instance || f.scanAhead(ctx, seq)) {
 		f.hold(ctx, gap, heldChange{seq: seq, c: c})
 		return nil
 	}
 	return f.gapFound(gap)
+}
+
+// scanAhead says whether the stream stores state changes after seq that
+// were not read yet, once the hold bound passed: the missing number may
+// be among them (a publish retried after the bound). It records how far
+// to read before calling it a gap.
+func (f *Follower) scanAhead(ctx context.Context, seq uint64) bool {
+	if f.scanTo != 0 {
+		return f.scanTo > seq
+	}
+	lctx, cancel := context.WithTimeout(ctx, SeedCallWait)
+	last, err := f.LastSeq(lctx)
+	cancel()
+	f.scanTo = seq // read as far as seq: nothing stored after it
+	//mutate:gap-scans-ahead ./cluster ^TestLateChangeAfterTheHoldBoundApplies$
+	if err == nil && last > seq {
+		f.scanTo = last
+	}
+	return f.scanTo > seq
 }
 
 // heldChange is a change read ahead of its number's turn, at its
@@ -420,7 +443,7 @@ func (f *Follower) hold(ctx context.Context, gap *records.GapError, h heldChange
 	own := h.c.Origin == f.o.Instance
 	switch {
 	case f.waitN != gap.Want:
-		f.waitN, f.waitSince = gap.Want, time.Now()
+		f.waitN, f.waitSince, f.scanTo = gap.Want, time.Now(), 0
 		f.log.Info("state change read ahead of an earlier one: waiting for it", "seq", h.seq, "want", gap.Want, "got", gap.Got,
 			"bound", f.o.HoldFor)
 	case own && time.Since(f.waitSince) >= f.o.HoldFor:
@@ -431,6 +454,10 @@ func (f *Follower) hold(ctx context.Context, gap *records.GapError, h heldChange
 	left := f.o.HoldFor - time.Since(f.waitSince)
 	restart := f.restart
 	f.mu.Unlock()
+	if left <= 0 && !own {
+		// Past the bound, reading on to scanTo (scanAhead): no restart.
+		return
+	}
 	if own && f.o.Republish != nil {
 		// Its own change is missing: publish it again, before anything newer.
 		f.o.Republish()
@@ -520,6 +547,7 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 	f.mu.Lock()
 	f.waitN, f.waitSince = 0, time.Time{}
 	f.mu.Unlock()
+	f.scanTo = 0
 	return nil
 }
 
@@ -530,6 +558,9 @@ func (f *Follower) heldLonger() error {
 	f.mu.Unlock()
 	if time.Since(since) < f.o.HoldFor {
 		return nil
+	}
+	if last := f.held[len(f.held)-1].seq; f.held[0].c.Origin != f.o.Instance && f.scanAhead(context.Background(), last) {
+		return nil // read on: the missing one may be stored later
 	}
 	if f.held[0].c.Origin == f.o.Instance {
 		// Its own change: this instance has it and publishes it again.
@@ -549,7 +580,7 @@ func (f *Follower) heldLonger() error {
 // gapFound records a gap no wait closes: changes are missing from the
 // stream for good. It is logged once; the instance re-seeds itself.
 func (f *Follower) gapFound(gap *records.GapError) error {
-	f.held = nil
+	f.held, f.scanTo = nil, 0
 	f.mu.Lock()
 	first := f.gap == nil
 	f.gap = gap
