@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // ErrCorrupt: SQLite's integrity check reported problems.
@@ -49,11 +47,7 @@ func (s *Store) Check(ctx context.Context, full bool) error {
 // (SQLITE_CORRUPT, SQLITE_NOTADB) or a failed integrity check. It reads
 // the error's code, never its words: a message can say anything.
 func IsCorrupt(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		return se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB
-	}
-	return errors.Is(err, ErrCorrupt)
+	return sqliteCorrupt(err) || errors.Is(err, ErrCorrupt)
 }
 
 // corrupt wraps an error SQLite raised while checking: a malformed file is
