@@ -51,6 +51,7 @@ type client struct {
 	file    string
 	timeout time.Duration
 	metrics *metrics
+	pace    *pacer // nil: not paced
 }
 
 // endpoint is what a client is built from: the API of a PVE cluster or a
@@ -61,6 +62,7 @@ type endpoint struct {
 	timeout            time.Duration
 	concurrency        int
 	tls                TLSOptions
+	rate               float64 // requests a second a node is sent; 0: not paced
 }
 
 // The token schemes of the Authorization header: PVE joins id and secret
@@ -84,11 +86,16 @@ func newClient(e endpoint) (*client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
+	// Every request goes to the one host of the URL: as many idle
+	// connections as requests in flight keeps them all alive, and a
+	// request waits for one rather than opening another.
 	tr.MaxIdleConnsPerHost = e.concurrency
+	//mutate:pace-connections-bounded ./snapshot/proxmox ^TestPaceKeepsConnectionsAlive$
+	tr.MaxConnsPerHost = e.concurrency
 	return &client{base: base.JoinPath("api2", "json"), http: &http.Client{Transport: tr,
 		// The API never redirects; following one could send the token elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		key: e.key, scheme: e.scheme, tokenID: e.tokenID, file: e.file, timeout: e.timeout}, nil
+		key: e.key, scheme: e.scheme, tokenID: e.tokenID, file: e.file, timeout: e.timeout, pace: newPacer(e.rate)}, nil
 }
 
 // session is one collection's view of the client: the secret read once.
@@ -112,6 +119,12 @@ func (c *client) session() (*session, error) {
 // get fetches one endpoint (path segments under /api2/json) and decodes
 // its "data" member with decode.
 func (s *session) get(ctx context.Context, segments []string, query url.Values, decode func([]byte) error) error {
+	//mutate:pace-node-rate ./snapshot/proxmox ^TestPaceNodeRate$
+	if s.c.pace != nil {
+		if err := s.c.pace.wait(ctx, segments); err != nil {
+			return fmt.Errorf("%s: %w: waiting for its turn (source.proxmox.rate): %v", endpointOf(segments), ErrNodeUnreachable, err)
+		}
+	}
 	start := time.Now()
 	err := s.fetch(ctx, segments, query, decode)
 	s.c.metrics.observe(segments, time.Since(start).Seconds(), err)

@@ -33,7 +33,7 @@ func keptSource(t *testing.T, pve *pvetest.Scale, now *time.Time, keeper Keeper)
 	t.Helper()
 	o := scaleOptions(t, pve)
 	o.Now = func() time.Time { return *now }
-	o.Keeper = keeper
+	o.Keeper, o.Rate = keeper, 1000
 	return newSource(t, o)
 }
 

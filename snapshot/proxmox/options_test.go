@@ -36,6 +36,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative concurrency", func(o *Options) { o.Concurrency = -2 }, "source.proxmox.concurrency: must not be negative, got -2"},
 		{"bad storage", func(o *Options) { o.Backups.Storages = []string{"pbs", " "} }, `source.proxmox.backups.storages[1]: " " is not a storage name`},
 		{"agent port", func(o *Options) { o.GuestAgent.Port = 0 }, "source.proxmox.guest_agent.port: want 1..65535, got 0"},
+		{"negative rate", func(o *Options) { o.Rate = -1 }, "source.proxmox.rate: must not be negative, got -1"},
 		{"negative refresh", func(o *Options) { o.Refresh = -time.Minute }, "source.proxmox.refresh: must not be negative, got -1m0s"},
 	}
 	for _, c := range cases {

@@ -94,6 +94,9 @@ type Options struct {
 	// list may grow before it is read again though nothing says it
 	// changed. Zero means DefaultRefresh.
 	Refresh time.Duration `koanf:"refresh" yaml:"refresh" json:"refresh"`
+	// Rate bounds the requests a second any one node is sent. Zero
+	// means DefaultRate.
+	Rate float64 `koanf:"rate" yaml:"rate" json:"rate"`
 
 	// Keeper keeps the guests' copies across restarts (the store); nil
 	// keeps them in memory only.
@@ -112,7 +115,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{Timeout: DefaultTimeout, Concurrency: DefaultConcurrency,
 		Backups: BackupOptions{Storages: []string{}}, GuestAgent: GuestAgentOptions{Enabled: true, Port: DefaultAgentPort},
-		Refresh: DefaultRefresh}
+		Refresh: DefaultRefresh, Rate: DefaultRate}
 }
 
 // Validate reports every problem, each naming its key under source.proxmox.
@@ -137,6 +140,9 @@ func (o Options) Validate() error {
 	if o.Refresh < 0 {
 		add("refresh", "must not be negative, got %s", o.Refresh)
 	}
+	if o.Rate < 0 {
+		add("rate", "must not be negative, got %g", o.Rate)
+	}
 	return errors.Join(errs...)
 }
 
@@ -158,6 +164,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Refresh == 0 {
 		o.Refresh = DefaultRefresh
+	}
+	if o.Rate == 0 {
+		o.Rate = DefaultRate
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -194,7 +203,7 @@ func New(opts Options) (*Source, error) {
 	}
 	opts = opts.withDefaults()
 	c, err := newClient(endpoint{key: "source.proxmox", scheme: pveScheme, url: opts.URL, tokenID: opts.TokenID,
-		file: opts.TokenSecretFile, timeout: opts.Timeout, concurrency: opts.Concurrency, tls: opts.TLS})
+		file: opts.TokenSecretFile, timeout: opts.Timeout, concurrency: opts.Concurrency, tls: opts.TLS, rate: opts.Rate})
 	if err != nil {
 		return nil, err
 	}

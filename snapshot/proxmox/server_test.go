@@ -142,6 +142,7 @@ func testOptions(t testing.TB, srv *httptest.Server) Options {
 	o.URL, o.TokenID, o.TokenSecretFile = srv.URL, testTokenID, secret
 	o.TLS.Fingerprint = fingerprint(srv)
 	o.Now = func() time.Time { return evalTime }
+	o.Rate = 1000 // tests are not paced (pace_test.go is)
 	return o
 }
 

@@ -238,7 +238,7 @@ func (s *Server) Source(t testing.TB, dir string) string {
 	sum := sha256.Sum256(s.Certificate().Raw)
 	return "source:\n  kind: proxmox\n  proxmox:\n    url: " + s.URL + "\n    token_id: " + TokenID + "\n" +
 		"    token_secret_file: " + secret + "\n    tls: {fingerprint: " + hex.EncodeToString(sum[:]) + "}\n" +
-		"    guest_agent: {enabled: false}\n    refresh: 1ns\n" // tests change answers between runs: read every guest every run
+		"    guest_agent: {enabled: false}\n    refresh: 1ns\n    rate: 1000\n" // tests change answers between runs: read every guest every run, unpaced
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -175,7 +175,7 @@ func (s *Scale) Source(t testing.TB, dir string) string {
 	sum := sha256.Sum256(s.Certificate().Raw)
 	return "source:\n  kind: proxmox\n  proxmox:\n    url: " + s.URL + "\n    token_id: " + TokenID + "\n" +
 		"    token_secret_file: " + secret + "\n    tls: {fingerprint: " + hex.EncodeToString(sum[:]) + "}\n" +
-		"    guest_agent: {enabled: false}\n"
+		"    guest_agent: {enabled: false}\n    rate: 1000\n"
 }
 
 func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
