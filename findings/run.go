@@ -110,6 +110,9 @@ type RunSummary struct {
 	Findings         int      `json:"findings"`
 	Resolved         int      `json:"resolved"`
 	Errors           int      `json:"errors"`
+	// SourceRequests is the report's source_requests: what the run
+	// cost the cluster it watches.
+	SourceRequests int `json:"source_requests,omitempty"`
 }
 
 // Resolution decides whether an active finding that was not observed this

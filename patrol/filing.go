@@ -345,7 +345,7 @@ func summarise(rep *Report) *findings.RunSummary {
 	return &findings.RunSummary{
 		DurationMS: rep.DurationMS, StatusReasons: append([]string{}, rep.StatusReasons...), Resources: total,
 		InvalidResources: len(rep.InvalidResources), Signals: len(rep.Signals), Findings: len(rep.Findings),
-		Resolved: len(rep.Resolved), Errors: len(rep.Errors),
+		Resolved: len(rep.Resolved), Errors: len(rep.Errors), SourceRequests: rep.SourceRequests,
 	}
 }
 

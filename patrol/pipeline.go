@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/patrold/patrold/findings"
@@ -71,7 +72,9 @@ func (x *run) elapsed() string { return time.Since(x.start).Round(time.Milliseco
 // one about patrold itself, since a patrol that cannot see must say so.
 func (x *run) collect(ctx context.Context) error {
 	r, rep := x.r, x.rep
-	snap, problems, err := r.collectWithProgress(ctx, x.set, x.ro, rep.RunID)
+	var requests atomic.Int64
+	snap, problems, err := r.collectWithProgress(snapshot.WithRequestCounter(ctx, &requests), x.set, x.ro, rep.RunID)
+	rep.SourceRequests = int(requests.Load())
 	if err != nil {
 		err = namedTimeout(ctx, err)
 		rep.Errors = append(rep.Errors, err.Error())

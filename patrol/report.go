@@ -92,9 +92,13 @@ type Report struct {
 	// Probe summarises the reachability probes of this run.
 	Probe *probe.Result `json:"probe,omitempty"`
 	// HandedOver lists findings handed to remediation after this run.
-	HandedOver []string   `json:"handed_over,omitempty"`
-	Source     string     `json:"source,omitempty"`
-	TakenAt    *time.Time `json:"taken_at,omitempty"`
+	HandedOver []string `json:"handed_over,omitempty"`
+	Source     string   `json:"source,omitempty"`
+	// SourceRequests counts the API requests the source sent to collect
+	// (docs/PERFORMANCE.md#proxmox-requests); 0 for a source that counts
+	// none.
+	SourceRequests int        `json:"source_requests,omitempty"`
+	TakenAt        *time.Time `json:"taken_at,omitempty"`
 }
 
 // ModelRef names a model: the provider and the configured model name.

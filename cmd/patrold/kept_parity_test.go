@@ -30,7 +30,8 @@ type keptRun struct {
 // the store) and its findings are the first's, unchanged; a guest read
 // again whose snapshot read fails keeps its finding on the stale copy,
 // whose evidence keeps the copy's read_at. Nothing resolves because a
-// copy was kept (TestKeptStaleCopyMarked checks the warning).
+// copy was kept (TestKeptStaleCopyMarked checks the warning). Each
+// report and run summary counts the requests the stand-in answered.
 func TestRunKeptCopiesResolveNothing(t *testing.T) {
 	pve := pvetest.NewScale(t, 1, 2, 0)
 	old := time.Now().Add(-60 * 24 * time.Hour).Unix()
@@ -38,6 +39,7 @@ func TestRunKeptCopiesResolveNothing(t *testing.T) {
 	pve.BackupAt = time.Now().Add(-time.Hour).Unix()
 	c := newCLI(t, "")
 	c.appendConfig(pve.Source(t, c.dir))
+	var requests []int // each run's source_requests, newest first
 	run := func() keptRun {
 		t.Helper()
 		pve.Reset()
@@ -53,8 +55,9 @@ func TestRunKeptCopiesResolveNothing(t *testing.T) {
 				Severity   string `json:"severity"`
 				Change     string `json:"change"`
 			} `json:"findings"`
-			Resolved []string         `json:"resolved"`
-			Signals  []signals.Signal `json:"signals"`
+			Resolved       []string         `json:"resolved"`
+			Signals        []signals.Signal `json:"signals"`
+			SourceRequests int              `json:"source_requests"`
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("report: %v\n%s", err, out)
@@ -69,6 +72,11 @@ func TestRunKeptCopiesResolveNothing(t *testing.T) {
 				got.Reads[p] = n
 			}
 		}
+		// The report counts what the stand-in answered.
+		if rep.SourceRequests != pve.Requests() {
+			t.Errorf("report source_requests %d, the stand-in answered %d", rep.SourceRequests, pve.Requests())
+		}
+		requests = append([]int{rep.SourceRequests}, requests...)
 		return got
 	}
 	check := func(step string, got, want keptRun) {
@@ -93,4 +101,22 @@ func TestRunKeptCopiesResolveNothing(t *testing.T) {
 	pve.Fail("nodes/pve1/qemu/100/snapshot", http.StatusInternalServerError)
 	check("stale", run(), keptRun{Status: "issues_found", Findings: unchanged, Signals: first.Signals,
 		Reads: map[string]int{"nodes/pve1/qemu/100/config": 1, "nodes/pve1/qemu/100/snapshot": 1}})
+
+	// The run list's summaries carry each run's count.
+	out, code := c.run("runs", "list", "--output", "json")
+	var list []struct {
+		Summary struct {
+			SourceRequests int `json:"source_requests"`
+		} `json:"summary"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+		t.Fatalf("runs list: exit %d: %s", code, out)
+	}
+	var got []int
+	for _, r := range list {
+		got = append(got, r.Summary.SourceRequests)
+	}
+	if !slices.Equal(got, requests) || requests[1] >= requests[2] {
+		t.Errorf("run summaries' source_requests %v, want %v (the steady run fewer than the first)", got, requests)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/patrold/patrold/snapshot"
 )
 
 // Errors a request can match with errors.Is.
@@ -125,6 +127,7 @@ func (s *session) get(ctx context.Context, segments []string, query url.Values, 
 			return fmt.Errorf("%s: %w: waiting for its turn (source.proxmox.rate): %v", endpointOf(segments), ErrNodeUnreachable, err)
 		}
 	}
+	snapshot.CountRequest(ctx)
 	start := time.Now()
 	err := s.fetch(ctx, segments, query, decode)
 	s.c.metrics.observe(segments, time.Since(start).Seconds(), err)
