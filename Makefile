@@ -16,7 +16,6 @@ BENCH    ?= .
 FUZZTIME ?= 20s
 MUTATE_SAMPLE ?= 6
 CHAOS_COUNT ?= 10
-MUTATE_JOBS ?= 2
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build run test test-race bench fuzz lint vet clean mutate mutate-sample dist chaos
@@ -69,7 +68,7 @@ fuzz:
 ## (the gate, the net and matching, registry pre-checks, fencing, message
 ## authentication, provenance) removed in turn must fail a test.
 mutate:
-	$(GO) run ./scripts/mutate -j $(MUTATE_JOBS)
+	$(GO) run ./scripts/mutate $(if $(MUTATE_JOBS),-j $(MUTATE_JOBS))
 
 ## mutate-sample: a fixed sample of the marked mutations, for CI (a few
 ## minutes); `make mutate` runs them all.

@@ -5,7 +5,7 @@
 // Every file is restored. A mutation no test catches, or one that no
 // longer builds, fails the run.
 //
-// Usage: go run ./scripts/mutate [-list] [-only a,b] [-sample N] [-j N]
+// Usage: go run ./scripts/mutate [-list] [-only a,b] [-sample N] [-j N] [-alone] [-v]
 package main
 
 import (
@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +28,9 @@ func main() {
 	only := flag.String("only", "", "comma-separated marker names to run")
 	n := flag.Int("sample", 0, "run a fixed sample of this many mutations")
 	root := flag.String("root", ".", "repository root")
-	jobs := flag.Int("j", 1, "mutations to run at once")
+	jobs := flag.Int("j", runtime.NumCPU(), "mutations to run at once")
+	verbose := flag.Bool("v", false, "print the end of each mutation's test output")
+	alone := flag.Bool("alone", false, "build every mutation alone (no shared switched build)")
 	flag.Parse()
 
 	ms, err := Collect(*root)
@@ -50,8 +53,25 @@ func main() {
 		return
 	}
 	bad, began := 0, time.Now()
-	// Each mutation is its own overlay, so jobs run side by side; the
-	// lines come as they finish.
+	var sw *Switched
+	if !*alone {
+		sw, err = BuildSwitched(*root, ms, *jobs, func(s string) { fmt.Println(s) })
+		if err != nil {
+			sw.Close()
+			fmt.Fprintln(os.Stderr, "mutate:", err)
+			os.Exit(2)
+		}
+		n := 0
+		for _, m := range ms {
+			if sw.Has(m) {
+				n++
+			}
+		}
+		fmt.Printf("mutate: %d of %d mutations on one switched build per package (%d packages), in %s\n",
+			n, len(ms), len(sw.bins), time.Since(began).Round(time.Second))
+	}
+	// A switched mutation only sets its environment, and any other is its
+	// own overlay, so jobs run side by side; the lines come as they finish.
 	var mu sync.Mutex
 	work := make(chan Mutation)
 	var wg sync.WaitGroup
@@ -59,14 +79,18 @@ func main() {
 		wg.Go(func() {
 			for m := range work {
 				t0 := time.Now()
-				verdict, out := Run(*root, m)
+				run := Run
+				if sw.Has(m) {
+					run = func(root string, m Mutation) (string, string) { return RunSwitched(root, sw, m) }
+				}
+				verdict, out := run(*root, m)
 				mu.Lock()
 				fmt.Printf("%-36s %-9s %4.0fs %s:%d %s\n", m.Name, verdict, time.Since(t0).Seconds(), m.File, m.At, m.Node)
 				if verdict != "caught" {
 					bad++
-					if verdict == "BROKEN" {
-						fmt.Println(indent(tail(out, 12)))
-					}
+				}
+				if verdict == "BROKEN" || *verbose {
+					fmt.Println(indent(tail(out, 12)))
 				}
 				mu.Unlock()
 			}
@@ -77,6 +101,7 @@ func main() {
 	}
 	close(work)
 	wg.Wait()
+	sw.Close()
 	fmt.Printf("mutate: %d mutations, %d caught, %d not, in %s\n", len(ms), len(ms)-bad, bad, time.Since(began).Round(time.Second))
 	if bad > 0 {
 		os.Exit(1)
@@ -148,26 +173,9 @@ func pick(ms []Mutation, names []string) ([]Mutation, error) {
 // passed), NO-TESTS or BROKEN (it did not build: the marker names the
 // wrong node).
 func Run(root string, m Mutation) (string, string) {
-	path, err := filepath.Abs(filepath.Join(root, m.File))
-	if err != nil {
-		return "BROKEN", err.Error()
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return "BROKEN", err.Error()
-	}
-	dir, err := os.MkdirTemp("", "mutate-")
-	if err != nil {
-		return "BROKEN", err.Error()
-	}
+	dir, overlay, err := overlayFor(root, m)
 	defer os.RemoveAll(dir)
-	mutated := filepath.Join(dir, filepath.Base(path))
-	overlay := filepath.Join(dir, "overlay.json")
-	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {path: mutated}})
-	if err := os.WriteFile(mutated, m.Apply(src), 0o644); err != nil {
-		return "BROKEN", err.Error()
-	}
-	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+	if err != nil {
 		return "BROKEN", err.Error()
 	}
 	var all strings.Builder
@@ -197,6 +205,29 @@ func Run(root string, m Mutation) (string, string) {
 		return "NO-TESTS", all.String()
 	}
 	return "SURVIVED", all.String()
+}
+
+// overlayFor writes m's mutated file and an overlay naming it into a new
+// directory, which the caller removes.
+func overlayFor(root string, m Mutation) (dir, overlay string, err error) {
+	path, err := filepath.Abs(filepath.Join(root, m.File))
+	if err != nil {
+		return "", "", err
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", err
+	}
+	if dir, err = os.MkdirTemp("", "mutate-"); err != nil {
+		return "", "", err
+	}
+	mutated := filepath.Join(dir, filepath.Base(path))
+	overlay = filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {path: mutated}})
+	if err := os.WriteFile(mutated, m.Apply(src), 0o644); err != nil {
+		return dir, "", err
+	}
+	return dir, overlay, os.WriteFile(overlay, ov, 0o644)
 }
 
 // ranNothing says every package's test run matched no test: the

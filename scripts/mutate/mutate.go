@@ -30,6 +30,14 @@ type Mutation struct {
 	At          int    // the line of that node
 	Start, End  int    // byte offsets of the replaced span
 	Replacement string
+	// Switch replaces the same span with code that chooses at run time
+	// between the mutation and the original (switch.go); empty where no
+	// expression can choose.
+	Switch string
+	// Check says the switched form may build where the removal does not
+	// (a removed statement can leave a name unused): the removal alone
+	// is compiled first.
+	Check bool
 }
 
 // Apply returns src with the mutation's edit made.
@@ -261,13 +269,17 @@ func derive(fset *token.FileSet, src []byte, mk Marker, t target) (Mutation, err
 	case *ast.IfStmt:
 		m.Node = "if " + oneLine(fset, n.Cond)
 		m.Start, m.End = off(n.Cond.Pos()), off(n.Cond.End())
+		on := switchCall(mk.Name)
 		switch mk.Kind {
 		case "always":
 			m.Replacement = "true || (" + text(n.Cond) + ")"
+			m.Switch = on + " || (" + text(n.Cond) + ")"
 		case "negate":
 			m.Replacement = "!(" + text(n.Cond) + ")"
+			m.Switch = on + " != (" + text(n.Cond) + ")"
 		default:
 			m.Replacement = "false && (" + text(n.Cond) + ")"
+			m.Switch = "!" + on + " && (" + text(n.Cond) + ")"
 		}
 	case *ast.CaseClause:
 		s, ok := t.outer.(*ast.SwitchStmt)
@@ -283,12 +295,17 @@ func derive(fset *token.FileSet, src []byte, mk Marker, t target) (Mutation, err
 				parts[i] = "(" + text(e) + ")"
 			}
 			m.Replacement = "false && (" + strings.Join(parts, " || ") + ")"
+			m.Switch = "!" + switchCall(mk.Name) + " && (" + strings.Join(parts, " || ") + ")"
 		} else {
 			m.Start, m.End = lineStart(src, off(n.Pos())), off(n.End())
 		}
 	case ast.Stmt:
 		m.Node = firstLine(text(n))
 		m.Start, m.End = off(n.Pos()), off(n.End())
+		if switchable(n) {
+			m.Switch = "if !" + switchCall(mk.Name) + " {\n" + text(n) + "\n}"
+			m.Check = true
+		}
 	default:
 		// A composite literal element: drop it with its comma.
 		m.Node = firstLine(text(n))

@@ -77,6 +77,30 @@ func TestDeriveEachKind(t *testing.T) {
 	}
 }
 
+// The switched form of each kind, compared whole: a row and a tagged
+// case have none (they build alone).
+func TestDeriveSwitchEachKind(t *testing.T) {
+	ms, err := Derive("p/p.go", []byte(fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range ms {
+		got[m.Name] = m.Switch
+	}
+	want := map[string]string{
+		"row-b":   "",
+		"guard":   `!mutateActive_("guard") && (a > b)`,
+		"flip":    `mutateActive_("flip") != (v > 3)`,
+		"tagless": `!mutateActive_("tagless") && ((a == 1) || (b == 2))`,
+		"tagged":  "",
+		"call":    "if !mutateActive_(\"call\") {\nprintln(a)\n}",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("switched forms = %q, want %q", got, want)
+	}
+}
+
 // The structural kinds give one mutation per clause or row, named by
 // the code the clause returns or the row's key.
 func TestDeriveExpandsCasesAndRows(t *testing.T) {
@@ -158,15 +182,21 @@ func TestSampleIsStable(t *testing.T) {
 	}
 }
 
-// Run mutates through an overlay: the verdicts come from a real go test
-// of a throwaway module, and its file is never edited.
-func TestRunVerdictsLeaveTheTreeAlone(t *testing.T) {
+const moduleSrc = "package p\n\nfunc Abs(x int) int {\n\t//mutate:neg ./p ^TestAbs$\n\tif x < 0 {\n\t\treturn -x\n\t}\n\treturn x\n}\n\nfunc Two(x int) int {\n\t//mutate:loose ./p ^TestAbs$\n\tif x > 5 {\n\t\treturn 3\n\t}\n\treturn 2\n}\n" +
+	"\nvar calls int\n\nfunc Count() int {\n\t//mutate:count ./p ^TestAbs$\n\tcalls++\n\treturn calls\n}\n" +
+	"\nfunc Sum(xs []int) int {\n\tt := 0\n\tfor _, x := range xs {\n\t\t//mutate:unused ./p ^TestAbs$\n\t\tt += x\n\t}\n\treturn t\n}\n"
+
+// module writes a throwaway module: package p with moduleSrc and a test
+// of Abs, and package q whose marked condition has a named bool type (a
+// switch cannot build there).
+func module(t *testing.T) string {
 	root := t.TempDir()
-	src := "package p\n\nfunc Abs(x int) int {\n\t//mutate:neg ./p ^TestAbs$\n\tif x < 0 {\n\t\treturn -x\n\t}\n\treturn x\n}\n\nfunc Two(x int) int {\n\t//mutate:loose ./p ^TestAbs$\n\tif x > 5 {\n\t\treturn 3\n\t}\n\treturn 2\n}\n"
 	files := map[string]string{
 		"go.mod":      "module example.com/m\n\ngo 1.22\n",
-		"p/p.go":      src,
-		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestAbs(t *testing.T) {\n\tif Abs(-2) != 2 {\n\t\tt.Fatal(Abs(-2))\n\t}\n}\n",
+		"p/p.go":      moduleSrc,
+		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestAbs(t *testing.T) {\n\tif Abs(-2) != 2 || Count() != 1 {\n\t\tt.Fatal(Abs(-2))\n\t}\n}\n",
+		"q/q.go":      "package q\n\ntype B bool\n\nfunc Pos(x int) int {\n\tvar neg B = x < 0\n\t//mutate:named ./q ^TestPos$\n\tif neg {\n\t\treturn -x\n\t}\n\treturn x\n}\n",
+		"q/q_test.go": "package q\n\nimport \"testing\"\n\nfunc TestPos(t *testing.T) {\n\tif Pos(-2) != 2 {\n\t\tt.Fatal(Pos(-2))\n\t}\n}\n",
 	}
 	for name, text := range files {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
@@ -176,6 +206,13 @@ func TestRunVerdictsLeaveTheTreeAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return root
+}
+
+// Run mutates through an overlay: the verdicts come from a real go test
+// of a throwaway module, and its file is never edited.
+func TestRunVerdictsLeaveTheTreeAlone(t *testing.T) {
+	root := module(t)
 	ms, err := Collect(root)
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +221,54 @@ func TestRunVerdictsLeaveTheTreeAlone(t *testing.T) {
 	for _, m := range ms {
 		got[m.Name], _ = Run(root, m)
 	}
-	want := map[string]string{"neg": "caught", "loose": "SURVIVED"}
+	want := map[string]string{"neg": "caught", "loose": "SURVIVED", "named": "caught", "count": "caught", "unused": "BROKEN"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("verdicts = %v, want %v", got, want)
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, "p/p.go")); string(b) != src {
+	if b, _ := os.ReadFile(filepath.Join(root, "p/p.go")); string(b) != moduleSrc {
 		t.Fatalf("the file was edited:\n%s", b)
+	}
+}
+
+// The shared switched build gives each mutation Run's verdict, BROKEN
+// included. A package the switch cannot build (q) is left to Run, and
+// named in the log.
+func TestSwitchedVerdictsAreRuns(t *testing.T) {
+	root := module(t)
+	ms, err := Collect(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	sw, err := BuildSwitched(root, ms, 2, func(s string) { log = append(log, s) })
+	defer sw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, has := map[string]string{}, map[string]bool{}
+	for _, m := range ms {
+		has[m.Name] = sw.Has(m)
+		if sw.Has(m) {
+			got[m.Name], _ = RunSwitched(root, sw, m)
+		} else {
+			got[m.Name], _ = Run(root, m)
+		}
+	}
+	// The removed statement that leaves x unused is BROKEN, though its
+	// switched form builds.
+	if want := map[string]string{"neg": "caught", "loose": "SURVIVED", "named": "caught", "count": "caught", "unused": "BROKEN"}; !maps.Equal(got, want) {
+		t.Fatalf("verdicts = %v, want %v", got, want)
+	}
+	if want := map[string]bool{"neg": true, "loose": true, "named": false, "count": true, "unused": true}; !maps.Equal(has, want) {
+		t.Fatalf("switched = %v, want %v", has, want)
+	}
+	if len(log) != 1 || !strings.Contains(log[0], "mutate: ./q did not build switched") {
+		t.Fatalf("log = %q", log)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "p/p.go")); string(b) != moduleSrc {
+		t.Fatalf("the file was edited:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(root, "p", switchFile)); !os.IsNotExist(err) {
+		t.Fatalf("the switch file is in the tree: %v", err)
 	}
 }
