@@ -107,8 +107,9 @@ func checkUnit(text string, drain time.Duration) []string {
 			p = append(p, fmt.Sprintf("%s: want exactly %q, have %q", k, v, got[k]))
 		}
 	}
-	// The data directory, and glibc's memory policy (the unit says why).
-	env := []string{"PATROLD_DATA_DIR=/var/lib/patrold", "MALLOC_ARENA_MAX=2", "MALLOC_TRIM_THRESHOLD_=131072", "MALLOC_MMAP_THRESHOLD_=131072"}
+	// The data directory, and glibc's and Go's memory policy (the unit
+	// says why).
+	env := []string{"PATROLD_DATA_DIR=/var/lib/patrold", "MALLOC_ARENA_MAX=2", "MALLOC_TRIM_THRESHOLD_=131072", "MALLOC_MMAP_THRESHOLD_=131072", "GOGC=50"}
 	if !slices.Equal(got["Environment"], env) {
 		p = append(p, fmt.Sprintf("Environment: want exactly %q, have %q", env, got["Environment"]))
 	}
