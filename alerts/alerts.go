@@ -73,6 +73,16 @@ const (
 	maxSnapshotAge = 3650.0
 )
 
+// Node update thresholds, in days.
+const (
+	// Days a node's package updates may stay pending (updates_pending)
+	// before it is a warning, counted from when the finding opened;
+	// strictly above the trigger. A count of days: clear is the trigger.
+	DefaultUpdatesAge = 30.0
+	// maxUpdatesAge bounds node.updates_age: ten years.
+	maxUpdatesAge = 3650.0
+)
+
 // Guest lock thresholds, in minutes.
 const (
 	// A lock held with no task of the guest running (lock_stuck),
@@ -99,6 +109,9 @@ type NodeSettings struct {
 	// Certificate is days left on the node's first certificate to
 	// expire (falls, like DiskSettings.Wear).
 	Certificate ThresholdSetting `koanf:"certificate" json:"certificate" yaml:"certificate"`
+	// UpdatesAge is days a node's updates have been pending (rises;
+	// clear defaults to the trigger).
+	UpdatesAge ThresholdSetting `koanf:"updates_age" json:"updates_age" yaml:"updates_age"`
 }
 
 // GuestSettings are thresholds for VMs and containers.
@@ -202,6 +215,8 @@ type Thresholds struct {
 	// Certificate: days left on a node's first certificate to expire,
 	// falling.
 	Certificate Threshold
+	// UpdatesAge: days a node's updates have been pending, rising.
+	UpdatesAge Threshold
 }
 
 // Policy resolves effective thresholds. It is immutable and safe for
@@ -269,6 +284,7 @@ func builtinSet() thresholdSets {
 			IOWait: Threshold{Trigger: DefaultNodeIOWait, Clear: DefaultNodeIOWait - DefaultClearMargin},
 			Certificate: Threshold{Trigger: DefaultCertificateDays, Clear: DefaultCertificateDays + DefaultClearMargin,
 				Critical: DefaultCertificateDaysCrit},
+			UpdatesAge:   Threshold{Trigger: DefaultUpdatesAge, Clear: DefaultUpdatesAge},
 			BackupMaxAge: DefaultBackupMaxAge,
 		},
 		guest: Thresholds{
@@ -333,6 +349,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.Swap = apply(out.Swap, s.Node.Swap)
 		out.IOWait = apply(out.IOWait, s.Node.IOWait)
 		out.Certificate = applyFalling(out.Certificate, s.Node.Certificate)
+		out.UpdatesAge = applyDir(out.UpdatesAge, s.Node.UpdatesAge, 0)
 	case kind.Guest():
 		out.CPU = apply(out.CPU, s.Guest.CPU)
 		out.Memory = apply(out.Memory, s.Guest.Memory)
@@ -403,9 +420,9 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	}
 	check := func(name string, set ThresholdSetting, t Threshold) { checkOf(name, set, t, maxPercent) }
 	// A count: clear may equal the trigger (held until it falls below).
-	checkCount := func(name string, set ThresholdSetting, t Threshold) {
+	checkCountOf := func(name string, set ThresholdSetting, t Threshold, max float64) {
 		k := key + "." + name
-		if !inRange(k, set) {
+		if !inRangeOf(k, set, max) {
 			return
 		}
 		if t.Clear > t.Trigger {
@@ -415,6 +432,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 			errs = append(errs, fmt.Sprintf("%s.critical: %g must be above trigger %g", k, t.Critical, t.Trigger))
 		}
 	}
+	checkCount := func(name string, set ThresholdSetting, t Threshold) { checkCountOf(name, set, t, maxPercent) }
 	check("node.cpu", s.Node.CPU, eff.node.CPU)
 	check("node.memory", s.Node.Memory, eff.node.Memory)
 	check("node.swap", s.Node.Swap, eff.node.Swap)
@@ -430,6 +448,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	checkCount("storage.backup_jobs", s.Storage.BackupJobs, eff.storage.BackupJobs)
 	check("storage.scrub_age", s.Storage.ScrubAge, eff.storage.ScrubAge)
 	checkFalling("node.certificate", s.Node.Certificate, eff.node.Certificate)
+	checkCountOf("node.updates_age", s.Node.UpdatesAge, eff.node.UpdatesAge, maxUpdatesAge)
 	checkCount("guest.replication", s.Guest.Replication, eff.guest.Replication)
 	checkCount("guest.replication_lag", s.Guest.ReplicationLag, eff.guest.ReplicationLag)
 	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)

@@ -264,6 +264,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("node.swap", node.Swap)
 	put("node.iowait", node.IOWait)
 	put("node.certificate", node.Certificate)
+	put("node.updates_age", node.UpdatesAge)
 	put("guest.cpu", guest.CPU)
 	put("guest.memory", guest.Memory)
 	put("guest.disk", guest.Disk)

@@ -340,6 +340,7 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"node.swap":             {"DefaultNodeSwap", ""},
 	"node.iowait":           {"DefaultNodeIOWait", ""},
 	"node.certificate":      {"DefaultCertificateDays", "DefaultCertificateDaysCrit"},
+	"node.updates_age":      {"DefaultUpdatesAge", ""},
 	"guest.cpu":             {"DefaultGuestCPU", ""},
 	"guest.memory":          {"DefaultGuestMemory", ""},
 	"guest.disk":            {"DefaultGuestDisk", "DefaultGuestDiskCrit"},
@@ -358,7 +359,7 @@ var patrolDocThresholdConsts = map[string][2]string{
 
 // patrolDocCounts are the settings that count failing items: their clear
 // is the trigger itself.
-var patrolDocCounts = map[string]bool{"storage.backup_jobs": true, "guest.replication": true, "guest.replication_lag": true}
+var patrolDocCounts = map[string]bool{"storage.backup_jobs": true, "guest.replication": true, "guest.replication_lag": true, "node.updates_age": true}
 
 // patrolDocFalling are the settings whose threshold falls: their clear is
 // trigger + DefaultClearMargin.

@@ -171,7 +171,7 @@ func (x *run) detect(ctx context.Context) error {
 	r.log.Info("snapshot collected", "run_id", rep.RunID, "resources", len(x.snap.Resources), "invalid", len(rep.InvalidResources),
 		"elapsed", x.elapsed())
 	hysteresis := activeSignals(active)
-	x.sigs = signals.Detect(x.snap, x.set.Policy, hysteresis)
+	x.sigs = signals.DetectOpened(x.snap, x.set.Policy, hysteresis, openedSignals(active))
 	safeSignalsParallel(x.sigs, r.plain)
 	if r.opts.History != nil {
 		fc, seen, err := r.forecast(ctx, x.set, x.snap, x.ro.Snapshot == nil, hysteresis)
@@ -625,6 +625,21 @@ func withNodes(obs []findings.Observation, byID *resourceIndex, memo safeMemo) [
 
 // activeSignals is the hysteresis input: active findings whose key is a
 // catalogue signal of the same category.
+// openedSignals is when the active findings a rule of duration reads
+// opened (updates_pending): the lifecycle's own first detection.
+func openedSignals(active []findings.Finding) signals.Opened {
+	out := signals.Opened{}
+	for i := range active {
+		if active[i].DetectedAt.IsZero() {
+			continue
+		}
+		if typ, ok := signals.Covering(active[i].Key, string(active[i].Category)); ok && typ == signals.TypeUpdatesPending {
+			out[signals.Key{Type: typ, ResourceID: active[i].ResourceID}] = active[i].DetectedAt
+		}
+	}
+	return out
+}
+
 func activeSignals(active []findings.Finding) signals.Active {
 	out := make(signals.Active, len(active))
 	for i := range active {

@@ -103,6 +103,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeSnapshotOld:         {snapshot.KindVM, snapshot.KindContainer},
 	TypeReplicationFailed:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeCertificateExpiring: {snapshot.KindNode},
+	TypeUpdatesPending:      {snapshot.KindNode},
 	TypeZFSScrubOverdue:     {snapshot.KindStorage},
 }
 

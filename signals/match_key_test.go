@@ -48,7 +48,8 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE", Scrub: &snapshot.Scrub{State: snapshot.ScrubRunning}}, BackupStore: &snapshot.BackupStore{},
 			HA: &snapshot.HA{}, Replication: &snapshot.Replication{},
-			Certificate: &snapshot.Certificate{}, Guest: &snapshot.GuestState{BackupScheduled: &scheduled, Snapshots: &snapshot.Snapshots{}}}
+			Certificate: &snapshot.Certificate{}, Updates: &snapshot.Updates{},
+			Guest: &snapshot.GuestState{BackupScheduled: &scheduled, Snapshots: &snapshot.Snapshots{}}}
 		if kind == snapshot.KindNode || kind == snapshot.KindStorage {
 			r.Status = snapshot.StatusOnline
 		}

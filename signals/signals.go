@@ -39,6 +39,7 @@ const (
 	TypeSnapshotOld         Type = "snapshot_old"
 	TypeReplicationFailed   Type = "replication_failed"
 	TypeCertificateExpiring Type = "certificate_expiring"
+	TypeUpdatesPending      Type = "updates_pending"
 	TypeZFSScrubOverdue     Type = "zfs_scrub_overdue"
 )
 
@@ -48,7 +49,7 @@ var Types = []Type{
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
 	TypeLockStuck, TypeGuestDown, TypeBackupUnscheduled, TypeSnapshotOld,
-	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue,
+	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue, TypeUpdatesPending,
 }
 
 // Severities a signal can carry.
@@ -64,6 +65,7 @@ const (
 	CategoryCapacity    = "capacity"
 	CategoryReliability = "reliability"
 	CategoryBackup      = "backup"
+	CategorySecurity    = "security"
 )
 
 // Category returns the finding category of a signal type.
@@ -75,6 +77,8 @@ func (t Type) Category() string {
 		return CategoryCapacity
 	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed, TypeReplicationFailed, TypeBackupUnscheduled:
 		return CategoryBackup
+	case TypeUpdatesPending:
+		return CategorySecurity
 	default:
 		// smart_failure, guest_unreachable, node_offline,
 		// disk_temperature, disk_wear, zfs_pool_degraded.
@@ -127,8 +131,18 @@ var _ Thresholds = (*alerts.Policy)(nil)
 // safe for concurrent use (as an *alerts.Policy is). The shares are
 // joined in snapshot order, so the result is the one a single pass gives.
 func Detect(snap *snapshot.Snapshot, th Thresholds, active Active) []Signal {
+	return DetectOpened(snap, th, active, nil)
+}
+
+// Opened is when each active finding of a catalogue key opened: a rule
+// on how long a condition has lasted reads it (updates_pending).
+type Opened map[Key]time.Time
+
+// DetectOpened is Detect with the active findings' opening times.
+func DetectOpened(snap *snapshot.Snapshot, th Thresholds, active Active, opened Opened) []Signal {
 	return shares.Join(len(snap.Resources), minDetectShare, func(lo, hi int) []Signal {
-		return DetectResources(snap.Resources[lo:hi], snap.TakenAt, th, active)
+		rs := snap.Resources[lo:hi]
+		return appendResources(make([]Signal, 0, len(rs)/32), rs, snap.TakenAt, th, active, opened)
 	})
 }
 
@@ -147,14 +161,18 @@ func DetectResources(rs []snapshot.Resource, takenAt time.Time, th Thresholds, a
 // AppendResources is DetectResources appending to out: a caller
 // detecting batch after batch reuses one slice as room to detect in.
 func AppendResources(out []Signal, rs []snapshot.Resource, takenAt time.Time, th Thresholds, active Active) []Signal {
+	return appendResources(out, rs, takenAt, th, active, nil)
+}
+
+func appendResources(out []Signal, rs []snapshot.Resource, takenAt time.Time, th Thresholds, active Active, opened Opened) []Signal {
 	for i := range rs {
 		r := &rs[i]
-		out = detectResource(out, r, th.Resolve(r), active, takenAt)
+		out = detectResource(out, r, th.Resolve(r), active, opened, takenAt)
 	}
 	return out
 }
 
-func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, active Active, takenAt time.Time) []Signal {
+func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, active Active, opened Opened, takenAt time.Time) []Signal {
 	switch {
 	case r.Kind == snapshot.KindDisk:
 		if s, ok := smartFailure(r); ok {
@@ -181,6 +199,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 			out = append(out, s)
 		}
 		out = appendCertificate(out, r, t.Certificate, active, takenAt)
+		out = appendUpdates(out, r, t.UpdatesAge, opened, takenAt)
 	case r.Kind.Guest():
 		if r.Status == snapshot.StatusRunning {
 			out = appendMetric(out, r, TypeHighCPU, snapshot.MetricCPU, t.CPU, active)
@@ -272,6 +291,8 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 	case TypeHAError:
 		// Read HA state, managed or not: a guest taken out of HA clears.
 		return (r.Kind == snapshot.KindNode || r.Kind.Guest()) && r.HA != nil
+	case TypeUpdatesPending:
+		return r.Kind == snapshot.KindNode && r.Updates != nil
 	case TypeCertificateExpiring:
 		return r.Kind == snapshot.KindNode && r.Certificate != nil
 	case TypeReplicationFailed:

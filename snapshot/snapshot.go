@@ -130,6 +130,9 @@ type Resource struct {
 	// Certificate is set on a node whose certificates its source read:
 	// the one that expires first.
 	Certificate *Certificate `json:"certificate,omitempty"`
+	// Updates is set on a node whose package updates its source read:
+	// none pending is Packages 0.
+	Updates *Updates `json:"updates,omitempty"`
 }
 
 // MaxParents bounds a resource's parents list.
@@ -291,6 +294,20 @@ type ReplicationJob struct {
 	FailCount int64  `json:"fail_count,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
+
+// Updates are a node's pending package updates.
+type Updates struct {
+	// Packages counts the packages with an update.
+	Packages int `json:"packages"`
+	// Security counts those from a security repository.
+	Security int `json:"security"`
+	// Names are the first few packages (MaxUpdateNames), security
+	// ones first.
+	Names []string `json:"names,omitempty"`
+}
+
+// MaxUpdateNames bounds Updates.Names.
+const MaxUpdateNames = 5
 
 // Certificate is a node's TLS certificate that expires first.
 type Certificate struct {

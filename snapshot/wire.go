@@ -661,6 +661,16 @@ func check(r *Resource) (field, problem string) {
 			return "backup_store.verify_failed", fmt.Sprintf("more than %d snapshots", MaxVerifyFailed)
 		}
 	}
+	if u := r.Updates; u != nil {
+		switch {
+		case u.Packages < 0:
+			return "updates.packages", "negative"
+		case u.Security < 0 || u.Security > u.Packages:
+			return "updates.security", "outside 0..packages"
+		case len(u.Names) > MaxUpdateNames:
+			return "updates.names", fmt.Sprintf("more than %d names", MaxUpdateNames)
+		}
+	}
 	if rp := r.Replication; rp != nil {
 		if len(rp.Jobs) > MaxReplicationJobs {
 			return "replication.jobs", fmt.Sprintf("more than %d jobs", MaxReplicationJobs)

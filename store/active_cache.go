@@ -106,7 +106,9 @@ func activeKeys(ctx context.Context, c *activeCache, q querier) ([]findings.Find
 func identities(byID map[string]findings.Finding) []findings.Finding {
 	out := make([]findings.Finding, 0, len(byID))
 	for _, f := range byID {
-		out = append(out, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status})
+		// DetectedAt: a rule of duration reads when its finding opened.
+		out = append(out, findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status,
+			DetectedAt: f.DetectedAt})
 	}
 	return out
 }

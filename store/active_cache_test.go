@@ -97,7 +97,7 @@ func (w twin) commit(t fataler, runID string, at time.Time, obs ...findings.Obse
 	}
 	wantKeys := map[string]findings.Finding{}
 	for _, f := range active {
-		wantKeys[f.ID] = findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status}
+		wantKeys[f.ID] = findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status, DetectedAt: f.DetectedAt}
 	}
 	if len(keys) != len(gotKeys) || !reflect.DeepEqual(gotKeys, wantKeys) {
 		t.Fatal(fmt.Sprintf("run %s: ActiveKeys is not the rows':\nkeys %s\nrows %s", runID, js(keys), js(wantKeys)))

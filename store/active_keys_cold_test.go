@@ -41,7 +41,7 @@ func TestColdActiveKeysKeepTheRowsForTheCommit(t *testing.T) {
 	wantKeys := map[string]findings.Finding{}
 	for _, f := range rows {
 		wantKept[f.ID] = f
-		wantKeys[f.ID] = findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status}
+		wantKeys[f.ID] = findings.Finding{ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Status: f.Status, DetectedAt: f.DetectedAt}
 	}
 	gotKeys := map[string]findings.Finding{}
 	for _, f := range keys {

@@ -74,6 +74,7 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 		"/api2/json/nodes/pve1/disks/list":        `{"data":[]}`,
 		"/api2/json/nodes/pve1/status":            `{"data":{"cpu":0.5,"wait":0.02,"swap":{"total":0,"used":0,"free":0}}}`,
 		"/api2/json/nodes/pve1/certificates/info": `{"data":[]}`,
+		"/api2/json/nodes/pve1/apt/update":        `{"data":[]}`,
 		"/api2/json/nodes/pve1/replication":       `{"data":[]}`,
 		"/api2/json/nodes/pve1/tasks":             `{"data":[]}`,
 		"/api2/json/nodes/pve1/disks/zfs":         `{"data":[]}`,
@@ -103,7 +104,8 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 		t.Fatalf("output is not a snapshot: %v\n%s", err, out)
 	}
 	want := `{"version":1,"source":"proxmox","resources":[` +
-		`{"id":"node/pve1","kind":"node","name":"pve1","status":"online","metrics":{"cpu_percent":50,"iowait_percent":2,"memory_percent":25},"ha":{"managed":false}},` +
+		`{"id":"node/pve1","kind":"node","name":"pve1","status":"online","metrics":{"cpu_percent":50,"iowait_percent":2,"memory_percent":25},"ha":{"managed":false},` +
+		`"updates":{"packages":0,"security":0}},` +
 		`{"id":"node/pve2","kind":"node","name":"pve2","status":"offline","ha":{"managed":false}}]}`
 	wantSnap, _, _ := snapshot.Decode([]byte(want), snapshot.DecodeOptions{})
 	wantSnap.TakenAt = snap.TakenAt

@@ -177,6 +177,7 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 		n := nodeResource(cl.nodes[name], st)
 		if res := byNode[name]; res != nil {
 			n.Certificate = res.certificate
+			n.Updates = res.updates
 		}
 		if inCluster {
 			n.Parent = clusterRes.ID

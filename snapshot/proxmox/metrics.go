@@ -11,7 +11,7 @@ import (
 // Endpoint families, the values of the endpoint label: the PVE API's and
 // the PBS API's.
 var (
-	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "replication", "certificates", "disks_list", "disks_smart",
+	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "replication", "certificates", "apt_update", "disks_list", "disks_smart",
 		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_snapshots", "guest_agent"}
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
@@ -35,6 +35,7 @@ var pveEndpoints = []pveEndpoint{
 	{"node_status", "/nodes/{node}/status", "Sys.Audit", []string{"high_swap", "high_iowait"}, "status"},
 	{"replication", "/nodes/{node}/replication", "VM.Audit (each guest's jobs by its own)", []string{"replication_failed"}, "replication"},
 	{"certificates", "/nodes/{node}/certificates/info", "Sys.Audit", []string{"certificate_expiring"}, "certificates"},
+	{"apt_update", "/nodes/{node}/apt/update", "Sys.Modify", []string{"updates_pending"}, "updates"},
 	{"disks_list", "/nodes/{node}/disks/list", "Sys.Audit", []string{"smart_failure", "disk_temperature", "disk_wear"}, "disks"},
 	{"disks_smart", "/nodes/{node}/disks/smart", "Sys.Audit", []string{"smart_failure", "disk_temperature", "disk_wear"}, "SMART"},
 	{"disks_zfs", "/nodes/{node}/disks/zfs", "Sys.Audit", []string{"zfs_pool_degraded", "zfs_scrub_overdue"}, "ZFS pools"},
@@ -175,6 +176,8 @@ func endpointFamily(s []string) string {
 		return "replication"
 	case len(s) == 4 && s[0] == "nodes" && s[2] == "certificates" && s[3] == "info":
 		return "certificates"
+	case len(s) == 4 && s[0] == "nodes" && s[2] == "apt" && s[3] == "update":
+		return "apt_update"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "list":
 		return "disks_list"
 	case len(s) == 4 && s[2] == "disks" && s[3] == "smart":

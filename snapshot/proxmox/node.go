@@ -39,6 +39,7 @@ type nodeResult struct {
 	status      *nodeStatus                         // nil when GET /nodes/{node}/status was not read
 	replication map[int64][]snapshot.ReplicationJob // nil when not read
 	certificate *snapshot.Certificate               // nil when not read, or none expires
+	updates     *snapshot.Updates                   // nil when not read
 	disks       []diskRead
 	pools       []poolRead
 	tasksRead   bool
@@ -148,6 +149,7 @@ func (w *worker) steps() []step {
 		{[]string{"node_status"}, w.readStatus, always},
 		{[]string{"replication"}, w.readReplication, always},
 		{[]string{"certificates"}, w.readCertificates, always},
+		{[]string{"apt_update"}, w.readUpdates, always},
 		{[]string{"disks_list"}, w.readDisks, always},
 		{[]string{"disks_zfs"}, w.readPools, always},
 		{[]string{"tasks"}, w.readTasks, always},
@@ -290,6 +292,17 @@ func (w *worker) readCertificates() {
 		return err
 	}) {
 		w.res.certificate = firstToExpire(certs)
+	}
+}
+
+// readUpdates reads the node's pending package updates.
+func (w *worker) readUpdates() {
+	var list []aptUpdate
+	if w.get([]string{"nodes", w.work.name, "apt", "update"}, nil, func(d []byte) (err error) {
+		list, err = decodeList[aptUpdate](d)
+		return err
+	}) {
+		w.res.updates = pendingUpdates(list)
 	}
 }
 

@@ -125,7 +125,7 @@ func TestFullVolumeStorageHoldsItsGuests(t *testing.T) {
 		"storage/pve2/zpool/tank high_disk", "storage/pve2/zpool/tank zfs_pool_degraded", "disk/pve1/sda smart_failure",
 		"disk/pve2/nvme0n1 smart_failure", "disk/pve2/nvme0n1 disk_wear", "disk/pve2/sda smart_failure", "disk/pve2/sdb smart_failure",
 		"disk/pve2/sdb disk_temperature", "storage/pve1/local-lvm high_disk",
-		"node/pve2 ha_error", "node/pve3 ha_error", "vm/104 ha_error", "container/200 ha_error", "vm/102 replication_failed", "node/pve1 certificate_expiring", "container/201 backup_unscheduled", "vm/102 snapshot_old"} {
+		"node/pve2 ha_error", "node/pve3 ha_error", "vm/104 ha_error", "container/200 ha_error", "vm/102 replication_failed", "node/pve1 certificate_expiring", "node/pve1 updates_pending", "container/201 backup_unscheduled", "vm/102 snapshot_old"} {
 		want[s] = ""
 	}
 	want["vm/102 backup_failed"], want["vm/102 backup_stale"], want["vm/102 high_disk"] = "", "", parent

@@ -55,7 +55,8 @@ func New(t testing.TB) *Server {
 	s.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":4294967296,"maxmem":34359738368}]`)
 	s.Set("cluster/status", `[{"type":"node","id":"node/pve1","name":"pve1","nodeid":0,"online":1,"local":1,"ip":"192.0.2.11","level":""}]`)
 	s.Set("cluster/ha/status/current", HAStatus(nil, nil))
-	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks", "nodes/pve1/replication"} {
+	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks", "nodes/pve1/replication",
+		"nodes/pve1/apt/update"} {
 		s.Set(p, `[]`)
 	}
 	s.Set("nodes/pve1/certificates/info", Certificates(1893456000, 1893456000))
@@ -145,6 +146,14 @@ func Certificates(pveSSL, pveproxySSL int64) string {
 	}
 	return "[" + cert("pve-ssl.pem", "/OU=PVE Cluster Node/O=Proxmox Virtual Environment/CN=pve1.example.com", "/CN=Proxmox Virtual Environment/OU=f00d/O=PVE Cluster Manager CA", pveSSL) +
 		"," + cert("pveproxy-ssl.pem", "/CN=pve1.example.com", "/C=US/O=Let's Encrypt/CN=R11", pveproxySSL) + "]"
+}
+
+// Update is one entry of a PVE 8 GET /nodes/{node}/apt/update answer's
+// data: pkg from origin (as "Debian", "Debian-Security", "Proxmox") in
+// section, from old to version.
+func Update(pkg, origin, section, old, version string) string {
+	return `{"Arch":"amd64","ChangeLogUrl":"","Description":"","OldVersion":"` + old + `","Origin":"` + origin +
+		`","Package":"` + pkg + `","Priority":"optional","Section":"` + section + `","Title":"` + pkg + ` package","Version":"` + version + `"}`
 }
 
 // PVE7 rewrites an answer's data as PVE 7 sends it: every number a

@@ -242,7 +242,7 @@ func (s *Scale) answer(p string) (string, bool) {
 	switch rest := strings.Join(seg[2:], "/"); rest {
 	case "status":
 		return NodeStatus(0.05, 0.001, 0, 8589934592), true
-	case "replication", "disks/zfs":
+	case "replication", "disks/zfs", "apt/update":
 		return `[]`, true
 	case "certificates/info":
 		return Certificates(1893456000, 1893456000), true
