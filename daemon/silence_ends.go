@@ -28,8 +28,14 @@ func (d *Daemon) watchSilenceEnds(ctx context.Context) {
 		if !held && d.IsWriter() {
 			held = true
 			d.bg.Add(1)
-			//mutate:held-resolutions-on-start ./cmd/patrold ^TestStartPublishesResolutionsASilenceHeld$
-			go func() { defer d.bg.Done(); d.publishHeldResolutions(ctx) }()
+			go func() {
+				defer d.bg.Done()
+				// The marker sits on the call, not the goroutine: removing
+				// the goroutine would leave bg waiting, and the test would
+				// end only at its timeout.
+				//mutate:held-resolutions-on-start ./cmd/patrold ^TestStartPublishesResolutionsASilenceHeld$
+				d.publishHeldResolutions(ctx)
+			}()
 		}
 		wait := silenceRecheck
 		for _, s := range last {

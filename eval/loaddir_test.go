@@ -11,6 +11,30 @@ import (
 // secretLine is what a file outside the scenario directory holds.
 const secretLine = "db_password: hunter2-do-not-print"
 
+// fifoWithWriter makes a FIFO at path with a writer waiting on it, so a
+// loader that opens it reads a line and fails at once instead of
+// blocking the test until its timeout. Cleanup releases the writer.
+func fifoWithWriter(t *testing.T, path string) error {
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.WriteString("fifo: read\n")
+			f.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			<-done
+			f.Close()
+		}
+	})
+	return nil
+}
+
 // TestLoadDirReadsOnlyRegularFiles: a scenario file is a regular file
 // directly inside the directory. A symlink (out of the directory or
 // inside it), a directory and a FIFO are refused by name, unread; no
@@ -32,7 +56,7 @@ func TestLoadDirReadsOnlyRegularFiles(t *testing.T) {
 			`scenarios: "b.yaml" is a symlink` + tail},
 		{"directory", func(dir string) error { return os.Mkdir(filepath.Join(dir, "b.yaml"), 0o700) },
 			`scenarios: "b.yaml" is a directory` + tail},
-		{"fifo", func(dir string) error { return syscall.Mkfifo(filepath.Join(dir, "b.yaml"), 0o600) },
+		{"fifo", func(dir string) error { return fifoWithWriter(t, filepath.Join(dir, "b.yaml")) },
 			`scenarios: "b.yaml" is a special file` + tail},
 		{"a regular file of secrets", func(dir string) error {
 			return os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(secretLine+"\n"), 0o600)
