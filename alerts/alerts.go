@@ -83,6 +83,14 @@ const (
 	maxUpdatesAge = 3650.0
 )
 
+// Guest backup verification thresholds, in days.
+const (
+	// Days since a backup of a guest was last verified ok, on a storage
+	// that verifies backups (backup_unverified): watch strictly above
+	// the trigger. A count of days: clear is the trigger.
+	DefaultVerifyAge = 7.0
+)
+
 // Guest lock thresholds, in minutes.
 const (
 	// A lock held with no task of the guest running (lock_stuck),
@@ -130,6 +138,9 @@ type GuestSettings struct {
 	// rise; clear defaults to the trigger.
 	Replication    ThresholdSetting `koanf:"replication" json:"replication" yaml:"replication"`
 	ReplicationLag ThresholdSetting `koanf:"replication_lag" json:"replication_lag" yaml:"replication_lag"`
+	// VerifyAge is days since a backup of the guest was verified ok
+	// (rises; clear defaults to the trigger).
+	VerifyAge ThresholdSetting `koanf:"verify_age" json:"verify_age" yaml:"verify_age"`
 }
 
 // StorageSettings are thresholds for storage pools.
@@ -217,6 +228,8 @@ type Thresholds struct {
 	Certificate Threshold
 	// UpdatesAge: days a node's updates have been pending, rising.
 	UpdatesAge Threshold
+	// VerifyAge: days since a guest's backup was last verified ok, rising.
+	VerifyAge Threshold
 }
 
 // Policy resolves effective thresholds. It is immutable and safe for
@@ -294,6 +307,7 @@ func builtinSet() thresholdSets {
 			Forecast:     Threshold{Trigger: DefaultForecastDays, Clear: DefaultForecastDays + DefaultClearMargin, Critical: DefaultForecastDaysCrit},
 			LockAge:      Threshold{Trigger: DefaultGuestLockAge, Clear: DefaultGuestLockAge - DefaultClearMargin},
 			SnapshotAge:  Threshold{Trigger: DefaultGuestSnapshotAge, Clear: DefaultGuestSnapshotAge - DefaultClearMargin},
+			VerifyAge:    Threshold{Trigger: DefaultVerifyAge, Clear: DefaultVerifyAge},
 			BackupMaxAge: DefaultBackupMaxAge,
 			Replication: Threshold{Trigger: DefaultReplicationFailures, Clear: DefaultReplicationFailures,
 				Critical: DefaultReplicationFailuresCrit},
@@ -359,6 +373,7 @@ func resolveSet(base Thresholds, s KindSettings, kind snapshot.Kind) Thresholds 
 		out.SnapshotAge = apply(out.SnapshotAge, s.Guest.SnapshotAge)
 		out.Replication = applyDir(out.Replication, s.Guest.Replication, 0)
 		out.ReplicationLag = applyDir(out.ReplicationLag, s.Guest.ReplicationLag, 0)
+		out.VerifyAge = applyDir(out.VerifyAge, s.Guest.VerifyAge, 0)
 	case kind == snapshot.KindStorage:
 		out.Disk = apply(out.Disk, s.Storage.Usage)
 		out.Forecast = applyFalling(out.Forecast, s.Storage.Forecast)
@@ -449,6 +464,7 @@ func validateSet(key string, s KindSettings, eff *Policy) []string {
 	check("storage.scrub_age", s.Storage.ScrubAge, eff.storage.ScrubAge)
 	checkFalling("node.certificate", s.Node.Certificate, eff.node.Certificate)
 	checkCountOf("node.updates_age", s.Node.UpdatesAge, eff.node.UpdatesAge, maxUpdatesAge)
+	checkCountOf("guest.verify_age", s.Guest.VerifyAge, eff.guest.VerifyAge, maxUpdatesAge)
 	checkCount("guest.replication", s.Guest.Replication, eff.guest.Replication)
 	checkCount("guest.replication_lag", s.Guest.ReplicationLag, eff.guest.ReplicationLag)
 	check("disk.temperature", s.Disk.Temperature, eff.disk.Temperature)

@@ -277,6 +277,7 @@ func cfgAlertDefaults(s alerts.Settings) (map[string]string, error) {
 	put("storage.scrub_age", storage.ScrubAge)
 	put("guest.replication", guest.Replication)
 	put("guest.replication_lag", guest.ReplicationLag)
+	put("guest.verify_age", guest.VerifyAge)
 	put("disk.temperature", disk.Temperature)
 	put("disk.wear", disk.Wear)
 	out["alerts.defaults.backup.max_age"] = cfgShortDuration(node.BackupMaxAge)

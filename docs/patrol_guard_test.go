@@ -355,11 +355,12 @@ var patrolDocThresholdConsts = map[string][2]string{
 	"storage.scrub_age":     {"DefaultScrubAge", ""},
 	"guest.replication":     {"DefaultReplicationFailures", "DefaultReplicationFailuresCrit"},
 	"guest.replication_lag": {"DefaultReplicationLag", ""},
+	"guest.verify_age":      {"DefaultVerifyAge", ""},
 }
 
 // patrolDocCounts are the settings that count failing items: their clear
 // is the trigger itself.
-var patrolDocCounts = map[string]bool{"storage.backup_jobs": true, "guest.replication": true, "guest.replication_lag": true, "node.updates_age": true}
+var patrolDocCounts = map[string]bool{"storage.backup_jobs": true, "guest.replication": true, "guest.replication_lag": true, "node.updates_age": true, "guest.verify_age": true}
 
 // patrolDocFalling are the settings whose threshold falls: their clear is
 // trigger + DefaultClearMargin.

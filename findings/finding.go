@@ -94,6 +94,7 @@ var keyAliases = map[string]string{
 	"quorum-lost": "quorum_lost", "no-quorum": "quorum_lost", "cluster-quorum-lost": "quorum_lost",
 	"high-swap": "high_swap", "swap-high": "high_swap", "swap": "high_swap",
 	"zfs-scrub-overdue": "zfs_scrub_overdue", "scrub-overdue": "zfs_scrub_overdue", "zpool-scrub-overdue": "zfs_scrub_overdue",
+	"backup-unverified": "backup_unverified", "unverified-backup": "backup_unverified", "backup-verify-failed": "backup_unverified",
 	"updates-pending": "updates_pending", "pending-updates": "updates_pending", "apt-updates": "updates_pending",
 	"certificate-expiring": "certificate_expiring", "cert-expiring": "certificate_expiring", "certificate-expired": "certificate_expiring",
 	"replication-failed": "replication_failed", "replication-failing": "replication_failed", "replication-stale": "replication_failed",

@@ -41,6 +41,7 @@ var titles = map[signals.Type]string{
 	signals.TypeReplicationFailed:   "Replication of %s is failing",
 	signals.TypeCertificateExpiring: "Certificate of %s expires soon",
 	signals.TypeUpdatesPending:      "Package updates pending on %s",
+	signals.TypeBackupUnverified:    "Backups of %s are not verified",
 	signals.TypeZFSScrubOverdue:     "ZFS pool %s needs a scrub",
 }
 
@@ -78,6 +79,7 @@ var recommendations = map[signals.Type]string{
 	signals.TypeGuestDown:           "Read the guest's last start task and the node's journal (OOM killer, QEMU or LXC errors) for why it stopped, then start it; set onboot 0 if it is meant to stay off.",
 	signals.TypeReplicationFailed:   "Run pvesr status on the source node and read the job's log: check the target node, its storage and the network between them, then schedule the job now.",
 	signals.TypeCertificateExpiring: "Renew it: pvenode acme cert renew for an ACME certificate, pvecm updatecerts --force for the cluster's own; upload a new custom one before the date.",
+	signals.TypeBackupUnverified:    "Read the verify task log on the backup server; for a failed verification take a new backup and verify it; otherwise add or fix a verify job on the datastore.",
 	signals.TypeUpdatesPending:      "Review the pending updates (apt list --upgradable on the node) and install them in a maintenance window, security ones first: migrate guests away, apt full-upgrade, reboot for a new kernel.",
 	signals.TypeZFSScrubOverdue:     "Run zpool scrub on the pool and check that the monthly scrub timer runs; for errors found or repaired, read zpool status -v and check the devices.",
 }

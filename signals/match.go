@@ -104,6 +104,7 @@ var judged = map[Type][]snapshot.Kind{
 	TypeReplicationFailed:   {snapshot.KindVM, snapshot.KindContainer},
 	TypeCertificateExpiring: {snapshot.KindNode},
 	TypeUpdatesPending:      {snapshot.KindNode},
+	TypeBackupUnverified:    {snapshot.KindVM, snapshot.KindContainer},
 	TypeZFSScrubOverdue:     {snapshot.KindStorage},
 }
 

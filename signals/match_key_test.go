@@ -45,7 +45,7 @@ func TestJudgedKindsAgreeWithDetection(t *testing.T) {
 		r := snapshot.Resource{ID: string(kind) + "/x", Kind: kind, Status: snapshot.StatusRunning,
 			Metrics: snapshot.MetricsOf(map[string]float64{snapshot.MetricCPU: 1, snapshot.MetricMemory: 1, snapshot.MetricDisk: 1, snapshot.MetricUsage: 1,
 				snapshot.MetricSwap: 1, snapshot.MetricIOWait: 1}),
-			Backup: &snapshot.Backup{}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
+			Backup: &snapshot.Backup{Verify: &snapshot.Verify{State: snapshot.VerifyNone}}, Reachable: &reachable, Smart: &snapshot.Smart{TemperatureC: &temp, WearoutPercent: &wear},
 			ZFS: &snapshot.ZFS{State: "ONLINE", Scrub: &snapshot.Scrub{State: snapshot.ScrubRunning}}, BackupStore: &snapshot.BackupStore{},
 			HA: &snapshot.HA{}, Replication: &snapshot.Replication{},
 			Certificate: &snapshot.Certificate{}, Updates: &snapshot.Updates{},

@@ -40,6 +40,7 @@ const (
 	TypeReplicationFailed   Type = "replication_failed"
 	TypeCertificateExpiring Type = "certificate_expiring"
 	TypeUpdatesPending      Type = "updates_pending"
+	TypeBackupUnverified    Type = "backup_unverified"
 	TypeZFSScrubOverdue     Type = "zfs_scrub_overdue"
 )
 
@@ -49,7 +50,7 @@ var Types = []Type{
 	TypeNodeOffline, TypeDiskTemperature, TypeDiskWear, TypeZFSPoolDegraded, TypeCapacityForecast, TypeBackupJobFailed,
 	TypeHighSwap, TypeHighIOWait, TypeQuorumLost, TypeHAError,
 	TypeLockStuck, TypeGuestDown, TypeBackupUnscheduled, TypeSnapshotOld,
-	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue, TypeUpdatesPending,
+	TypeReplicationFailed, TypeCertificateExpiring, TypeZFSScrubOverdue, TypeUpdatesPending, TypeBackupUnverified,
 }
 
 // Severities a signal can carry.
@@ -75,7 +76,7 @@ func (t Type) Category() string {
 		return CategoryPerformance
 	case TypeHighDisk, TypeCapacityForecast:
 		return CategoryCapacity
-	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed, TypeReplicationFailed, TypeBackupUnscheduled:
+	case TypeBackupFailed, TypeBackupStale, TypeBackupJobFailed, TypeReplicationFailed, TypeBackupUnscheduled, TypeBackupUnverified:
 		return CategoryBackup
 	case TypeUpdatesPending:
 		return CategorySecurity
@@ -207,6 +208,7 @@ func detectResource(out []Signal, r *snapshot.Resource, t alerts.Thresholds, act
 		}
 		out = appendMetric(out, r, TypeHighDisk, snapshot.MetricDisk, t.Disk, active)
 		out = appendBackup(out, r, t.BackupMaxAge, takenAt)
+		out = appendBackupUnverified(out, r, t.VerifyAge, takenAt)
 		out = appendLockStuck(out, r, t.LockAge, active, takenAt)
 		if s, ok := guestDown(r); ok {
 			out = append(out, s)
@@ -293,6 +295,8 @@ func Evaluated(r *snapshot.Resource, typ Type) bool {
 		return (r.Kind == snapshot.KindNode || r.Kind.Guest()) && r.HA != nil
 	case TypeUpdatesPending:
 		return r.Kind == snapshot.KindNode && r.Updates != nil
+	case TypeBackupUnverified:
+		return r.Kind.Guest() && r.Backup != nil && r.Backup.Verify != nil
 	case TypeCertificateExpiring:
 		return r.Kind == snapshot.KindNode && r.Certificate != nil
 	case TypeReplicationFailed:

@@ -19,10 +19,11 @@ import (
 // guest pointer (lock, tasks) 8 more: 439 and 451. The replication
 // pointer 8 more: 445 and 456. The
 // certificate pointer 8 more: 453 and 464. The updates pointer 8 more:
-// 461 and 471.
+// 461 and 471. The backup's verify pointer (a larger size class for
+// each backup) 12 more: 473 and 483.
 const (
-	maxLivePerResource  = 465
-	maxAllocPerResource = 480
+	maxLivePerResource  = 477
+	maxAllocPerResource = 488
 )
 
 // TestDecodedSizePerResource keeps a large fleet's decoded snapshot small

@@ -187,7 +187,25 @@ type Backup struct {
 	// Storage is the resource id of the storage the newest backup was
 	// found on, when the source knows it.
 	Storage string `json:"storage,omitempty"`
+	// Verify is set when the newest backup's storage verifies backups
+	// (a PBS storage listing verification states).
+	Verify *Verify `json:"verify,omitempty"`
 }
+
+// Verify is the verification of a guest's backups.
+type Verify struct {
+	// State is the newest backup's: ok, failed or none.
+	State string `json:"state"`
+	// LastOKAt is when a backup of the guest was last verified ok.
+	LastOKAt *time.Time `json:"last_ok_at,omitempty"`
+}
+
+// Verification states of Backup.Verification.
+const (
+	VerifyOK     = "ok"
+	VerifyFailed = "failed"
+	VerifyNone   = "none"
+)
 
 // Backup statuses.
 const (

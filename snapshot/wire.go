@@ -661,6 +661,9 @@ func check(r *Resource) (field, problem string) {
 			return "backup_store.verify_failed", fmt.Sprintf("more than %d snapshots", MaxVerifyFailed)
 		}
 	}
+	if b := r.Backup; b != nil && b.Verify != nil && b.Verify.State != VerifyOK && b.Verify.State != VerifyFailed && b.Verify.State != VerifyNone {
+		return "backup.verify.state", fmt.Sprintf("%q is not one of ok, failed, none", b.Verify.State)
+	}
 	if u := r.Updates; u != nil {
 		switch {
 		case u.Packages < 0:

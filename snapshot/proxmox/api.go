@@ -232,6 +232,8 @@ type volume struct {
 	Content string `json:"content"`
 	VMID    number `json:"vmid"`
 	CTime   number `json:"ctime"`
+	// Verification is set on a PBS storage's verified volumes.
+	Verification *verification `json:"verification"`
 }
 
 // backupJob is one entry of GET /cluster/backup.

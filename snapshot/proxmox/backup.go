@@ -58,6 +58,11 @@ func hasVzdump(jobs []backupJob) bool {
 type newestBackup struct {
 	ctime   int64
 	storage string
+	// verify is the newest volume's verification state when its storage
+	// verifies any volume ("" when it verifies none); verifiedAt the
+	// newest ok verification of any of the guest's volumes.
+	verify     string
+	verifiedAt int64
 }
 
 // newestVolumes records the newest backup per vmid over the volumes of
@@ -65,6 +70,8 @@ type newestBackup struct {
 // two equally new volumes the storage first by id wins, so the result
 // does not depend on the order storages are read in.
 func newestVolumes(vols []volume, storage string, into map[int64]newestBackup) {
+	// A storage that verifies: any of its volumes carries a state.
+	verifies := slices.ContainsFunc(vols, func(v volume) bool { return v.Verification != nil })
 	for _, v := range vols {
 		if v.Content != "" && v.Content != "backup" {
 			continue
@@ -80,9 +87,15 @@ func newestVolumes(vols []volume, storage string, into map[int64]newestBackup) {
 			continue
 		}
 		ct := int64(v.CTime.v)
-		if cur := into[id]; ct > cur.ctime || (ct == cur.ctime && storage < cur.storage) {
-			into[id] = newestBackup{ctime: ct, storage: storage}
+		cur := into[id]
+		cur.verifiedAt = max(cur.verifiedAt, v.verifiedAt())
+		if ct > cur.ctime || (ct == cur.ctime && storage < cur.storage) {
+			cur.ctime, cur.storage, cur.verify = ct, storage, ""
+			if verifies {
+				cur.verify = v.verifyState()
+			}
 		}
+		into[id] = cur
 	}
 }
 

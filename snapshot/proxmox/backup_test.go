@@ -137,10 +137,10 @@ func TestNewestVolumes(t *testing.T) {
 	newestVolumes(pbs, "storage/pve1/pbs", got)
 	newestVolumes(local, "storage/pve2/local", got)
 	want := map[int64]newestBackup{
-		100: {1693274401, "storage/pve1/pbs"},
-		200: {1693188002, "storage/pve1/pbs"}, // equally new on both: first by id
-		300: {1693188003, "storage/pve2/local"},
-		701: {1693188007, "storage/pve1/pbs"}, // the vmid field wins over the volid
+		100: {ctime: 1693274401, storage: "storage/pve1/pbs"},
+		200: {ctime: 1693188002, storage: "storage/pve1/pbs"}, // equally new on both: first by id
+		300: {ctime: 1693188003, storage: "storage/pve2/local"},
+		701: {ctime: 1693188007, storage: "storage/pve1/pbs"}, // the vmid field wins over the volid
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("newest\n%+v\nwant\n%+v", got, want)

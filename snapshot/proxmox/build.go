@@ -392,6 +392,13 @@ func backupOf(run backupRun, ok bool, newest newestBackup) *snapshot.Backup {
 		t := time.Unix(newest.ctime, 0).UTC()
 		b.LastSuccessAt = &t
 		b.Storage = newest.storage
+		if newest.verify != "" {
+			b.Verify = &snapshot.Verify{State: newest.verify}
+			if newest.verifiedAt > 0 {
+				v := time.Unix(newest.verifiedAt, 0).UTC()
+				b.Verify.LastOKAt = &v
+			}
+		}
 	}
 	return b
 }
