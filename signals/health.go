@@ -405,8 +405,9 @@ func appendCertificate(out []Signal, r *snapshot.Resource, t alerts.Threshold, a
 
 // appendScrub judges a ZFS pool's last scrub: one that found or repaired
 // errors is a warning; so is one older than storage.scrub_age days,
-// held while at or above clear, or none ever. A scrub running says
-// nothing against the pool.
+// held while at or above clear, or none ever; older than its critical
+// days, when one is set, critical. A scrub running says nothing against
+// the pool.
 func appendScrub(out []Signal, r *snapshot.Resource, t alerts.Threshold, active Active, takenAt time.Time) []Signal {
 	if r.ZFS == nil || r.ZFS.Scrub == nil {
 		return out
@@ -455,6 +456,14 @@ func appendScrub(out []Signal, r *snapshot.Resource, t alerts.Threshold, active 
 	s.Value, s.Threshold = days, t.Trigger
 	s.Evidence["trigger"], s.Evidence["clear"] = t.Trigger, t.Clear
 	s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above %s", display(r), g(days), g(t.Trigger))
+	if t.Critical > 0 {
+		s.Evidence["critical"] = t.Critical
+	}
+	//mutate:zfs-scrub-critical ./signals ^TestScrubAgeCritical$
+	if t.Critical > 0 && days > t.Critical {
+		s.Severity, s.Threshold, held = SeverityCritical, t.Critical, false
+		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above critical %s", display(r), g(days), g(t.Critical))
+	}
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
 		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, still at or above clear %s after exceeding %s", display(r), g(days), g(t.Clear), g(t.Trigger))
