@@ -116,8 +116,11 @@ var familyWords = map[string]string{
 	"swap": "swap", "swapping": "swap",
 	"iowait": "iowait", "wait": "iowait",
 	"checksum": "checksum",
-	"nodes":    "nodes",
-	"window":   "window", "sustained": "window",
+	// A replication job's failed syncs in a row (fail_count).
+	//mutate:ground-fail-count ./model/ground ^TestGroundingReadsTheParityQuantities$
+	"fail": "failures", "failures": "failures", "failcount": "failures",
+	"nodes":  "nodes",
+	"window": "window", "sustained": "window",
 	"raised": "raised", "times": "raised",
 }
 
@@ -137,6 +140,7 @@ var keyFamily = map[string]string{
 	"high_cpu": "cpu", "high_memory": "memory", "high_disk": "disk",
 	"high_swap": "swap", "high_iowait": "iowait",
 	"backup_failed": "backup", "backup_stale": "backup",
+	"replication_failed": "failures",
 }
 
 // familiesOf lists the families a claim's family may bind to: storage

@@ -108,7 +108,7 @@ func TestGroundingIsPerResource(t *testing.T) {
 }
 
 // TestGroundingReadsTheParityQuantities: swap, IO wait, ZFS checksum
-// errors and a cluster's quorum are quantities a claim can name, and a
+// errors, a replication job's fail_count and a cluster's quorum are quantities a claim can name, and a
 // cluster id is a resource a tool result shows. A figure of another
 // family, or another resource's, is still refused.
 func TestGroundingReadsTheParityQuantities(t *testing.T) {
@@ -117,6 +117,7 @@ func TestGroundingReadsTheParityQuantities(t *testing.T) {
 		`{"id":"node/pve1","metrics":{"cpu_percent":25,"swap_percent":86,"iowait_percent_avg":18,"window_seconds":900}}`,
 		`{"id":"storage/pve1/zpool/rpool","zfs":{"state":"DEGRADED","checksum_errors":3}}`,
 		`{"id":"cluster/pve-prod","quorum":{"quorate":false,"nodes":3,"nodes_online":1}}`,
+		`{"id":"vm/102","replication":{"jobs":[{"id":"102-0","target":"pve2","fail_count":3,"interval_seconds":900}]}}`,
 	} {
 		c.Add([]byte(r))
 	}
@@ -132,6 +133,9 @@ func TestGroundingReadsTheParityQuantities(t *testing.T) {
 		{"storage/pve1/zpool/rpool", "zfs_pool_degraded", "state DEGRADED, checksum_errors 3", nil},
 		{"storage/pve1/zpool/rpool", "zfs_pool_degraded", "4 checksum errors", []string{"4 (checksum)"}},
 		{"cluster/pve-prod", "quorum_lost", "cluster/pve-prod lost quorum: nodes_online 1, nodes 3", nil},
+		{"vm/102", "replication_failed", "fail_count 3", nil},
+		{"vm/102", "replication_failed", "its job has 3 failures", nil},
+		{"vm/102", "replication_failed", "fail_count 4", []string{"4 (failures)"}},
 		{"node/pve1", "high_swap", "its cluster cluster/pve-other lost quorum", []string{"cluster/pve-other"}},
 	}
 	for _, tc := range cases {
