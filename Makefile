@@ -62,7 +62,7 @@ fuzz:
 	for f in FuzzReadFigures FuzzExtractClaims; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./model/ground || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzDecodeTags -fuzztime $(FUZZTIME) ./store
 	$(GO) test -run '^$$' -fuzz FuzzIndented -fuzztime $(FUZZTIME) ./cmd/patrold
-	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent FuzzNodeStatus FuzzClusterStatus FuzzHAStatus FuzzRecentTasks FuzzSnapshots FuzzReplication FuzzCertificates FuzzUpdates; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
+	for f in FuzzClusterResources FuzzDisks FuzzSmart FuzzTasksAndLog FuzzBackupsAndJobs FuzzAgent FuzzNodeStatus FuzzClusterStatus FuzzHAStatus FuzzRecentTasks FuzzSnapshots FuzzReplication FuzzCertificates FuzzUpdates FuzzNotBackedUp; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./snapshot/proxmox || exit 1; done
 
 ## mutate: every marked mutation (docs/MUTATIONS.md): each safety rule
 ## (the gate, the net and matching, registry pre-checks, fencing, message

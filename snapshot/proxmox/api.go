@@ -236,6 +236,12 @@ type volume struct {
 	Verification *verification `json:"verification"`
 }
 
+// notBackedUp is one entry of GET /cluster/backup-info/not-backed-up: a
+// guest no enabled backup job selects, as PVE itself judges it.
+type notBackedUp struct {
+	VMID number `json:"vmid"`
+}
+
 // backupJob is one entry of GET /cluster/backup.
 type backupJob struct {
 	ID      string `json:"id"`

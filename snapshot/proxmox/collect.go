@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -49,6 +50,10 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 	if jobsRead != nil {
 		problems = append(problems, clusterProblem([]string{"cluster", "backup"}, jobsRead, "backups of every guest left out"))
 	}
+	notBacked, nbProblem := readNotBackedUp(ctx, sess, jobsRead == nil && hasVzdump(jobs))
+	if nbProblem != nil {
+		problems = append(problems, *nbProblem)
+	}
 	if err := sess.get(ctx, []string{"cluster", "status"}, nil, func(d []byte) (err error) {
 		cl.status, err = decodeList[clusterStatusEntry](d)
 		return err
@@ -95,7 +100,7 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 			Gap:     &snapshot.Gap{Check: agent.family, Keys: agent.keys, Endpoint: "GET " + agent.path, Privilege: agent.privilege, Status: http.StatusForbidden}})
 	}
 	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: now, Source: DefaultSourceName,
-		Resources: s.build(cl, paths, backups, jobs, jobsRead == nil, byNode)}
+		Resources: s.build(cl, paths, backups, jobs, jobsRead == nil, notBacked, byNode)}
 	// Round-trip through the codec so these resources pass the same
 	// validation as any other snapshot document.
 	data, err := snapshot.Encode(snap)
@@ -107,6 +112,38 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 		return nil, nil, fmt.Errorf("collect: %w", err)
 	}
 	return out, append(invalid, problems...), nil
+}
+
+// readNotBackedUp reads PVE's own list of guests in no backup job, when
+// there are vzdump jobs (want). nil means it was not read: an older PVE
+// (HTTP 501) or a failed read, and the jobs' selection decides; a failure
+// other than 501 is a warning.
+func readNotBackedUp(ctx context.Context, sess *session, want bool) (map[int64]bool, *snapshot.Problem) {
+	if !want {
+		return nil, nil
+	}
+	segments := []string{"cluster", "backup-info", "not-backed-up"}
+	var list []notBackedUp
+	err := sess.get(ctx, segments, nil, func(d []byte) (err error) {
+		list, err = decodeList[notBackedUp](d)
+		return err
+	})
+	var ae *APIError
+	switch {
+	case err == nil:
+		out := make(map[int64]bool, len(list))
+		for _, e := range list {
+			if e.VMID.set {
+				out[int64(e.VMID.v)] = true
+			}
+		}
+		return out, nil
+	case errors.As(err, &ae) && ae.Status == http.StatusNotImplemented:
+		return nil, nil
+	}
+	endpoint := endpointOf(segments)
+	return nil, &snapshot.Problem{ID: SourceProblemID, Index: 0, Field: endpoint, Warning: true,
+		Problem: trimEndpoint(err, endpoint) + "; guests in no backup job are told by the jobs' selection"}
 }
 
 // clusterProblem is the problem of a cluster-wide read that failed: what
@@ -161,7 +198,8 @@ func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []n
 
 // build maps everything read into resources: nodes, guests, storage, ZFS
 // pools, disks.
-func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEntry, jobs []backupJob, jobsRead bool, byNode map[string]*nodeResult) []snapshot.Resource {
+func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEntry, jobs []backupJob, jobsRead bool, notBacked map[int64]bool,
+	byNode map[string]*nodeResult) []snapshot.Resource {
 	var out []snapshot.Resource
 	// The cluster is the parent of its nodes, and of its guests beside
 	// their node: quorum lost holds both (docs/FINDINGS.md#inhibition).
@@ -221,6 +259,10 @@ func (s *Source) build(cl *cluster, paths map[string]string, backups []storageEn
 				r.Guest = &snapshot.GuestState{}
 			}
 			sched := covered(jobs, g)
+			//mutate:not-backed-up ./cmd/patrold ^TestRunBackupUnscheduledByPVE$
+			if notBacked != nil {
+				sched = !notBacked[vmid(g)]
+			}
 			r.Guest.BackupScheduled = &sched
 		}
 		if inCluster {

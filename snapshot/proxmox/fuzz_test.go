@@ -70,7 +70,7 @@ func FuzzClusterResources(f *testing.F) {
 				byNode[n] = &nodeResult{runs: map[int64]backupRun{}, tasksRead: true}
 			}
 		}
-		valid(t, s.build(cl, nil, cl.backupStorages(nil), nil, true, byNode))
+		valid(t, s.build(cl, nil, cl.backupStorages(nil), nil, true, nil, byNode))
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 // Endpoint families, the values of the endpoint label: the PVE API's and
 // the PBS API's.
 var (
-	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "storage_config", "node_status", "replication", "certificates", "apt_update", "disks_list", "disks_smart",
+	endpointFamilies = []string{"cluster_resources", "cluster_status", "cluster_ha_status", "cluster_backup", "cluster_not_backed_up", "storage_config", "node_status", "replication", "certificates", "apt_update", "disks_list", "disks_smart",
 		"disks_zfs", "disks_zfs_pool", "tasks", "task_log", "storage_content", "guest_config", "guest_snapshots", "guest_agent"}
 	pbsEndpointFamilies = []string{"datastore_usage", "verify_jobs", "prune_jobs", "sync_jobs", "gc_jobs", "snapshots"}
 )
@@ -31,6 +31,7 @@ var pveEndpoints = []pveEndpoint{
 	{"cluster_status", "/cluster/status", "Sys.Audit", []string{"quorum_lost"}, "cluster status"},
 	{"cluster_ha_status", "/cluster/ha/status/current", "Sys.Audit", []string{"ha_error", "guest_down"}, "HA status"},
 	{"cluster_backup", "/cluster/backup", "Sys.Audit", []string{"backup_failed", "backup_stale", "backup_unscheduled"}, "backup jobs"},
+	{"cluster_not_backed_up", "/cluster/backup-info/not-backed-up", "Sys.Audit", []string{"backup_unscheduled"}, "guests in no backup job"},
 	{"storage_config", "/storage", "Datastore.Audit", []string{"high_disk"}, "storage paths"},
 	{"node_status", "/nodes/{node}/status", "Sys.Audit", []string{"high_swap", "high_iowait"}, "status"},
 	{"replication", "/nodes/{node}/replication", "VM.Audit (each guest's jobs by its own)", []string{"replication_failed"}, "replication"},
@@ -168,6 +169,8 @@ func endpointFamily(s []string) string {
 		return "cluster_ha_status"
 	case len(s) == 2 && s[0] == "cluster" && s[1] == "backup":
 		return "cluster_backup"
+	case len(s) == 3 && s[0] == "cluster" && s[1] == "backup-info" && s[2] == "not-backed-up":
+		return "cluster_not_backed_up"
 	case len(s) == 1 && s[0] == "storage":
 		return "storage_config"
 	case len(s) == 3 && s[0] == "nodes" && s[2] == "status":

@@ -113,6 +113,6 @@ func FuzzClusterStatus(f *testing.F) {
 		}
 		cl.status = st
 		s := &Source{opts: DefaultOptions()}
-		valid(t, s.build(cl, nil, cl.backupStorages(nil), nil, true, map[string]*nodeResult{}))
+		valid(t, s.build(cl, nil, cl.backupStorages(nil), nil, true, nil, map[string]*nodeResult{}))
 	})
 }

@@ -55,6 +55,8 @@ func New(t testing.TB) *Server {
 	s.Set("cluster/resources", `[{"id":"node/pve1","type":"node","node":"pve1","status":"online","cpu":0.05,"maxcpu":8,"mem":4294967296,"maxmem":34359738368}]`)
 	s.Set("cluster/status", `[{"type":"node","id":"node/pve1","name":"pve1","nodeid":0,"online":1,"local":1,"ip":"192.0.2.11","level":""}]`)
 	s.Set("cluster/ha/status/current", HAStatus(nil, nil))
+	// As PVE before 7.2 answers: the jobs' selection decides.
+	s.Fail("cluster/backup-info/not-backed-up", 501, "Method 'GET /cluster/backup-info/not-backed-up' not implemented")
 	for _, p := range []string{"cluster/backup", "storage", "nodes/pve1/disks/list", "nodes/pve1/disks/zfs", "nodes/pve1/tasks", "nodes/pve1/replication",
 		"nodes/pve1/apt/update"} {
 		s.Set(p, `[]`)
