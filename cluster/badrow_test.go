@@ -24,11 +24,7 @@ func TestUndecodableRowIsABugReport(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	if err := a.f.EnableCapture(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	run(t, a.f.Run)
-	run(t, b.f.Run)
+	byHand(t, 1, a, b)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	r := findings.RunRecord{ID: findings.NewID(now), Trigger: "manual", Status: "running", Analysis: "deterministic", StartedAt: now}
 	if err := a.st.StartRun(ctx, r); err != nil {

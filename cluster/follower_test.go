@@ -110,10 +110,18 @@ func clientOf(n *node) bus.Options {
 // follower (its own changes only advance it) and the followers'.
 func replicate(t *testing.T, epoch uint64, writer *node, followers ...*node) {
 	t.Helper()
+	byHand(t, epoch, writer, followers...)
+	run(t, writer.rel.Run)
+}
+
+// byHand is replicate without the writer's relay: its captured changes
+// reach the stream only as the test publishes them (publishRows), in
+// the order and at the time the test chooses.
+func byHand(t *testing.T, epoch uint64, writer *node, followers ...*node) {
+	t.Helper()
 	if err := writer.f.EnableCapture(context.Background(), epoch); err != nil {
 		t.Fatal(err)
 	}
-	run(t, writer.rel.Run)
 	run(t, writer.f.Run)
 	for _, n := range followers {
 		run(t, n.f.Run)

@@ -29,10 +29,7 @@ func TestEarlyAppliedChangeStaysApplied(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	if err := a.f.EnableCapture(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	run(t, a.f.Run)
+	byHand(t, 1, a)
 	f, err := cluster.NewFollower(cluster.FollowerOptions{JetStream: b.b.JetStream(), Stream: b.b.StreamName(), Prefix: b.b.Prefix(),
 		Store: b.st, Instance: "b", Guard: b.b.Guard(), StallAfter: 100 * time.Millisecond, HoldFor: time.Minute})
 	if err != nil {

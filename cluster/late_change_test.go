@@ -24,11 +24,7 @@ func TestLateChangeAfterTheHoldBoundApplies(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	if err := a.f.EnableCapture(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	run(t, a.f.Run)
-	run(t, b.f.Run) // hold bound 1 s
+	byHand(t, 1, a, b) // hold bound 1 s
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	rows, err := a.st.PendingEvents(ctx, 1000)
