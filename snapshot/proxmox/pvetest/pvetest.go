@@ -204,18 +204,27 @@ func (s *Server) Unexpected() []string {
 	return slices.Clone(s.unexpected)
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// admit answers what PVE answers before it routes a request: 405 for
+// anything but GET, 401 without the token. It returns the API path.
+func admit(w http.ResponseWriter, r *http.Request) (string, bool) {
 	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
 	if r.Method != http.MethodGet {
 		http.Error(w, "read only", http.StatusMethodNotAllowed)
-		return
+		return "", false
 	}
 	if r.Header.Get("Authorization") != "PVEAPIToken="+TokenID+"="+Secret {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"data":null}`))
+		return "", false
+	}
+	return strings.TrimPrefix(r.URL.Path, "/api2/json/"), true
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := admit(w, r)
+	if !ok {
 		return
 	}
-	p := strings.TrimPrefix(r.URL.Path, "/api2/json/")
 	s.mu.Lock()
 	a, ok := s.answers[p]
 	if seg := strings.Split(p, "/"); !ok && len(seg) == 5 && seg[0] == "nodes" && seg[4] == "snapshot" {

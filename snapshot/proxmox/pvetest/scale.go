@@ -179,17 +179,10 @@ func (s *Scale) Source(t testing.TB, dir string) string {
 }
 
 func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
-	if r.Method != http.MethodGet {
-		http.Error(w, "read only", http.StatusMethodNotAllowed)
+	p, ok := admit(w, r)
+	if !ok {
 		return
 	}
-	if r.Header.Get("Authorization") != "PVEAPIToken="+TokenID+"="+Secret {
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"data":null}`))
-		return
-	}
-	p := strings.TrimPrefix(r.URL.Path, "/api2/json/")
 	now := time.Now()
 	s.mu.Lock()
 	s.byPath[p]++
