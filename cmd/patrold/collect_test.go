@@ -114,7 +114,7 @@ func TestSnapshotCollectProxmox(t *testing.T) {
 	if string(a) != string(b) || snap.TakenAt.IsZero() {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", a, b)
 	}
-	if errs != "incomplete: node/pve2: offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read\n" {
+	if errs != "incomplete: node/pve2: offline in /cluster/resources: its status, replication, certificates, updates, disks, ZFS pools and tasks were not read\n" {
 		t.Errorf("stderr: %q", errs)
 	}
 }

@@ -77,12 +77,17 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 	backups := cl.backupStorages(s.opts.Backups.Storages)
 	problems = append(problems, cl.problems...)
 
-	work := s.plan(cl, backups, jobs)
-	for _, name := range cl.names {
-		if !cl.online(name) {
-			problems = append(problems, snapshot.Problem{ID: "node/" + name, Index: -1, Field: "node/" + name,
-				Problem: fmt.Sprintf("%s in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read", nodeStatusWord(cl.nodes[name].Status))})
+	var work []nodeWork
+	for _, wk := range s.plan(cl, backups, jobs) {
+		if cl.online(wk.name) {
+			work = append(work, wk)
+			continue
 		}
+		// What an offline node skips is what its worker would have read.
+		w := &worker{s: s, work: wk}
+		w.plan = w.steps()
+		problems = append(problems, snapshot.Problem{ID: "node/" + wk.name, Index: -1, Field: "node/" + wk.name,
+			Problem: fmt.Sprintf("%s in /cluster/resources: its %s were not read", nodeStatusWord(cl.nodes[wk.name].Status), w.skipped(0))})
 	}
 	results := s.nodes(ctx, sess, work)
 	byNode := map[string]*nodeResult{}
@@ -170,17 +175,16 @@ func trimEndpoint(err error, endpoint string) string {
 	return msg
 }
 
-// plan assigns the reads to the online nodes: each node's disks, tasks and
+// plan assigns the reads to every node (Collect reads the online ones
+// and names what the others skip): each node's disks, tasks and
 // agents, its local backup storages, and the shared backup storages whose
 // representative it is.
 func (s *Source) plan(cl *cluster, backups []storageEntry, jobs []backupJob) []nodeWork {
 	var work []nodeWork
 	index := map[string]int{}
 	for _, name := range cl.names {
-		if cl.online(name) {
-			index[name] = len(work)
-			work = append(work, nodeWork{name: name, tracked: map[int64]bool{}})
-		}
+		index[name] = len(work)
+		work = append(work, nodeWork{name: name, tracked: map[int64]bool{}})
 	}
 	for _, g := range cl.guests {
 		if i, ok := index[g.Node]; ok {

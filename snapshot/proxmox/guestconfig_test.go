@@ -150,7 +150,7 @@ func TestConfigNotReadFallsBackToNames(t *testing.T) {
 		t.Fatalf("Collect: %v", err)
 	}
 	want := []snapshot.Problem{
-		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
+		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its status, replication, certificates, updates, disks, ZFS pools, tasks, guest configs and snapshots were not read"},
 		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/101/config", Warning: true, Problem: "node pve1: HTTP 500 storage 'nfs-backup' is not online"},
 	}
 	if !reflect.DeepEqual(problems, want) {

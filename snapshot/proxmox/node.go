@@ -164,10 +164,13 @@ func (w *worker) steps() []step {
 
 // rest names what the steps after the current one would have read, in
 // the words of pveEndpoints: what a node that stopped answering skips.
-func (w *worker) rest() string {
+func (w *worker) rest() string { return w.skipped(w.at + 1) }
+
+// skipped names what the steps from the from'th on would have read.
+func (w *worker) skipped(from int) string {
 	var words []string
-	if w.at+1 < len(w.plan) {
-		for _, st := range w.plan[w.at+1:] {
+	if from < len(w.plan) {
+		for _, st := range w.plan[from:] {
 			if !st.asks() {
 				continue
 			}

@@ -53,7 +53,7 @@ func TestStorageConfigNotRead(t *testing.T) {
 	want := []snapshot.Problem{
 		{ID: SourceProblemID, Index: 0, Field: "GET /storage", Warning: true,
 			Problem: "HTTP 500 storage 'nfs-backup' is not online; storages on one filesystem are told by equal usage only"},
-		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
+		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its status, replication, certificates, updates, disks, ZFS pools, tasks, guest configs and snapshots were not read"},
 	}
 	if !reflect.DeepEqual(problems, want) {
 		t.Errorf("problems:\n got %+v\nwant %+v", problems, want)
@@ -186,7 +186,7 @@ func TestStorageConfigFailsAfterARead(t *testing.T) {
 	want := []snapshot.Problem{
 		{ID: SourceProblemID, Index: 0, Field: "GET /storage", Warning: true,
 			Problem: "HTTP 500 storage 'nfs-backup' is not online; the storage paths of the last read are used"},
-		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its disks, vzdump tasks, local backup volumes and guest addresses were not read"},
+		{ID: "node/pve3", Index: -1, Field: "node/pve3", Problem: "offline in /cluster/resources: its status, replication, certificates, updates, disks, ZFS pools, tasks, guest configs and snapshots were not read"},
 	}
 	if !reflect.DeepEqual(problems, want) {
 		t.Errorf("problems:\n got %+v\nwant %+v", problems, want)
