@@ -241,7 +241,10 @@ func TestSwitchedVerdictsAreRuns(t *testing.T) {
 	}
 	var log []string
 	sw, err := BuildSwitched(root, ms, 2, func(s string) { log = append(log, s) })
-	defer sw.Close()
+	if sw != nil {
+		// A failed build still made a work directory to remove.
+		t.Cleanup(sw.Close)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
