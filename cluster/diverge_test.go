@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -95,23 +94,10 @@ func TestRestartedWriterReseedsItself(t *testing.T) {
 	bBefore := replicated(storetest.DumpDB(t, b.st.Path()))
 
 	// a restarts on its database.
-	logs := &testkit.LogBuffer{}
 	reg := prometheus.NewRegistry()
-	m, err := cluster.New(cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: a.st,
-		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(context.Background()) })
+	m, logs := startMember(t, cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: a.st,
+		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Registerer: reg})
 	run(t, a.rel.Run)
-	defer func() {
-		if t.Failed() {
-			t.Logf("a's log:\n%s", logs.String())
-		}
-	}()
 	testkit.Eventually(t, reseedWithin, "a re-seeded itself", func() bool {
 		return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded from a caught-up instance")
 	})
@@ -204,24 +190,11 @@ func resumedWriterReseedsItself(t *testing.T, failReads int32) {
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	logs := &testkit.LogBuffer{}
 	reg := prometheus.NewRegistry()
 	mst := &failingDivergence{Store: a.st}
-	m, err := cluster.New(cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: mst,
-		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg,
+	m, logs := startMember(t, cluster.Options{Bus: a.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: mst,
+		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Registerer: reg,
 		Now: func() time.Time { return now.Add(time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(context.Background()) })
-	defer func() {
-		if t.Failed() {
-			t.Logf("a's log:\n%s", logs.String())
-		}
-	}()
 	// a writes (capture on after Start, which starts a standby).
 	if err := a.f.EnableCapture(ctx, 1); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -151,6 +152,29 @@ func run(t *testing.T, fn func(context.Context) error) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = fn(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// startMember starts a cluster member with o, logging JSON into the
+// buffer it returns; the log is printed when the test fails, and the
+// member stops at cleanup.
+func startMember(t *testing.T, o cluster.Options) (*cluster.Member, *testkit.LogBuffer) {
+	t.Helper()
+	logs := &testkit.LogBuffer{}
+	o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	m, err := cluster.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Stop(context.Background())
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", o.Instance, logs.String())
+		}
+	})
+	return m, logs
 }
 
 func obs(resource, key string) findings.Observation {

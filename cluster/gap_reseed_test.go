@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -35,23 +34,10 @@ func TestGappedStandbyReseedsItself(t *testing.T) {
 	run(t, func(ctx context.Context) error { return a.f.ServeSeeds(ctx, a.b.Conn(), t.TempDir(), 1, a.f.SeedReady) })
 
 	d := newNode(t, clientOf(a), "d")
-	logs := &testkit.LogBuffer{}
 	reg := prometheus.NewRegistry()
-	m, err := cluster.New(cluster.Options{Bus: d.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: d.st,
-		Instance: "d", DataDir: t.TempDir(), Replicas: 1, Kick: d.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Registerer: reg,
+	m, logs := startMember(t, cluster.Options{Bus: d.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: d.st,
+		Instance: "d", DataDir: t.TempDir(), Replicas: 1, Kick: d.rel.Kick, Registerer: reg,
 		HoldFor: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(context.Background()) })
-	defer func() {
-		if t.Failed() {
-			t.Logf("d's log:\n%s", logs.String())
-		}
-	}()
 	testkit.Eventually(t, reseedWithin, "d re-seeded itself", func() bool {
 		l := m.Lag(ctx)
 		return l != nil && l.Gap == "" && !l.Behind && strings.Contains(logs.String(), "database with a gap re-seeded")

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,22 +32,9 @@ func TestStandbyRefusingAPeerNeverLeads(t *testing.T) {
 	run(t, b.rel.Run)
 	lease := &switchLease{}
 	lease.term.Store(5)
-	logs := &testkit.LogBuffer{}
 	lead := cluster.NewLeadership(true, time.Now)
-	m, err := cluster.New(cluster.Options{Bus: b.b, Lease: lease, Leadership: lead, Store: b.st, Instance: "b", DataDir: t.TempDir(),
-		Replicas: 1, Kick: b.rel.Kick, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(context.Background()) })
-	defer func() {
-		if t.Failed() {
-			t.Logf("b's log:\n%s", logs.String())
-		}
-	}()
+	m, logs := startMember(t, cluster.Options{Bus: b.b, Lease: lease, Leadership: lead, Store: b.st, Instance: "b", DataDir: t.TempDir(),
+		Replicas: 1, Kick: b.rel.Kick})
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"))
 	a.rel.Kick()
