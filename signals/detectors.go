@@ -321,3 +321,7 @@ func round2(v float64) float64 {
 	}
 	return float64(int64(v*f-0.5)) / f
 }
+
+// plain writes a threshold or value as the operator set it: the
+// shortest form that reads back as the same number (30, 0.5, 12.75).
+func plain(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/patrold/patrold/alerts"
@@ -66,13 +65,12 @@ func appendLockStuck(out []Signal, r *snapshot.Resource, t alerts.Threshold, act
 	s.Value, s.Threshold = v, threshold
 	s.Evidence = map[string]any{"lock": r.Guest.Lock.Name, "since": r.Guest.Lock.Since.UTC().Format(time.RFC3339), "minutes": age,
 		"running_task": "none", "trigger": t.Trigger, "clear": t.Clear}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	s.Summary = fmt.Sprintf("%s %s has been locked (%s) for %d min with no task of it running, above %s",
-		r.Kind, display(r), clip(r.Guest.Lock.Name, MaxNameRunes), age, g(threshold))
+		r.Kind, display(r), clip(r.Guest.Lock.Name, MaxNameRunes), age, plain(threshold))
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
 		s.Summary = fmt.Sprintf("%s %s has been locked (%s) for %d min with no task of it running, still above clear %s after exceeding %s",
-			r.Kind, display(r), clip(r.Guest.Lock.Name, MaxNameRunes), age, g(t.Clear), g(t.Trigger))
+			r.Kind, display(r), clip(r.Guest.Lock.Name, MaxNameRunes), age, plain(t.Clear), plain(t.Trigger))
 	}
 	return append(out, s)
 }
@@ -206,12 +204,11 @@ func appendSnapshotOld(out []Signal, r *snapshot.Resource, t alerts.Threshold, a
 	s.Value, s.Threshold = v, threshold
 	s.Evidence = map[string]any{"oldest": sn.Oldest, "taken_at": sn.OldestAt.UTC().Format(time.RFC3339), "days": age,
 		"snapshots": sn.Count, "read_at": sn.ReadAt.UTC().Format(time.RFC3339), "trigger": t.Trigger, "clear": t.Clear}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	s.Summary = fmt.Sprintf("%s %s has a snapshot (%s) %d days old, above %s", r.Kind, display(r), clip(sn.Oldest, MaxNameRunes), age, g(threshold))
+	s.Summary = fmt.Sprintf("%s %s has a snapshot (%s) %d days old, above %s", r.Kind, display(r), clip(sn.Oldest, MaxNameRunes), age, plain(threshold))
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
 		s.Summary = fmt.Sprintf("%s %s has a snapshot (%s) %d days old, still above clear %s after exceeding %s",
-			r.Kind, display(r), clip(sn.Oldest, MaxNameRunes), age, g(t.Clear), g(t.Trigger))
+			r.Kind, display(r), clip(sn.Oldest, MaxNameRunes), age, plain(t.Clear), plain(t.Trigger))
 	}
 	return append(out, s)
 }

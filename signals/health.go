@@ -37,11 +37,10 @@ func appendLevel(out []Signal, r *snapshot.Resource, typ Type, reading *int64, t
 	if t.Critical > 0 {
 		s.Evidence["critical"] = t.Critical
 	}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	s.Summary = fmt.Sprintf("disk %s %s %d%s, %s %s", display(r), what, *reading, unit, edge, g(threshold))
+	s.Summary = fmt.Sprintf("disk %s %s %d%s, %s %s", display(r), what, *reading, unit, edge, plain(threshold))
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
-		s.Summary = fmt.Sprintf("disk %s %s %d%s, still %s clear %s after reaching %s", display(r), what, *reading, unit, edge, g(t.Clear), g(t.Trigger))
+		s.Summary = fmt.Sprintf("disk %s %s %d%s, still %s clear %s after reaching %s", display(r), what, *reading, unit, edge, plain(t.Clear), plain(t.Trigger))
 	}
 	return append(out, s)
 }
@@ -118,12 +117,11 @@ func appendBackupJobs(out []Signal, r *snapshot.Resource, t alerts.Threshold, ac
 	if n == 0 {
 		parts = append(parts, "nothing failing now")
 	}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	s.Summary = fmt.Sprintf("backup datastore %s: %s (%d failing, at or above %s)", display(r), strings.Join(parts, "; "), n, g(threshold))
+	s.Summary = fmt.Sprintf("backup datastore %s: %s (%d failing, at or above %s)", display(r), strings.Join(parts, "; "), n, plain(threshold))
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
 		s.Summary = fmt.Sprintf("backup datastore %s: %s (%d failing, still at or above clear %s after reaching %s)",
-			display(r), strings.Join(parts, "; "), n, g(t.Clear), g(t.Trigger))
+			display(r), strings.Join(parts, "; "), n, plain(t.Clear), plain(t.Trigger))
 	}
 	return append(out, s)
 }
@@ -337,20 +335,19 @@ func appendReplication(out []Signal, r *snapshot.Resource, t alerts.Thresholds, 
 	if job.Schedule != "" {
 		s.Evidence["schedule"] = job.Schedule
 	}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	var parts []string
 	if failing {
 		s.Evidence["trigger"], s.Evidence["clear"] = t.Replication.Trigger, t.Replication.Clear
 		if t.Replication.Critical > 0 {
 			s.Evidence["critical"] = t.Replication.Critical
 		}
-		parts = append(parts, fmt.Sprintf("job %s failed %d times in a row (at or above %s)", clip(worst.ID, MaxNameRunes), worst.FailCount, g(threshold)))
+		parts = append(parts, fmt.Sprintf("job %s failed %d times in a row (at or above %s)", clip(worst.ID, MaxNameRunes), worst.FailCount, plain(threshold)))
 	}
 	if lagging {
 		s.Evidence["lag_intervals"] = math.Round(lag*10) / 10
 		s.Evidence["lag_trigger"] = t.ReplicationLag.Trigger
 		parts = append(parts, fmt.Sprintf("job %s last synced %s intervals of %s ago (above %s)", clip(late.ID, MaxNameRunes),
-			g(math.Round(lag*10)/10), clip(late.Schedule, MaxNameRunes), g(t.ReplicationLag.Trigger)))
+			plain(math.Round(lag*10)/10), clip(late.Schedule, MaxNameRunes), plain(t.ReplicationLag.Trigger)))
 	}
 	if (!failing || failHeld) && (!lagging || lagHeld) {
 		s.Evidence["held_by_hysteresis"] = true
@@ -386,7 +383,6 @@ func appendCertificate(out []Signal, r *snapshot.Resource, t alerts.Threshold, a
 	if c.Subject != "" {
 		s.Evidence["subject"] = clip(c.Subject, MaxNameRunes)
 	}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	what := "certificate"
 	if c.File != "" {
 		what += " " + clip(c.File, MaxNameRunes)
@@ -396,9 +392,9 @@ func appendCertificate(out []Signal, r *snapshot.Resource, t alerts.Threshold, a
 		s.Summary = fmt.Sprintf("node %s: %s expired on %s", display(r), what, c.NotAfter.UTC().Format(time.DateOnly))
 	case held:
 		s.Evidence["held_by_hysteresis"] = true
-		s.Summary = fmt.Sprintf("node %s: %s expires in %s days, still at or below clear %s after reaching %s", display(r), what, g(days), g(t.Clear), g(threshold))
+		s.Summary = fmt.Sprintf("node %s: %s expires in %s days, still at or below clear %s after reaching %s", display(r), what, plain(days), plain(t.Clear), plain(threshold))
 	default:
-		s.Summary = fmt.Sprintf("node %s: %s expires in %s days (at or below %s)", display(r), what, g(days), g(threshold))
+		s.Summary = fmt.Sprintf("node %s: %s expires in %s days (at or below %s)", display(r), what, plain(days), plain(threshold))
 	}
 	return append(out, s)
 }
@@ -415,7 +411,6 @@ func appendScrub(out []Signal, r *snapshot.Resource, t alerts.Threshold, active 
 	sc := r.ZFS.Scrub
 	s := newSignal(r, TypeZFSScrubOverdue, SeverityWarning)
 	s.Evidence = map[string]any{"scrub": sc.State}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	switch sc.State {
 	case snapshot.ScrubNever:
 		s.Summary = "ZFS pool " + display(r) + " has never been scrubbed"
@@ -455,18 +450,18 @@ func appendScrub(out []Signal, r *snapshot.Resource, t alerts.Threshold, active 
 	}
 	s.Value, s.Threshold = days, t.Trigger
 	s.Evidence["trigger"], s.Evidence["clear"] = t.Trigger, t.Clear
-	s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above %s", display(r), g(days), g(t.Trigger))
+	s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above %s", display(r), plain(days), plain(t.Trigger))
 	if t.Critical > 0 {
 		s.Evidence["critical"] = t.Critical
 	}
 	//mutate:zfs-scrub-critical ./signals ^TestScrubAgeCritical$
 	if t.Critical > 0 && days > t.Critical {
 		s.Severity, s.Threshold, held = SeverityCritical, t.Critical, false
-		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above critical %s", display(r), g(days), g(t.Critical))
+		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, above critical %s", display(r), plain(days), plain(t.Critical))
 	}
 	if held {
 		s.Evidence["held_by_hysteresis"] = true
-		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, still at or above clear %s after exceeding %s", display(r), g(days), g(t.Clear), g(t.Trigger))
+		s.Summary = fmt.Sprintf("ZFS pool %s: last scrub %s days ago, still at or above clear %s after exceeding %s", display(r), plain(days), plain(t.Clear), plain(t.Trigger))
 	}
 	return append(out, s)
 }

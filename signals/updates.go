@@ -26,18 +26,17 @@ func appendUpdates(out []Signal, r *snapshot.Resource, t alerts.Threshold, opene
 	if ok && !at.IsZero() && !at.After(takenAt) {
 		days = math.Floor(takenAt.Sub(at).Hours()/24*10) / 10
 	}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	severity, why := SeverityWatch, ""
 	switch {
 	//mutate:updates-pending-critical ./signals ^TestUpdatesPendingCritical$
 	case t.Critical > 0 && days > t.Critical:
-		severity, why = SeverityCritical, ", pending "+g(days)+" days (more than "+g(t.Critical)+")"
+		severity, why = SeverityCritical, ", pending "+plain(days)+" days (more than "+plain(t.Critical)+")"
 	//mutate:updates-pending-security ./cmd/patrold ^TestRunUpdatesPending$
 	case u.Security > 0:
 		severity, why = SeverityWarning, ", "+strconv.Itoa(u.Security)+" from a security repository"
 	//mutate:updates-pending-age ./cmd/patrold ^TestRunUpdatesPending$
 	case t.Trigger > 0 && days > t.Trigger:
-		severity, why = SeverityWarning, ", pending "+g(days)+" days (more than "+g(t.Trigger)+")"
+		severity, why = SeverityWarning, ", pending "+plain(days)+" days (more than "+plain(t.Trigger)+")"
 	}
 	s := newSignal(r, TypeUpdatesPending, severity)
 	s.Value, s.Threshold = float64(u.Packages), 1

@@ -2,7 +2,6 @@ package signals
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/patrold/patrold/alerts"
@@ -19,7 +18,6 @@ func appendBackupUnverified(out []Signal, r *snapshot.Resource, t alerts.Thresho
 		return out
 	}
 	b := r.Backup.Verify
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	days := -1.0
 	if b.LastOKAt != nil {
 		days = math.Floor(takenAt.Sub(*b.LastOKAt).Hours()/24*10) / 10
@@ -35,10 +33,10 @@ func appendBackupUnverified(out []Signal, r *snapshot.Resource, t alerts.Thresho
 	case days < 0:
 		severity, summary = SeverityWatch, "no backup of it was ever verified"
 	case t.Critical > 0 && days > t.Critical:
-		severity, summary = SeverityWarning, "no backup of it verified for "+g(days)+" days (more than "+g(t.Critical)+")"
+		severity, summary = SeverityWarning, "no backup of it verified for "+plain(days)+" days (more than "+plain(t.Critical)+")"
 	//mutate:backup-unverified-age ./cmd/patrold ^TestRunBackupUnverified$
 	case days > t.Trigger:
-		severity, summary = SeverityWatch, "no backup of it verified for "+g(days)+" days (more than "+g(t.Trigger)+")"
+		severity, summary = SeverityWatch, "no backup of it verified for "+plain(days)+" days (more than "+plain(t.Trigger)+")"
 	default:
 		return out
 	}
