@@ -20,6 +20,13 @@ import (
 // (indices 0..n-1) exactly once, in index order.
 func assertStreamHasExactly(t *testing.T, js jetstream.JetStream, n int) {
 	t.Helper()
+	assertStreamHolds(t, js, n, true)
+}
+
+// assertStreamHolds checks the stream holds each of n events (indices
+// 0..n-1) exactly once, and in index order when ordered is set.
+func assertStreamHolds(t *testing.T, js jetstream.JetStream, n int, ordered bool) {
+	t.Helper()
 	events := streamEvents(t, js, testPrefix+".findings.>")
 	count := map[string]int{}
 	for i, ev := range events {
@@ -27,12 +34,17 @@ func assertStreamHasExactly(t *testing.T, js jetstream.JetStream, n int) {
 		if count[ev.ID] > 1 {
 			t.Errorf("event %s stored twice (stream position %d)", ev.ID, i)
 		}
-		if idx := eventIndex(t, ev); idx != i && count[ev.ID] == 1 {
+		if idx := eventIndex(t, ev); ordered && idx != i && count[ev.ID] == 1 {
 			t.Errorf("stream position %d holds index %d: reordered or lost", i, idx)
 		}
 	}
 	if len(count) != n || len(events) != n {
 		t.Fatalf("stream holds %d messages, %d distinct ids; want %d of each", len(events), len(count), n)
+	}
+	for i := range n {
+		if id := fmt.Sprintf("ev-%06d", i); count[id] != 1 {
+			t.Errorf("event %s stored %d times, want once", id, count[id])
+		}
 	}
 }
 
@@ -40,13 +52,17 @@ func assertStreamHasExactly(t *testing.T, js jetstream.JetStream, n int) {
 // publishing; after a restart on the same store dir and port everything
 // pending arrives, none twice, none out of order.
 func TestRelayDeliversAcrossServerRestart(t *testing.T) {
+	// Unbuffered, as patrold's own client: publishes fail at once while
+	// down, so nothing later overtakes a lost one and order holds.
+	t.Run("unbuffered", func(t *testing.T) { testRelayAcrossRestart(t, true, nats.ReconnectBufSize(-1)) })
 	// Buffered: the client queues publishes while disconnected and replays
-	// them on reconnect. Unbuffered: publishes fail at once while down.
-	t.Run("buffered", func(t *testing.T) { testRelayAcrossRestart(t) })
-	t.Run("unbuffered", func(t *testing.T) { testRelayAcrossRestart(t, nats.ReconnectBufSize(-1)) })
+	// them on reconnect, ahead of the relay's retry of rows lost on the
+	// dead connection. Nothing is lost or stored twice, but order is not
+	// promised (docs/CLUSTER.md, "The writer's NATS server dies").
+	t.Run("buffered", func(t *testing.T) { testRelayAcrossRestart(t, false) })
 }
 
-func testRelayAcrossRestart(t *testing.T, copts ...nats.Option) {
+func testRelayAcrossRestart(t *testing.T, ordered bool, copts ...nats.Option) {
 	srv := startServer(t)
 	_, js := connect(t, srv.url(), copts...)
 	ensureStream(t, js)
@@ -94,7 +110,7 @@ func testRelayAcrossRestart(t *testing.T, copts ...nats.Option) {
 	if pendingWhileDown == 0 {
 		t.Fatal("no events were pending while the server was down; the test proved nothing")
 	}
-	assertStreamHasExactly(t, js, total)
+	assertStreamHolds(t, js, total, ordered)
 	if testutil.ToFloat64(relay.m.failures) == 0 {
 		t.Fatal("no publish failed during the outage; the test proved nothing")
 	}
