@@ -147,8 +147,12 @@ type Figures struct {
 // Counts are the figures that add up over runs.
 type Counts struct {
 	Signals int `json:"signals"`
-	// FiledByModel are the signals a model finding matched (same resource
-	// and category, severity at least the signal's).
+	// Held are the signals a deterministic parent of the run holds (an
+	// operation window, an offline node): a model is not asked to file
+	// them, and recall is over the others.
+	Held int `json:"held"`
+	// FiledByModel are the signals not held that a model finding matched
+	// (same resource and category, severity at least the signal's).
 	FiledByModel int `json:"filed_by_model"`
 	// ModelFindings are the findings of the run whose source is the model.
 	ModelFindings int `json:"model_findings"`
@@ -188,6 +192,7 @@ type Counts struct {
 // add sums o into c (the largest request is the larger of the two).
 func (c *Counts) add(o Counts) {
 	c.Signals += o.Signals
+	c.Held += o.Held
 	c.FiledByModel += o.FiledByModel
 	c.ModelFindings += o.ModelFindings
 	c.Supported += o.Supported
@@ -320,11 +325,11 @@ func overall(scs []ScenarioResult, repeat int) Overall {
 		}
 	}
 	o.CostUSD = math.Round(o.CostUSD*1e6) / 1e6
-	o.Recall = ratio(o.FiledByModel, o.Signals)
+	o.Recall = o.recall()
 	o.Precision = ratio(o.Supported, o.ModelFindings)
 	o.CachedShare = ratio(o.LaterCacheReadTokens, o.LaterInputTokens)
 	for i := range perRep {
-		perRep[i].Recall = ratio(perRep[i].FiledByModel, perRep[i].Signals)
+		perRep[i].Recall = perRep[i].recall()
 		perRep[i].Precision = ratio(perRep[i].Supported, perRep[i].ModelFindings)
 	}
 	o.RecallSpread = spread(perRep, func(f Figures) *float64 { return f.Recall })
@@ -439,16 +444,24 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 	f := Figures{Status: rep.Status, StatusReasons: append([]string{}, rep.StatusReasons...), Missed: []SignalRef{},
 		Counts: Counts{Signals: len(rep.Signals), Turns: rep.Usage.Turns, InputTokens: rep.Usage.InputTokens,
 			OutputTokens: rep.Usage.OutputTokens, CostUSD: rep.Usage.CostUSD}}
-	f.FiledByModel = f.Signals - len(rep.UnmatchedSignals)
+	held := heldSignals(rep)
+	f.Held = len(held)
 	sev := map[signals.Key]string{}
 	for _, s := range rep.Signals {
 		sev[s.Key()] = s.Severity
 	}
+	missed := 0
 	for _, u := range rep.UnmatchedSignals {
-		f.Missed = append(f.Missed, SignalRef{Type: u.Type, ResourceID: u.ResourceID, Severity: sev[signals.Key{Type: u.Type, ResourceID: u.ResourceID}]})
+		k := signals.Key{Type: u.Type, ResourceID: u.ResourceID}
+		if held[k] {
+			continue
+		}
+		missed++
+		f.Missed = append(f.Missed, SignalRef{Type: u.Type, ResourceID: u.ResourceID, Severity: sev[k]})
 	}
-	f.Recall = ratio(f.FiledByModel, f.Signals)
-	held := groundTruth(rep, sc)
+	f.FiledByModel = f.Signals - f.Held - missed
+	f.Recall = f.recall()
+	truths := groundTruth(rep, sc)
 	byPair := map[Pair][]patrol.FindingRef{}
 	var pairs []Pair
 	for _, fr := range rep.Findings {
@@ -459,7 +472,7 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 		}
 		f.ModelFindings++
 		p := Pair{snapshot.CanonicalID(fr.ResourceID), string(fr.Category)}
-		if held[p] == nil {
+		if truths[p] == nil {
 			f.UnsupportedFiled++
 			continue
 		}
@@ -469,7 +482,7 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 		byPair[p] = append(byPair[p], fr)
 	}
 	for _, p := range pairs {
-		t := held[p]
+		t := truths[p]
 		// The truth's own keys take the places first: another key on
 		// the same problem is the duplicate.
 		frs := byPair[p]
@@ -489,6 +502,28 @@ func measure(rep *patrol.Report, sc *Scenario) Figures {
 	f.Precision = ratio(f.Supported, f.ModelFindings)
 	return f
 }
+
+// heldSignals are the run's signals whose finding a parent finding of
+// the run holds (the finding with the signal's own key). Held signals the
+// model filed under that key count as held too.
+func heldSignals(rep *patrol.Report) map[signals.Key]bool {
+	held := map[signals.Key]bool{}
+	byID := map[string]bool{}
+	for _, fr := range rep.Findings {
+		if fr.InhibitedBy != "" {
+			byID[fr.ID] = true
+		}
+	}
+	for _, s := range rep.Signals {
+		if byID[findings.ID(snapshot.CanonicalID(s.ResourceID), findings.Category(s.Category), findings.NormalizeKey(string(s.Type)))] {
+			held[s.Key()] = true
+		}
+	}
+	return held
+}
+
+// recall is the share of the signals not held that a model filed.
+func (c Counts) recall() *float64 { return ratio(c.FiledByModel, c.Signals-c.Held) }
 
 // truth is what the ground truth holds on one resource and category.
 type truth struct {

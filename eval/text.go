@@ -34,9 +34,9 @@ func spreadText(s *Spread) string {
 func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "model %s/%s  context_tokens %d  scenarios %d  repeat %d\n", r.Provider, r.Model, r.ContextTokens, len(r.Scenarios), r.Repeat)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsignals\tfiled\trecall\tfindings\tprecision\tunsupported\tduplicates\tabove measured\trefused claims\trefused calls\tturns\ttokens in/out\tcached\tcost\twall ms\tlargest request")
+	fmt.Fprintln(tw, "scenario\tsignals\theld\tfiled\trecall\tfindings\tprecision\tunsupported\tduplicates\tabove measured\trefused claims\trefused calls\tturns\ttokens in/out\tcached\tcost\twall ms\tlargest request")
 	row := func(name string, c Counts, recall, precision string) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t$%.4f\t%d\t%d\n", name, c.Signals, c.FiledByModel, recall, c.ModelFindings,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%s\t$%.4f\t%d\t%d\n", name, c.Signals, c.Held, c.FiledByModel, recall, c.ModelFindings,
 			precision, c.UnsupportedFiled, c.Duplicates, c.AboveMeasurement, c.RefusedClaims, c.RefusedCalls, c.Turns, c.InputTokens, c.OutputTokens,
 			pct(ratio(c.LaterCacheReadTokens, c.LaterInputTokens)), c.CostUSD, c.WallMS, c.LargestRequestTokens)
 	}

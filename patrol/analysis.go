@@ -26,6 +26,10 @@ type AnalysisInput struct {
 	// Signals is the authoritative deterministic detection over the whole
 	// snapshot (already computed, with hysteresis).
 	Signals []signals.Signal
+	// Held are the signals a deterministic parent of this run explains
+	// (an operation window, an offline node, lost quorum): the daemon
+	// files them held, so the evaluation pass does not offer them.
+	Held map[signals.Key]bool
 	// Active are the findings active before this run, whole.
 	Active []findings.Finding
 	// Thresholds resolves the effective thresholds per resource.

@@ -195,8 +195,34 @@ func (x *run) detect(ctx context.Context) error {
 // analyze runs the model stages when a model is configured.
 func (x *run) analyze(ctx context.Context) {
 	if x.withModel {
-		x.an = x.r.analyze(ctx, x.set, x.rep, x.snap, x.sigs, x.active)
+		x.an = x.r.analyze(ctx, x.set, x.rep, x.snap, x.sigs, x.active, x.held())
 	}
+}
+
+// held is the signals a deterministic parent of this run explains, as
+// commit's inhibition will decide: the daemon files them held, so the
+// model's evaluation pass is not asked about them.
+func (x *run) held() map[signals.Key]bool {
+	obs := append(observationsFor(x.sigs, x.r.plain), x.windows...)
+	findings.Inhibit(obs, x.inhibitionParents(newResourceFacts(x.byID)))
+	var out map[signals.Key]bool
+	for i := range x.sigs {
+		//mutate:held-as-inhibited ./eval ^TestReferenceModels$
+		if obs[i].InhibitedBy == "" {
+			continue
+		}
+		if out == nil {
+			out = map[signals.Key]bool{}
+		}
+		out[x.sigs[i].Key()] = true
+	}
+	return out
+}
+
+// inhibitionParents is each resource's parents for inhibition: its
+// topology parents, its unroutable networks, then its window.
+func (x *run) inhibitionParents(facts *resourceFacts) func(id string) []string {
+	return facts.parentsIn(joinParents(unroutableNets(x.rep.Probe), x.windowParents))
 }
 
 // file builds the run's observations. Signals no finding of this run
@@ -253,7 +279,7 @@ func (x *run) commit(ctx context.Context) error {
 	// over the snapshot's topology and the unroutable networks, is
 	// marked inhibited.
 	// A guest's operation window is one of its parents too.
-	parents := facts.parentsIn(joinParents(unroutableNets(rep.Probe), x.windowParents))
+	parents := x.inhibitionParents(facts)
 	findings.Inhibit(x.obs, parents)
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
@@ -279,8 +305,8 @@ func (x *run) commit(ctx context.Context) error {
 
 // analyze runs the model stages. A model failure never fails the run: it
 // degrades it, and every signal is still filed deterministically.
-func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *snapshot.Snapshot, sigs []signals.Signal, active []findings.Finding) *Analysis {
-	an, err := set.Analyst.Analyze(ctx, AnalysisInput{RunID: rep.RunID, Now: r.opts.Now(), Snapshot: snap, Signals: sigs, Active: active, Thresholds: set.Policy})
+func (r *Runner) analyze(ctx context.Context, set Settings, rep *Report, snap *snapshot.Snapshot, sigs []signals.Signal, active []findings.Finding, held map[signals.Key]bool) *Analysis {
+	an, err := set.Analyst.Analyze(ctx, AnalysisInput{RunID: rep.RunID, Now: r.opts.Now(), Snapshot: snap, Signals: sigs, Held: held, Active: active, Thresholds: set.Policy})
 	if an == nil {
 		an = &Analysis{}
 	}
@@ -436,6 +462,7 @@ func applyChanges(rep *Report, changes []findings.Change, now time.Time) int {
 		rep.Findings = append(rep.Findings, FindingRef{
 			ID: f.ID, Key: f.Key, ResourceID: f.ResourceID, Category: f.Category, Severity: f.Severity,
 			State: findings.LoopStateAt(f, now), Source: f.Source, Change: changes[i].Kind, Title: f.Title,
+			InhibitedBy: f.InhibitedBy,
 		})
 		if changes[i].Kind == findings.ChangeResolved {
 			rep.Resolved = append(rep.Resolved, f.ID)

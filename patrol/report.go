@@ -124,6 +124,9 @@ type FindingRef struct {
 	Source     findings.Source     `json:"source"`
 	Change     findings.ChangeKind `json:"change"`
 	Title      string              `json:"title,omitempty"`
+	// InhibitedBy is the id of the parent finding of this run that holds
+	// it (docs/FINDINGS.md#inhibition); "" when none does.
+	InhibitedBy string `json:"inhibited_by,omitempty"`
 }
 
 // Usage is the model usage of a run.

@@ -113,6 +113,10 @@ func appendReportLists(b []byte, rep *Report) ([]byte, bool) {
 			b = append(b, `,"title":`...)
 			b = contracts.AppendJSONString(b, f.Title)
 		}
+		if f.InhibitedBy != "" {
+			b = append(b, `,"inhibited_by":`...)
+			b = contracts.AppendJSONString(b, f.InhibitedBy)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']'), true

@@ -75,7 +75,8 @@ func TestEncodeReportIsJSONMarshal(t *testing.T) {
 		if !list(rt, "findings", func(int) {
 			rep.Findings = append(rep.Findings, FindingRef{ID: text.Draw(rt, "id"), Key: text.Draw(rt, "key"), ResourceID: text.Draw(rt, "rid"),
 				Category: findings.Category(text.Draw(rt, "cat")), Severity: findings.Severity(text.Draw(rt, "sev")), State: text.Draw(rt, "state"),
-				Source: findings.Source(text.Draw(rt, "source")), Change: findings.ChangeKind(text.Draw(rt, "change")), Title: text.Draw(rt, "title")})
+				Source: findings.Source(text.Draw(rt, "source")), Change: findings.ChangeKind(text.Draw(rt, "change")), Title: text.Draw(rt, "title"),
+				InhibitedBy: text.Draw(rt, "inhibited_by")})
 		}) {
 			rep.Findings = nil
 		}

@@ -136,7 +136,7 @@ func TestEvalScoresInflation(t *testing.T) {
 				recall = fmt.Sprintf("%.2f", *tc.recall)
 			}
 			cn := tc.counts
-			wantRow := []string{tc.scenario, strconv.Itoa(cn.Signals), strconv.Itoa(cn.FiledByModel), recall, strconv.Itoa(cn.ModelFindings),
+			wantRow := []string{tc.scenario, strconv.Itoa(cn.Signals), strconv.Itoa(cn.Held), strconv.Itoa(cn.FiledByModel), recall, strconv.Itoa(cn.ModelFindings),
 				fmt.Sprintf("%.2f", tc.precision), "0", strconv.Itoa(cn.Duplicates), strconv.Itoa(cn.AboveMeasurement), "0", "0", "3"}
 			var row []string
 			for _, l := range strings.Split(text, "\n") {

@@ -214,3 +214,48 @@ func TestUsageIncludesEveryStage(t *testing.T) {
 		t.Errorf("usage %+v", an.Usage)
 	}
 }
+
+// A signal a deterministic parent of the run explains (Held: an
+// operation window, an offline node) is not offered again: the
+// evaluation pass scopes only the others, and a report on a held one is
+// out of scope. With every unmatched signal held there is no pass.
+func TestEvaluationPassSkipsHeld(t *testing.T) {
+	in := input(t, loadSnap(t, "small-faults.json"))
+	unreachable := signals.Key{Type: signals.TypeGuestUnreachable, ResourceID: "vm/102"}
+	t.Run("one held", func(t *testing.T) {
+		a, c := scripted(t, []script.Turn{
+			text("Nothing stands out."), // detection
+			tools(get("e0", "vm/102")),
+			tools(report("e1", "vm/102", "reliability", "guest_unreachable", "warning", "vm/102 is running with reachable false")),
+			text("Done."),
+		}, nil)
+		in := in
+		in.Held = map[signals.Key]bool{unreachable: true}
+		an := analyze(t, a, in)
+		mustContain(t, "report on a held signal", c.result(t, "e1"), `"code":"POLICY_BLOCKED"`, `"reason":"out_of_scope"`)
+		if len(an.Observations) != 0 {
+			t.Errorf("observations %+v, want none", an.Observations)
+		}
+		seed := ""
+		for _, m := range c.requests()[1].Messages {
+			if strings.Contains(m.Content, "unmatched signals _") {
+				seed = m.Content
+			}
+		}
+		if strings.Contains(seed, `"vm/102"`) || !strings.Contains(seed, "unmatched signals _8 of 8_") {
+			t.Errorf("evaluation seed offers the held vm/102, or not the 8 others:\n%s", seed)
+		}
+	})
+	t.Run("all held", func(t *testing.T) {
+		a, c := scripted(t, []script.Turn{text("Nothing stands out.")}, nil)
+		in := in
+		in.Held = map[signals.Key]bool{}
+		for _, s := range in.Signals {
+			in.Held[s.Key()] = true
+		}
+		an := analyze(t, a, in)
+		if c.calls() != 1 || an.Usage.Turns != 1 {
+			t.Errorf("calls %d, turns %d; want the detection turn alone", c.calls(), an.Usage.Turns)
+		}
+	})
+}

@@ -72,9 +72,18 @@ func (r *run) detect(ctx context.Context, tri *Triage) {
 }
 
 // evaluate offers the signals no finding of this run matched (the same
-// matcher the runner uses) once more, scoped to exactly those.
+// matcher the runner uses) once more, scoped to exactly those. A held
+// signal is not offered: its parent already explains it.
 func (r *run) evaluate(ctx context.Context) {
-	_, unmatched := signals.Match(r.in.Signals, r.filedSoFar())
+	_, all := signals.Match(r.in.Signals, r.filedSoFar())
+	unmatched := make([]signals.Signal, 0, len(all))
+	for _, s := range all {
+		//mutate:evaluation-skips-held ./patrol/analyst ^TestEvaluationPassSkipsHeld$
+		if r.in.Held[s.Key()] {
+			continue
+		}
+		unmatched = append(unmatched, s)
+	}
 	if len(unmatched) == 0 {
 		return
 	}
