@@ -127,7 +127,7 @@ func (x *run) collect(ctx context.Context) error {
 // recordProblems sorts the collection's problems into the report:
 //   - a coverage gap is a finding of its own (coverageGaps), never a
 //     failure of the run;
-//   - a warning is only reported by its source;
+//   - a warning is listed in the report (bounded) and changes nothing;
 //   - a source of several that failed whole degrades the run, and what it
 //     covers is not resolved by its absence (checker);
 //   - a partial source failure (one query) degrades the run and makes it
@@ -140,6 +140,11 @@ func (x *run) recordProblems() {
 		case p.Gap != nil:
 			x.gaps = append(x.gaps, p)
 		case p.Warning:
+			if len(rep.Warnings) < MaxReportWarnings {
+				rep.Warnings = append(rep.Warnings, p)
+			} else {
+				rep.WarningsDropped++
+			}
 		case p.SourceFailed():
 			rep.Errors = append(rep.Errors, "source "+p.Source+": "+p.Problem)
 			rep.addReason(ReasonSourceFailed)

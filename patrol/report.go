@@ -78,6 +78,11 @@ type Report struct {
 	Errors           []string           `json:"errors"`
 	// Uncertain counts "uncertain" model verdicts (never healthy with any).
 	Uncertain int `json:"uncertain,omitempty"`
+	// Warnings are the source's warnings (a kept copy used because its
+	// read failed, a read skipped), the first MaxReportWarnings of them;
+	// WarningsDropped counts the rest. They change no status.
+	Warnings        []snapshot.Problem `json:"warnings,omitempty"`
+	WarningsDropped int                `json:"warnings_dropped,omitempty"`
 	// CoverageGaps counts the checks the source could not evaluate
 	// (coverage_gap findings); never healthy with any.
 	CoverageGaps int `json:"coverage_gaps,omitempty"`
@@ -100,6 +105,10 @@ type Report struct {
 	SourceRequests int        `json:"source_requests,omitempty"`
 	TakenAt        *time.Time `json:"taken_at,omitempty"`
 }
+
+// MaxReportWarnings bounds Report.Warnings: a source that warns about
+// every guest must not make the report as large as the fleet.
+const MaxReportWarnings = 100
 
 // ModelRef names a model: the provider and the configured model name.
 type ModelRef struct {

@@ -28,6 +28,8 @@ type env struct {
 	now    time.Time
 	prober patrol.Prober
 	during func() // called as a collection starts
+	// problems are added to what decoding finds (a source's warnings).
+	problems []snapshot.Problem
 }
 
 // envSource is env's source: it decodes e.doc, or e.src encoded.
@@ -45,7 +47,8 @@ func (s envSource) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.
 	if data == nil {
 		data, _ = snapshot.Encode(e.src)
 	}
-	return snapshot.Decode(data, snapshot.DecodeOptions{})
+	snap, problems, err := snapshot.Decode(data, snapshot.DecodeOptions{})
+	return snap, append(problems, e.problems...), err
 }
 
 func newEnv(t *testing.T) *env {
