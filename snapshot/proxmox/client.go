@@ -62,7 +62,7 @@ type endpoint struct {
 	key, scheme        string
 	url, tokenID, file string
 	timeout            time.Duration
-	concurrency        int
+	concurrency        int // requests in flight at most: the connections kept
 	tls                TLSOptions
 	rate               float64 // requests a second a node is sent; 0: not paced
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/patrold/patrold/snapshot"
@@ -83,7 +85,7 @@ func (s *Source) nodes(ctx context.Context, sess *session, work []nodeWork) []no
 				out[i] = nodeResult{problems: []snapshot.Problem{nodeProblem(work[i].name, "GET /nodes/"+work[i].name, fmt.Errorf("not started: %w", ctx.Err()))}}
 				return
 			}
-			w := &worker{s: s, sess: sess, ctx: ctx, work: work[i]}
+			w := &worker{s: s, sess: sess, ctx: ctx, work: work[i], halt: &atomic.Bool{}}
 			out[i] = w.run()
 		}()
 	}
@@ -91,18 +93,23 @@ func (s *Source) nodes(ctx context.Context, sess *session, work []nodeWork) []no
 	return out
 }
 
-// worker reads one node's endpoints in sequence. Once the node is
-// unreachable its remaining endpoints are skipped.
+// worker reads one node's endpoints in sequence; only the per-guest
+// reads overlap, each guest on a worker of its own (eachGuest). Once the
+// node is unreachable its remaining endpoints are skipped.
 type worker struct {
 	s    *Source
 	sess *session
 	ctx  context.Context
 	work nodeWork
-	down bool
+	down bool         // this worker saw the node stop answering
+	halt *atomic.Bool // any worker of the node saw it stop answering
 	res  nodeResult
 	plan []step // the reads in order (steps)
 	at   int    // the step being read
 }
+
+// stopped: the node stopped answering; nothing more is asked of it.
+func (w *worker) stopped() bool { return w.down || (w.halt != nil && w.halt.Load()) }
 
 func nodeProblem(node, endpoint string, err error) snapshot.Problem {
 	msg := strings.TrimPrefix(err.Error(), endpoint+": ")
@@ -113,7 +120,7 @@ func nodeProblem(node, endpoint string, err error) snapshot.Problem {
 // get reads one endpoint of the node; false means it was not read (and why
 // is recorded), or the node was already down.
 func (w *worker) get(segments []string, q url.Values, decode func([]byte) error) bool {
-	if w.down {
+	if w.stopped() {
 		return false
 	}
 	err := w.sess.get(w.ctx, segments, q, decode)
@@ -123,6 +130,9 @@ func (w *worker) get(segments []string, q url.Values, decode func([]byte) error)
 	p := nodeProblem(w.work.name, endpointOf(segments), err)
 	if errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrUnauthorized) || w.ctx.Err() != nil {
 		w.down = true
+		if w.halt != nil {
+			w.halt.Store(true)
+		}
 		if rest := w.rest(); rest != "" {
 			p.Problem += fmt.Sprintf("; the rest of node %s (%s) was not read", w.work.name, rest)
 		}
@@ -243,13 +253,59 @@ func (w *worker) readVolumes() {
 
 // readGuests reads each guest's config and snapshots.
 func (w *worker) readGuests() {
-	for _, g := range w.work.guests {
-		if cfg := w.readConfig(g); cfg != nil {
-			w.res.configs[vmid(g)] = cfg
+	w.eachGuest(w.work.guests, func(gw *worker, g clusterResource) {
+		if cfg := gw.readConfig(g); cfg != nil {
+			gw.res.configs[vmid(g)] = cfg
 		}
-		if sn := w.readSnapshots(g); sn != nil {
-			w.res.snapshots[vmid(g)] = sn
+		if sn := gw.readSnapshots(g); sn != nil {
+			gw.res.snapshots[vmid(g)] = sn
 		}
+	})
+}
+
+// eachGuest runs read for each guest, up to source.proxmox.node_overlap
+// at once, each on a worker of its own. The results are merged in the
+// guests' order: nothing depends on which answer came first.
+func (w *worker) eachGuest(guests []clusterResource, read func(*worker, clusterResource)) {
+	parts := make([]*worker, len(guests))
+	lanes := len(guests)
+	//mutate:node-overlap-bounded ./snapshot/proxmox ^TestPaceNodeOverlap$
+	if lanes > w.s.opts.NodeOverlap {
+		lanes = w.s.opts.NodeOverlap
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range lanes {
+		wg.Go(func() {
+			for i := range next {
+				read(parts[i], guests[i])
+			}
+		})
+	}
+	for i := range guests {
+		if w.stopped() {
+			break
+		}
+		parts[i] = &worker{s: w.s, sess: w.sess, ctx: w.ctx, work: w.work, halt: w.halt, plan: w.plan, at: w.at,
+			res: nodeResult{configs: map[int64]guestConfig{}, snapshots: map[int64]*snapshot.Snapshots{}, addresses: map[int64][]string{}}}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, gw := range parts {
+		if gw == nil {
+			continue
+		}
+		maps.Copy(w.res.configs, gw.res.configs)
+		maps.Copy(w.res.snapshots, gw.res.snapshots)
+		maps.Copy(w.res.addresses, gw.res.addresses)
+		w.res.agentDenied = w.res.agentDenied || gw.res.agentDenied
+		// After the first guest whose read found the node gone, the
+		// others' failures say the same: one problem tells it.
+		if !w.down {
+			w.res.problems = append(w.res.problems, gw.res.problems...)
+		}
+		w.down = w.down || gw.down
 	}
 }
 
@@ -258,11 +314,8 @@ func agentAsked(g clusterResource) bool { return g.Type == "qemu" && g.Status ==
 
 // readAgents asks the running VMs' agents for addresses.
 func (w *worker) readAgents() {
-	for _, g := range w.work.guests {
-		if agentAsked(g) {
-			w.readAgent(g)
-		}
-	}
+	asked := slices.DeleteFunc(slices.Clone(w.work.guests), func(g clusterResource) bool { return !agentAsked(g) })
+	w.eachGuest(asked, func(gw *worker, g clusterResource) { gw.readAgent(g, w.res.configs[vmid(g)]) })
 }
 
 // readStatus reads the node's swap and IO wait.
@@ -434,8 +487,8 @@ func (w *worker) readRecent() {
 // while nothing says the guest changed. A guest without a running agent
 // answers with an error: that is kept as no addresses, not a failure of
 // the collection.
-func (w *worker) readAgent(g clusterResource) {
-	if w.down {
+func (w *worker) readAgent(g clusterResource, cfg guestConfig) {
+	if w.stopped() {
 		return
 	}
 	segments := []string{"nodes", w.work.name, "qemu", strconv.FormatInt(vmid(g), 10), "agent", "network-get-interfaces"}
@@ -452,7 +505,7 @@ func (w *worker) readAgent(g clusterResource) {
 	if err != nil {
 		return
 	}
-	if addrs := agentAddresses(ifs, w.res.configs[vmid(g)].nics(), w.s.opts.GuestAgent.Port); len(addrs) > 0 {
+	if addrs := agentAddresses(ifs, cfg.nics(), w.s.opts.GuestAgent.Port); len(addrs) > 0 {
 		w.res.addresses[vmid(g)] = addrs
 	}
 }

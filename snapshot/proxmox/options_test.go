@@ -37,6 +37,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad storage", func(o *Options) { o.Backups.Storages = []string{"pbs", " "} }, `source.proxmox.backups.storages[1]: " " is not a storage name`},
 		{"agent port", func(o *Options) { o.GuestAgent.Port = 0 }, "source.proxmox.guest_agent.port: want 1..65535, got 0"},
 		{"negative rate", func(o *Options) { o.Rate = -1 }, "source.proxmox.rate: must not be negative, got -1"},
+		{"negative overlap", func(o *Options) { o.NodeOverlap = -1 }, "source.proxmox.node_overlap: want 1..16 (0: 4), got -1"},
+		{"large overlap", func(o *Options) { o.NodeOverlap = 17 }, "source.proxmox.node_overlap: want 1..16 (0: 4), got 17"},
 		{"negative refresh", func(o *Options) { o.Refresh = -time.Minute }, "source.proxmox.refresh: must not be negative, got -1m0s"},
 	}
 	for _, c := range cases {

@@ -1,8 +1,12 @@
 package proxmox
 
 import (
+	"context"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/patrold/patrold/snapshot"
 
 	"github.com/patrold/patrold/snapshot/proxmox/pvetest"
 )
@@ -34,16 +38,42 @@ func TestPaceNodeRate(t *testing.T) {
 	}
 }
 
+// TestPaceNodeOverlap: with node_overlap 3, a node's per-guest reads
+// overlap, and never more than 3 of its requests are in flight at once;
+// the snapshot is the one reads in sequence give.
+func TestPaceNodeOverlap(t *testing.T) {
+	pve := pvetest.NewScale(t, 2, 24, 5*time.Millisecond)
+	first := func(overlap int) *snapshot.Snapshot {
+		o := scaleOptions(t, pve)
+		o.Rate, o.NodeOverlap = 1000, overlap
+		pve.Reset()
+		snap, problems, err := newSource(t, o).Collect(context.Background())
+		if err != nil || len(problems) != 0 {
+			t.Fatalf("node_overlap %d: err %v, problems %v", overlap, err, problems)
+		}
+		for _, node := range []string{"pve1", "pve2"} {
+			if got := pve.Peak(node); got != overlap {
+				t.Errorf("node_overlap %d: %s had %d requests in flight at once, want %d", overlap, node, got, overlap)
+			}
+		}
+		return snap
+	}
+	one, three := first(1), first(3)
+	if !reflect.DeepEqual(one, three) {
+		t.Errorf("the snapshot read with overlap differs from the one read in sequence:\n%+v\n%+v", three, one)
+	}
+}
+
 // TestPaceKeepsConnectionsAlive: two runs over the stand-in open no more
-// connections than nodes are read at once.
+// connections than requests may be in flight at once.
 func TestPaceKeepsConnectionsAlive(t *testing.T) {
-	pve := pvetest.NewScale(t, 6, 4, time.Millisecond)
+	pve := pvetest.NewScale(t, 6, 16, time.Millisecond)
 	o := scaleOptions(t, pve)
-	o.Rate = 1000
+	o.Rate, o.Concurrency, o.NodeOverlap = 1000, 2, 2
 	src := newSource(t, o)
 	collectAt(t, pve, src)
 	collectAt(t, pve, src)
-	if n := pve.Connections(); n > DefaultConcurrency {
-		t.Errorf("two runs opened %d connections, want at most %d (concurrency)", n, DefaultConcurrency)
+	if n, most := pve.Connections(), 2*2; n > most {
+		t.Errorf("two runs opened %d connections, want at most %d (concurrency x node_overlap)", n, most)
 	}
 }

@@ -35,7 +35,13 @@ import (
 const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultConcurrency = 4
-	DefaultAgentPort   = 22
+	// DefaultNodeOverlap is how many of a node's per-guest reads may be
+	// in flight at once (source.proxmox.node_overlap).
+	DefaultNodeOverlap = 4
+	// maxNodeOverlap bounds node_overlap: pveproxy serves each node
+	// with a few workers.
+	maxNodeOverlap   = 16
+	DefaultAgentPort = 22
 	// DefaultSourceName is the snapshot's source field.
 	DefaultSourceName = "proxmox"
 	// maxBodyBytes bounds one API response.
@@ -97,6 +103,9 @@ type Options struct {
 	// Rate bounds the requests a second any one node is sent. Zero
 	// means DefaultRate.
 	Rate float64 `koanf:"rate" yaml:"rate" json:"rate"`
+	// NodeOverlap bounds a node's per-guest reads in flight at once.
+	// Zero means DefaultNodeOverlap.
+	NodeOverlap int `koanf:"node_overlap" yaml:"node_overlap" json:"node_overlap"`
 
 	// Keeper keeps the guests' copies across restarts (the store); nil
 	// keeps them in memory only.
@@ -115,7 +124,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{Timeout: DefaultTimeout, Concurrency: DefaultConcurrency,
 		Backups: BackupOptions{Storages: []string{}}, GuestAgent: GuestAgentOptions{Enabled: true, Port: DefaultAgentPort},
-		Refresh: DefaultRefresh, Rate: DefaultRate}
+		Refresh: DefaultRefresh, Rate: DefaultRate, NodeOverlap: DefaultNodeOverlap}
 }
 
 // Validate reports every problem, each naming its key under source.proxmox.
@@ -143,6 +152,9 @@ func (o Options) Validate() error {
 	if o.Rate < 0 {
 		add("rate", "must not be negative, got %g", o.Rate)
 	}
+	if o.NodeOverlap < 0 || o.NodeOverlap > maxNodeOverlap {
+		add("node_overlap", "want 1..%d (0: %d), got %d", maxNodeOverlap, DefaultNodeOverlap, o.NodeOverlap)
+	}
 	return errors.Join(errs...)
 }
 
@@ -167,6 +179,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Rate == 0 {
 		o.Rate = DefaultRate
+	}
+	if o.NodeOverlap == 0 {
+		o.NodeOverlap = DefaultNodeOverlap
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -203,7 +218,7 @@ func New(opts Options) (*Source, error) {
 	}
 	opts = opts.withDefaults()
 	c, err := newClient(endpoint{key: "source.proxmox", scheme: pveScheme, url: opts.URL, tokenID: opts.TokenID,
-		file: opts.TokenSecretFile, timeout: opts.Timeout, concurrency: opts.Concurrency, tls: opts.TLS, rate: opts.Rate})
+		file: opts.TokenSecretFile, timeout: opts.Timeout, concurrency: opts.Concurrency * opts.NodeOverlap, tls: opts.TLS, rate: opts.Rate})
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,8 @@ type Scale struct {
 	guests []*Guest
 	byPath map[string]int
 	times  map[string][]time.Time // node -> when its requests arrived
+	flight map[string]int         // node -> its requests being answered
+	peak   map[string]int         // node -> most of its requests answered at once
 	fail   map[string]int         // path -> HTTP status to answer
 	open   map[string]bool        // connections seen, by remote address
 }
@@ -60,7 +62,7 @@ type Scale struct {
 // answers after latency.
 func NewScale(t testing.TB, nodes, guests int, latency time.Duration) *Scale {
 	t.Helper()
-	s := &Scale{Latency: latency, BackupAt: 1795917900, byPath: map[string]int{}, times: map[string][]time.Time{}, fail: map[string]int{}, open: map[string]bool{}}
+	s := &Scale{Latency: latency, BackupAt: 1795917900, byPath: map[string]int{}, times: map[string][]time.Time{}, flight: map[string]int{}, peak: map[string]int{}, fail: map[string]int{}, open: map[string]bool{}}
 	for n := range nodes {
 		node := "pve" + strconv.Itoa(n+1)
 		s.nodes = append(s.nodes, node)
@@ -148,6 +150,14 @@ func (s *Scale) NodeTimes(node string) []time.Time {
 	return slices.Clone(s.times[node])
 }
 
+// Peak is the most requests of node (paths under /nodes/<node>/) that
+// were being answered at once since the last Reset.
+func (s *Scale) Peak(node string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak[node]
+}
+
 // Connections is how many connections clients opened since the start.
 func (s *Scale) Connections() int {
 	s.mu.Lock()
@@ -159,7 +169,7 @@ func (s *Scale) Connections() int {
 func (s *Scale) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.byPath, s.times = map[string]int{}, map[string][]time.Time{}
+	s.byPath, s.times, s.peak = map[string]int{}, map[string][]time.Time{}, map[string]int{}
 }
 
 // Source is a source section of patrold's configuration (YAML) pointing
@@ -184,16 +194,31 @@ func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
+	node := ""
+	if seg := strings.Split(p, "/"); len(seg) > 1 && seg[0] == "nodes" {
+		node = seg[1]
+	}
 	s.mu.Lock()
 	s.byPath[p]++
-	if seg := strings.Split(p, "/"); len(seg) > 1 && seg[0] == "nodes" {
-		s.times[seg[1]] = append(s.times[seg[1]], now)
+	if node != "" {
+		s.times[node] = append(s.times[node], now)
+		s.flight[node]++
+		s.peak[node] = max(s.peak[node], s.flight[node])
 	}
 	status := s.fail[p]
 	data, ok := s.answer(p)
 	s.mu.Unlock()
 	if s.Latency > 0 {
 		time.Sleep(s.Latency) // the server's own time to answer, not a wait of a test
+	}
+	if node != "" {
+		// The count drops as the handler returns, before the answer is
+		// flushed: a client's next request never overlaps its last.
+		defer func() {
+			s.mu.Lock()
+			s.flight[node]--
+			s.mu.Unlock()
+		}()
 	}
 	switch {
 	case status != 0:
