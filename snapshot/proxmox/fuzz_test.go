@@ -1,14 +1,18 @@
 package proxmox
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/patrold/patrold/snapshot"
+	"github.com/patrold/patrold/snapshot/proxmox/pvetest"
 )
 
 // seedData adds the "data" member of fixture files as fuzz seeds.
@@ -214,6 +218,45 @@ func FuzzZFS(f *testing.F) {
 		}
 		if det, err := decodeOne[zpoolDetail](data); err == nil {
 			valid(t, []snapshot.Resource{poolResource("pve1", poolRead{pool: zpool{Name: "rpool"}, detail: &det})})
+		}
+	})
+}
+
+// FuzzKeptCopy: a row of source_copies decodes to a copy whose row
+// decodes to the same copy, or fails naming its field. The seeds are the
+// rows a run over the scale stand-in keeps.
+func FuzzKeptCopy(f *testing.F) {
+	pve := pvetest.NewScale(f, 1, 4, 0)
+	pve.Guest(101, func(g *pvetest.Guest) { g.SnapshotAt = 1790000000 })
+	keeper := &rowsKeeper{}
+	o := scaleOptions(f, pve)
+	o.Keeper, o.Rate = keeper, 1000
+	if _, _, err := newSource(f, o).Collect(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	for _, row := range keeper.rows {
+		f.Add(row)
+	}
+	f.Add([]byte(`{"node":"pve1","read_at":"2026-11-29T10:00:00Z","data":null}`))
+	fields := regexp.MustCompile(`^((node|status|lock|uptime|read_at|data): |must be an object|not valid JSON)`)
+	f.Fuzz(func(t *testing.T, row []byte) {
+		c, err := decodeKept(row)
+		if err != nil {
+			if !fields.MatchString(err.Error()) {
+				t.Fatalf("error names no field: %v", err)
+			}
+			return
+		}
+		again, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := decodeKept(again)
+		if err != nil {
+			t.Fatalf("kept again as %s: %v", again, err)
+		}
+		if twice, _ := json.Marshal(d); !bytes.Equal(twice, again) || !d.ReadAt.Equal(c.ReadAt) {
+			t.Fatalf("kept again as %s, then as %s", again, twice)
 		}
 	})
 }

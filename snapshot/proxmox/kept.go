@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -119,11 +120,53 @@ func (s *Source) loadLocked(ctx context.Context) {
 		return
 	}
 	for k, v := range raw {
-		var c keptCopy
-		if json.Unmarshal(v, &c) == nil && len(c.Data) > 0 {
-			s.copies[k] = &c
+		if c, err := decodeKept(v); err == nil {
+			s.copies[k] = c
 		}
 	}
+}
+
+// decodeKept decodes a copy as the store keeps it. An error names the
+// field; the copy is then dropped and read again.
+func decodeKept(raw []byte) (*keptCopy, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("must be an object, got %s", te.Value)
+		}
+		return nil, jsonError(err, "")
+	}
+	var c keptCopy
+	for _, f := range []struct {
+		name     string
+		into     any
+		required bool
+	}{
+		{"node", &c.Node, true}, {"status", &c.Status, false}, {"lock", &c.Lock, false},
+		{"uptime", &c.Uptime, false}, {"read_at", &c.ReadAt, true}, {"data", &c.Data, true},
+	} {
+		v, ok := fields[f.name]
+		if !ok {
+			if f.required {
+				return nil, fmt.Errorf("%s: required", f.name)
+			}
+			continue
+		}
+		if err := json.Unmarshal(v, f.into); err != nil {
+			if jerr := jsonError(err, f.name); jerr != err {
+				return nil, jerr
+			}
+			return nil, fmt.Errorf("%s: %v", f.name, err)
+		}
+	}
+	switch {
+	case c.Node == "":
+		return nil, errors.New("node: must not be empty")
+	case c.ReadAt.IsZero():
+		return nil, errors.New("read_at: must not be zero")
+	}
+	return &c, nil
 }
 
 // keep records a new read of g's part on node.

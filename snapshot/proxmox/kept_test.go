@@ -2,12 +2,14 @@ package proxmox
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"net/http"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +213,92 @@ func TestKeptSurvivesRestart(t *testing.T) {
 	again.TakenAt = first.TakenAt
 	if !reflect.DeepEqual(again, first) {
 		t.Errorf("after a restart the snapshot differs:\n%+v\nwant\n%+v", again, first)
+	}
+}
+
+// rowsKeeper keeps copies in memory as the store keeps its rows.
+type rowsKeeper struct {
+	mu   sync.Mutex
+	rows map[string][]byte
+}
+
+func (k *rowsKeeper) KeptCopies(_ context.Context, _ string) (map[string][]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.rows), nil
+}
+
+func (k *rowsKeeper) KeepCopies(_ context.Context, _ string, copies map[string][]byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.rows == nil {
+		k.rows = map[string][]byte{}
+	}
+	for key, v := range copies {
+		if v == nil {
+			delete(k.rows, key)
+		} else {
+			k.rows[key] = v
+		}
+	}
+	return nil
+}
+
+// TestKeptUndecodableCopyReadAgain: a kept row that does not decode (a
+// field of the wrong type, a missing one, not JSON) is dropped: a source
+// built on it reads that part again and nothing else, and collects the
+// snapshot of a clean start.
+func TestKeptUndecodableCopyReadAgain(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 4, 0) // 100, 102 VMs; 101, 103 containers
+	keeper := &rowsKeeper{}
+	now := evalTime
+	first := collectOK(t, keptSource(t, pve, &now, keeper))
+	keeper.rows["qemu/100/config"] = []byte(`{"node":"pve1","status":"running","lock":"","uptime":"86400","read_at":"2026-11-29T10:00:00Z","data":{}}`)
+	keeper.rows["lxc/101/snapshot"] = []byte(`{"node":"pve1","status":"running","uptime":86400,"data":[]}`)
+	keeper.rows["qemu/102/agent"] = []byte(`{"node":"pve1"`)
+	pve.Reset()
+	now = evalTime.Add(time.Minute)
+	again := collectOK(t, keptSource(t, pve, &now, keeper))
+	want := map[string]int{"nodes/pve1/qemu/100/config": 1, "nodes/pve1/lxc/101/snapshot": 1, "nodes/pve1/qemu/102/agent/network-get-interfaces": 1}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("read %v, want %v", got, want)
+	}
+	again.TakenAt = first.TakenAt
+	// The snapshot list read again is dated by its new read.
+	readAgain := resourceOf(t, first, "container/101").Guest.Snapshots
+	readAgain.ReadAt = now
+	if !reflect.DeepEqual(again, first) {
+		t.Errorf("snapshot over dropped copies differs:\n%+v\nwant\n%+v", again, first)
+	}
+	for key, row := range keeper.rows {
+		if _, err := decodeKept(row); err != nil {
+			t.Errorf("%s is kept again as %s: %v", key, row, err)
+		}
+	}
+}
+
+// TestDecodeKept: a kept row decodes whole, or fails naming its field.
+func TestDecodeKept(t *testing.T) {
+	const ok = `{"node":"pve1","status":"running","lock":"backup","uptime":86400,"read_at":"2026-11-29T10:00:00Z","data":{"cores":4}}`
+	c, err := decodeKept([]byte(ok))
+	want := &keptCopy{Node: "pve1", Status: "running", Lock: "backup", Uptime: 86400, ReadAt: evalTime, Data: json.RawMessage(`{"cores":4}`)}
+	if err != nil || !reflect.DeepEqual(c, want) {
+		t.Errorf("decodeKept(%s) = %+v, %v; want %+v", ok, c, err, want)
+	}
+	for _, tc := range []struct{ row, want string }{
+		{`[]`, "must be an object, got array"},
+		{`{"node":"pve1"`, "not valid JSON at byte 14: unexpected end of JSON input"},
+		{`{"read_at":"2026-11-29T10:00:00Z","data":null}`, "node: required"},
+		{`{"node":"","read_at":"2026-11-29T10:00:00Z","data":null}`, "node: must not be empty"},
+		{`{"node":7,"read_at":"2026-11-29T10:00:00Z","data":null}`, "node: must be a string, got number"},
+		{`{"node":"pve1","uptime":"86400","read_at":"2026-11-29T10:00:00Z","data":null}`, "uptime: must be a number, got string"},
+		{`{"node":"pve1","data":null}`, "read_at: required"},
+		{`{"node":"pve1","read_at":"yesterday","data":null}`, `read_at: parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"`},
+		{`{"node":"pve1","read_at":"0001-01-01T00:00:00Z","data":null}`, "read_at: must not be zero"},
+		{`{"node":"pve1","read_at":"2026-11-29T10:00:00Z"}`, "data: required"},
+	} {
+		if c, err := decodeKept([]byte(tc.row)); err == nil || err.Error() != tc.want {
+			t.Errorf("decodeKept(%s) = %+v, %v; want error %q", tc.row, c, err, tc.want)
+		}
 	}
 }
