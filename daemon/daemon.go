@@ -106,7 +106,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, root: root, log: root.log}
+	d := &Daemon{opts: opts, root: root, log: root.log, integrity: integrityMemo{ask: make(chan string, 1)}}
 	d.live = newLive(opts.Registerer, opts.Now)
 	d.live.keep = storeKeeper{d}
 	set, err := d.runSettings(opts.Config)
@@ -281,6 +281,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	go func() { defer d.bg.Done(); d.watchDB(runCtx) }()
 	d.bg.Add(1)
 	go func() { defer d.bg.Done(); d.watchSilenceEnds(runCtx) }()
+	d.bg.Add(1)
+	go func() { defer d.bg.Done(); d.checkIntegrity(runCtx) }()
 	d.notify("READY=1")
 	d.log.Info("patrold started", "data_dir", cfg.DataDir, "source", sources.Describe(cfg.Source, cfg.Sources), "schedule", cfg.Schedule.Cron, "db", st.Path(), "api", d.httpAddr, "nats", d.NATSURL())
 	return nil

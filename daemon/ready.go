@@ -26,7 +26,8 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //   - store_file: the database file was deleted or replaced;
 //   - store: the database does not answer;
 //   - integrity: the last finished run failed for a store reason, and
-//     SQLite's quick_check finds the file malformed;
+//     SQLite's quick_check, run in the background after it, found the
+//     file malformed (run_store until the check has finished);
 //   - run_store: the last finished run failed for a store reason
 //     (commit_failed, history_failed);
 //   - replica_gap: changes are missing from the state stream (re-seed);
@@ -59,7 +60,7 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		if i := slices.IndexFunc(run.Summary.StatusReasons, func(r string) bool { return slices.Contains(storeReasons, r) }); i >= 0 {
 			cond := "run_store"
 			//mutate:ready-integrity ./daemon ^TestReadinessFollowsTheStore$
-			if d.corruptAfter(ctx, run.ID) {
+			if d.corruptAfter(run.ID) {
 				cond = "integrity"
 			}
 			add(cond, "the last run %s failed: %s", run.ID, run.Summary.StatusReasons[i])
@@ -102,29 +103,58 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 }
 
 // integrityMemo is the quick_check verdict on the database after one
-// failed run: the check reads the whole file, so it runs once a run.
+// failed run. The check reads the whole file, so it runs once a run,
+// in the background (checkIntegrity), never in a probe's path:
+//   - run is the failed run the verdict is about ("" before any);
+//   - asked is the run a check was last asked for.
 type integrityMemo struct {
 	mu      sync.Mutex
 	run     string
+	asked   string
 	corrupt bool
+	ask     chan string // run ids, to checkIntegrity
 }
 
-// corruptAfter says whether the database is malformed, checked once
-// after the failed run id. A check that could not finish is not a
-// verdict and is tried again on the next call.
-func (d *Daemon) corruptAfter(ctx context.Context, id string) bool {
+// corruptAfter says whether the database is malformed, as checked after
+// the failed run id. Until that check has finished it says no, and asks
+// for it (once a run).
+func (d *Daemon) corruptAfter(id string) bool {
 	m := &d.integrity
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.run == id {
 		return m.corrupt
 	}
-	err := d.store.Check(ctx, false)
-	if err != nil && !store.IsCorrupt(err) {
-		return false
+	if m.asked != id {
+		select {
+		case m.ask <- id:
+			m.asked = id
+		default: // a check is queued; the next probe asks again
+		}
 	}
-	m.run, m.corrupt = id, err != nil
-	return m.corrupt
+	return false
+}
+
+// checkIntegrity runs the checks corruptAfter asks for until ctx ends.
+// A check that could not finish is not a verdict: the next probe asks
+// again.
+func (d *Daemon) checkIntegrity(ctx context.Context) {
+	m := &d.integrity
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-m.ask:
+			err := d.store.Check(ctx, false)
+			m.mu.Lock()
+			if err == nil || store.IsCorrupt(err) {
+				m.run, m.corrupt = id, err != nil
+			} else {
+				m.asked = ""
+			}
+			m.mu.Unlock()
+		}
+	}
 }
 
 // lastFinishedRun is the newest run that has finished (nil: none).

@@ -114,8 +114,17 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 			schemaChange(t, raw, c.do, root)
 			id := runAndWait(t, d)
 			detail := "the last run " + id + " failed: commit_failed"
-			code, msg, list := unreadyOf(t, base)
+			// The quick_check runs in the background: the first probes may
+			// say run_store, and then the verdict stays.
 			wantList := `{"ready":false,"unready":[{"condition":"` + c.cond + `","detail":"` + detail + `"}]}`
+			var code int
+			var msg, list string
+			testkit.Eventually(t, 10*time.Second, "readiness names "+c.cond, func() bool {
+				code, msg, list = unreadyOf(t, base)
+				return list == wantList
+			})
+			d.WaitIntegrityChecked(t, id)
+			code, msg, list = unreadyOf(t, base)
 			if code != http.StatusServiceUnavailable || msg != "not ready: "+c.cond+": "+detail || list != wantList {
 				t.Fatalf("after a store failure:\n got  %d %q %s\n want 503 %q %s", code, msg, list, "not ready: "+c.cond+": "+detail, wantList)
 			}
