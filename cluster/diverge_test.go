@@ -99,7 +99,7 @@ func TestRestartedWriterReseedsItself(t *testing.T) {
 		Instance: "a", DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick, Registerer: reg})
 	run(t, a.rel.Run)
 	testkit.Eventually(t, reseedWithin, "a re-seeded itself", func() bool {
-		return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded from a caught-up instance")
+		return m.Diverged() == nil && strings.Contains(logs.String(), `"msg":"diverged database re-seeded from a caught-up instance`)
 	})
 
 	// The stale changes were named and counted.
@@ -264,7 +264,7 @@ func resumedWriterReseedsItself(t *testing.T, failReads int32) {
 	// A caught-up instance serves a copy: a re-seeds itself.
 	run(t, func(ctx context.Context) error { return b.f.ServeSeeds(ctx, b.b.Conn(), t.TempDir(), 1, b.f.SeedReady) })
 	testkit.Eventually(t, reseedWithin, "a re-seeded itself", func() bool {
-		return m.Diverged() == nil && strings.Contains(logs.String(), "re-seeded from a caught-up instance")
+		return m.Diverged() == nil && strings.Contains(logs.String(), `"msg":"diverged database re-seeded from a caught-up instance`)
 	})
 	if got := metricValue(t, reg, "patrold_replica_reseeds_total"); got != 1 {
 		t.Errorf("patrold_replica_reseeds_total = %v, want 1", got)
