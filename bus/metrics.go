@@ -16,6 +16,8 @@ type relayMetrics struct {
 	pending   prometheus.Gauge
 	published prometheus.Counter
 	failures  prometheus.Counter
+	// republished counts state changes published again (Relay.Resend).
+	republished prometheus.Counter
 }
 
 func newRelayMetrics(reg prometheus.Registerer) (relayMetrics, error) {
@@ -32,8 +34,12 @@ func newRelayMetrics(reg prometheus.Registerer) (relayMetrics, error) {
 			Name: "patrold_outbox_publish_failures_total",
 			Help: "Outbox rows whose publish attempt failed and will be retried.",
 		}),
+		republished: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "patrold_outbox_republished_total",
+			Help: "State changes the stream had acknowledged, then lost, published again by the writer from its outbox.",
+		}),
 	}
-	return m, register(reg, m.pending, m.published, m.failures)
+	return m, register(reg, m.pending, m.published, m.failures, m.republished)
 }
 
 type transportMetrics struct {

@@ -2,9 +2,13 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +44,13 @@ type Outbox interface {
 // way.
 type OutboxAfter interface {
 	PendingEventsAfter(ctx context.Context, after int64, limit int) ([]contracts.OutboxEvent, error)
+}
+
+// OutboxResend is what an Outbox may also offer: the row of a state
+// change this database numbered n as the writer it is now (found false:
+// none, or capture is off), and whether the stream acknowledged it.
+type OutboxResend interface {
+	OwnStateChange(ctx context.Context, n uint64) (row contracts.OutboxEvent, found, sent bool, err error)
 }
 
 // Publisher is the part of jetstream.JetStream the relay uses.
@@ -87,6 +98,10 @@ type Relay struct {
 	ackMu sync.Mutex
 	sent  int64
 	moved chan struct{}
+
+	// resends are the state change numbers to publish again (Resend).
+	resendMu sync.Mutex
+	resends  map[uint64]bool
 }
 
 // NewRelay validates the options and registers the outbox metrics.
@@ -119,7 +134,8 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 		return nil, err
 	}
 	o.Logger = o.Logger.With("component", "outbox_relay")
-	return &Relay{opts: o, kick: make(chan struct{}, 1), retry: make(chan struct{}, 1), m: m, moved: make(chan struct{})}, nil
+	return &Relay{opts: o, kick: make(chan struct{}, 1), retry: make(chan struct{}, 1), m: m, moved: make(chan struct{}),
+		resends: map[uint64]bool{}}, nil
 }
 
 // WaitStored returns nil once the stream acknowledged every outbox row up
@@ -174,6 +190,16 @@ func (r *Relay) Retry() {
 	}
 }
 
+// Resend asks the relay to publish the state change numbered n again,
+// before any newer row: the writer's follower found it missing from the
+// stream while later ones are there (docs/CLUSTER.md). It never blocks.
+func (r *Relay) Resend(n uint64) {
+	r.resendMu.Lock()
+	r.resends[n] = true
+	r.resendMu.Unlock()
+	r.Retry()
+}
+
 // Run publishes until ctx ends: after every Kick, every Interval, and with
 // exponential backoff (capped at 30 s) while publishing fails. It returns
 // nil when ctx is cancelled.
@@ -223,6 +249,13 @@ func (r *Relay) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.updatePending(ctx)
+	// A change the stream lost goes again before anything newer.
+	//mutate:relay-republishes-lost-change ./cluster ^TestWriterRepublishesALostChange$
+	if r.resendAsked() {
+		if err := r.resend(ctx); err != nil {
+			return err
+		}
+	}
 	after, pipelined := r.opts.Outbox.(OutboxAfter)
 	pipelined = pipelined && 2*r.opts.Batch <= maxBatch
 	var prev *window // published, acks not yet awaited
@@ -267,6 +300,91 @@ func (r *Relay) Flush(ctx context.Context) error {
 		}
 		prev = cur
 	}
+}
+
+// resendAsked says whether Resend asked for a change since the last pass.
+func (r *Relay) resendAsked() bool {
+	r.resendMu.Lock()
+	defer r.resendMu.Unlock()
+	return len(r.resends) > 0
+}
+
+// resend publishes again each state change Resend asked for, one at a
+// time, each acknowledged before the next and before any newer row. One
+// the stream has not acknowledged yet is left to Flush. A failure keeps
+// the rest asked for.
+func (r *Relay) resend(ctx context.Context) error {
+	r.resendMu.Lock()
+	asked := slices.Sorted(maps.Keys(r.resends))
+	clear(r.resends)
+	r.resendMu.Unlock()
+	for i, n := range asked {
+		if err := r.resendOne(ctx, n); err != nil {
+			r.resendMu.Lock()
+			for _, k := range asked[i:] {
+				r.resends[k] = true
+			}
+			r.resendMu.Unlock()
+			return err
+		}
+	}
+	return nil
+}
+
+// resendOne publishes the sent row of state change n again, signed anew
+// under a fresh message id: the stream's duplicate window would drop
+// the row's own id. Replicas skip a number they applied already.
+func (r *Relay) resendOne(ctx context.Context, n uint64) error {
+	out, ok := r.opts.Outbox.(OutboxResend)
+	if !ok {
+		return nil
+	}
+	row, found, sent, err := out.OwnStateChange(ctx, n)
+	if err != nil {
+		return fmt.Errorf("re-publish state change %d: %w", n, err)
+	}
+	if !found {
+		r.opts.Logger.Warn("state change not re-published: this instance is not writing, or the change is not of its epoch", "n", n)
+		return nil
+	}
+	if !sent {
+		return nil // still pending: published in turn
+	}
+	msg, err := r.messageID(row, resendID(row.ID))
+	if err != nil {
+		return fmt.Errorf("re-publish state change %d (outbox seq %d): %w", n, row.Seq, err)
+	}
+	var seq uint64
+	f, err := r.opts.JetStream.PublishMsgAsync(msg)
+	if err == nil {
+		timer := time.NewTimer(r.opts.AckTimeout)
+		select {
+		case a := <-f.Ok():
+			seq = a.Sequence
+		case err = <-f.Err():
+		case <-timer.C:
+			err = fmt.Errorf("no ack within %s", r.opts.AckTimeout)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		timer.Stop()
+	}
+	if err != nil {
+		r.m.failures.Inc()
+		return fmt.Errorf("re-publish state change %d (outbox seq %d): %w", n, row.Seq, err)
+	}
+	r.m.republished.Inc()
+	r.opts.Logger.Warn("state change missing from the stream: published again from the outbox", "n", n, "outbox_seq", row.Seq,
+		"msg_id", msg.Header.Get(jetstream.MsgIDHeader), "stream_seq", seq)
+	return nil
+}
+
+// resendID is a fresh message id for a row published again: its id and
+// a random suffix, so no earlier attempt's id swallows it.
+func resendID(id string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return id + "-re-" + hex.EncodeToString(b[:])
 }
 
 // window is one publish window: its rows, the futures of those sent, and
@@ -355,11 +473,19 @@ func (r *Relay) awaitAcks(ctx context.Context, rows []contracts.OutboxEvent, fut
 }
 
 func (r *Relay) message(row contracts.OutboxEvent) (*nats.Msg, error) {
+	return r.messageID(row, "")
+}
+
+// messageID is message under the message id id ("": the row's).
+func (r *Relay) messageID(row contracts.OutboxEvent, id string) (*nats.Msg, error) {
 	ref := ""
 	if r.opts.DataRef != nil {
 		ref = r.opts.DataRef(row)
 	}
 	m, err := EventMessageRef(r.opts.Prefix, r.opts.Source, ref, row)
+	if err == nil && id != "" {
+		m.Header.Set(jetstream.MsgIDHeader, id)
+	}
 	if err == nil {
 		r.opts.Guard.Sign(m)
 	}

@@ -58,8 +58,9 @@ type FollowerOptions struct {
 	// later ones arrived (0: DefaultHoldFor); then it is a gap.
 	HoldFor time.Duration
 	// Republish, when set, makes this instance's relay publish what it
-	// has not stored yet now: called when its own change is missing.
-	Republish func()
+	// has not stored yet now, and again the change numbered missing when
+	// the stream lost it: called when its own change is missing.
+	Republish func(missing uint64)
 }
 
 // DefaultHoldFor is FollowerOptions.HoldFor's default: the bound of the
@@ -148,6 +149,8 @@ type Follower struct {
 	// when it did: the missing number may still be stored before it (a
 	// publish retried late), so it is a gap only once read that far.
 	scanTo uint64
+	// duplicates counts the changes skipped as a number applied before.
+	duplicates atomic.Uint64
 	// gaps counts the gaps found; gapped is signalled at each.
 	gaps   atomic.Uint64
 	gapped chan struct{}
@@ -460,7 +463,7 @@ func (f *Follower) hold(ctx context.Context, gap *records.GapError, h heldChange
 	}
 	if own && f.o.Republish != nil {
 		// Its own change is missing: publish it again, before anything newer.
-		f.o.Republish()
+		f.o.Republish(gap.Want)
 	}
 	// When nothing else arrives, the consumer ends at the bound and the
 	// next one finds it passed.
@@ -570,7 +573,7 @@ func (f *Follower) heldLonger() error {
 		f.mu.Unlock()
 		f.log.Warn("own state change missing from the stream: publishing it again", "want", want, "seq", f.held[0].seq)
 		if f.o.Republish != nil {
-			f.o.Republish()
+			f.o.Republish(want)
 		}
 		return nil
 	}
@@ -632,6 +635,10 @@ func (f *Follower) applied(ctx context.Context, seq uint64, c contracts.StateCha
 			f.unhandled = &fencedChange{seq: seq, c: c}
 			return fmt.Errorf("own change fenced at seq %d: %w", seq, err)
 		}
+	} else if res == records.ApplyDuplicate {
+		f.duplicates.Add(1)
+		f.log.Info("state change skipped: its number was applied before (its writer published it again)", "seq", seq, "n", c.N,
+			"epoch", c.Epoch, "origin", c.Origin)
 	} else if res == records.ApplyFenced {
 		f.log.Warn("state change fenced: written by a deposed writer", "seq", seq, "origin", c.Origin, "epoch", c.Epoch,
 			"table", c.Table, "op", c.Op)
@@ -765,6 +772,10 @@ func (f *Follower) Refused() error {
 
 // Gaps counts the gaps found since the start (each starts a re-seed).
 func (f *Follower) Gaps() uint64 { return f.gaps.Load() }
+
+// Duplicates counts the changes skipped since the start because their
+// number was applied before (a change its writer published again).
+func (f *Follower) Duplicates() uint64 { return f.duplicates.Load() }
 
 // Resubscribes counts the consumers ended for a stall since the start.
 func (f *Follower) Resubscribes() uint64 {

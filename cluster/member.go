@@ -69,6 +69,10 @@ type Options struct {
 	// Republish makes the relay publish what is pending now, even while
 	// it backs off (nil: Kick).
 	Republish func()
+	// Resend makes the relay publish again, before anything newer, the
+	// change this writer numbered n that the stream lost (bus.Relay.Resend;
+	// nil: none). The store hands out nothing unless it is the writer.
+	Resend func(n uint64)
 	// AnswerTimeout is http.stream_ack_timeout: a standby waits that
 	// long, and ForwardMargin, for a forwarded answer (0: its default).
 	AnswerTimeout time.Duration
@@ -172,7 +176,13 @@ func New(o Options) (*Member, error) {
 	}
 	f, err := NewFollower(FollowerOptions{JetStream: o.Bus.JetStream(), Stream: o.Bus.StreamName(), Prefix: o.Bus.Prefix(),
 		Store: o.Store, Instance: o.Instance, Logger: o.Logger, Now: o.Now, Guard: o.Bus.Guard(), StallAfter: o.StallAfter,
-		HoldFor: o.HoldFor, Republish: o.Republish})
+		HoldFor: o.HoldFor, Republish: func(n uint64) {
+			if o.Resend != nil {
+				o.Resend(n) // wakes the relay too
+				return
+			}
+			o.Republish()
+		}})
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,8 @@ var (
 		"Cluster mode: times a diverged database, or one that met a gap in the state stream, was re-seeded from a caught-up instance since the start.", nil, nil)
 	replicaNoWriterDesc = prometheus.NewDesc("patrold_cluster_no_writer_total",
 		"Cluster mode: times this instance found no instance holding the leader lease (no writer) since the start; it is unready meanwhile.", nil, nil)
+	replicaDuplicatesDesc = prometheus.NewDesc("patrold_replica_duplicates_total",
+		"Cluster mode: state changes skipped since the start because their number was applied before (a change its writer published again).", nil, nil)
 	replicaGapsDesc = prometheus.NewDesc("patrold_replica_gaps_total",
 		"Cluster mode: gaps met in the state stream (changes missing for good) since the start; each starts a re-seed.", nil, nil)
 )
@@ -91,6 +93,7 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaDivergedRowsDesc
 	ch <- replicaReseedsDesc
 	ch <- replicaGapsDesc
+	ch <- replicaDuplicatesDesc
 	ch <- replicaNoWriterDesc
 	ch <- replicaResubscribesDesc
 }
@@ -101,6 +104,7 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaDivergedRowsDesc, prometheus.CounterValue, float64(c.r.f.divergedRows.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaReseedsDesc, prometheus.CounterValue, float64(c.r.reseeds.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaGapsDesc, prometheus.CounterValue, float64(c.r.f.Gaps()))
+	ch <- prometheus.MustNewConstMetric(replicaDuplicatesDesc, prometheus.CounterValue, float64(c.r.f.Duplicates()))
 	ch <- prometheus.MustNewConstMetric(replicaNoWriterDesc, prometheus.CounterValue, float64(c.r.noWriters.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaResubscribesDesc, prometheus.CounterValue, float64(c.r.f.Resubscribes()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

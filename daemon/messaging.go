@@ -215,7 +215,7 @@ func (d *Daemon) startCluster(ctx context.Context, cfg *config.Config) error {
 	m, err := cluster.New(cluster.Options{Bus: d.msg.bus, Lease: d.msg.lease, Leadership: d.root.Leadership(),
 		Store: d.store, Instance: name, DataDir: cfg.DataDir, Replicas: cfg.NATS.Stream.Replicas, Kick: d.msg.kick,
 		Logger: d.log, Now: d.opts.Now, Registerer: d.opts.Registerer, StallAfter: cluster.StallBound(cmp.Or(cfg.NATS.Lease.TTL, bus.DefaultLeaseTTL)),
-		HoldFor: cluster.HoldBound(cmp.Or(cfg.NATS.Lease.TTL, bus.DefaultLeaseTTL)), Republish: d.msg.relay.Retry, AnswerTimeout: cfg.HTTP.StreamAckTimeout})
+		HoldFor: cluster.HoldBound(cmp.Or(cfg.NATS.Lease.TTL, bus.DefaultLeaseTTL)), Republish: d.msg.relay.Retry, Resend: d.msg.relay.Resend, AnswerTimeout: cfg.HTTP.StreamAckTimeout})
 	if err != nil {
 		return err
 	}

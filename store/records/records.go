@@ -142,6 +142,10 @@ const (
 	// ApplyFenced: the change came from a writer of a lower epoch than one
 	// already applied (deposed): only the sequence advanced.
 	ApplyFenced
+	// ApplyDuplicate: the change's number was applied before, in its
+	// epoch (a change its writer published again): only the sequence
+	// advanced.
+	ApplyDuplicate
 )
 
 // GapError: the change at stream sequence Seq is number Got, but the
