@@ -127,7 +127,7 @@ func (w *worker) readConfig(g clusterResource) guestConfig {
 	c, _ := w.readKept(g, partConfig, []string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "config"}, func(d []byte) error {
 		_, err := decodeGuestConfig(d)
 		return err
-	})
+	}, nil)
 	if c == nil {
 		return nil
 	}

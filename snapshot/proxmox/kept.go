@@ -227,11 +227,28 @@ func (s *Source) saveKept(ctx context.Context, guests []clusterResource) []snaps
 		Problem: err.Error() + "; guest configs, agent addresses and snapshot lists are kept in memory only"}}
 }
 
+// staleNote ends the problem of a failed read whose kept copy is used.
+func staleNote(part string, readAt time.Time) string {
+	if part == partAgent {
+		return "the addresses of the copy read at " + readAt.Format(time.RFC3339) + " are used (stale)"
+	}
+	return "the copy read at " + readAt.Format(time.RFC3339) + " is used (stale)"
+}
+
+// keptFailure is how readKept takes a failed read of a part that is
+// no failure of the node (the guest agent's): it gets the request's
+// error and says what to keep (nil: nothing) and whether that ends the
+// read (else the last copy is used, marked stale).
+type keptFailure func(err error) (keep []byte, done bool)
+
 // readKept returns g's part: the kept copy when nothing says it changed,
 // else a new read through the node, checked by check. A failed read uses
 // the kept copy while the node answers, marked stale in the read's
 // problem. nil when neither is at hand; fresh says it was read now.
-func (w *worker) readKept(g clusterResource, part string, segments []string, check func([]byte) error) (c *keptCopy, fresh bool) {
+//
+// With failed set, the read does not go through w.get: its failures do
+// not stop the node, and one without a kept copy is no problem.
+func (w *worker) readKept(g clusterResource, part string, segments []string, check func([]byte) error, failed keptFailure) (c *keptCopy, fresh bool) {
 	key := keptKey(g, part)
 	now := w.s.opts.Now().UTC().Truncate(time.Second)
 	last := w.s.copyOf(w.ctx, key)
@@ -239,21 +256,41 @@ func (w *worker) readKept(g clusterResource, part string, segments []string, che
 		return last, false
 	}
 	var raw []byte
-	if w.get(segments, nil, func(d []byte) error {
+	decode := func(d []byte) error {
 		raw = d
 		return check(d)
-	}) {
-		return w.s.keep(key, w.work.name, g, now, raw), true
 	}
-	if w.down || len(w.res.problems) == 0 {
-		return nil, false
+	var p *snapshot.Problem
+	if failed == nil {
+		if w.get(segments, nil, decode) {
+			return w.s.keep(key, w.work.name, g, now, raw), true
+		}
+		if w.down || len(w.res.problems) == 0 {
+			return nil, false
+		}
+		p = &w.res.problems[len(w.res.problems)-1]
+	} else {
+		err := w.sess.get(w.ctx, segments, nil, decode)
+		if err == nil {
+			return w.s.keep(key, w.work.name, g, now, raw), true
+		}
+		if keep, done := failed(err); done {
+			if keep == nil {
+				return nil, false
+			}
+			return w.s.keep(key, w.work.name, g, now, keep), true
+		}
+		if last == nil {
+			return nil, false
+		}
+		w.res.problems = append(w.res.problems, nodeProblem(w.work.name, endpointOf(segments), err))
+		p = &w.res.problems[len(w.res.problems)-1]
 	}
-	p := &w.res.problems[len(w.res.problems)-1]
 	p.Warning = true
 	if last == nil {
 		return nil, false
 	}
 	//mutate:kept-stale-copy-marked ./snapshot/proxmox ^TestKept
-	p.Problem += fmt.Sprintf("; the copy read at %s is used (stale)", last.ReadAt.Format(time.RFC3339))
+	p.Problem += "; " + staleNote(part, last.ReadAt)
 	return last, false
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/patrold/patrold/snapshot"
 )
@@ -486,18 +485,17 @@ func (w *worker) readRecent() {
 // readAgent asks the guest agent for addresses, or uses the kept answer
 // while nothing says the guest changed. A guest without a running agent
 // answers with an error: that is kept as no addresses, not a failure of
-// the collection.
+// the collection. A refusal (HTTP 403) keeps nothing. A failure to reach
+// the node uses the last copy, marked stale in a warning.
 func (w *worker) readAgent(g clusterResource, cfg guestConfig) {
 	if w.stopped() {
 		return
 	}
 	segments := []string{"nodes", w.work.name, "qemu", strconv.FormatInt(vmid(g), 10), "agent", "network-get-interfaces"}
-	key := keptKey(g, partAgent)
-	now := w.s.opts.Now().UTC().Truncate(time.Second)
-	c := w.s.copyOf(w.ctx, key)
-	if w.s.due(c, w.work.name, g, key, now) {
-		c = w.readAgentNow(g, segments, key, now, c)
-	}
+	c, _ := w.readKept(g, partAgent, segments, func(d []byte) error {
+		_, err := decodeOne[agentInterfaces](d)
+		return err
+	}, w.agentFailed)
 	if c == nil || string(c.Data) == "null" {
 		return
 	}
@@ -510,33 +508,17 @@ func (w *worker) readAgent(g clusterResource, cfg guestConfig) {
 	}
 }
 
-// readAgentNow reads the agent's interfaces and keeps the answer. A
-// refusal (HTTP 403) keeps nothing; a failure to reach the node uses the
-// last copy, marked stale in a warning.
-func (w *worker) readAgentNow(g clusterResource, segments []string, key string, now time.Time, last *keptCopy) *keptCopy {
-	var raw []byte
-	err := w.sess.get(w.ctx, segments, nil, func(d []byte) error {
-		raw = d
-		_, err := decodeOne[agentInterfaces](d)
-		return err
-	})
+// agentFailed takes a failed agent read (a keptFailure): a refusal (HTTP
+// 403) keeps nothing and is a coverage gap of the source; another error
+// answer says the agent is not running, kept as null: no addresses.
+func (w *worker) agentFailed(err error) ([]byte, bool) {
 	var ae *APIError
 	switch {
-	case err == nil:
-		return w.s.keep(key, w.work.name, g, now, raw)
 	case errors.As(err, &ae) && ae.Status == http.StatusForbidden:
 		w.res.agentDenied = true
-		return nil
+		return nil, true
 	case errors.As(err, &ae) && !errors.Is(err, ErrNodeUnreachable):
-		// The agent is not running or not configured: no addresses.
-		return w.s.keep(key, w.work.name, g, now, []byte("null"))
-	case last == nil:
-		return nil
+		return []byte("null"), true
 	}
-	p := nodeProblem(w.work.name, endpointOf(segments), err)
-	p.Warning = true
-	//mutate:kept-stale-agent-marked ./snapshot/proxmox ^TestKept
-	p.Problem += fmt.Sprintf("; the addresses of the copy read at %s are used (stale)", last.ReadAt.Format(time.RFC3339))
-	w.res.problems = append(w.res.problems, p)
-	return last
+	return nil, false
 }

@@ -45,7 +45,7 @@ func (w *worker) readSnapshots(g clusterResource) *snapshot.Snapshots {
 	c, fresh := w.readKept(g, partSnapshots, segments, func(d []byte) error {
 		_, err := decodeList[snapshotEntry](d)
 		return err
-	})
+	}, nil)
 	if c == nil {
 		return nil
 	}
