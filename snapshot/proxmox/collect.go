@@ -104,6 +104,10 @@ func (s *Source) Collect(ctx context.Context) (*snapshot.Snapshot, []snapshot.Pr
 			Problem: "the API token may not query guest agents (HTTP 403): grant VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9) for guest addresses, or set source.proxmox.guest_agent.enabled: false",
 			Gap:     &snapshot.Gap{Check: agent.family, Keys: agent.keys, Endpoint: "GET " + agent.path, Privilege: agent.privilege, Status: http.StatusForbidden}})
 	}
+	//mutate:coverage-hidden-guests ./snapshot/proxmox ^TestCoverageHiddenGuests
+	if p := guestsHidden(rs, cl.ha, jobs, results); p != nil {
+		problems = append(problems, *p)
+	}
 	snap := &snapshot.Snapshot{Version: snapshot.Version, TakenAt: now, Source: DefaultSourceName,
 		Resources: s.build(cl, paths, backups, jobs, jobsRead == nil, notBacked, byNode)}
 	// Round-trip through the codec so these resources pass the same

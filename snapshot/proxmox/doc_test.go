@@ -102,3 +102,20 @@ func TestDocsListEndpointsAndPrivileges(t *testing.T) {
 		t.Errorf("docs/SOURCES.md endpoints:\n%q\nthe code:\n%q", got, want)
 	}
 }
+
+// TestDocsListHiddenGuestKeys: docs/SOURCES.md names the keys a list
+// without guests leaves unevaluated, as the code does.
+func TestDocsListHiddenGuestKeys(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "SOURCES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(raw), "<!-- guard:hidden-guest-keys -->")
+	block, _, ok2 := strings.Cut(block, "<!-- /guard:hidden-guest-keys -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/SOURCES.md has no <!-- guard:hidden-guest-keys --> list")
+	}
+	if got, want := strings.ReplaceAll(block, "`", ""), strings.Join(guestKeys, ", "); got != want {
+		t.Errorf("docs/SOURCES.md lists %q, the code %q", got, want)
+	}
+}
