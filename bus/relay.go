@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -350,7 +351,7 @@ func (r *Relay) resendOne(ctx context.Context, n uint64) error {
 	if !sent {
 		return nil // still pending: published in turn
 	}
-	msg, err := r.messageID(row, resendID(row.ID))
+	msg, err := r.messageID(row, resendID(row.ID), contracts.HeaderRepublished, strconv.FormatUint(n, 10))
 	if err != nil {
 		return fmt.Errorf("re-publish state change %d (outbox seq %d): %w", n, row.Seq, err)
 	}
@@ -476,8 +477,9 @@ func (r *Relay) message(row contracts.OutboxEvent) (*nats.Msg, error) {
 	return r.messageID(row, "")
 }
 
-// messageID is message under the message id id ("": the row's).
-func (r *Relay) messageID(row contracts.OutboxEvent, id string) (*nats.Msg, error) {
+// messageID is message under the message id id ("": the row's), with
+// the headers given as name, value pairs (signed with the rest).
+func (r *Relay) messageID(row contracts.OutboxEvent, id string, header ...string) (*nats.Msg, error) {
 	ref := ""
 	if r.opts.DataRef != nil {
 		ref = r.opts.DataRef(row)
@@ -485,6 +487,9 @@ func (r *Relay) messageID(row contracts.OutboxEvent, id string) (*nats.Msg, erro
 	m, err := EventMessageRef(r.opts.Prefix, r.opts.Source, ref, row)
 	if err == nil && id != "" {
 		m.Header.Set(jetstream.MsgIDHeader, id)
+	}
+	for i := 0; err == nil && i+1 < len(header); i += 2 {
+		m.Header.Set(header[i], header[i+1])
 	}
 	if err == nil {
 		r.opts.Guard.Sign(m)

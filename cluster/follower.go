@@ -351,6 +351,9 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 	//mutate:follower-verifies:always ./cluster ^TestForgedStateChangesRefused$
 	if err == nil {
 		c, err = Decode(msg.Data())
+		// Verified with the rest of the message: a re-publish may be
+		// skipped as a number applied before, nothing else.
+		c.Republished = msg.Headers().Get(contracts.HeaderRepublished) != ""
 	}
 	var bad *RowError
 	switch {

@@ -45,6 +45,8 @@ type streamChange struct {
 	seq uint64
 	id  string
 	c   contracts.StateChange
+	// republished is the message's HeaderRepublished.
+	republished string
 }
 
 // streamChanges reads every state change n's stream holds, in order.
@@ -75,7 +77,7 @@ func streamChanges(t *testing.T, n *node) []streamChange {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, streamChange{seq: seq, id: m.Header.Get(jetstream.MsgIDHeader), c: c})
+		out = append(out, streamChange{seq: seq, id: m.Header.Get(jetstream.MsgIDHeader), c: c, republished: m.Header.Get(contracts.HeaderRepublished)})
 	}
 	return out
 }
@@ -213,6 +215,9 @@ func TestWriterRepublishesALostChange(t *testing.T) {
 	again := numbered(streamChanges(t, x.a), n)
 	if len(again) != 1 || !regexp.MustCompile(`^`+regexp.QuoteMeta(lostID)+`-re-[0-9a-f]{16}$`).MatchString(again[0].id) {
 		t.Fatalf("change %d on the stream: %+v, want it once, published again under %s-re-<16 hex>", n, again, lostID)
+	}
+	if again[0].republished != fmt.Sprint(n) {
+		t.Errorf("%s: %q, want %d", contracts.HeaderRepublished, again[0].republished, n)
 	}
 	if got := strings.Count(x.relayLogs.String(), `"msg":"state change missing from the stream: published again from the outbox"`); got != 1 {
 		t.Errorf("re-publish logged %d times, want 1:\n%s", got, x.relayLogs.String())

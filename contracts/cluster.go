@@ -153,7 +153,16 @@ type StateChange struct {
 	Op     string                     `json:"op"`
 	RowID  int64                      `json:"rowid"`
 	Row    map[string]json.RawMessage `json:"row,omitempty"`
+	// Republished is never on the wire in the body: a replica sets it
+	// from the signed HeaderRepublished. Only such a change may be
+	// skipped as a number applied before.
+	Republished bool `json:"-"`
 }
+
+// HeaderRepublished marks a state change its writer published again
+// after the stream lost it; its value is the change number. Signed like
+// every Patrold- header.
+const HeaderRepublished = "Patrold-Republished"
 
 // The ops of a row change: OpUpsert carries the whole row, OpDelete only
 // the rowid of the row deleted.

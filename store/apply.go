@@ -71,10 +71,11 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 			return nil
 		}
 		//mutate:republished-applies-once ./cluster ^TestRepublishedChangeAppliesOnce$
-		if c.N > 0 && !fenced && c.N <= uint64(appliedN) && c.Epoch == uint64(epoch) {
-			// A number applied before, in this epoch: its writer published
-			// it again (the stream had lost it, or so it seemed). Applied
-			// again it would undo the changes since: the sequence moves only.
+		if c.Republished && c.N > 0 && !fenced && c.N <= uint64(appliedN) && c.Epoch == uint64(epoch) {
+			// A number applied before, in this epoch, that its writer
+			// published again (the stream had lost it, or so it seemed).
+			// Applied again it would undo the changes since: the sequence
+			// moves only. Any other number below the next is a gap.
 			result = records.ApplyDuplicate
 			_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applied_seq = max(applied_seq, ?), applied_at = ? WHERE id = 1", int64(seq), fmtTime(now))
 			return err
