@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"net/http"
 	"reflect"
 	"testing"
 	"time"
@@ -75,5 +76,30 @@ func TestPaceKeepsConnectionsAlive(t *testing.T) {
 	collectAt(t, pve, src)
 	if n, most := pve.Connections(), 2*2; n > most {
 		t.Errorf("two runs opened %d connections, want at most %d (concurrency x node_overlap)", n, most)
+	}
+}
+
+// TestPaceNodeOverlapOrder: with node_overlap 4, the failed reads of a
+// node's guests are its problems in the guests' order, whichever
+// answer came first: the first guest's failure is the last to come.
+func TestPaceNodeOverlapOrder(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 8, 2*time.Millisecond)
+	for _, p := range []string{"nodes/pve1/lxc/107/config", "nodes/pve1/qemu/102/snapshot", "nodes/pve1/qemu/100/config"} {
+		pve.Fail(p, http.StatusInternalServerError)
+	}
+	pve.Slow("nodes/pve1/qemu/100/config", 200*time.Millisecond)
+	o := scaleOptions(t, pve)
+	o.Rate, o.NodeOverlap = 1000, 4
+	_, problems, err := newSource(t, o).Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []snapshot.Problem{
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/100/config", Warning: true, Problem: "node pve1: HTTP 500 Internal Server Error"},
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/qemu/102/snapshot", Warning: true, Problem: "node pve1: HTTP 500 Internal Server Error"},
+		{ID: "node/pve1", Index: -1, Field: "GET /nodes/pve1/lxc/107/config", Warning: true, Problem: "node pve1: HTTP 500 Internal Server Error"},
+	}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems\n%+v\nwant\n%+v", problems, want)
 	}
 }

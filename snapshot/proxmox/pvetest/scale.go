@@ -55,14 +55,15 @@ type Scale struct {
 	flight map[string]int         // node -> its requests being answered
 	peak   map[string]int         // node -> most of its requests answered at once
 	fail   map[string]int         // path -> HTTP status to answer
-	open   map[string]bool        // connections seen, by remote address
+	slow   map[string]time.Duration
+	open   map[string]bool // connections seen, by remote address
 }
 
 // NewScale starts a stand-in of nodes x guests (guests per node) that
 // answers after latency.
 func NewScale(t testing.TB, nodes, guests int, latency time.Duration) *Scale {
 	t.Helper()
-	s := &Scale{Latency: latency, BackupAt: 1795917900, byPath: map[string]int{}, times: map[string][]time.Time{}, flight: map[string]int{}, peak: map[string]int{}, fail: map[string]int{}, open: map[string]bool{}}
+	s := &Scale{Latency: latency, BackupAt: 1795917900, byPath: map[string]int{}, times: map[string][]time.Time{}, flight: map[string]int{}, peak: map[string]int{}, fail: map[string]int{}, slow: map[string]time.Duration{}, open: map[string]bool{}}
 	for n := range nodes {
 		node := "pve" + strconv.Itoa(n+1)
 		s.nodes = append(s.nodes, node)
@@ -118,6 +119,18 @@ func (s *Scale) Fail(path string, status int) {
 		return
 	}
 	s.fail[path] = status
+}
+
+// Slow answers path after d instead of Latency; 0 answers it as the
+// others again.
+func (s *Scale) Slow(path string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d == 0 {
+		delete(s.slow, path)
+		return
+	}
+	s.slow[path] = d
 }
 
 // Requests is how many requests were answered since the last Reset.
@@ -206,10 +219,14 @@ func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.peak[node] = max(s.peak[node], s.flight[node])
 	}
 	status := s.fail[p]
+	latency, slow := s.slow[p]
+	if !slow {
+		latency = s.Latency
+	}
 	data, ok := s.answer(p)
 	s.mu.Unlock()
-	if s.Latency > 0 {
-		time.Sleep(s.Latency) // the server's own time to answer, not a wait of a test
+	if latency > 0 {
+		time.Sleep(latency) // the server's own time to answer, not a wait of a test
 	}
 	if node != "" {
 		// The count drops as the handler returns, before the answer is
