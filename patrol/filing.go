@@ -389,6 +389,10 @@ func coverageGaps(gaps []snapshot.Problem) []findings.Observation {
 			i, at[id] = len(out), len(out)
 			evidence = append(evidence, "check="+strconv.Quote(g.Check)+" keys="+strconv.Quote(strings.Join(g.Keys, ",")))
 			keys := strings.Join(g.Keys, ", ")
+			short := keys
+			if len(g.Keys) > maxTitleKeys {
+				short = strings.Join(g.Keys[:maxTitleKeys], ", ") + " and " + strconv.Itoa(len(g.Keys)-maxTitleKeys) + " more"
+			}
 			name := "check " + g.Check
 			if p.Source != "" {
 				name = "check " + g.Check + " of source " + p.Source
@@ -396,7 +400,7 @@ func coverageGaps(gaps []snapshot.Problem) []findings.Observation {
 			out = append(out, findings.Observation{
 				Key: KeyCoverageGap, ResourceID: id, ResourceKind: "patrold", ResourceName: prompt.SafeName(name),
 				Category: findings.CategoryReliability, Severity: findings.SeverityWarning, Source: findings.SourceDeterministic,
-				Title:          prompt.Safe("patrold cannot evaluate "+g.Check+" ("+keys+")", maxTitleRunes),
+				Title:          prompt.Safe("patrold cannot evaluate "+g.Check+" ("+short+")", maxTitleRunes),
 				Description:    prompt.Safe("The source's answer to "+g.Endpoint+" left "+keys+" unevaluated, so none of their findings is opened or resolved: "+p.Problem, maxSummaryRunes),
 				Recommendation: prompt.Safe(gapAdvice(g), maxSummaryRunes),
 			})
@@ -412,11 +416,17 @@ func coverageGaps(gaps []snapshot.Problem) []findings.Observation {
 	return out
 }
 
+// maxTitleKeys is how many of a gap's keys its title names.
+const maxTitleKeys = 3
+
 // gapAdvice is what resolves a gap: the privilege, or a newer PVE.
 func gapAdvice(g *snapshot.Gap) string {
 	switch {
 	case g.Status == 403:
 		return "Grant the source's API token " + g.Privilege + " (a role on the path the endpoint names); the finding resolves at the next complete run that reads it."
+	case g.Privilege != "":
+		return "The answer left out what the cluster's own configuration names: grant the source's API token " + g.Privilege +
+			"; until then nothing it left out is resolved by its absence. The finding resolves at the next complete run that reads it."
 	case g.Status == 501:
 		return "This version of the API does not serve " + g.Endpoint + "; upgrade it to evaluate the check. The finding resolves at the next complete run that reads it."
 	}

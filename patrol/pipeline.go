@@ -289,7 +289,14 @@ func (x *run) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return r.fail(ctx, rep, runCtxErr(err))
 	}
-	check := checker(facts, detectedKeys(x.sigs), x.forecastSeen, failedCover(x.set.Source, x.failedSources), rep.Probe != nil, x.complete)
+	cover := failedCover(x.set.Source, x.failedSources)
+	// A resource list that hid resources (a coverage gap in the list
+	// itself) covers everything absent, as a failed source would.
+	//mutate:unlisted-keeps-absent-open ./cmd/patrold ^TestRunHiddenGuestsResolveNothing$
+	if slices.ContainsFunc(x.gaps, func(p snapshot.Problem) bool { return p.Gap.Unlisted }) {
+		cover = func(string) bool { return true }
+	}
+	check := checker(facts, detectedKeys(x.sigs), x.forecastSeen, cover, rep.Probe != nil, x.complete)
 	in := findings.RunInput{
 		Observations: x.obs, Complete: x.complete, Reconcile: true, Check: check, Policy: x.set.Publish,
 		// A node offline holds its guests' findings this run cannot

@@ -67,6 +67,9 @@ type Gap struct {
 	// Status is the HTTP status of the answer: 403, 501, or 200 for an
 	// empty answer.
 	Status int `json:"status"`
+	// Unlisted says the check is the resource list itself: what it hid
+	// is absent from the snapshot, so no finding resolves by absence.
+	Unlisted bool `json:"unlisted,omitempty"`
 }
 
 // SourceLevel reports whether the problem is about the source as a whole

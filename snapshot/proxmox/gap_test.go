@@ -74,7 +74,7 @@ func TestCoverageHiddenGuests(t *testing.T) {
 		return []snapshot.Problem{{ID: SourceProblemID, Index: -1, Field: "GET /cluster/resources", Warning: true,
 			Problem: "lists no guest, yet the cluster names guests: " + named + "; grant the API token VM.Audit (PVEAuditor on /vms) for " +
 				"high_cpu, high_memory, high_disk, backup_failed, backup_stale, backup_unscheduled, guest_down, guest_unreachable, ha_error, replication_failed, snapshot_old, lock_stuck",
-			Gap: &snapshot.Gap{Check: "cluster_resources", Keys: guestKeys, Endpoint: "GET /cluster/resources", Privilege: "VM.Audit", Status: 200}}}
+			Gap: &snapshot.Gap{Check: "cluster_resources", Keys: guestKeys, Endpoint: "GET /cluster/resources", Privilege: "VM.Audit", Status: 200, Unlisted: true}}}
 	}
 	job := func(vmids string) string {
 		return `[{"id":"backup-1","type":"vzdump","enabled":1,"storage":"pbs","schedule":"21:00","vmid":"` + vmids + `"}]`

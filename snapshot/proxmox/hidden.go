@@ -64,7 +64,7 @@ func guestsHidden(rs []clusterResource, ha *haIndex, jobs []backupJob, results [
 	return &snapshot.Problem{ID: SourceProblemID, Index: -1, Field: endpoint, Warning: true,
 		Problem: fmt.Sprintf("lists no guest, yet the cluster names guests: %s; grant the API token VM.Audit (PVEAuditor on /vms) for %s",
 			strings.Join(named, ", "), strings.Join(guestKeys, ", ")),
-		Gap: &snapshot.Gap{Check: "cluster_resources", Keys: guestKeys, Endpoint: endpoint, Privilege: "VM.Audit", Status: 200}}
+		Gap: &snapshot.Gap{Check: "cluster_resources", Keys: guestKeys, Endpoint: endpoint, Privilege: "VM.Audit", Status: 200, Unlisted: true}}
 }
 
 func mapsKeys[V any](m map[string]V) []string {
