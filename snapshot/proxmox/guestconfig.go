@@ -181,3 +181,26 @@ func volumeKey(k string) bool {
 	}
 	return false
 }
+
+// agentEnabled says whether the VM's config enables the guest agent: its
+// agent property ("[enabled=]<bool>[,fstrim_cloned_disks=..][,type=..]")
+// is true. PVE refuses an agent request otherwise.
+func (c guestConfig) agentEnabled() bool {
+	for i, part := range strings.Split(c["agent"], ",") {
+		k, v, named := strings.Cut(part, "=")
+		if !named {
+			k, v = "enabled", k
+			if i > 0 {
+				continue
+			}
+		}
+		if k == "enabled" {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "1", "yes", "on", "true":
+				return true
+			}
+			return false
+		}
+	}
+	return false
+}

@@ -181,7 +181,7 @@ func TestConfigNotReadFallsBackToNames(t *testing.T) {
 // snapshot is as collected in full.
 func TestGuestStorageParents(t *testing.T) {
 	fake, srv := newFake(t)
-	fake.body["nodes/pve1/qemu/101/config"] = `{"data": {"name": "db-1", "net0": "virtio=BC:24:11:2E:5A:01,bridge=vmbr0",
+	fake.body["nodes/pve1/qemu/101/config"] = `{"data": {"name": "db-1", "agent": "1", "net0": "virtio=BC:24:11:2E:5A:01,bridge=vmbr0",
 		"scsi0": "local-lvm:vm-101-disk-0,size=32G", "virtio1": "bulk:vm-101-disk-1,size=1T", "sata0": "/dev/disk/by-id/ata-X,size=2T",
 		"ide2": "local:iso/debian.iso,media=cdrom", "efidisk0": "local-lvm:vm-101-disk-2,size=4M", "unused0": "nfs-backup:vm-101-disk-9",
 		"tpmstate0": "nfs-backup:vm-101-disk-3,size=4M", "scsi9": "gone:vm-101-disk-4", "scsihw": "virtio-scsi-single"}}`

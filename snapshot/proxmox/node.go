@@ -311,9 +311,20 @@ func (w *worker) eachGuest(guests []clusterResource, read func(*worker, clusterR
 // agentAsked: the guest agent is asked of running VMs only.
 func agentAsked(g clusterResource) bool { return g.Type == "qemu" && g.Status == "running" }
 
-// readAgents asks the running VMs' agents for addresses.
+// readAgents asks the running VMs' agents for addresses: those whose
+// config enables the agent, or could not be read.
 func (w *worker) readAgents() {
-	asked := slices.DeleteFunc(slices.Clone(w.work.guests), func(g clusterResource) bool { return !agentAsked(g) })
+	asked := slices.DeleteFunc(slices.Clone(w.work.guests), func(g clusterResource) bool {
+		if !agentAsked(g) {
+			return true
+		}
+		cfg, read := w.res.configs[vmid(g)]
+		//mutate:agent-only-where-configured ./snapshot/proxmox ^TestAgentAskedOnlyWhereConfigured$
+		if read && !cfg.agentEnabled() {
+			return true
+		}
+		return false
+	})
 	w.eachGuest(asked, func(gw *worker, g clusterResource) { gw.readAgent(g, w.res.configs[vmid(g)]) })
 }
 
