@@ -151,6 +151,10 @@ type Follower struct {
 	scanTo uint64
 	// duplicates counts the changes skipped as a number applied before.
 	duplicates atomic.Uint64
+	// gone is why the state stream is not found now (nil: it is, or the
+	// last lookup could not tell); lost counts the times it went.
+	gone error
+	lost atomic.Uint64
 	// gaps counts the gaps found; gapped is signalled at each.
 	gaps   atomic.Uint64
 	gapped chan struct{}
@@ -711,6 +715,7 @@ func (f *Follower) watchStall(ctx context.Context) {
 		lctx, cancel := context.WithTimeout(ctx, f.o.StallAfter)
 		lag, err := f.Lag(lctx)
 		cancel()
+		f.noteStream(err)
 		now := time.Now()
 		switch {
 		case err != nil:
@@ -751,6 +756,54 @@ func (f *Follower) watchStall(ctx context.Context) {
 		}
 	}
 }
+
+// noteStream records what a lookup of the stream said (err from Lag).
+// Not found is the stream gone: logged once (ERROR) and counted until
+// it is found again. Any other error tells nothing: during a partition
+// only JetStream's meta leader can say a stream does not exist.
+func (f *Follower) noteStream(err error) {
+	gone := errors.Is(err, jetstream.ErrStreamNotFound)
+	if err != nil && !gone {
+		return
+	}
+	f.mu.Lock()
+	was := f.gone
+	f.gone = nil
+	if gone {
+		f.gone = streamGoneError(f.o.Stream)
+	}
+	f.mu.Unlock()
+	switch {
+	//mutate:stream-gone-counted ./cluster ^TestLostStreamIsLoud$
+	case gone && was == nil:
+		f.lost.Add(1)
+		f.log.Error("state stream is gone: nothing is replicated, and no instance writes, until it is created again and every replica re-seeded (docs/CLUSTER.md)",
+			"stream", f.o.Stream)
+	case !gone && was != nil:
+		f.log.Info("state stream found again", "stream", f.o.Stream)
+	}
+}
+
+// streamGoneError names a stream not found; it is a
+// jetstream.ErrStreamNotFound.
+type streamGoneError string
+
+func (e streamGoneError) Error() string {
+	return "state stream " + string(e) + " is not found (deleted, or its JetStream store lost)"
+}
+
+func (e streamGoneError) Unwrap() error { return jetstream.ErrStreamNotFound }
+
+// StreamGone says why the state stream is not found now (nil: it is,
+// or the last lookup could not tell).
+func (f *Follower) StreamGone() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gone
+}
+
+// StreamLosses counts the times the state stream was found gone.
+func (f *Follower) StreamLosses() uint64 { return f.lost.Load() }
 
 func (f *Follower) subscribed(at time.Time) {
 	f.mu.Lock()

@@ -383,6 +383,16 @@ func (r *Member) Diverged() error {
 	return r.f.Diverged()
 }
 
+// StreamGone says why the state stream is not found now (nil: it is,
+// or the last lookup could not tell). While it is gone nothing is
+// replicated; the instance is unready (readiness stream_lost).
+func (r *Member) StreamGone() error {
+	if r == nil {
+		return nil
+	}
+	return r.f.StreamGone()
+}
+
 // ClockSkew says why this instance's clock is unfit to lead (nil: it
 // is fit, or the lease cannot tell). Such an instance never leads.
 func (r *Member) ClockSkew() error {

@@ -73,6 +73,8 @@ var (
 		"Cluster mode: times a diverged database, or one that met a gap in the state stream, was re-seeded from a caught-up instance since the start.", nil, nil)
 	replicaNoWriterDesc = prometheus.NewDesc("patrold_cluster_no_writer_total",
 		"Cluster mode: times this instance found no instance holding the leader lease (no writer) since the start; it is unready meanwhile.", nil, nil)
+	replicaStreamLostDesc = prometheus.NewDesc("patrold_replica_stream_lost_total",
+		"Cluster mode: times this instance found the state stream gone (not found) since the start; it is unready meanwhile.", nil, nil)
 	replicaDuplicatesDesc = prometheus.NewDesc("patrold_replica_duplicates_total",
 		"Cluster mode: state changes skipped since the start because their number was applied before (a change its writer published again).", nil, nil)
 	replicaGapsDesc = prometheus.NewDesc("patrold_replica_gaps_total",
@@ -94,6 +96,7 @@ func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- replicaReseedsDesc
 	ch <- replicaGapsDesc
 	ch <- replicaDuplicatesDesc
+	ch <- replicaStreamLostDesc
 	ch <- replicaNoWriterDesc
 	ch <- replicaResubscribesDesc
 }
@@ -105,6 +108,7 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replicaReseedsDesc, prometheus.CounterValue, float64(c.r.reseeds.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaGapsDesc, prometheus.CounterValue, float64(c.r.f.Gaps()))
 	ch <- prometheus.MustNewConstMetric(replicaDuplicatesDesc, prometheus.CounterValue, float64(c.r.f.Duplicates()))
+	ch <- prometheus.MustNewConstMetric(replicaStreamLostDesc, prometheus.CounterValue, float64(c.r.f.StreamLosses()))
 	ch <- prometheus.MustNewConstMetric(replicaNoWriterDesc, prometheus.CounterValue, float64(c.r.noWriters.Load()))
 	ch <- prometheus.MustNewConstMetric(replicaResubscribesDesc, prometheus.CounterValue, float64(c.r.f.Resubscribes()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus/embedded/natstest"
+	"github.com/patrold/patrold/contracts"
 	"github.com/patrold/patrold/internal/testkit"
 )
 
@@ -65,4 +68,52 @@ func counterOf(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("metric %s not found", name)
 	return 0
+}
+
+// TestReadyNeedsTheStream: in cluster mode an instance whose patrol
+// stream is gone (its JetStream store lost, or deleted) replicates
+// nothing, whoever holds the lease: every instance turns unready
+// (stream_lost), counting it once in patrold_replica_stream_lost_total.
+// Before, every instance stayed ready (docs/CLUSTER.md).
+func TestReadyNeedsTheStream(t *testing.T) {
+	srv := natstest.Server(t)
+	key := testkit.KeyFile(t)
+	shared := t.TempDir()
+	useSnapshot(t, shared, "faults.json")
+	a, regA, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-a")
+	defer a.Stop(context.Background())
+	testkit.Eventually(t, 15*time.Second, "node-a writes", a.IsWriter)
+	b, regB, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-b")
+	defer b.Stop(context.Background())
+	bases := []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()}
+	for _, base := range bases {
+		testkit.EventuallyState(t, 15*time.Second, base+" ready", func() (bool, string) {
+			code, msg, _ := unreadyOf(t, base)
+			return code == http.StatusOK, msg
+		})
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(context.Background(), contracts.DefaultStreamName); err != nil {
+		t.Fatal(err)
+	}
+	want := "stream_lost: state stream " + contracts.DefaultStreamName + " is not found (deleted, or its JetStream store lost)"
+	for _, base := range bases {
+		testkit.EventuallyState(t, 30*time.Second, base+" unready without the stream", func() (bool, string) {
+			code, msg, _ := unreadyOf(t, base)
+			return code == http.StatusServiceUnavailable && strings.Contains(msg, want), msg
+		})
+	}
+	for _, reg := range []prometheus.Gatherer{regA, regB} {
+		if n := counterOf(t, reg, "patrold_replica_stream_lost_total"); n != 1 {
+			t.Errorf("patrold_replica_stream_lost_total = %v, want 1", n)
+		}
+	}
 }

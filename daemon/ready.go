@@ -31,6 +31,8 @@ var storeReasons = []string{patrol.ReasonCommitFailed, patrol.ReasonHistoryFaile
 //   - run_store: the last finished run failed for a store reason
 //     (commit_failed, history_failed);
 //   - replica_gap: changes are missing from the state stream (re-seed);
+//   - stream_lost: the state stream is not found: nothing is
+//     replicated until it is created again (cluster mode);
 //   - replica_diverged: the database holds changes the stream never got
 //     (being re-seeded);
 //   - replica_apply: the last state change could not be applied (a full
@@ -78,6 +80,10 @@ func (d *Daemon) unready(ctx context.Context) []api.ReadyProblem {
 		}
 		if l != nil && l.Refused != "" {
 			add("replica_refused", "%s", l.Refused)
+		}
+		//mutate:ready-stream-lost ./daemon ^TestReadyNeedsTheStream$
+		if err := d.cluster.StreamGone(); err != nil {
+			add("stream_lost", "%v", err)
 		}
 		if err := d.cluster.Diverged(); err != nil {
 			add("replica_diverged", "%v", err)
