@@ -33,9 +33,8 @@ type node struct {
 	log  testkit.LogBuffer // a follower's log, when the test gives it one
 }
 
-// purgeAll removes every change n's stream holds so far, as if they
-// had aged out of it: a replica starting now cannot read them.
-func purgeAll(t *testing.T, n *node) {
+// streamOf is n's state stream and its info now.
+func streamOf(t *testing.T, n *node) (jetstream.Stream, *jetstream.StreamInfo) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := n.b.JetStream().Stream(ctx, n.b.StreamName())
@@ -46,6 +45,15 @@ func purgeAll(t *testing.T, n *node) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, info
+}
+
+// purgeAll removes every change n's stream holds so far, as if they
+// had aged out of it: a replica starting now cannot read them.
+func purgeAll(t *testing.T, n *node) {
+	t.Helper()
+	ctx := context.Background()
+	s, info := streamOf(t, n)
 	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
 		t.Fatal(err)
 	}

@@ -53,14 +53,7 @@ type streamChange struct {
 func streamChanges(t *testing.T, n *node) []streamChange {
 	t.Helper()
 	ctx := context.Background()
-	s, err := n.b.JetStream().Stream(ctx, n.b.StreamName())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, info := streamOf(t, n)
 	var out []streamChange
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus/embedded/natstest"
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/daemon"
 	"github.com/patrold/patrold/internal/testkit"
 )
 
@@ -23,21 +25,7 @@ import (
 // turn unready (no_writer) within a TTL or two, each saying so once and
 // counting it in patrold_cluster_no_writer_total.
 func TestReadyNeedsAWriter(t *testing.T) {
-	srv := natstest.Server(t)
-	key := testkit.KeyFile(t)
-	shared := t.TempDir()
-	useSnapshot(t, shared, "faults.json")
-	a, regA, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-a")
-	defer a.Stop(context.Background())
-	testkit.Eventually(t, 15*time.Second, "node-a writes", a.IsWriter)
-	b, regB, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-b")
-	defer b.Stop(context.Background())
-	for _, base := range []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()} {
-		testkit.EventuallyState(t, 15*time.Second, base+" ready", func() (bool, string) {
-			code, msg, _ := unreadyOf(t, base)
-			return code == http.StatusOK, msg
-		})
-	}
+	srv, a, b, regA, regB := readyPair(t)
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	for _, base := range []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()} {
@@ -52,6 +40,28 @@ func TestReadyNeedsAWriter(t *testing.T) {
 			return n == 1, fmt.Sprint(n)
 		})
 	}
+}
+
+// readyPair starts two instances on one NATS server, node-a the writer,
+// and waits until both are ready. They stop when the test ends.
+func readyPair(t *testing.T) (*server.Server, *daemon.Daemon, *daemon.Daemon, prometheus.Gatherer, prometheus.Gatherer) {
+	t.Helper()
+	srv := natstest.Server(t)
+	key := testkit.KeyFile(t)
+	shared := t.TempDir()
+	useSnapshot(t, shared, "faults.json")
+	a, regA, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-a")
+	t.Cleanup(func() { a.Stop(context.Background()) })
+	testkit.Eventually(t, 15*time.Second, "node-a writes", a.IsWriter)
+	b, regB, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-b")
+	t.Cleanup(func() { b.Stop(context.Background()) })
+	for _, base := range []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()} {
+		testkit.EventuallyState(t, 15*time.Second, base+" ready", func() (bool, string) {
+			code, msg, _ := unreadyOf(t, base)
+			return code == http.StatusOK, msg
+		})
+	}
+	return srv, a, b, regA, regB
 }
 
 // counterOf is the value of the one series of counter name in g.
@@ -76,22 +86,8 @@ func counterOf(t *testing.T, g prometheus.Gatherer, name string) float64 {
 // (stream_lost), counting it once in patrold_replica_stream_lost_total.
 // Before, every instance stayed ready (docs/CLUSTER.md).
 func TestReadyNeedsTheStream(t *testing.T) {
-	srv := natstest.Server(t)
-	key := testkit.KeyFile(t)
-	shared := t.TempDir()
-	useSnapshot(t, shared, "faults.json")
-	a, regA, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-a")
-	defer a.Stop(context.Background())
-	testkit.Eventually(t, 15*time.Second, "node-a writes", a.IsWriter)
-	b, regB, _ := clusterNode(t, srv.ClientURL(), key, shared, "node-b")
-	defer b.Stop(context.Background())
+	srv, a, b, regA, regB := readyPair(t)
 	bases := []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()}
-	for _, base := range bases {
-		testkit.EventuallyState(t, 15*time.Second, base+" ready", func() (bool, string) {
-			code, msg, _ := unreadyOf(t, base)
-			return code == http.StatusOK, msg
-		})
-	}
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
