@@ -66,6 +66,30 @@ func Cluster(t testing.TB, n int) []string {
 // a test that shuts one down.
 func ClusterServers(t testing.TB, n int) []*server.Server {
 	t.Helper()
+	// The route ports are picked ahead (every server routes to all), and
+	// another test process may take one in between: then the cluster is
+	// formed again on new ports, up to three times.
+	var srvs []*server.Server
+	var urls []string
+	for attempt := 1; ; attempt++ {
+		var err error
+		if srvs, urls, err = startCluster(t, n); err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("cluster not formed (%v); again on new ports", err)
+	}
+	waitMetaLeader(t, urls)
+	return srvs
+}
+
+// startCluster starts n servers routed to each other on ports picked
+// ahead. A server that does not come up stops all of them: its error
+// says which.
+func startCluster(t testing.TB, n int) ([]*server.Server, []string, error) {
+	t.Helper()
 	ports := make([]int, n)
 	routes := make([]string, n)
 	for i := range ports {
@@ -74,28 +98,36 @@ func ClusterServers(t testing.TB, n int) []*server.Server {
 	}
 	srvs := make([]*server.Server, 0, n)
 	urls := make([]string, 0, n)
+	stop := func() {
+		for _, s := range srvs {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
 	for i := range n {
 		o, err := embedded.ServerOptions("127.0.0.1:0", t.TempDir())
 		if err != nil {
-			t.Fatal(err)
+			stop()
+			return nil, nil, err
 		}
 		o.ServerName = fmt.Sprintf("nats-%d", i+1)
 		o.Cluster = server.ClusterOpts{Name: "patrol-test", Host: "127.0.0.1", Port: ports[i]}
 		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
 		srv, err := server.NewServer(o)
 		if err != nil {
-			t.Fatal(err)
+			stop()
+			return nil, nil, err
 		}
 		srv.Start()
-		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-		if !srv.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("nats-%d not ready", i+1)
-		}
 		srvs = append(srvs, srv)
+		if !srv.ReadyForConnections(10 * time.Second) {
+			stop()
+			return nil, nil, fmt.Errorf("nats-%d not ready", i+1)
+		}
 		urls = append(urls, srv.ClientURL())
 	}
-	waitMetaLeader(t, urls)
-	return srvs
+	t.Cleanup(stop)
+	return srvs, urls, nil
 }
 
 // waitMetaLeader waits until the JetStream cluster of urls has a meta
