@@ -25,10 +25,11 @@ import (
 const (
 	ReseedRetryMin = time.Second
 	reseedRetryMax = 30 * time.Second
-	// reseedAttemptMin bounds the first attempt (a request lost in a
-	// partition is never answered); each failed one doubles it, up to
-	// SeedTimeout, so a large copy still gets the time it needs.
-	reseedAttemptMin = 30 * time.Second
+	// reseedAttemptMin bounds the first attempt: a request lost in a
+	// partition, or queued to an instance that hangs, is never answered.
+	// Each failed one doubles it, up to SeedTimeout, so a large copy
+	// still gets the time it needs.
+	reseedAttemptMin = 10 * time.Second
 )
 
 // DivergedError says the database holds rows the stream never got.
