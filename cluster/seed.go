@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,7 +87,7 @@ func (f *Follower) SeedReady(ctx context.Context) error {
 // ends, while ready says it may (caught up, no gap). dir holds the
 // temporary copy; replicas sizes the object store bucket.
 func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, replicas int, ready func(context.Context) error) error {
-	sub, err := nc.QueueSubscribe(contracts.SeedSubject(f.o.Prefix), contracts.SeedQueue, func(m *nats.Msg) {
+	serve := func(m *nats.Msg) {
 		var seed contracts.Seed
 		//mutate:seed-request-verified ./cluster ^TestSeedFromACaughtUpReplica$
 		if err := f.o.Guard.CheckNow(contracts.StemSeed, m); err != nil {
@@ -104,12 +105,44 @@ func (f *Follower) ServeSeeds(ctx context.Context, nc *nats.Conn, dir string, re
 		if err := m.RespondMsg(ans); err != nil {
 			f.log.Warn("answer a seed request", "err", err)
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("seed requests: %w", err)
+	}
+	// An offer is answered only by an instance that may serve now, and
+	// only to a holder of the key; the others stay silent.
+	offer := func(m *nats.Msg) {
+		rctx, cancel := context.WithTimeout(ctx, seedOfferWait/2)
+		defer cancel()
+		if f.o.Guard.CheckNow(contracts.StemSeed, m) != nil || ready(rctx) != nil {
+			return
+		}
+		data, _ := json.Marshal(contracts.Seed{Origin: f.o.Instance})
+		ans := &nats.Msg{Subject: m.Reply, Data: data}
+		f.o.Guard.SignAnswer(m, ans)
+		_ = m.RespondMsg(ans)
+	}
+	var subs []*nats.Subscription
+	for _, sub := range []struct {
+		subject, queue string
+		handle         nats.MsgHandler
+	}{
+		{contracts.SeedSubject(f.o.Prefix), contracts.SeedQueue, serve}, // askers of an earlier build
+		{contracts.SeedOfferSubject(f.o.Prefix), "", offer},
+		{contracts.SeedToSubject(f.o.Prefix, f.o.Instance), "", serve},
+	} {
+		s, err := nc.QueueSubscribe(sub.subject, sub.queue, sub.handle)
+		if err != nil {
+			for _, s := range subs {
+				_ = s.Unsubscribe()
+			}
+			return fmt.Errorf("seed requests: %w", err)
+		}
+		subs = append(subs, s)
 	}
 	<-ctx.Done()
-	return sub.Unsubscribe()
+	var err error
+	for _, s := range subs {
+		err = errors.Join(err, s.Unsubscribe())
+	}
+	return err
 }
 
 func (f *Follower) seed(ctx context.Context, dir string, replicas int, ready func(context.Context) error) contracts.Seed {
@@ -170,6 +203,35 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// seedOfferWait bounds the offer round. An instance offers only when it
+// can tell within half of it that it may serve; a slow lookup leaves the
+// asker to the queue, as before offers.
+const seedOfferWait = 2 * time.Second
+
+// seedOffer is the instance that first offered to serve a copy now,
+// within seedOfferWait, or "" when none did.
+func seedOffer(ctx context.Context, nc *nats.Conn, g *bus.Guard, prefix string) string {
+	ctx, cancel := context.WithTimeout(ctx, seedOfferWait)
+	defer cancel()
+	req := nats.NewMsg(contracts.SeedOfferSubject(prefix))
+	g.Sign(req)
+	msg, err := nc.RequestMsgWithContext(ctx, req)
+	if err != nil || g.CheckAnswer(contracts.StemSeed, req, msg) != nil {
+		return ""
+	}
+	var offer contracts.Seed
+	if json.Unmarshal(msg.Data, &offer) != nil || !validOrigin(offer.Origin) {
+		return ""
+	}
+	return offer.Origin
+}
+
+// validOrigin: an instance name fit for a subject (config's rule for
+// cluster.instance: no space, no wildcard).
+func validOrigin(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " \t\r\n*>")
+}
+
 // FetchSeed asks the cluster for a database copy and writes it to dst
 // (which must not exist), then removes the object. The caller checks and
 // installs the file. With g, the request is signed, the answer must be
@@ -181,7 +243,16 @@ func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, g *bu
 	}
 	ctx, cancel := context.WithTimeout(ctx, SeedTimeout)
 	defer cancel()
-	req := nats.NewMsg(contracts.SeedSubject(prefix))
+	// Ask the first instance that offers: a queue member that hangs (a
+	// frozen process stays subscribed) would hold a queued request for
+	// the whole attempt. No offer (instances of an earlier build): the
+	// queue.
+	subject := contracts.SeedSubject(prefix)
+	//mutate:seed-asks-an-offer ./cluster ^TestReseedOutlivesAHungSeedServer$
+	if origin := seedOffer(ctx, nc, g, prefix); origin != "" {
+		subject = contracts.SeedToSubject(prefix, origin)
+	}
+	req := nats.NewMsg(subject)
 	g.Sign(req)
 	msg, err := nc.RequestMsgWithContext(ctx, req)
 	if err == nil {

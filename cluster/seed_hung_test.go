@@ -2,7 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,12 +17,12 @@ import (
 	"github.com/patrold/patrold/internal/testkit"
 )
 
-// TestReseedOutlivesAHungSeedServer: the first seed request of a
-// standby past a gap reaches an instance that never answers (frozen:
-// still subscribed, its process stopped) and then leaves. The standby
-// gives that attempt reseedAttemptMin (10 s) and re-seeds from a live
-// instance at its next one, well within 20 s; with the former 30 s first
-// attempt it took over 31 s, longer than a whole freeze round of the
+// TestReseedOutlivesAHungSeedServer: an instance that hangs in the seed
+// queue (a frozen process stays subscribed and never answers) beside a
+// live one. A standby past a gap asks the instance that first offered,
+// never the queue, so it re-seeds within one offer round and is never
+// held by the hung one. Asking the queue, half the requests waited a
+// whole attempt (30 s at first), longer than a freeze round of the
 // partition tests.
 func TestReseedOutlivesAHungSeedServer(t *testing.T) {
 	ctx := context.Background()
@@ -35,32 +38,46 @@ func TestReseedOutlivesAHungSeedServer(t *testing.T) {
 	a.rel.Kick()
 	caughtUp(t, a, a.f)
 
-	// The hung instance: in the seed queue, it takes one request and
-	// never answers.
-	hung := make(chan time.Time, 1)
-	var sub *nats.Subscription
-	sub, err := a.b.Conn().QueueSubscribe(contracts.SeedSubject(a.b.Prefix()), contracts.SeedQueue, func(*nats.Msg) {
-		_ = sub.Unsubscribe()
-		hung <- time.Now()
-	})
-	if err != nil {
+	nc := a.b.Conn()
+	var hung atomic.Int32
+	if _, err := nc.QueueSubscribe(contracts.SeedSubject(a.b.Prefix()), contracts.SeedQueue, func(*nats.Msg) { hung.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
+	// Every subject a seed request was sent on.
+	var mu sync.Mutex
+	var subjects []string
+	if _, err := nc.Subscribe(contracts.SeedSubject(a.b.Prefix())+".>", func(m *nats.Msg) {
+		mu.Lock()
+		subjects = append(subjects, m.Subject)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Subscribe(contracts.SeedSubject(a.b.Prefix()), func(m *nats.Msg) {
+		mu.Lock()
+		subjects = append(subjects, m.Subject)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, func(ctx context.Context) error { return a.f.ServeSeeds(ctx, nc, t.TempDir(), 1, a.f.SeedReady) })
+
 	d := newNode(t, clientOf(a), "d")
+	start := time.Now()
 	m, logs := startMember(t, cluster.Options{Bus: d.b, Lease: standbyLease{}, Leadership: cluster.NewLeadership(true, time.Now), Store: d.st,
 		Instance: "d", DataDir: t.TempDir(), Replicas: 1, Kick: d.rel.Kick, Registerer: prometheus.NewRegistry(), HoldFor: time.Second})
-	var asked time.Time
-	select {
-	case asked = <-hung:
-	case <-time.After(reseedWithin):
-		t.Fatalf("no seed request within %s", reseedWithin)
-	}
-	run(t, func(ctx context.Context) error { return a.f.ServeSeeds(ctx, a.b.Conn(), t.TempDir(), 1, a.f.SeedReady) })
-	testkit.Eventually(t, 20*time.Second, "d re-seeded itself from the live instance", func() bool {
+	testkit.Eventually(t, reseedWithin, "d re-seeded itself from the live instance", func() bool {
 		l := m.Lag(ctx)
 		return l != nil && l.Gap == "" && !l.Behind && strings.Contains(logs.String(), "database with a gap re-seeded")
 	})
-	if took := time.Since(asked); took > 20*time.Second {
-		t.Errorf("re-seeded %s after the hung request, want within 20 s", took.Round(time.Second))
+	mu.Lock()
+	got := slices.Clone(subjects)
+	mu.Unlock()
+	p := a.b.Prefix()
+	if want := []string{contracts.SeedOfferSubject(p), contracts.SeedToSubject(p, "a")}; !slices.Equal(got, want) || hung.Load() != 0 {
+		t.Errorf("seed requests on %v (the hung instance got %d), want %v and none on the queue", got, hung.Load(), want)
+	}
+	if n := strings.Count(logs.String(), "not re-seeded yet"); n != 0 {
+		t.Errorf("%d failed attempts before the re-seed (%s after the start), want none", n, time.Since(start).Round(time.Second))
 	}
 }

@@ -82,6 +82,14 @@ const (
 // SeedSubject is the request/reply subject of seed requests.
 func SeedSubject(prefix string) string { return "patrold_seed." + prefix }
 
+// SeedOfferSubject is where an asker first finds an instance able to
+// serve a copy now: each such instance answers; one that hangs cannot.
+func SeedOfferSubject(prefix string) string { return SeedSubject(prefix) + ".offer" }
+
+// SeedToSubject is the seed request subject of one instance, asked after
+// it offered.
+func SeedToSubject(prefix, instance string) string { return SeedSubject(prefix) + ".to." + instance }
+
 // Seed is the answer to a seed request.
 type Seed struct {
 	Object     string `json:"object"`

@@ -112,7 +112,7 @@ func (r Role) Permissions(n Names) *server.Permissions {
 	switch r {
 	case RoleDaemon:
 		subs := []string{p + ".>", "$KV." + n.LeaseBucket + ".>", "$O." + contracts.SeedBucket + ".>", "_INBOX.>",
-			stem(contracts.StemForward), stem(contracts.StemSessions) + ".>", stem(contracts.StemSeed), stem(contracts.StemTrigger), "$SRV.>"}
+			stem(contracts.StemForward), stem(contracts.StemSessions) + ".>", stem(contracts.StemSeed), stem(contracts.StemSeed) + ".>", stem(contracts.StemTrigger), "$SRV.>"}
 		pub := slices.Concat(subs[:1], []string{"$JS.API.>", "$JS.ACK.>"}, subs[1:])
 		return &server.Permissions{
 			Publish: &server.SubjectPermission{Allow: pub, Deny: []string{
