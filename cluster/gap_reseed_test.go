@@ -13,17 +13,14 @@ import (
 	"github.com/patrold/patrold/store/storetest"
 )
 
-// TestGappedStandbyReseedsItself: a standby that joins after the first
-// changes left the stream meets a gap no wait closes. It says so once
-// (WARN, patrold_replica_gaps_total, the gap in its lag: unready),
-// re-seeds itself from the writer's signed copy without an operator,
-// and then follows the stream: its rows end equal to the writer's.
-func TestGappedStandbyReseedsItself(t *testing.T) {
-	ctx := context.Background()
-	nodes := newNodes(t, "a")
-	a := nodes[0]
+// gappedWriter is writer a whose stream lost its first changes (purged,
+// as if aged out): a standby joining now meets a gap. now is the time
+// of a's first run.
+func gappedWriter(t *testing.T) (a *node, now time.Time) {
+	t.Helper()
+	a = newNodes(t, "a")[0]
 	replicate(t, 1, a)
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	commitRun(t, a.st, now, obs("vm-1", "cpu"))
 	a.rel.Kick()
 	caughtUp(t, a, a.f)
@@ -31,6 +28,17 @@ func TestGappedStandbyReseedsItself(t *testing.T) {
 	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
 	a.rel.Kick()
 	caughtUp(t, a, a.f)
+	return a, now
+}
+
+// TestGappedStandbyReseedsItself: a standby that joins after the first
+// changes left the stream meets a gap no wait closes. It says so once
+// (WARN, patrold_replica_gaps_total, the gap in its lag: unready),
+// re-seeds itself from the writer's signed copy without an operator,
+// and then follows the stream: its rows end equal to the writer's.
+func TestGappedStandbyReseedsItself(t *testing.T) {
+	ctx := context.Background()
+	a, now := gappedWriter(t)
 	run(t, func(ctx context.Context) error { return a.f.ServeSeeds(ctx, a.b.Conn(), t.TempDir(), 1, a.f.SeedReady) })
 
 	d := newNode(t, clientOf(a), "d")

@@ -26,17 +26,7 @@ import (
 // partition tests.
 func TestReseedOutlivesAHungSeedServer(t *testing.T) {
 	ctx := context.Background()
-	nodes := newNodes(t, "a")
-	a := nodes[0]
-	replicate(t, 1, a)
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	commitRun(t, a.st, now, obs("vm-1", "cpu"))
-	a.rel.Kick()
-	caughtUp(t, a, a.f)
-	purgeAll(t, a)
-	commitRun(t, a.st, now.Add(time.Hour), obs("vm-1", "cpu"), obs("vm-2", "disk"))
-	a.rel.Kick()
-	caughtUp(t, a, a.f)
+	a, _ := gappedWriter(t)
 
 	nc := a.b.Conn()
 	var hung atomic.Int32
