@@ -92,7 +92,7 @@ func newClient(e endpoint) (*client, error) {
 	// connections as requests in flight keeps them all alive, and a
 	// request waits for one rather than opening another.
 	tr.MaxIdleConnsPerHost = e.concurrency
-	//mutate:pace-connections-bounded ./snapshot/proxmox ^TestPaceKeepsConnectionsAlive$
+	//mutate:pace-connections-bounded ./snapshot/proxmox ^TestPace(KeepsConnectionsAlive|ClientBoundsConnections)$
 	tr.MaxConnsPerHost = e.concurrency
 	return &client{base: base.JoinPath("api2", "json"), http: &http.Client{Transport: tr,
 		// The API never redirects; following one could send the token elsewhere.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,36 @@ func TestPaceKeepsConnectionsAlive(t *testing.T) {
 	collectAt(t, pve, src)
 	if n, most := pve.Connections(), 2*2; n > most {
 		t.Errorf("two runs opened %d connections, want at most %d (concurrency x node_overlap)", n, most)
+	}
+}
+
+// TestPaceClientBoundsConnections: the client itself never holds more
+// connections than its bound, however many requests ask at once (the
+// node workers keep within it; this holds if they did not).
+func TestPaceClientBoundsConnections(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 4, 20*time.Millisecond)
+	o := scaleOptions(t, pve)
+	o.Rate, o.Concurrency, o.NodeOverlap = 1000, 2, 1
+	sess, err := newSource(t, o).client.session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			errs <- sess.get(context.Background(), []string{"nodes", "pve1", "status"}, nil, func([]byte) error { return nil })
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pve.Connections(); n > 2 {
+		t.Errorf("8 requests at once opened %d connections, want at most 2", n)
 	}
 }
 
