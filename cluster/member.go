@@ -241,7 +241,7 @@ func (r *Member) Start(ctx context.Context) error {
 			served := make(chan struct{})
 			go func() {
 				defer close(served)
-				_ = r.f.ServeSeeds(serveCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.f.SeedReady)
+				_ = r.f.ServeSeeds(serveCtx, r.o.Bus.Conn(), r.o.DataDir, r.o.Replicas, r.seedReady)
 			}()
 			select {
 			case <-runCtx.Done():
@@ -373,6 +373,24 @@ func (r *Member) mayLead() bool {
 // isWriter is the writer state Leadership.IsWriter reads: holding the
 // lease, caught up and capturing.
 func (r *Member) isWriter() bool { return r.writer.Load() && r.leading() }
+
+// seedReady is the readiness this instance serves seed copies under: the
+// follower's, and, unless it writes, no state change of its own waiting
+// to be published. A deposed writer's unsent changes are on no other
+// replica and will be fenced; a copy must hold what the stream holds.
+func (r *Member) seedReady(ctx context.Context) error {
+	if !r.isWriter() {
+		n, err := r.o.Store.UnsentState(ctx)
+		if err != nil {
+			return err
+		}
+		//mutate:seed-not-from-unsent ./cluster ^TestDeposedWriterServesNoSeed$
+		if n > 0 {
+			return fmt.Errorf("%d state changes of its own are not on the stream yet (written as the writer): a copy would hold rows the stream never got", n)
+		}
+	}
+	return r.f.SeedReady(ctx)
+}
 
 // Diverged says why the database must not be served (nil: it may be):
 // it holds rows the state stream never got and waits for a re-seed.
