@@ -23,6 +23,14 @@ type switchLease struct {
 	term   atomic.Uint64
 }
 
+// heldLease is a lease held at term 5 and the leadership it gives.
+func heldLease() (*switchLease, *cluster.Leadership) {
+	l := &switchLease{}
+	l.term.Store(5)
+	l.leader.Store(true)
+	return l, cluster.NewLeadership(true, time.Now)
+}
+
 func (l *switchLease) IsLeader() bool { return l.leader.Load() }
 func (l *switchLease) Term() uint64 {
 	if l.leader.Load() {

@@ -22,10 +22,7 @@ func TestDeposedWriterServesNoSeed(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	lease := &switchLease{}
-	lease.term.Store(5)
-	lease.leader.Store(true)
-	lead := cluster.NewLeadership(true, time.Now)
+	lease, lead := heldLease()
 	startMember(t, cluster.Options{Bus: a.b, Lease: lease, Leadership: lead, Store: a.st, Instance: "a",
 		DataDir: t.TempDir(), Replicas: 1, Kick: a.rel.Kick})
 	rctx, stopRelay := context.WithCancel(ctx)

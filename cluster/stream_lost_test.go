@@ -25,10 +25,7 @@ func TestLostStreamIsLoud(t *testing.T) {
 	ctx := context.Background()
 	nodes := newNodes(t, "a", "b")
 	a, b := nodes[0], nodes[1]
-	lease := &switchLease{}
-	lease.term.Store(5)
-	lease.leader.Store(true)
-	lead := cluster.NewLeadership(true, time.Now)
+	lease, lead := heldLease()
 	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
 	const stall = 400 * time.Millisecond
 	ma, aLogs := startMember(t, cluster.Options{Bus: a.b, Lease: lease, Leadership: lead, Store: a.st, Instance: "a",
