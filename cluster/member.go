@@ -112,6 +112,11 @@ type Member struct {
 	steps bool
 
 	writer atomic.Bool // leading, caught up, capturing
+	// roles serialises what changes the database under the writer role:
+	//   - promote and demote (the watch);
+	//   - installing a re-seed copy, which switches capture off: it
+	//     happens only after a demote, never while a promote runs.
+	roles sync.Mutex
 	// reseeds counts the re-seeds that ended a divergence since the start.
 	reseeds atomic.Uint64
 	// noWriters counts the times this instance found no writer.
@@ -429,7 +434,11 @@ func (r *Member) Instance() string { return r.instance }
 func (r *Member) watch(ctx context.Context) {
 	t := time.NewTicker(LeaderPoll)
 	defer t.Stop()
-	defer r.demote(context.Background())
+	defer func() {
+		r.roles.Lock()
+		defer r.roles.Unlock()
+		r.demote(context.Background())
+	}()
 	var noWriter bool
 	var noWriterSince time.Time
 	for {
@@ -448,6 +457,7 @@ func (r *Member) watch(ctx context.Context) {
 			r.noWriters.Add(1)
 			r.log.Error("cluster has no writer: this instance is unready until one is elected", "err", err)
 		}
+		r.roles.Lock()
 		lead := r.leading()
 		switch {
 		case lead && !r.writer.Load():
@@ -457,7 +467,13 @@ func (r *Member) watch(ctx context.Context) {
 		case r.writer.Load() && !r.mayLead():
 			// Diverged while writing: stop; promote then yields the lease.
 			r.demote(ctx)
+		//mutate:new-tenure-demotes ./cluster ^TestNewTenureStartsANewEpoch$
+		case r.writer.Load() && r.term() != r.tenure():
+			// The lease was lost and won again between two looks: the
+			// old epoch is fenced now, so the writer starts over.
+			r.demote(ctx)
 		}
+		r.roles.Unlock()
 		select {
 		case <-ctx.Done():
 			return
@@ -466,8 +482,16 @@ func (r *Member) watch(ctx context.Context) {
 	}
 }
 
+// tenure is the lease term capture was last switched on in.
+func (r *Member) tenure() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.epochTerm
+}
+
 // promote catches up, switches capture on and starts the leader-only
 // consumers; a catch-up that does not finish is retried at the next tick.
+// The caller holds roles.
 func (r *Member) promote(ctx context.Context) {
 	if !r.mayLead() {
 		// It must not write on rows the stream lacks, nor past a gap:
@@ -534,6 +558,17 @@ func (r *Member) promote(ctx context.Context) {
 	if !r.leading() || r.term() != term {
 		return
 	}
+	//mutate:promote-rechecks-database ./cluster ^TestReseededWriterCaptures$
+	if !r.mayLead() {
+		// Diverged while catching up (its own older changes reached the
+		// stream and were fenced): never a writer on this database.
+		if err := r.o.Store.DisableCapture(ctx); err != nil {
+			r.log.Error("disable state capture", "err", err)
+		}
+		r.log.Warn("leader lease held, but the database diverged while catching up: not writing", "diverged", r.f.Diverged(),
+			"gap", r.f.Gap())
+		return
+	}
 	if err := r.o.Store.ResumeNumbering(ctx); err != nil {
 		r.log.Error("resume state change numbering", "err", err)
 		return
@@ -550,6 +585,7 @@ func (r *Member) promote(ctx context.Context) {
 	r.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq, "epoch", epoch)
 }
 
+// demote stops the writer role; the caller holds roles.
 func (r *Member) demote(ctx context.Context) {
 	if !r.writer.Swap(false) {
 		return

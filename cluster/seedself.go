@@ -82,9 +82,10 @@ func (f *Follower) setDiverged(d records.Divergence) (was bool) {
 
 // Reseed replaces the database with a caught-up instance's copy, fetched
 // over nc into dir (FetchSeed: signed, hashed) and installed in place
-// (Store.Reseed). Applying pauses meanwhile; then the stream resumes
-// after the copy's sequence, and the divergence and any gap are gone.
-func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contracts.Seed, error) {
+// (Store.Reseed) by install, which calls its argument. Applying pauses
+// meanwhile; then the stream resumes after the copy's sequence, and the
+// divergence and any gap are gone.
+func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string, install func(func() error) error) (contracts.Seed, error) {
 	path := filepath.Join(dir, fmt.Sprintf("patrold.reseed-%d.db", time.Now().UnixNano()))
 	defer func() {
 		for _, p := range []string{path, path + "-wal", path + "-shm"} {
@@ -95,10 +96,15 @@ func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contr
 	if err != nil {
 		return seed, err
 	}
+	return seed, install(func() error { return f.installSeed(ctx, path) })
+}
+
+// installSeed puts the copy at path in place of the database.
+func (f *Follower) installSeed(ctx context.Context, path string) error {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	if _, err := f.o.Store.Reseed(ctx, path); err != nil {
-		return seed, err
+		return err
 	}
 	f.mu.Lock()
 	f.diverged, f.gap, f.refused = records.Divergence{}, nil, nil
@@ -108,7 +114,32 @@ func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string) (contr
 	if restart != nil {
 		restart()
 	}
-	return seed, nil
+	return nil
+}
+
+// installAsStandby installs a re-seed copy (install) once this instance
+// is no writer: the copy comes with capture off, and a writer that does
+// not capture answers changes no other instance ever gets. A promote in
+// progress finishes first; the next one starts from the copy.
+func (r *Member) installAsStandby(install func() error) error {
+	r.roles.Lock()
+	defer r.roles.Unlock()
+	// The store refuses a copy while capturing (Store.Reseed). Demoting
+	// here saves waiting for the watch; capture also stays on after a
+	// promote that stopped halfway.
+	r.demote(context.Background())
+	if err := r.o.Store.DisableCapture(context.Background()); err != nil {
+		return err
+	}
+	if err := install(); err != nil {
+		return err
+	}
+	// The next tenure takes a new epoch: the copy may hold this one's
+	// marker, and changes of this epoch it lacks are still to come.
+	r.mu.Lock()
+	r.epochTerm, r.epoch = 0, 0
+	r.mu.Unlock()
+	return nil
 }
 
 // needsSeed says whether this database waits for a re-seed: diverged,
@@ -143,7 +174,7 @@ func (r *Member) reseedLoop(ctx context.Context) {
 			what = "database with a gap"
 		}
 		actx, cancel := context.WithTimeout(ctx, attempt)
-		seed, err := r.f.Reseed(actx, r.o.Bus.Conn(), r.o.DataDir)
+		seed, err := r.f.Reseed(actx, r.o.Bus.Conn(), r.o.DataDir, r.installAsStandby)
 		cancel()
 		if err != nil {
 			attempt = min(2*attempt, SeedTimeout)

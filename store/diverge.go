@@ -172,6 +172,8 @@ func VerifyCopy(ctx context.Context, path string) error {
 //     by their triggers.
 //   - The replica position (sequence, epoch, change number, last writer)
 //     becomes the copy's, capture is off and the divergence is cleared.
+//   - A database that captures (its instance is the writer) is refused:
+//     the writer steps down first.
 //   - The outbox (events still to publish: kept remediation outcomes),
 //     usage history and the schema's own version stay this database's.
 //
@@ -205,13 +207,18 @@ func (s *Store) reseedTx(ctx context.Context, conn *sql.Conn) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var mine, theirs int64
+	var mine, theirs, capture int64
 	var diverged string
 	if err := tx.QueryRowContext(ctx, "SELECT (SELECT max(version_id) FROM main.goose_db_version), (SELECT max(version_id) FROM seed.goose_db_version), "+
-		"(SELECT diverged FROM seed.replica_state WHERE id = 1)").Scan(&mine, &theirs, &diverged); err != nil {
+		"(SELECT diverged FROM seed.replica_state WHERE id = 1), (SELECT capture FROM main.replica_state WHERE id = 1)").Scan(&mine, &theirs, &diverged, &capture); err != nil {
 		return fmt.Errorf("read the copy: %w", err)
 	}
 	switch {
+	//mutate:reseed-never-under-writer ./store ^TestReseedRefusedWhileCapturing$
+	case capture == 1:
+		// The copy comes with capture off: a writer on it would answer
+		// changes no other instance ever gets.
+		return errors.New("this database captures state changes (its instance writes): stop writing first")
 	case mine != theirs:
 		return fmt.Errorf("the copy is at schema version %d, this database at %d", theirs, mine)
 	case diverged != "":

@@ -127,3 +127,37 @@ func TestDivergenceOutlivesARestartUntilReseeded(t *testing.T) {
 		t.Fatalf("the re-seed touched the outbox: %+v %v", left, err)
 	}
 }
+
+// TestReseedRefusedWhileCapturing: a copy comes with capture off, so a
+// database that captures (its instance is the writer) is never replaced
+// under it: the writer would answer changes no other instance gets. The
+// refusal changes nothing; once capture is off the copy goes in.
+func TestReseedRefusedWhileCapturing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "patrold.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	good := filepath.Join(dir, "good.db")
+	if _, err := st.SeedCopy(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnableCapture(ctx, "patrold.state.changes", "a", 3); err != nil {
+		t.Fatal(err)
+	}
+	before := storetest.DumpDB(t, path)
+	want := "reseed from " + good + ": this database captures state changes (its instance writes): stop writing first"
+	if _, err := st.Reseed(ctx, good); err == nil || err.Error() != want {
+		t.Fatalf("Reseed while capturing = %v, want %q", err, want)
+	}
+	storetest.SameDB(t, "after the refused copy", storetest.DumpDB(t, path), before)
+	if err := st.DisableCapture(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Reseed(ctx, good); err != nil {
+		t.Fatalf("Reseed after capture went off: %v", err)
+	}
+}
