@@ -637,7 +637,7 @@ func (f *Follower) applied(ctx context.Context, seq uint64, c contracts.StateCha
 		return err
 	}
 	//mutate:fenced-own-change-diverges ./cluster ^TestResumedWriterReseedsItself$
-	if res == records.ApplyFenced && c.Origin == f.o.Instance && c.Op != contracts.OpEpoch {
+	if res == records.ApplyFencedOwn {
 		if err := f.fencedOwn(ctx, seq, c); err != nil {
 			f.unhandled = &fencedChange{seq: seq, c: c}
 			return fmt.Errorf("own change fenced at seq %d: %w", seq, err)

@@ -3,12 +3,17 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/patrold/patrold/cluster"
+	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/findings"
 	"github.com/patrold/patrold/internal/testkit"
+	"github.com/patrold/patrold/store/records"
 	"github.com/patrold/patrold/store/storetest"
 )
 
@@ -120,4 +125,59 @@ func TestNewTenureStartsANewEpoch(t *testing.T) {
 	testkit.EventuallyState(t, 10*time.Second, "a writes in epoch 5", epochIs(5))
 	lease.term.Store(6)
 	testkit.EventuallyState(t, 10*time.Second, "a writes in epoch 6", epochIs(6))
+}
+
+// TestReseededOwnChangesApply: a writer's own changes still on their
+// way when it re-seeds (from a copy taken before they were applied) are
+// not in its database any more. Applied as any writer's, they come back:
+// only changes this database captured since its re-seed are its own,
+// and one of those fenced is no divergence.
+func TestReseededOwnChangesApply(t *testing.T) {
+	ctx := context.Background()
+	a := newNodes(t, "a")[0]
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	good := filepath.Join(t.TempDir(), "copy.db")
+	if _, err := a.st.SeedCopy(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.f.EnableCapture(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	sil, err := a.st.AddSilence(ctx, findings.Silence{Matchers: findings.Matchers{Resource: "vm-1"}, Comment: "window", Author: "op",
+		EndsAt: now.Add(time.Hour)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := a.st.PendingEvents(ctx, 10)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("a's outbox: %d rows, %v; want the epoch marker and the silence", len(rows), err)
+	}
+	if err := a.st.DisableCapture(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.st.Reseed(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range rows {
+		c, err := contracts.DecodeStateChange(row.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := a.st.ApplyState(ctx, uint64(i+1), "a", c, now); err != nil || res != records.Applied {
+			t.Fatalf("apply %s: %v, %v", row.Type, res, err)
+		}
+	}
+	got, err := a.st.Silences(ctx, now, false)
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], sil) {
+		t.Fatalf("a's silences after its own change applied: %+v, %v; want %+v", got, err, sil)
+	}
+	// One from an older epoch is fenced, but its rows went with the
+	// re-seed: no divergence.
+	late := contracts.StateChange{Origin: "a", Epoch: 2, N: 2, Table: "silences", Op: contracts.OpDelete, RowID: 1}
+	if res, err := a.st.ApplyState(ctx, uint64(len(rows)+1), "a", late, now); err != nil || res != records.ApplyFenced {
+		t.Fatalf("apply a's change of epoch 2: %v, %v; want fenced", res, err)
+	}
+	if d, err := a.st.Divergence(ctx); err != nil || d.Diverged() {
+		t.Fatalf("a's divergence after its fenced change from before the re-seed: %+v, %v; want none", d, err)
+	}
 }

@@ -32,13 +32,15 @@ func applyTouch(ctx context.Context, tx *sql.Tx, c contracts.StateChange) error 
 
 // ReplicaStatus returns the stream sequence applied last and when.
 func (s *Store) ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error) {
-	var seq, epoch, fenced int64
+	var seq, epoch, fenced, ownSince int64
 	var at sql.NullString
 	var origin string
-	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at, applied_origin, applied_epoch, fenced FROM replica_state WHERE id = 1").Scan(&seq, &at, &origin, &epoch, &fenced); err != nil {
+	if err := s.db.QueryRowContext(ctx, "SELECT applied_seq, applied_at, applied_origin, applied_epoch, fenced, own_since FROM replica_state WHERE id = 1").
+		Scan(&seq, &at, &origin, &epoch, &fenced, &ownSince); err != nil {
 		return records.ReplicaStatus{}, fmt.Errorf("replica status: %w", err)
 	}
-	st := records.ReplicaStatus{AppliedSeq: uint64(seq), AppliedOrigin: origin, AppliedEpoch: uint64(epoch), Fenced: uint64(fenced)}
+	st := records.ReplicaStatus{AppliedSeq: uint64(seq), AppliedOrigin: origin, AppliedEpoch: uint64(epoch), Fenced: uint64(fenced),
+		OwnSince: uint64(ownSince)}
 	if at.Valid {
 		t := parseTime(at.String)
 		st.AppliedAt = &t
@@ -49,19 +51,29 @@ func (s *Store) ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error
 // ApplyState applies the state change at stream sequence seq, once: a
 // sequence at or below the one applied last is skipped, unless it is
 // the next numbered change (one the follower read ahead of its turn,
-// applied without moving the sequence back). A change written
-// by self (this instance, as leader) only advances the sequence, and so
-// does one of an epoch below the highest applied (fenced). A fenced
-// change written by self is also recorded as a divergence (Divergence):
+// applied without moving the sequence back). A change this database
+// captured (written by self, as leader, in an epoch since its last
+// re-seed) only advances the sequence, and so does one of an epoch
+// below the highest applied (fenced). A fenced change it captured is
+// also recorded as a divergence (Divergence):
 // this database holds it, no other replica does. An epoch
 // marker raises the applied epoch. The change and the sequence commit
 // together, and the capture triggers do not fire for it.
 func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error) {
 	result := records.ApplySkipped
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		var last, epoch, appliedN int64
-		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch, applied_n FROM replica_state WHERE id = 1").Scan(&last, &epoch, &appliedN); err != nil {
+		var last, epoch, appliedN, ownSince int64
+		if err := tx.QueryRowContext(ctx, "SELECT applied_seq, applied_epoch, applied_n, own_since FROM replica_state WHERE id = 1").
+			Scan(&last, &epoch, &appliedN, &ownSince); err != nil {
 			return err
+		}
+		// This database holds its own change only when it captured it
+		// since its last re-seed: the copy replaced the rows its changes
+		// still on their way had made.
+		own := c.Origin == self
+		//mutate:own-only-since-reseed ./cluster ^TestReseededOwnChangesApply$
+		if c.Epoch < uint64(ownSince) {
+			own = false
 		}
 		fenced := c.Epoch < uint64(epoch) && !(c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch)
 		if seq <= uint64(last) && (c.N == 0 || fenced || c.N != uint64(appliedN)+1) {
@@ -95,15 +107,16 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 		case c.Epoch < uint64(epoch):
 			result, origin = records.ApplyFenced, ""
 			//mutate:fenced-own-change-recorded ./cluster ^TestResumedWriterReseedsItself$
-			if c.Origin == self && c.Op != contracts.OpEpoch {
+			if own && c.Op != contracts.OpEpoch {
 				// This instance's own rows hold the change: diverged.
 				if err := recordFenced(ctx, tx, now, c); err != nil {
 					return err
 				}
+				result = records.ApplyFencedOwn
 			}
 		case c.Op == contracts.OpEpoch:
 			result = records.Applied
-		case c.Origin != self:
+		case !own:
 			result = records.Applied
 			if _, err := tx.ExecContext(ctx, "UPDATE replica_state SET applying = 1 WHERE id = 1"); err != nil {
 				return err
@@ -118,13 +131,14 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 		default:
 			result = records.Applied
 		}
+		fencedNow := result == records.ApplyFenced || result == records.ApplyFencedOwn
 		newEpoch := max(uint64(epoch), c.Epoch)
-		if result == records.ApplyFenced {
+		if fencedNow {
 			newEpoch = uint64(epoch)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE replica_state SET applying = 0, applied_seq = max(applied_seq, ?), applied_at = ?,
 			applied_origin = CASE WHEN ? = '' THEN applied_origin ELSE ? END, applied_epoch = ?, fenced = fenced + ?, applied_n = ? WHERE id = 1`,
-			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(result == records.ApplyFenced), appliedN)
+			int64(seq), fmtTime(now), origin, origin, int64(newEpoch), boolInt(fencedNow), appliedN)
 		return err
 	})
 	if err != nil {

@@ -161,6 +161,17 @@ func (s *Store) EnableCapture(ctx context.Context, subject, origin string, epoch
 		return errors.New("enable capture: subject, origin and epoch are required")
 	}
 	return s.withTx(ctx, func(tx *sql.Tx) error {
+		var ownSince uint64
+		if err := tx.QueryRowContext(ctx, "SELECT own_since FROM replica_state WHERE id = 1").Scan(&ownSince); err != nil {
+			return fmt.Errorf("enable capture: %w", err)
+		}
+		//mutate:capture-from-own-since ./store ^TestReseedRefusedWhileCapturing$
+		if epoch < ownSince {
+			// Its changes of that epoch from before a re-seed are not in
+			// its rows: new ones under the same epoch would be told apart
+			// from them by nothing.
+			return fmt.Errorf("enable capture: epoch %d is below %d, the first this database may capture in since its re-seed", epoch, ownSince)
+		}
 		tables, err := replicaTables(ctx, tx)
 		if err != nil {
 			return fmt.Errorf("enable capture: read schema: %w", err)

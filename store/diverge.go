@@ -172,6 +172,9 @@ func VerifyCopy(ctx context.Context, path string) error {
 //     by their triggers.
 //   - The replica position (sequence, epoch, change number, last writer)
 //     becomes the copy's, capture is off and the divergence is cleared.
+//   - Its own changes still on their way are no longer in its rows:
+//     own_since rises above every epoch it captured in, so they apply
+//     like any writer's.
 //   - A database that captures (its instance is the writer) is refused:
 //     the writer steps down first.
 //   - The outbox (events still to publish: kept remediation outcomes),
@@ -252,7 +255,8 @@ func (s *Store) reseedTx(ctx context.Context, conn *sql.Conn) error {
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE main.replica_state SET (capture, applying, subject, origin, epoch, applied_seq, applied_at,
 		applied_origin, applied_epoch, applied_n, changes, diverged) = (SELECT 0, 0, '', '', 0, applied_seq, applied_at, applied_origin,
-		applied_epoch, applied_n, applied_n, '' FROM seed.replica_state WHERE id = 1) WHERE id = 1`); err != nil {
+		applied_epoch, applied_n, applied_n, '' FROM seed.replica_state WHERE id = 1),
+		own_since = max(own_since, epoch + 1) WHERE id = 1`); err != nil {
 		return err
 	}
 	return tx.Commit()

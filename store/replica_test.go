@@ -131,7 +131,8 @@ func TestDivergenceOutlivesARestartUntilReseeded(t *testing.T) {
 // TestReseedRefusedWhileCapturing: a copy comes with capture off, so a
 // database that captures (its instance is the writer) is never replaced
 // under it: the writer would answer changes no other instance gets. The
-// refusal changes nothing; once capture is off the copy goes in.
+// refusal changes nothing; once capture is off the copy goes in, and
+// capture comes back only in an epoch above those replaced.
 func TestReseedRefusedWhileCapturing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -159,5 +160,17 @@ func TestReseedRefusedWhileCapturing(t *testing.T) {
 	}
 	if _, err := st.Reseed(ctx, good); err != nil {
 		t.Fatalf("Reseed after capture went off: %v", err)
+	}
+	// Its epoch-3 changes still on their way are not in the copy: it
+	// captures again only in a later epoch.
+	if got, err := st.ReplicaStatus(ctx); err != nil || got.OwnSince != 4 {
+		t.Fatalf("ReplicaStatus after the re-seed = %+v, %v; want OwnSince 4", got, err)
+	}
+	want = "enable capture: epoch 3 is below 4, the first this database may capture in since its re-seed"
+	if err := st.EnableCapture(ctx, "patrold.state.changes", "a", 3); err == nil || err.Error() != want {
+		t.Fatalf("EnableCapture(3) after the re-seed = %v, want %q", err, want)
+	}
+	if err := st.EnableCapture(ctx, "patrold.state.changes", "a", 4); err != nil {
+		t.Fatalf("EnableCapture(4) after the re-seed: %v", err)
 	}
 }

@@ -35,7 +35,7 @@ func (s *Store) SeedCopy(ctx context.Context, path string) (records.ReplicaStatu
 		for _, q := range []string{
 			"DELETE FROM outbox",
 			"DELETE FROM outbox_sent",
-			"UPDATE replica_state SET capture = 0, applying = 0, subject = '', origin = '', epoch = 0, changes = applied_n WHERE id = 1",
+			"UPDATE replica_state SET capture = 0, applying = 0, subject = '', origin = '', epoch = 0, changes = applied_n, own_since = applied_epoch + 1 WHERE id = 1",
 		} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err

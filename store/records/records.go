@@ -98,6 +98,9 @@ type ReplicaStatus struct {
 	AppliedOrigin string // who wrote the last change applied
 	AppliedEpoch  uint64 // the highest writer epoch applied
 	Fenced        uint64 // changes ignored as a deposed writer's
+	// OwnSince is the first epoch whose changes of this instance's own
+	// its rows hold (raised by a re-seed); a new tenure starts at it.
+	OwnSince uint64
 }
 
 // Divergence says that this database holds rows the state stream never
@@ -146,6 +149,9 @@ const (
 	// epoch (a change its writer published again): only the sequence
 	// advanced.
 	ApplyDuplicate
+	// ApplyFencedOwn: fenced, and this database captured the change (it
+	// wrote as a deposed writer): recorded as a divergence.
+	ApplyFencedOwn
 )
 
 // GapError: the change at stream sequence Seq is number Got, but the
