@@ -306,6 +306,10 @@ func (b *Bus) ensureStream(ctx context.Context) error {
 	}
 }
 
+// EnsureStream creates the stream, or updates its configuration, as
+// Start does: a cluster's lease holder creates a lost one again.
+func (b *Bus) EnsureStream(ctx context.Context) error { return b.ensureStream(ctx) }
+
 // awaitStream waits until the stream exists: a process that may not
 // create it waits for patrold serve to, for up to streamCreateWait.
 func (b *Bus) awaitStream(ctx context.Context) error {

@@ -152,9 +152,16 @@ type Follower struct {
 	// duplicates counts the changes skipped as a number applied before.
 	duplicates atomic.Uint64
 	// gone is why the state stream is not found now (nil: it is, or the
-	// last lookup could not tell); lost counts the times it went.
-	gone error
-	lost atomic.Uint64
+	// last lookup could not tell), since goneSince; lost counts the times
+	// it went.
+	gone      error
+	goneSince time.Time
+	lost      atomic.Uint64
+	// created is when the stream the consumer reads was created (zero:
+	// not known); newer says a lookup found another one since: it was
+	// created again, and the next consumer reads it from its start.
+	created time.Time
+	newer   bool
 	// gaps counts the gaps found; gapped is signalled at each.
 	gaps   atomic.Uint64
 	gapped chan struct{}
@@ -295,6 +302,9 @@ func (f *Follower) follow(ctx context.Context) error {
 		}
 		f.unhandled = nil
 	}
+	if err := f.followStream(ctx); err != nil {
+		return err
+	}
 	st, err := f.o.Store.ReplicaStatus(ctx)
 	if err != nil {
 		return err
@@ -397,6 +407,58 @@ func (f *Follower) apply(ctx context.Context, msg jetstream.Msg) error {
 		return f.applyHeld(ctx, heldChange{seq: seq, c: c})
 	}
 	return f.applyNext(ctx, seq, c)
+}
+
+// followStream records which stream the next consumer reads. One
+// created again since this database last read (a lost JetStream store,
+// a deleted stream) starts its sequences over: the database's position
+// goes back to its start, where the writer's next changes are. A lookup
+// that fails changes nothing.
+func (f *Follower) followStream(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, SeedCallWait)
+	s, err := f.o.JetStream.Stream(lctx, f.o.Stream)
+	cancel()
+	if err != nil {
+		return nil
+	}
+	created := s.CachedInfo().Created
+	restart, err := f.o.Store.FollowStream(ctx, created.UnixNano())
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.created, f.newer = created, false
+	if restart {
+		clear(f.early)
+		f.waitN, f.waitSince = 0, time.Time{}
+	}
+	f.mu.Unlock()
+	if restart {
+		f.scanTo = 0
+		f.log.Error("state stream created again (its sequences start over): reading it from its start; the change numbers say what applies",
+			"stream", f.o.Stream, "created", created)
+	}
+	return nil
+}
+
+// noteCreated records a lookup's creation time of the stream: another
+// than the consumer's means the stream was created again.
+func (f *Follower) noteCreated(created time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.created.IsZero() && !created.Equal(f.created) {
+		f.newer = true
+	}
+}
+
+// takeNewer says whether a lookup found the stream created again since
+// the consumer started, and clears it.
+func (f *Follower) takeNewer() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.newer
+	f.newer = false
+	return n
 }
 
 // applyNext applies the change at seq, holding it back when an earlier
@@ -716,6 +778,17 @@ func (f *Follower) watchStall(ctx context.Context) {
 		lag, err := f.Lag(lctx)
 		cancel()
 		f.noteStream(err)
+		if f.takeNewer() {
+			// Created again while this consumer waits past its end: the
+			// next one reads it from its start (followStream).
+			f.mu.Lock()
+			restart := f.restart
+			f.mu.Unlock()
+			if restart != nil {
+				restart()
+			}
+			continue
+		}
 		now := time.Now()
 		switch {
 		case err != nil:
@@ -771,10 +844,13 @@ func (f *Follower) noteStream(err error) {
 	f.gone = nil
 	if gone {
 		f.gone = streamGoneError(f.o.Stream)
+		if was == nil {
+			f.goneSince = time.Now()
+		}
 	}
 	f.mu.Unlock()
 	switch {
-	//mutate:stream-gone-counted ./cluster ^TestLostStreamIsLoud$
+	//mutate:stream-gone-counted ./cluster ^TestLostStreamIsCreatedAgain$
 	case gone && was == nil:
 		f.lost.Add(1)
 		f.log.Error("state stream is gone: nothing is replicated, and no instance writes, until it is created again and every replica re-seeded (docs/CLUSTER.md)",
@@ -800,6 +876,17 @@ func (f *Follower) StreamGone() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.gone
+}
+
+// StreamGoneFor is how long the state stream has been found gone (0:
+// it is not).
+func (f *Follower) StreamGoneFor() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone == nil {
+		return 0
+	}
+	return time.Since(f.goneSince)
 }
 
 // StreamLosses counts the times the state stream was found gone.
@@ -941,6 +1028,7 @@ func (f *Follower) LastSeq(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("state stream: %w", err)
 	}
+	f.noteCreated(s.CachedInfo().Created)
 	m, err := s.GetLastMsgForSubject(ctx, f.FullSubject())
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil

@@ -26,6 +26,10 @@ const (
 	// NoWriterGrace: no writer known for that long is logged and counted
 	// (readiness says so at once).
 	NoWriterGrace = 2 * time.Second
+	// StreamRecreateAfter: the lease holder creates a state stream found
+	// gone for that long again (every instance has said so by then), and
+	// tries again as often while it stays gone.
+	StreamRecreateAfter = time.Second
 )
 
 // Lease is the leader lease a Member follows (bus.Lease).
@@ -440,7 +444,7 @@ func (r *Member) watch(ctx context.Context) {
 		r.demote(context.Background())
 	}()
 	var noWriter bool
-	var noWriterSince time.Time
+	var noWriterSince, created time.Time
 	for {
 		// No writer for NoWriterGrace (a start looks at the lease first):
 		// said once (ERROR) and counted, until one is seen again.
@@ -456,6 +460,11 @@ func (r *Member) watch(ctx context.Context) {
 			noWriter = true
 			r.noWriters.Add(1)
 			r.log.Error("cluster has no writer: this instance is unready until one is elected", "err", err)
+		}
+		//mutate:lease-holder-creates-stream ./cluster ^TestLostStreamIsCreatedAgain$
+		if r.leading() && r.f.StreamGoneFor() >= StreamRecreateAfter && time.Since(created) >= StreamRecreateAfter {
+			created = time.Now()
+			r.createStream(ctx)
 		}
 		r.roles.Lock()
 		lead := r.leading()
@@ -480,6 +489,30 @@ func (r *Member) watch(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// streamMaker is a bus that creates its stream (bus.Bus).
+type streamMaker interface {
+	EnsureStream(ctx context.Context) error
+}
+
+// createStream creates the state stream again: it is gone (its
+// JetStream store lost, or deleted) and this instance holds the lease.
+// Every replica then reads the new one from its start (followStream),
+// and the relay publishes there what it holds.
+func (r *Member) createStream(ctx context.Context) {
+	sm, ok := r.o.Bus.(streamMaker)
+	if !ok {
+		return
+	}
+	r.log.Error("creating the lost state stream again (this instance holds the leader lease)", "err", r.f.StreamGone())
+	cctx, cancel := context.WithTimeout(ctx, StreamRecreateAfter)
+	defer cancel()
+	if err := sm.EnsureStream(cctx); err != nil {
+		r.log.Error("create the state stream again", "err", err)
+		return
+	}
+	r.o.Republish() // the relay retries at once
 }
 
 // tenure is the lease term capture was last switched on in.

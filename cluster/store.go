@@ -24,6 +24,9 @@ type Store interface {
 	// Apply (every instance).
 	ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error)
 	ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error)
+	// FollowStream: the stream created at created (Unix nanoseconds) is
+	// the one followed; another than before resets the applied sequence.
+	FollowStream(ctx context.Context, created int64) (restart bool, err error)
 	// Seeding: a consistent copy of the database at path.
 	SeedCopy(ctx context.Context, path string) (records.ReplicaStatus, error)
 }

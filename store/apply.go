@@ -148,6 +148,36 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 	return result, nil
 }
 
+// FollowStream records that the state stream, created at created
+// (Unix nanoseconds), is the one the applied sequence counts in. When
+// the database counted in another one (the stream was created again: its
+// sequences start over), the applied sequence goes back to 0 and restart
+// is true; the change numbers and epochs stay, and say what is new. The
+// first stream recorded restarts nothing.
+func (s *Store) FollowStream(ctx context.Context, created int64) (restart bool, err error) {
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		var was int64
+		if err := tx.QueryRowContext(ctx, "SELECT stream_created FROM replica_state WHERE id = 1").Scan(&was); err != nil {
+			return err
+		}
+		if was == created {
+			return nil
+		}
+		//mutate:recreated-stream-read-from-start ./cluster ^TestLostStreamIsCreatedAgain$
+		restart = was != 0
+		q := "UPDATE replica_state SET stream_created = ? WHERE id = 1"
+		if restart {
+			q = "UPDATE replica_state SET stream_created = ?, applied_seq = 0 WHERE id = 1"
+		}
+		_, err := tx.ExecContext(ctx, q, created)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("follow stream: %w", err)
+	}
+	return restart, nil
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1

@@ -254,8 +254,8 @@ func (s *Store) reseedTx(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE main.replica_state SET (capture, applying, subject, origin, epoch, applied_seq, applied_at,
-		applied_origin, applied_epoch, applied_n, changes, diverged) = (SELECT 0, 0, '', '', 0, applied_seq, applied_at, applied_origin,
-		applied_epoch, applied_n, applied_n, '' FROM seed.replica_state WHERE id = 1),
+		applied_origin, applied_epoch, applied_n, changes, diverged, stream_created) = (SELECT 0, 0, '', '', 0, applied_seq, applied_at,
+		applied_origin, applied_epoch, applied_n, applied_n, '', stream_created FROM seed.replica_state WHERE id = 1),
 		own_since = max(own_since, epoch + 1) WHERE id = 1`); err != nil {
 		return err
 	}
