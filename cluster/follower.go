@@ -474,8 +474,7 @@ func (f *Follower) applyNext(ctx context.Context, seq uint64, c contracts.StateC
 	// up to the hold bound, before calling it a gap.
 	//mutate:follower-holds-ahead-change ./cluster ^TestFollowerWaitsForAnEarlierChange
 	if gap.Got > gap.Want && (!f.holdExpired(gap) || c.Origin == f.o.Instance || f.scanAhead(ctx, seq)) {
-		f.hold(ctx, gap, heldChange{seq: seq, c: c})
-		return nil
+		return f.hold(ctx, gap, heldChange{seq: seq, c: c})
 	}
 	return f.gapFound(gap)
 }
@@ -509,28 +508,33 @@ type heldChange struct {
 
 // hold starts holding h back: the changes after it are held too, in
 // stream order, until the missing number arrives or the bound ends.
-func (f *Follower) hold(ctx context.Context, gap *records.GapError, h heldChange) {
-	f.held, f.heldBase = []heldChange{h}, h.seq-1
+func (f *Follower) hold(ctx context.Context, gap *records.GapError, hs ...heldChange) error {
+	h := hs[0]
+	f.held, f.heldBase = hs, h.seq-1
 	f.mu.Lock()
 	own := h.c.Origin == f.o.Instance
+	past := false
 	switch {
 	case f.waitN != gap.Want:
 		f.waitN, f.waitSince, f.scanTo = gap.Want, time.Now(), 0
 		f.log.Info("state change read ahead of an earlier one: waiting for it", "seq", h.seq, "want", gap.Want, "got", gap.Got,
 			"bound", f.o.HoldFor)
 	case own && time.Since(f.waitSince) >= f.o.HoldFor:
-		// Its own change: never a gap, it has it (heldLonger).
-		f.waitSince = time.Now()
-		f.log.Warn("own state change missing from the stream: publishing it again", "want", gap.Want, "seq", h.seq)
+		// Its own change: never a gap, it has it (ownMissing).
+		f.waitSince, past = time.Now(), true
 	}
 	left := f.o.HoldFor - time.Since(f.waitSince)
 	restart := f.restart
 	f.mu.Unlock()
 	if left <= 0 && !own {
 		// Past the bound, reading on to scanTo (scanAhead): no restart.
-		return
+		return nil
 	}
-	if own && f.o.Republish != nil {
+	if past {
+		if filled, err := f.ownMissing(ctx, gap.Want); filled || err != nil {
+			return err
+		}
+	} else if own && f.o.Republish != nil {
 		// Its own change is missing: publish it again, before anything newer.
 		f.o.Republish(gap.Want)
 	}
@@ -542,6 +546,41 @@ func (f *Follower) hold(ctx context.Context, gap *records.GapError, h heldChange
 		}
 	})
 	context.AfterFunc(ctx, func() { t.Stop() })
+	return nil
+}
+
+// ownMissing handles this instance's own change want, missing from the
+// stream past the hold bound while later ones are there:
+//   - the writer publishes it again (Republish);
+//   - a deposed writer cannot, and no other instance has the change: it
+//     holds the change's rows, so it applies its own record of it (from
+//     its outbox) and reads on. Caught up, it serves the copy the
+//     standbys that lack the change re-seed from.
+//
+// filled says the change was applied from the record.
+func (f *Follower) ownMissing(ctx context.Context, want uint64) (filled bool, err error) {
+	c, capturing, found, err := f.o.Store.OwnRecord(ctx, want, f.o.Instance)
+	if err != nil {
+		return false, err
+	}
+	// The writer publishes it again, so the standbys need no re-seed.
+	//mutate:deposed-writer-fills-own-change:always ./cluster ^TestDeposedWriterNeverRepublishes$
+	if !found || capturing {
+		f.log.Warn("own state change missing from the stream: publishing it again", "want", want, "seq", f.held[0].seq)
+		if f.o.Republish != nil {
+			f.o.Republish(want)
+		}
+		return false, nil
+	}
+	res, err := f.o.Store.ApplyState(ctx, f.heldBase, f.o.Instance, c, f.o.Now())
+	if err != nil || res != records.Applied {
+		return false, f.applied(ctx, f.heldBase, c, res, err)
+	}
+	f.log.Warn("own state change missing from the stream, and this instance no longer writes: applied from its own record; "+
+		"instances that lack it re-seed from a caught-up one", "n", want, "epoch", c.Epoch, "change", changeName(c))
+	held := f.held
+	f.held = nil
+	return true, f.replay(ctx, held)
 }
 
 // holdExpired reports whether the wait for gap's missing number passed
@@ -571,13 +610,13 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 		// a skip) waits its turn: applied ahead at a sequence past the
 		// applied one, it would count as the missing number, and its
 		// record of an early apply would be lost.
-		return f.heldLonger()
+		return f.heldLonger(ctx)
 	}
 	res, err := f.o.Store.ApplyState(ctx, f.heldBase, f.o.Instance, h.c, f.o.Now())
 	if err != nil || res != records.Applied {
 		var gap *records.GapError
 		if errors.As(err, &gap) || err == nil {
-			return f.heldLonger()
+			return f.heldLonger(ctx)
 		}
 		return f.applied(ctx, f.heldBase, h.c, res, err)
 	}
@@ -589,6 +628,13 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 		"held", len(f.held)-1, "applied_seq", before.AppliedSeq)
 	held := f.held
 	f.held = nil
+	return f.replay(ctx, held)
+}
+
+// replay applies the changes held behind a missing number, now applied,
+// in stream order; one applied ahead already (early) only moves the
+// sequence.
+func (f *Follower) replay(ctx context.Context, held []heldChange) error {
 	for i, x := range held {
 		c := x.c
 		if x.early {
@@ -604,9 +650,7 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 		var gap *records.GapError
 		if errors.As(err, &gap) && gap.Got > gap.Want {
 			// Another number is missing: hold the rest.
-			f.hold(ctx, gap, x)
-			f.held = append(f.held, held[i+1:]...)
-			return nil
+			return f.hold(ctx, gap, held[i:]...)
 		}
 		if gap != nil {
 			return f.gapFound(gap)
@@ -624,27 +668,23 @@ func (f *Follower) applyHeld(ctx context.Context, h heldChange) error {
 }
 
 // heldLonger checks the bound while changes are held.
-func (f *Follower) heldLonger() error {
+func (f *Follower) heldLonger(ctx context.Context) error {
 	f.mu.Lock()
 	want, since := f.waitN, f.waitSince
 	f.mu.Unlock()
 	if time.Since(since) < f.o.HoldFor {
 		return nil
 	}
-	if last := f.held[len(f.held)-1].seq; f.held[0].c.Origin != f.o.Instance && f.scanAhead(context.Background(), last) {
+	if last := f.held[len(f.held)-1].seq; f.held[0].c.Origin != f.o.Instance && f.scanAhead(ctx, last) {
 		return nil // read on: the missing one may be stored later
 	}
 	if f.held[0].c.Origin == f.o.Instance {
-		// Its own change: this instance has it and publishes it again.
-		// Never a gap; standbys re-seed from it meanwhile.
+		// Its own change: this instance has it. Never a gap.
 		f.mu.Lock()
 		f.waitSince = time.Now()
 		f.mu.Unlock()
-		f.log.Warn("own state change missing from the stream: publishing it again", "want", want, "seq", f.held[0].seq)
-		if f.o.Republish != nil {
-			f.o.Republish(want)
-		}
-		return nil
+		_, err := f.ownMissing(ctx, want)
+		return err
 	}
 	return f.gapFound(&records.GapError{Seq: f.held[0].seq, Want: want, Got: f.held[0].c.N})
 }

@@ -293,8 +293,10 @@ func TestRepublishedChangeAppliesOnce(t *testing.T) {
 // TestDeposedWriterNeverRepublishes is the attack on the re-publish: a
 // writer that lost its lease finds its own change missing from the
 // stream. It publishes nothing again: a deposed writer's change would
-// land after its successor's epoch marker. The change stays missing,
-// a gap for the standby (which re-seeds as before).
+// land after its successor's epoch marker. The change stays missing, a
+// gap for the standby. No other instance has it, so the deposed writer
+// applies its own record of it (it holds the rows) and the standby
+// re-seeds from it: before, both waited for good.
 func TestDeposedWriterNeverRepublishes(t *testing.T) {
 	ctx := context.Background()
 	x := newResendFixture(t, 2*time.Second)
@@ -316,7 +318,19 @@ func TestDeposedWriterNeverRepublishes(t *testing.T) {
 	if got := metricValue(t, x.relayReg, "patrold_outbox_republished_total"); got != 0 {
 		t.Errorf("patrold_outbox_republished_total = %v, want 0", got)
 	}
-	if l := x.mb.Lag(ctx); l == nil || !strings.Contains(l.Gap, fmt.Sprintf("state changes %d..%d are missing", n, n)) {
-		t.Errorf("b's lag: %+v, want the gap at %d", l, n)
+	if !strings.Contains(x.bLogs.String(), fmt.Sprintf("state changes %d..%d are missing", n, n)) {
+		t.Errorf("b's log does not name the gap at %d:\n%s", n, x.bLogs.String())
 	}
+
+	// a holds the change's rows: it applies its own record and reads on,
+	// and b re-seeds from it. Before, both waited for good.
+	testkit.EventuallyState(t, 30*time.Second, "b re-seeded from a", func() (bool, string) {
+		l := x.mb.Lag(ctx)
+		return l != nil && l.Gap == "" && !l.Behind && strings.Contains(x.bLogs.String(), "database with a gap re-seeded"), fmt.Sprintf("%+v", l)
+	})
+	if !strings.Contains(x.aLogs.String(), "applied from its own record") {
+		t.Errorf("a never applied its own record of change %d:\n%s", n, x.aLogs.String())
+	}
+	storetest.SameDB(t, "b after re-seeding from the deposed writer", replicated(storetest.DumpDB(t, x.b.st.Path())),
+		replicated(storetest.DumpDB(t, x.a.st.Path())))
 }

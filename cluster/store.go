@@ -24,6 +24,9 @@ type Store interface {
 	// Apply (every instance).
 	ApplyState(ctx context.Context, seq uint64, self string, c contracts.StateChange, now time.Time) (records.Apply, error)
 	ReplicaStatus(ctx context.Context) (records.ReplicaStatus, error)
+	// OwnRecord: state change n as this database captured it under
+	// origin, once sent; capturing says this database writes now.
+	OwnRecord(ctx context.Context, n uint64, origin string) (c contracts.StateChange, capturing, found bool, err error)
 	// FollowStream: the stream created at created (Unix nanoseconds) is
 	// the one followed; another than before resets the applied sequence.
 	FollowStream(ctx context.Context, created int64) (restart bool, err error)

@@ -51,3 +51,30 @@ func (s *Store) OwnStateChange(ctx context.Context, n uint64) (row findings.Outb
 	row.Time, row.Data = parseTime(at), json.RawMessage(data)
 	return row, true, sent, nil
 }
+
+// ownRecordSQL finds the newest sent outbox row of state change number
+// ?1 by origin ?2, of any epoch, and whether capture is on.
+const ownRecordSQL = "SELECT data, (SELECT capture FROM replica_state WHERE id = 1) FROM outbox " +
+	"WHERE type = '" + contracts.TypeStateChange + "' AND json_extract(data, '$.n') = ?1 " +
+	"AND json_extract(data, '$.origin') = ?2 AND seq <= " + sentMarkSQL + " ORDER BY seq DESC LIMIT 1"
+
+// OwnRecord returns state change n as this database captured it under
+// origin, from its outbox, once the stream acknowledged it. capturing
+// says this database captures now (its instance writes: it publishes a
+// lost change again instead). found is false when the outbox holds no
+// such row (never captured here, unsent, or pruned).
+func (s *Store) OwnRecord(ctx context.Context, n uint64, origin string) (c contracts.StateChange, capturing, found bool, err error) {
+	var data []byte
+	var capture int
+	err = s.db.QueryRowContext(ctx, ownRecordSQL, int64(n), origin).Scan(&data, &capture)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, false, nil
+	}
+	if err != nil {
+		return c, false, false, fmt.Errorf("own record of state change %d: %w", n, err)
+	}
+	if c, err = contracts.DecodeStateChange(data); err != nil {
+		return c, false, false, fmt.Errorf("own record of state change %d: %w", n, err)
+	}
+	return c, capture == 1, true, nil
+}
