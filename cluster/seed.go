@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/patrold/patrold/bus"
 	"github.com/patrold/patrold/contracts"
+	"github.com/patrold/patrold/internal/instance"
 )
 
 // Seeding (`patrold db seed`) copies a database from one instance to
@@ -220,16 +220,11 @@ func seedOffer(ctx context.Context, nc *nats.Conn, g *bus.Guard, prefix string) 
 		return ""
 	}
 	var offer contracts.Seed
-	if json.Unmarshal(msg.Data, &offer) != nil || !validOrigin(offer.Origin) {
+	// The offer names a subject token: config's rule for cluster.instance.
+	if json.Unmarshal(msg.Data, &offer) != nil || offer.Origin == "" || instance.Validate(offer.Origin) != nil {
 		return ""
 	}
 	return offer.Origin
-}
-
-// validOrigin: an instance name fit for a subject (config's rule for
-// cluster.instance: no space, no wildcard).
-func validOrigin(s string) bool {
-	return s != "" && !strings.ContainsAny(s, " \t\r\n*>")
 }
 
 // FetchSeed asks the cluster for a database copy and writes it to dst
@@ -262,7 +257,7 @@ func FetchSeed(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, g *bu
 		}
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
-		return contracts.Seed{}, fmt.Errorf("seed: no patrold instance of the cluster answers on %s", contracts.SeedSubject(prefix))
+		return contracts.Seed{}, fmt.Errorf("seed: no patrold instance of the cluster answers on %s", subject)
 	}
 	if err != nil {
 		return contracts.Seed{}, fmt.Errorf("seed: %w", err)
