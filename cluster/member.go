@@ -30,6 +30,9 @@ const (
 	// gone for that long again (every instance has said so by then), and
 	// tries again as often while it stays gone.
 	StreamRecreateAfter = time.Second
+	// streamCreateTimeout bounds one creation of a lost stream (a
+	// clustered JetStream may leave a create unanswered: retried).
+	streamCreateTimeout = 10 * time.Second
 )
 
 // Lease is the leader lease a Member follows (bus.Lease).
@@ -116,6 +119,8 @@ type Member struct {
 	steps bool
 
 	writer atomic.Bool // leading, caught up, capturing
+	// creating: a lost state stream is being created again.
+	creating atomic.Bool
 	// roles serialises what changes the database under the writer role:
 	//   - promote and demote (the watch);
 	//   - installing a re-seed copy, which switches capture off: it
@@ -462,9 +467,15 @@ func (r *Member) watch(ctx context.Context) {
 			r.log.Error("cluster has no writer: this instance is unready until one is elected", "err", err)
 		}
 		//mutate:lease-holder-creates-stream ./cluster ^TestLostStreamIsCreatedAgain$
-		if r.leading() && r.f.StreamGoneFor() >= StreamRecreateAfter && time.Since(created) >= StreamRecreateAfter {
+		if r.leading() && r.f.StreamGoneFor() >= StreamRecreateAfter && time.Since(created) >= StreamRecreateAfter &&
+			r.creating.CompareAndSwap(false, true) {
+			// Not on this loop: a create may take seconds on a cluster,
+			// and the loop also demotes.
 			created = time.Now()
-			r.createStream(ctx)
+			r.goRun(func() {
+				defer r.creating.Store(false)
+				r.createStream(ctx)
+			})
 		}
 		r.roles.Lock()
 		lead := r.leading()
@@ -506,7 +517,7 @@ func (r *Member) createStream(ctx context.Context) {
 		return
 	}
 	r.log.Error("creating the lost state stream again (this instance holds the leader lease)", "err", r.f.StreamGone())
-	cctx, cancel := context.WithTimeout(ctx, StreamRecreateAfter)
+	cctx, cancel := context.WithTimeout(ctx, streamCreateTimeout)
 	defer cancel()
 	if err := sm.EnsureStream(cctx); err != nil {
 		r.log.Error("create the state stream again", "err", err)
@@ -579,6 +590,18 @@ func (r *Member) promote(ctx context.Context) {
 		r.log.Error("enable state capture", "err", err)
 		return
 	}
+	// Capture stays on only for a writer: a promotion that stops here is
+	// retried at the next tick (enabling it again), and a standby with
+	// capture on would neither publish its lost changes again nor apply
+	// its own record of them.
+	wrote := false
+	defer func() {
+		if !wrote {
+			if err := r.o.Store.DisableCapture(context.WithoutCancel(ctx)); err != nil {
+				r.log.Error("disable state capture", "err", err)
+			}
+		}
+	}()
 	r.mu.Lock()
 	r.epochTerm, r.epoch = term, epoch
 	r.mu.Unlock()
@@ -600,9 +623,6 @@ func (r *Member) promote(ctx context.Context) {
 	if !r.mayLead() {
 		// Diverged while catching up (its own older changes reached the
 		// stream and were fenced): never a writer on this database.
-		if err := r.o.Store.DisableCapture(ctx); err != nil {
-			r.log.Error("disable state capture", "err", err)
-		}
 		r.log.Warn("leader lease held, but the database diverged while catching up: not writing", "diverged", r.f.Diverged(),
 			"gap", r.f.Gap())
 		return
@@ -619,6 +639,7 @@ func (r *Member) promote(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	r.writer.Store(true)
+	wrote = true
 	lag, _ := r.f.Lag(ctx)
 	r.log.Info("leader: caught up with the state stream, writing", "instance", r.instance, "applied_seq", lag.AppliedSeq, "epoch", epoch)
 }

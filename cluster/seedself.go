@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,13 @@ const (
 	// Each failed one doubles it, up to SeedTimeout, so a large copy
 	// still gets the time it needs.
 	reseedAttemptMin = 10 * time.Second
+	// seedInstallTimeout bounds putting a fetched copy in place.
+	seedInstallTimeout = time.Minute
 )
+
+// errSeedNotNeeded: the database needs no copy any more (a gap closed
+// while the copy was fetched).
+var errSeedNotNeeded = errors.New("re-seed not needed any more")
 
 // DivergedError says the database holds rows the stream never got.
 type DivergedError struct{ records.Divergence }
@@ -96,7 +103,13 @@ func (f *Follower) Reseed(ctx context.Context, nc *nats.Conn, dir string, instal
 	if err != nil {
 		return seed, err
 	}
-	return seed, install(func() error { return f.installSeed(ctx, path) })
+	return seed, install(func() error {
+		// Its own bound: the fetch may have used most of ctx's, and the
+		// install may have waited for a promotion to end.
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seedInstallTimeout)
+		defer cancel()
+		return f.installSeed(ictx, path)
+	})
 }
 
 // installSeed puts the copy at path in place of the database.
@@ -124,6 +137,11 @@ func (f *Follower) installSeed(ctx context.Context, path string) error {
 func (r *Member) installAsStandby(install func() error) error {
 	r.roles.Lock()
 	defer r.roles.Unlock()
+	if !r.needsSeed() {
+		// A gap closed meanwhile, and this instance may be the writer
+		// now: its database stays.
+		return errSeedNotNeeded
+	}
 	// The store refuses a copy while capturing (Store.Reseed). Demoting
 	// here saves waiting for the watch; capture also stays on after a
 	// promote that stopped halfway.
@@ -176,6 +194,9 @@ func (r *Member) reseedLoop(ctx context.Context) {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		seed, err := r.f.Reseed(actx, r.o.Bus.Conn(), r.o.DataDir, r.installAsStandby)
 		cancel()
+		if errors.Is(err, errSeedNotNeeded) {
+			continue
+		}
 		if err != nil {
 			attempt = min(2*attempt, SeedTimeout)
 			if ctx.Err() == nil {

@@ -76,6 +76,11 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 			own = false
 		}
 		fenced := c.Epoch < uint64(epoch) && !(c.Table == contracts.SkipTable && c.Op != contracts.OpEpoch)
+		duplicate := func() error {
+			result = records.ApplyDuplicate
+			_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applied_seq = max(applied_seq, ?), applied_at = ? WHERE id = 1", int64(seq), fmtTime(now))
+			return err
+		}
 		if seq <= uint64(last) && (c.N == 0 || fenced || c.N != uint64(appliedN)+1) {
 			// Applied before. A numbered change the follower held back
 			// behind a missing earlier number is the exception: the next
@@ -87,10 +92,15 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 			// A number applied before, in this epoch, that its writer
 			// published again (the stream had lost it, or so it seemed).
 			// Applied again it would undo the changes since: the sequence
-			// moves only. Any other number below the next is a gap.
-			result = records.ApplyDuplicate
-			_, err := tx.ExecContext(ctx, "UPDATE replica_state SET applied_seq = max(applied_seq, ?), applied_at = ? WHERE id = 1", int64(seq), fmtTime(now))
-			return err
+			// moves only. Any other number below the next is a gap, but
+			// one of its own: its rows hold it (applied from its record
+			// while the stream stored it late, or sent again into a
+			// stream created again).
+			return duplicate()
+		}
+		//mutate:own-number-again-applies-once ./cluster ^TestReseededOwnChangesApply$
+		if own && c.N > 0 && !fenced && c.N <= uint64(appliedN) {
+			return duplicate()
 		}
 		//mutate:numbered-changes-gap ./cluster ^TestReplicaNoticesMissingChanges$
 		if c.N > 0 && !fenced && c.N != uint64(appliedN)+1 {
