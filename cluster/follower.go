@@ -429,8 +429,7 @@ func (f *Follower) followStream(ctx context.Context) error {
 	f.mu.Lock()
 	f.created, f.newer = created, false
 	if restart {
-		clear(f.early)
-		f.waitN, f.waitSince = 0, time.Time{}
+		f.forgetWaits()
 	}
 	f.mu.Unlock()
 	if restart {
@@ -821,12 +820,7 @@ func (f *Follower) watchStall(ctx context.Context) {
 		if f.takeNewer() {
 			// Created again while this consumer waits past its end: the
 			// next one reads it from its start (followStream).
-			f.mu.Lock()
-			restart := f.restart
-			f.mu.Unlock()
-			if restart != nil {
-				restart()
-			}
+			f.restartConsumer()
 			continue
 		}
 		now := time.Now()
@@ -862,12 +856,29 @@ func (f *Follower) watchStall(ctx context.Context) {
 		since = now
 		f.mu.Lock()
 		f.resubscribes++
-		restart := f.restart
 		f.mu.Unlock()
-		if restart != nil {
-			restart()
-		}
+		f.restartConsumer()
 	}
+}
+
+// restartConsumer ends the running consumer: Run starts the next one
+// from the applied sequence (follow).
+func (f *Follower) restartConsumer() {
+	f.mu.Lock()
+	restart := f.restart
+	f.mu.Unlock()
+	if restart != nil {
+		restart()
+	}
+}
+
+// forgetWaits drops what the consumers kept about the stream's positions
+// (changes applied ahead, the number waited for): the database's
+// position moved, by a copy or a stream created again. The caller
+// holds f.mu.
+func (f *Follower) forgetWaits() {
+	clear(f.early)
+	f.waitN, f.waitSince = 0, time.Time{}
 }
 
 // noteStream records what a lookup of the stream said (err from Lag).
@@ -893,7 +904,7 @@ func (f *Follower) noteStream(err error) {
 	//mutate:stream-gone-counted ./cluster ^TestLostStreamIsCreatedAgain$
 	case gone && was == nil:
 		f.lost.Add(1)
-		f.log.Error("state stream is gone: nothing is replicated, and no instance writes, until it is created again and every replica re-seeded (docs/CLUSTER.md)",
+		f.log.Error("state stream is gone: nothing is replicated, and no instance writes, until the lease holder creates it again (docs/CLUSTER.md)",
 			"stream", f.o.Stream)
 	case !gone && was != nil:
 		f.log.Info("state stream found again", "stream", f.o.Stream)

@@ -580,12 +580,12 @@ func (r *Member) promote(ctx context.Context) {
 		if st.AppliedEpoch >= term {
 			epoch = st.AppliedEpoch + 1
 		}
-		// After a re-seed: above every epoch the replaced rows were
-		// captured in, so its changes still on their way apply as any
-		// writer's and its new ones count as its own.
-		// (The store refuses a lower one.)
-		epoch = max(epoch, st.OwnSince)
 	}
+	// After a re-seed, this tenure's included: above every epoch the
+	// replaced rows were captured in, so its changes still on their way
+	// apply as any writer's and its new ones count as its own. (The store
+	// refuses a lower one.)
+	epoch = max(epoch, st.OwnSince)
 	if err := r.f.EnableCapture(ctx, epoch); err != nil {
 		r.log.Error("enable state capture", "err", err)
 		return

@@ -121,12 +121,9 @@ func (f *Follower) installSeed(ctx context.Context, path string) error {
 	}
 	f.mu.Lock()
 	f.diverged, f.gap, f.refused = records.Divergence{}, nil, nil
-	f.waitN, f.waitSince, f.early = 0, time.Time{}, map[uint64]uint64{}
-	restart := f.restart
+	f.forgetWaits()
 	f.mu.Unlock()
-	if restart != nil {
-		restart()
-	}
+	f.restartConsumer()
 	return nil
 }
 
@@ -149,15 +146,9 @@ func (r *Member) installAsStandby(install func() error) error {
 	if err := r.o.Store.DisableCapture(context.Background()); err != nil {
 		return err
 	}
-	if err := install(); err != nil {
-		return err
-	}
-	// The next tenure takes a new epoch: the copy may hold this one's
-	// marker, and changes of this epoch it lacks are still to come.
-	r.mu.Lock()
-	r.epochTerm, r.epoch = 0, 0
-	r.mu.Unlock()
-	return nil
+	// The next promotion takes a new epoch: the copy raised own_since
+	// above this one (promote).
+	return install()
 }
 
 // needsSeed says whether this database waits for a re-seed: diverged,

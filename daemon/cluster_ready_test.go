@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/patrold/patrold/bus/embedded/natstest"
@@ -88,15 +86,7 @@ func counterOf(t *testing.T, g prometheus.Gatherer, name string) float64 {
 func TestReadyNeedsTheStream(t *testing.T) {
 	srv, a, b, regA, regB := readyPair(t)
 	bases := []string{"http://" + a.HTTPAddr(), "http://" + b.HTTPAddr()}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, srv.ClientURL())
 	if err := js.DeleteStream(context.Background(), contracts.DefaultStreamName); err != nil {
 		t.Fatal(err)
 	}

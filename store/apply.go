@@ -93,13 +93,14 @@ func (s *Store) ApplyState(ctx context.Context, seq uint64, self string, c contr
 			// published again (the stream had lost it, or so it seemed).
 			// Applied again it would undo the changes since: the sequence
 			// moves only. Any other number below the next is a gap, but
-			// one of its own: its rows hold it (applied from its record
-			// while the stream stored it late, or sent again into a
-			// stream created again).
+			// for one of its own (below).
 			return duplicate()
 		}
 		//mutate:own-number-again-applies-once ./cluster ^TestReseededOwnChangesApply$
 		if own && c.N > 0 && !fenced && c.N <= uint64(appliedN) {
+			// Its rows hold it: applied from its own record while the
+			// stream stored it late, or sent again into a stream created
+			// again.
 			return duplicate()
 		}
 		//mutate:numbered-changes-gap ./cluster ^TestReplicaNoticesMissingChanges$
