@@ -37,6 +37,8 @@ func snapshotSignal(name string, at, readAt time.Time, days int64, held bool) si
 func TestRunSnapshotOld(t *testing.T) {
 	pve := pvetest.New(t)
 	pveGuest(pve, "")
+	// The config names a parent snapshot: its snapshot list is read.
+	pve.Set("nodes/pve1/qemu/100/config", `{"name":"db-1","cores":2,"memory":"4096","onboot":1,"parent":"pre-upgrade","scsi0":"local-lvm:vm-100-disk-0,size=32G"}`)
 	run := parityCLI(t, pve)
 	now := time.Now().Truncate(time.Second)
 	path := "nodes/pve1/qemu/100/snapshot"

@@ -80,30 +80,45 @@ func BenchmarkCollect(b *testing.B) {
 }
 
 // BenchmarkScale measures what a patrol costs the cluster it watches: a
-// first and a steady collection from one source over the scale stand-in
-// (loopback TLS, keep-alive, 20 ms a request). It reports requests per
-// run and per guest, wall time and the process's CPU time (stand-in
-// included). docs/PERFORMANCE.md#proxmox-requests has the figures.
+// first and a steady collection (a minute on) from one source over the
+// scale stand-in (loopback TLS, keep-alive, 20 ms a request, one guest in
+// ten with a snapshot), then one at the default schedule's next run (6 h
+// on) and one a day on, when every copy is older than refresh. It
+// reports requests per run and per guest, wall time and the process's CPU
+// time (stand-in included). docs/PERFORMANCE.md#proxmox-requests has the
+// figures.
 func BenchmarkScale(b *testing.B) {
 	for _, size := range []struct{ nodes, guests int }{{10, 50}, {20, 100}} {
 		b.Run(fmt.Sprintf("nodes=%d/guests=%d", size.nodes, size.guests), func(b *testing.B) {
 			pve := pvetest.NewScale(b, size.nodes, size.guests, 20*time.Millisecond)
+			withSnapshots(pve, size.nodes*size.guests, 10)
 			guests := float64(size.nodes * size.guests)
-			var first, steady scaleRun
+			var runs [4]scaleRun
 			for b.Loop() {
-				src := newSource(b, scaleOptions(b, pve))
-				first = collectAt(b, pve, src)
-				steady = collectAt(b, pve, src)
+				now := evalTime
+				o := scaleOptions(b, pve)
+				o.Now = func() time.Time { return now }
+				src := newSource(b, o)
+				for i, at := range []time.Duration{0, time.Minute, 6 * time.Hour, 24 * time.Hour} {
+					now = evalTime.Add(at)
+					runs[i] = collectAt(b, pve, src)
+				}
 			}
-			b.ReportMetric(float64(first.requests), "first-requests")
-			b.ReportMetric(float64(first.requests)/guests, "first-req/guest")
-			b.ReportMetric(first.wall.Seconds(), "first-s")
-			b.ReportMetric(first.cpu.Seconds(), "first-cpu-s")
-			b.ReportMetric(float64(steady.requests), "steady-requests")
-			b.ReportMetric(float64(steady.requests)/guests, "steady-req/guest")
-			b.ReportMetric(steady.wall.Seconds(), "steady-s")
-			b.ReportMetric(steady.cpu.Seconds(), "steady-cpu-s")
+			for i, name := range []string{"first", "steady", "6h", "24h"} {
+				b.ReportMetric(float64(runs[i].requests), name+"-requests")
+				b.ReportMetric(float64(runs[i].requests)/guests, name+"-req/guest")
+				b.ReportMetric(runs[i].wall.Seconds(), name+"-s")
+				b.ReportMetric(runs[i].cpu.Seconds(), name+"-cpu-s")
+			}
 		})
+	}
+}
+
+// withSnapshots gives one in every guests of the stand-in's n guests a
+// snapshot a month old.
+func withSnapshots(pve *pvetest.Scale, n, every int) {
+	for id := 100; id < 100+n; id += every {
+		pve.Guest(id, func(g *pvetest.Guest) { g.SnapshotAt = evalTime.Add(-30 * 24 * time.Hour).Unix() })
 	}
 }
 
@@ -156,6 +171,7 @@ func BenchmarkScaleOverlap(b *testing.B) {
 	for _, overlap := range []int{1, 4} {
 		b.Run(fmt.Sprintf("rate=100/node_overlap=%d", overlap), func(b *testing.B) {
 			pve := pvetest.NewScale(b, 20, 100, 20*time.Millisecond)
+			withSnapshots(pve, 2000, 10)
 			var first scaleRun
 			for b.Loop() {
 				o := scaleOptions(b, pve)

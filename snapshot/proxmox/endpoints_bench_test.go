@@ -13,12 +13,13 @@ import (
 )
 
 // BenchmarkScaleEndpoints measures what each endpoint family costs a
-// first and a steady run at 10 x 50 guests, 20 ms a request, default
-// options: requests (counted at the stand-in) and the time spent in them
+// first and a steady run at 10 x 50 guests (one in ten with a snapshot),
+// 20 ms a request, default options: requests (counted at the stand-in) and the time spent in them
 // (the source's request duration histogram, pacing waits left out). It
 // logs the table of docs/PERFORMANCE.md#requests-by-endpoint.
 func BenchmarkScaleEndpoints(b *testing.B) {
 	pve := pvetest.NewScale(b, 10, 50, 20*time.Millisecond)
+	withSnapshots(pve, 500, 10)
 	var first, steady endpointRun
 	for b.Loop() {
 		reg := promclient.NewRegistry()

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // guestConfig is the answer of GET /nodes/{node}/qemu/{vmid}/config or
@@ -118,24 +119,25 @@ func normalMAC(s string) string {
 }
 
 // readConfig reads one guest's config, or uses the kept copy while
-// nothing says it changed (kept.go); nil when neither is at hand. Why is
+// nothing says it changed (kept.go), and says when it was read; nil when
+// neither is at hand. Why is
 // a problem of the node: a warning unless the node stopped answering. A
 // guest removed or migrated since /cluster/resources was read has no
 // config here, and without one only the name rules judge its agent's
 // interfaces; nothing patrolled is left out.
-func (w *worker) readConfig(g clusterResource) guestConfig {
+func (w *worker) readConfig(g clusterResource) (guestConfig, time.Time) {
 	c, _ := w.readKept(g, partConfig, []string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "config"}, func(d []byte) error {
 		_, err := decodeGuestConfig(d)
 		return err
 	}, nil)
 	if c == nil {
-		return nil
+		return nil, time.Time{}
 	}
 	cfg, err := decodeGuestConfig(c.Data)
 	if err != nil {
-		return nil
+		return nil, time.Time{}
 	}
-	return cfg
+	return cfg, c.ReadAt
 }
 
 // storages are the names of the storages the config's volumes are on,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -14,8 +15,10 @@ import (
 )
 
 // DefaultRefresh is how old a kept copy may grow before it is read again
-// (source.proxmox.refresh).
-const DefaultRefresh = time.Hour
+// (source.proxmox.refresh). It is longer than the default schedule's 6 h:
+// at a shorter one every scheduled run would read every guest again.
+// What changes a guest otherwise says so (due, touched).
+const DefaultRefresh = 24 * time.Hour
 
 // What is kept of a guest between runs (docs/SOURCES.md#what-is-read-again).
 const (
@@ -87,6 +90,63 @@ func (s *Source) due(c *keptCopy, node string, g clusterResource, key string, no
 	}
 	//mutate:kept-refresh-age ./snapshot/proxmox ^TestKept
 	if now.Before(c.ReadAt) || now.Sub(c.ReadAt) >= s.refreshOf(key) {
+		return true
+	}
+	return false
+}
+
+// quietTasks are the task types that never change a guest's config,
+// snapshots or addresses: backups, consoles, and power tasks (those
+// change its status or uptime, which say so by themselves).
+var quietTasks = map[string]bool{"vzdump": true, "vncproxy": true, "vncshell": true, "spiceproxy": true,
+	"termproxy": true, "qmstart": true, "qmstop": true, "qmshutdown": true, "qmreboot": true, "qmreset": true,
+	"qmsuspend": true, "qmresume": true, "vzstart": true, "vzstop": true, "vzshutdown": true, "vzreboot": true,
+	"vzsuspend": true, "vzresume": true}
+
+// taskSkew is how far a node's clock may run behind the patrol host's: a
+// task that ended this long before a copy was read may postdate it.
+const taskSkew = time.Minute
+
+// touchedBy sums a node's recent tasks (newest first) for touched: the
+// latest end of each guest's tasks that may change it (math.MaxInt64
+// while one runs), by vmid, and the start of the oldest task listed
+// when the list is full (0 when it lists every task).
+func touchedBy(recent []task) (last map[string]int64, from int64) {
+	last = map[string]int64{}
+	for _, t := range recent {
+		if t.ID == "" || quietTasks[t.Type] {
+			continue
+		}
+		end := int64(t.EndTime.v)
+		if running(t) {
+			end = math.MaxInt64
+		}
+		last[t.ID] = max(last[t.ID], end)
+	}
+	if len(recent) >= recentLimit {
+		from = int64(recent[len(recent)-1].StartTime.v)
+	}
+	return last, from
+}
+
+// touched reports whether the node's recent tasks say g may have changed
+// since c was read (docs/SOURCES.md#what-is-read-again):
+//   - a task of g that may change it ended after the read, or runs;
+//   - the list is full and starts after the read: what came before it
+//     is unknown.
+//
+// Tasks that were not read say nothing; the other rules judge.
+func (w *worker) touched(g clusterResource, c *keptCopy) bool {
+	if c == nil || !w.res.recentRead {
+		return false
+	}
+	since := c.ReadAt.Add(-taskSkew).Unix()
+	//mutate:kept-task-reread ./snapshot/proxmox ^TestKeptTaskRereads$
+	if w.res.touched[strconv.FormatInt(vmid(g), 10)] >= since {
+		return true
+	}
+	//mutate:kept-full-task-list ./snapshot/proxmox ^TestKeptTaskRereads$
+	if w.res.tasksFrom > since {
 		return true
 	}
 	return false
@@ -252,7 +312,7 @@ func (w *worker) readKept(g clusterResource, part string, segments []string, che
 	key := keptKey(g, part)
 	now := w.s.opts.Now().UTC().Truncate(time.Second)
 	last := w.s.copyOf(w.ctx, key)
-	if !w.s.due(last, w.work.name, g, key, now) {
+	if !w.s.due(last, w.work.name, g, key, now) && !w.touched(g, last) {
 		return last, false
 	}
 	var raw []byte

@@ -51,15 +51,16 @@ func collectOK(t *testing.T, src *Source) *snapshot.Snapshot {
 
 // TestKeptChangedGuestIsReadAgain: after a first run reads every guest,
 // the next run reads again exactly the guests that moved, restarted,
-// changed status or lock, or are new, and a run after it none.
+// changed status or lock, or are new, and a run after it none. No guest
+// has a snapshot: no snapshot list is read.
 func TestKeptChangedGuestIsReadAgain(t *testing.T) {
 	pve := pvetest.NewScale(t, 2, 4, 0) // pve1: 100-103, pve2: 104-107; even ids VMs
 	now := evalTime
 	src := keptSource(t, pve, &now, nil)
 	collectOK(t, src)
 	first := guestReads(pve)
-	if len(first) != 8*2+4 {
-		t.Fatalf("first run read %d guest paths, want 20: %v", len(first), first)
+	if len(first) != 8+4 {
+		t.Fatalf("first run read %d guest paths, want 12: %v", len(first), first)
 	}
 
 	pve.Reset()
@@ -73,11 +74,11 @@ func TestKeptChangedGuestIsReadAgain(t *testing.T) {
 	pve.Guest(101, func(g *pvetest.Guest) { g.Uptime = 86400 + 60 })
 	collectOK(t, src)
 	want := map[string]int{
-		"nodes/pve2/qemu/100/config": 1, "nodes/pve2/qemu/100/snapshot": 1, "nodes/pve2/qemu/100/agent/network-get-interfaces": 1,
-		"nodes/pve1/qemu/102/config": 1, "nodes/pve1/qemu/102/snapshot": 1, "nodes/pve1/qemu/102/agent/network-get-interfaces": 1,
-		"nodes/pve1/lxc/103/config": 1, "nodes/pve1/lxc/103/snapshot": 1,
-		"nodes/pve2/lxc/105/config": 1, "nodes/pve2/lxc/105/snapshot": 1,
-		"nodes/pve1/qemu/200/config": 1, "nodes/pve1/qemu/200/snapshot": 1, "nodes/pve1/qemu/200/agent/network-get-interfaces": 1,
+		"nodes/pve2/qemu/100/config": 1, "nodes/pve2/qemu/100/agent/network-get-interfaces": 1,
+		"nodes/pve1/qemu/102/config": 1, "nodes/pve1/qemu/102/agent/network-get-interfaces": 1,
+		"nodes/pve1/lxc/103/config":  1,
+		"nodes/pve2/lxc/105/config":  1,
+		"nodes/pve1/qemu/200/config": 1, "nodes/pve1/qemu/200/agent/network-get-interfaces": 1,
 	}
 	if got := guestReads(pve); !maps.Equal(got, want) {
 		t.Errorf("second run read %v\nwant %v", got, want)
@@ -95,6 +96,7 @@ func TestKeptChangedGuestIsReadAgain(t *testing.T) {
 // source.proxmox.refresh (3/4 to all of it), and not before.
 func TestKeptRefresh(t *testing.T) {
 	pve := pvetest.NewScale(t, 1, 2, 0)
+	pve.Guest(100, func(g *pvetest.Guest) { g.SnapshotAt = evalTime.Add(-time.Hour).Unix() })
 	now := evalTime
 	src := keptSource(t, pve, &now, nil)
 	collectOK(t, src)
@@ -107,7 +109,7 @@ func TestKeptRefresh(t *testing.T) {
 	now = evalTime.Add(DefaultRefresh)
 	collectOK(t, src)
 	want := map[string]int{"nodes/pve1/qemu/100/config": 1, "nodes/pve1/qemu/100/snapshot": 1, "nodes/pve1/qemu/100/agent/network-get-interfaces": 1,
-		"nodes/pve1/lxc/101/config": 1, "nodes/pve1/lxc/101/snapshot": 1}
+		"nodes/pve1/lxc/101/config": 1}
 	if got := guestReads(pve); !maps.Equal(got, want) {
 		t.Errorf("at refresh: read %v, want %v", got, want)
 	}
@@ -117,6 +119,9 @@ func TestKeptRefresh(t *testing.T) {
 // config digest differs from the kept config's reads the config again.
 func TestKeptDigestChangeRereadsConfig(t *testing.T) {
 	pve := pvetest.NewScale(t, 1, 2, 0)
+	for _, id := range []int{100, 101} {
+		pve.Guest(id, func(g *pvetest.Guest) { g.SnapshotAt = evalTime.Add(-time.Hour).Unix() })
+	}
 	now := evalTime
 	src := keptSource(t, pve, &now, nil)
 	collectOK(t, src)
@@ -250,6 +255,7 @@ func (k *rowsKeeper) KeepCopies(_ context.Context, _ string, copies map[string][
 // snapshot of a clean start.
 func TestKeptUndecodableCopyReadAgain(t *testing.T) {
 	pve := pvetest.NewScale(t, 1, 4, 0) // 100, 102 VMs; 101, 103 containers
+	pve.Guest(101, func(g *pvetest.Guest) { g.SnapshotAt = evalTime.Add(-time.Hour).Unix() })
 	keeper := &rowsKeeper{}
 	now := evalTime
 	first := collectOK(t, keptSource(t, pve, &now, keeper))
@@ -264,9 +270,11 @@ func TestKeptUndecodableCopyReadAgain(t *testing.T) {
 		t.Errorf("read %v, want %v", got, want)
 	}
 	again.TakenAt = first.TakenAt
-	// The snapshot list read again is dated by its new read.
-	readAgain := resourceOf(t, first, "container/101").Guest.Snapshots
-	readAgain.ReadAt = now
+	// The snapshot list read again is dated by its new read, and so is
+	// the none that the config read again says.
+	for _, id := range []string{"container/101", "vm/100"} {
+		resourceOf(t, first, id).Guest.Snapshots.ReadAt = now
+	}
 	if !reflect.DeepEqual(again, first) {
 		t.Errorf("snapshot over dropped copies differs:\n%+v\nwant\n%+v", again, first)
 	}
@@ -300,5 +308,98 @@ func TestDecodeKept(t *testing.T) {
 		if c, err := decodeKept([]byte(tc.row)); err == nil || err.Error() != tc.want {
 			t.Errorf("decodeKept(%s) = %+v, %v; want error %q", tc.row, c, err, tc.want)
 		}
+	}
+}
+
+// TestKeptSnapshotListOnlyWithParent: a guest's snapshot list is read
+// only while its config names a parent snapshot, or the list kept held
+// snapshots; a config without one says the guest has none. A snapshot
+// taken or deleted is seen at the next run through its task.
+func TestKeptSnapshotListOnlyWithParent(t *testing.T) {
+	pve := pvetest.NewScale(t, 1, 2, 0) // 100 a VM, 101 a container
+	taken := evalTime.Add(-30 * 24 * time.Hour)
+	pve.Guest(100, func(g *pvetest.Guest) { g.SnapshotAt = taken.Unix() })
+	now := evalTime
+	src := keptSource(t, pve, &now, nil)
+	snap := collectOK(t, src)
+	want := map[string]int{"nodes/pve1/qemu/100/config": 1, "nodes/pve1/qemu/100/snapshot": 1,
+		"nodes/pve1/qemu/100/agent/network-get-interfaces": 1, "nodes/pve1/lxc/101/config": 1}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("first run read %v\nwant %v", got, want)
+	}
+	wantSnaps := func(id string, want *snapshot.Snapshots) {
+		t.Helper()
+		r := resourceOf(t, snap, id)
+		if r.Guest == nil {
+			t.Fatalf("%s: no guest state", id)
+		}
+		if got := r.Guest.Snapshots; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: snapshots %+v, want %+v", id, got, want)
+		}
+	}
+	takenAt := taken.UTC()
+	wantSnaps("vm/100", &snapshot.Snapshots{Count: 1, Oldest: "before-upgrade", OldestAt: &takenAt, ReadAt: evalTime})
+	wantSnaps("container/101", &snapshot.Snapshots{ReadAt: evalTime})
+
+	// A snapshot of 101 is taken, one of 100 deleted: each shows in a task.
+	pve.Reset()
+	now = evalTime.Add(10 * time.Minute)
+	taken = evalTime.Add(5 * time.Minute)
+	pve.Guest(101, func(g *pvetest.Guest) { g.SnapshotAt = taken.Unix() })
+	pve.AddTask("pve1", 101, "vzsnapshot", taken.Unix())
+	pve.Guest(100, func(g *pvetest.Guest) { g.SnapshotAt = 0 })
+	pve.AddTask("pve1", 100, "qmdelsnapshot", taken.Unix())
+	snap = collectOK(t, src)
+	want = map[string]int{"nodes/pve1/lxc/101/config": 1, "nodes/pve1/lxc/101/snapshot": 1,
+		"nodes/pve1/qemu/100/config": 1, "nodes/pve1/qemu/100/snapshot": 1, "nodes/pve1/qemu/100/agent/network-get-interfaces": 1}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("after the snapshot tasks read %v\nwant %v", got, want)
+	}
+	takenAt = taken.UTC()
+	wantSnaps("container/101", &snapshot.Snapshots{Count: 1, Oldest: "before-upgrade", OldestAt: &takenAt, ReadAt: now})
+	wantSnaps("vm/100", &snapshot.Snapshots{ReadAt: now})
+
+	pve.Reset()
+	now = now.Add(10 * time.Minute)
+	collectOK(t, src)
+	if got := guestReads(pve); len(got) != 0 {
+		t.Errorf("third run, nothing changed, read %v", got)
+	}
+}
+
+// TestKeptTaskRereads: a task of a guest since its copies were read
+// reads them again, unless the task cannot change them (a backup, a
+// console); a task that ended before the read does not. A task list
+// that is full and starts after the copies were read says nothing of
+// what came before: every guest of that node is read again.
+func TestKeptTaskRereads(t *testing.T) {
+	pve := pvetest.NewScale(t, 2, 2, 0) // pve1: 100 VM, 101 CT; pve2: 102 VM, 103 CT
+	now := evalTime
+	src := keptSource(t, pve, &now, nil)
+	collectOK(t, src)
+
+	pve.Reset()
+	now = evalTime.Add(10 * time.Minute)
+	after := evalTime.Add(2 * time.Minute).Unix()
+	pve.AddTask("pve1", 100, "qmconfig", after)
+	pve.AddTask("pve1", 101, "vzdump", after)
+	pve.AddTask("pve2", 102, "vncproxy", after)
+	pve.AddTask("pve2", 103, "move_volume", evalTime.Add(-5*time.Minute).Unix()) // ended before the read
+	collectOK(t, src)
+	want := map[string]int{"nodes/pve1/qemu/100/config": 1, "nodes/pve1/qemu/100/agent/network-get-interfaces": 1}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("after the tasks read %v\nwant %v", got, want)
+	}
+
+	pve.Reset()
+	now = now.Add(10 * time.Minute)
+	for i := range recentLimit {
+		pve.AddTask("pve2", 102, "vncproxy", now.Add(-time.Duration(i+1)*time.Second).Unix())
+	}
+	collectOK(t, src)
+	want = map[string]int{"nodes/pve2/qemu/102/config": 1, "nodes/pve2/qemu/102/agent/network-get-interfaces": 1,
+		"nodes/pve2/lxc/103/config": 1}
+	if got := guestReads(pve); !maps.Equal(got, want) {
+		t.Errorf("after a full task list read %v\nwant %v", got, want)
 	}
 }

@@ -48,6 +48,8 @@ type nodeResult struct {
 	// recentRead says they were read.
 	recent      []task
 	recentRead  bool
+	touched     map[string]int64    // touchedBy of recent
+	tasksFrom   int64               // touchedBy of recent
 	runs        map[int64]backupRun // newest vzdump outcome per guest on this node
 	runsFailed  map[int64]bool      // a task log needed for the guest was not read
 	volumes     map[string][]volume // backup storage id -> volumes
@@ -253,10 +255,11 @@ func (w *worker) readVolumes() {
 // readGuests reads each guest's config and snapshots.
 func (w *worker) readGuests() {
 	w.eachGuest(w.work.guests, func(gw *worker, g clusterResource) {
-		if cfg := gw.readConfig(g); cfg != nil {
+		cfg, at := gw.readConfig(g)
+		if cfg != nil {
 			gw.res.configs[vmid(g)] = cfg
 		}
-		if sn := gw.readSnapshots(g); sn != nil {
+		if sn := gw.readSnapshots(g, cfg, at); sn != nil {
 			gw.res.snapshots[vmid(g)] = sn
 		}
 	})
@@ -286,7 +289,8 @@ func (w *worker) eachGuest(guests []clusterResource, read func(*worker, clusterR
 			break
 		}
 		parts[i] = &worker{s: w.s, sess: w.sess, ctx: w.ctx, work: w.work, halt: w.halt, plan: w.plan, at: w.at,
-			res: nodeResult{configs: map[int64]guestConfig{}, snapshots: map[int64]*snapshot.Snapshots{}, addresses: map[int64][]string{}}}
+			res: nodeResult{configs: map[int64]guestConfig{}, snapshots: map[int64]*snapshot.Snapshots{}, addresses: map[int64][]string{},
+				recentRead: w.res.recentRead, touched: w.res.touched, tasksFrom: w.res.tasksFrom}}
 		next <- i
 	}
 	close(next)
@@ -490,6 +494,7 @@ func (w *worker) readRecent() {
 		return err
 	}) {
 		w.res.recent, w.res.recentRead = newestFirst(tasks), true
+		w.res.touched, w.res.tasksFrom = touchedBy(w.res.recent)
 	}
 }
 

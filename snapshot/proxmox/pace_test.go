@@ -17,7 +17,7 @@ import (
 // the stand-in sees more than 25 requests in any one second of a run
 // that sends each of them 34.
 func TestPaceNodeRate(t *testing.T) {
-	pve := pvetest.NewScale(t, 2, 10, 0)
+	pve := pvetest.NewScale(t, 2, 16, 0)
 	o := scaleOptions(t, pve)
 	o.Rate = 20
 	src := newSource(t, o)
@@ -115,6 +115,7 @@ func TestPaceClientBoundsConnections(t *testing.T) {
 // answer came first: the first guest's failure is the last to come.
 func TestPaceNodeOverlapOrder(t *testing.T) {
 	pve := pvetest.NewScale(t, 1, 8, 2*time.Millisecond)
+	pve.Guest(102, func(g *pvetest.Guest) { g.SnapshotAt = evalTime.Add(-time.Hour).Unix() })
 	for _, p := range []string{"nodes/pve1/lxc/107/config", "nodes/pve1/qemu/102/snapshot", "nodes/pve1/qemu/100/config"} {
 		pve.Fail(p, http.StatusInternalServerError)
 	}

@@ -38,10 +38,20 @@ func snapshotsOf(list []snapshotEntry, readAt time.Time) *snapshot.Snapshots {
 // readSnapshots reads a guest's snapshots, or uses the kept copy while
 // nothing says it changed (kept.go); nil when neither is at hand. A list
 // read again whose config digest moved reads the config again.
-// Snapshots age in days: a copy an hour old is nothing.
-func (w *worker) readSnapshots(g clusterResource) *snapshot.Snapshots {
+// Snapshots age in days: a copy a day old is little.
+//
+// A guest whose config cfg (read at cfgAt) names no parent snapshot has
+// none: PVE names one while any snapshot is an ancestor of the live
+// state. Its list is not read, unless the kept list held snapshots:
+// deleting the root a guest was rolled back to leaves its other
+// branches without a parent on the config (docs/SOURCES.md#snapshots).
+func (w *worker) readSnapshots(g clusterResource, cfg guestConfig, cfgAt time.Time) *snapshot.Snapshots {
 	segments := []string{"nodes", w.work.name, g.Type, strconv.FormatInt(vmid(g), 10), "snapshot"}
 	prev := w.s.copyOf(w.ctx, keptKey(g, partSnapshots))
+	//mutate:snapshots-only-with-parent ./snapshot/proxmox ^TestKeptSnapshotListOnlyWithParent$
+	if cfg != nil && cfg["parent"] == "" && !heldSnapshots(prev) {
+		return snapshotsOf(nil, cfgAt)
+	}
 	c, fresh := w.readKept(g, partSnapshots, segments, func(d []byte) error {
 		_, err := decodeList[snapshotEntry](d)
 		return err
@@ -73,10 +83,19 @@ func (w *worker) checkDigest(g clusterResource, prev *keptCopy, list []snapshotE
 	//mutate:kept-digest-reread ./snapshot/proxmox ^TestKept
 	if was != now && cfg != nil && cfg.ReadAt.Before(w.s.opts.Now().UTC().Truncate(time.Second)) {
 		w.s.forget(keptKey(g, partConfig))
-		if c := w.readConfig(g); c != nil {
+		if c, _ := w.readConfig(g); c != nil {
 			w.res.configs[vmid(g)] = c
 		}
 	}
+}
+
+// heldSnapshots reports whether the kept list c held a snapshot.
+func heldSnapshots(c *keptCopy) bool {
+	if c == nil {
+		return false
+	}
+	list, err := decodeList[snapshotEntry](c.Data)
+	return err == nil && snapshotsOf(list, c.ReadAt).Count > 0
 }
 
 // currentDigest is the config digest on a snapshot list's "current"

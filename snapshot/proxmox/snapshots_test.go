@@ -10,10 +10,10 @@ import (
 	"github.com/patrold/patrold/snapshot"
 )
 
-// TestSnapshotsReadHourly: a source reads a guest's snapshots again once
-// its copy is older than its share of source.proxmox.refresh (3/4 to all
-// of an hour) and reuses its last read (with its time) in between.
-func TestSnapshotsReadHourly(t *testing.T) {
+// TestSnapshotsReadOnRefresh: a source reads a guest's snapshots again
+// once its copy is older than its share of source.proxmox.refresh (3/4
+// to all of it) and reuses its last read (with its time) in between.
+func TestSnapshotsReadOnRefresh(t *testing.T) {
 	fake, srv := newFake(t)
 	o := testOptions(t, srv)
 	now := evalTime
@@ -45,14 +45,14 @@ func TestSnapshotsReadHourly(t *testing.T) {
 	if got := oldest(); !reflect.DeepEqual(got, want) || reads() != 1 {
 		t.Fatalf("first: %+v (%d reads), want %+v", got, reads(), want)
 	}
-	now = evalTime.Add(44 * time.Minute)
+	now = evalTime.Add(DefaultRefresh*3/4 - time.Minute)
 	if got := oldest(); !reflect.DeepEqual(got, want) || reads() != 1 {
-		t.Fatalf("within 3/4 of the hour: %+v (%d reads)", got, reads())
+		t.Fatalf("within 3/4 of refresh: %+v (%d reads)", got, reads())
 	}
-	now = evalTime.Add(time.Hour)
+	now = evalTime.Add(DefaultRefresh)
 	want.ReadAt = now.UTC()
 	if got := oldest(); !reflect.DeepEqual(got, want) || reads() != 2 {
-		t.Fatalf("an hour on: %+v (%d reads)", got, reads())
+		t.Fatalf("refresh on: %+v (%d reads)", got, reads())
 	}
 }
 

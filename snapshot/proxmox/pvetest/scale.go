@@ -1,6 +1,7 @@
 package pvetest
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +59,21 @@ type Scale struct {
 	fail   map[string]int         // path -> HTTP status to answer
 	slow   map[string]time.Duration
 	open   map[string]bool // connections seen, by remote address
+	tasks  []Task          // tasks added by AddTask
+}
+
+// Task is one task of a node's task list.
+type Task struct {
+	Node       string
+	Type       string
+	VMID       int
+	Start, End int64 // Unix seconds
+}
+
+// json is the task as PVE lists it.
+func (t Task) json() string {
+	return fmt.Sprintf(`{"upid":"UPID:%s:000%d:%s:%d:root@pam:","node":%q,"type":%q,"id":"%d","user":"root@pam","starttime":%d,"endtime":%d,"status":"OK"}`,
+		t.Node, t.VMID, t.Type, t.VMID, t.Node, t.Type, t.VMID, t.Start, t.End)
 }
 
 // NewScale starts a stand-in of nodes x guests (guests per node) that
@@ -107,6 +124,14 @@ func (s *Scale) Add(g Guest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.guests = append(s.guests, &g)
+}
+
+// AddTask lists a finished task of type typ for the guest vmid in node's
+// tasks, started at start and ended a minute later (Unix seconds).
+func (s *Scale) AddTask(node string, vmid int, typ string, start int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tasks = append(s.tasks, Task{Node: node, Type: typ, VMID: vmid, Start: start, End: start + 60})
 }
 
 // Fail answers path (as "nodes/pve1/qemu/100/config") with status and
@@ -223,7 +248,7 @@ func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !slow {
 		latency = s.Latency
 	}
-	data, ok := s.answer(p)
+	data, ok := s.answer(p, r.URL.Query())
 	s.mu.Unlock()
 	if latency > 0 {
 		time.Sleep(latency) // the server's own time to answer, not a wait of a test
@@ -250,8 +275,9 @@ func (s *Scale) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer is the data of path now, as PVE 8 shapes it; false for a path
-// PVE would not serve here. s.mu is held.
-func (s *Scale) answer(p string) (string, bool) {
+// PVE would not serve here. A node's tasks are listed newest first, as
+// many as q's limit, of q's typefilter when set. s.mu is held.
+func (s *Scale) answer(p string, q url.Values) (string, bool) {
 	seg := strings.Split(p, "/")
 	switch p {
 	case "cluster/resources":
@@ -287,14 +313,27 @@ func (s *Scale) answer(p string) (string, bool) {
 	case "disks/smart":
 		return `{"health":"PASSED","type":"ata","attributes":[{"id":"  5","name":"Reallocated_Sector_Ct","raw":"0"},{"id":"197","name":"Current_Pending_Sector","raw":"0"},{"id":"194","name":"Temperature_Celsius","raw":"35"}]}`, true
 	case "tasks":
-		var tasks []string
+		var tasks []Task
 		for _, g := range s.guests {
 			if g.Node == node {
-				tasks = append(tasks, fmt.Sprintf(`{"upid":"UPID:%s:000%d:vzdump:%d:root@pam:","node":%q,"type":"vzdump","id":"%d","user":"root@pam","starttime":%d,"endtime":%d,"status":"OK"}`,
-					node, g.VMID, g.VMID, node, g.VMID, s.BackupAt-300, s.BackupAt+900))
+				tasks = append(tasks, Task{Node: node, Type: "vzdump", VMID: g.VMID, Start: s.BackupAt - 300, End: s.BackupAt + 900})
 			}
 		}
-		return "[" + strings.Join(tasks, ",") + "]", true
+		for _, t := range s.tasks {
+			if t.Node == node {
+				tasks = append(tasks, t)
+			}
+		}
+		tasks = slices.DeleteFunc(tasks, func(t Task) bool { return q.Get("typefilter") != "" && t.Type != q.Get("typefilter") })
+		slices.SortStableFunc(tasks, func(a, b Task) int { return cmp.Compare(b.Start, a.Start) })
+		if n, err := strconv.Atoi(q.Get("limit")); err == nil && n < len(tasks) {
+			tasks = tasks[:n]
+		}
+		out := make([]string, len(tasks))
+		for i, t := range tasks {
+			out[i] = t.json()
+		}
+		return "[" + strings.Join(out, ",") + "]", true
 	case "storage/pbs/content":
 		var vols []string
 		for _, g := range s.guests {
@@ -366,19 +405,24 @@ func (s *Scale) resources() string {
 }
 
 // config is a guest's GET .../config: its CPU, memory, one NIC and one
-// disk on local-lvm, and the digest PVE adds.
+// disk on local-lvm, the parent snapshot PVE names while the guest has
+// one, and the digest PVE adds.
 func (s *Scale) config(g *Guest, mac string) string {
-	if g.Type == "lxc" {
-		return fmt.Sprintf(`{"arch":"amd64","cores":2,"hostname":"g%d","memory":2048,"net0":"name=eth0,bridge=vmbr0,hwaddr=%s,ip=dhcp,type=veth","ostype":"debian","rootfs":"local-lvm:vm-%d-disk-0,size=8G","swap":512,"digest":%q}`,
-			g.VMID, strings.ToUpper(mac), g.VMID, digest(g))
+	parent := ""
+	if g.SnapshotAt != 0 {
+		parent = `"parent":"before-upgrade",`
 	}
-	return fmt.Sprintf(`{"boot":"order=scsi0","cores":4,"memory":"8192","name":"g%d","net0":"virtio=%s,bridge=vmbr0","ostype":"l26","scsi0":"local-lvm:vm-%d-disk-0,size=32G","scsihw":"virtio-scsi-single","agent":"1","digest":%q}`,
-		g.VMID, strings.ToUpper(mac), g.VMID, digest(g))
+	if g.Type == "lxc" {
+		return fmt.Sprintf(`{"arch":"amd64","cores":2,"hostname":"g%d","memory":2048,"net0":"name=eth0,bridge=vmbr0,hwaddr=%s,ip=dhcp,type=veth","ostype":"debian",%s"rootfs":"local-lvm:vm-%d-disk-0,size=8G","swap":512,"digest":%q}`,
+			g.VMID, strings.ToUpper(mac), parent, g.VMID, digest(g))
+	}
+	return fmt.Sprintf(`{"boot":"order=scsi0","cores":4,"memory":"8192","name":"g%d","net0":"virtio=%s,bridge=vmbr0","ostype":"l26",%s"scsi0":"local-lvm:vm-%d-disk-0,size=32G","scsihw":"virtio-scsi-single","agent":"1","digest":%q}`,
+		g.VMID, strings.ToUpper(mac), parent, g.VMID, digest(g))
 }
 
 // digest is the config's SHA-1 as PVE reports it, here of the guest's
-// identity and revision.
+// identity, revision and snapshot (taking one writes the config).
 func digest(g *Guest) string {
-	sum := sha1.Sum([]byte(fmt.Sprintf("%s/%d/%d", g.Type, g.VMID, g.Rev)))
+	sum := sha1.Sum([]byte(fmt.Sprintf("%s/%d/%d/%d", g.Type, g.VMID, g.Rev, g.SnapshotAt)))
 	return hex.EncodeToString(sum[:])
 }
