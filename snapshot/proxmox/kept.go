@@ -20,7 +20,8 @@ import (
 // What changes a guest otherwise says so (due, touched).
 const DefaultRefresh = 24 * time.Hour
 
-// What is kept of a guest between runs (docs/SOURCES.md#what-is-read-again).
+// What is kept of a guest between runs
+// (docs/SOURCES.md#what-is-read-every-run-and-what-is-kept).
 const (
 	partConfig    = "config"
 	partAgent     = "agent"
@@ -130,7 +131,8 @@ func touchedBy(recent []task) (last map[string]int64, from int64) {
 }
 
 // touched reports whether the node's recent tasks say g may have changed
-// since c was read (docs/SOURCES.md#what-is-read-again):
+// since c was read
+// (docs/SOURCES.md#what-is-read-every-run-and-what-is-kept):
 //   - a task of g that may change it ended after the read, or runs;
 //   - the list is full and starts after the read: what came before it
 //     is unknown.
