@@ -108,12 +108,20 @@ var quietTasks = map[string]bool{"vzdump": true, "vncproxy": true, "vncshell": t
 // task that ended this long before a copy was read may postdate it.
 const taskSkew = time.Minute
 
-// touchedBy sums a node's recent tasks (newest first) for touched: the
-// latest end of each guest's tasks that may change it (math.MaxInt64
-// while one runs), by vmid, and the start of the oldest task listed
-// when the list is full (0 when it lists every task).
-func touchedBy(recent []task) (last map[string]int64, from int64) {
-	last = map[string]int64{}
+// taskChanges is what a node's recent tasks say of its guests' copies
+// (touchedBy).
+type taskChanges struct {
+	// last is the latest end of each guest's tasks that may change it
+	// (math.MaxInt64 while one runs), by vmid.
+	last map[string]int64
+	// from is the start of the oldest task listed when the list is full;
+	// 0 when it lists every task.
+	from int64
+}
+
+// touchedBy sums a node's recent tasks (newest first) for touched.
+func touchedBy(recent []task) *taskChanges {
+	out := &taskChanges{last: map[string]int64{}}
 	for _, t := range recent {
 		if t.ID == "" || quietTasks[t.Type] {
 			continue
@@ -122,12 +130,12 @@ func touchedBy(recent []task) (last map[string]int64, from int64) {
 		if running(t) {
 			end = math.MaxInt64
 		}
-		last[t.ID] = max(last[t.ID], end)
+		out.last[t.ID] = max(out.last[t.ID], end)
 	}
 	if len(recent) >= recentLimit {
-		from = int64(recent[len(recent)-1].StartTime.v)
+		out.from = int64(recent[len(recent)-1].StartTime.v)
 	}
-	return last, from
+	return out
 }
 
 // touched reports whether the node's recent tasks say g may have changed
@@ -139,16 +147,17 @@ func touchedBy(recent []task) (last map[string]int64, from int64) {
 //
 // Tasks that were not read say nothing; the other rules judge.
 func (w *worker) touched(g clusterResource, c *keptCopy) bool {
-	if c == nil || !w.res.recentRead {
+	tc := w.res.changes
+	if c == nil || tc == nil {
 		return false
 	}
 	since := c.ReadAt.Add(-taskSkew).Unix()
 	//mutate:kept-task-reread ./snapshot/proxmox ^TestKeptTaskRereads$
-	if w.res.touched[strconv.FormatInt(vmid(g), 10)] >= since {
+	if tc.last[strconv.FormatInt(vmid(g), 10)] >= since {
 		return true
 	}
 	//mutate:kept-full-task-list ./snapshot/proxmox ^TestKeptTaskRereads$
-	if w.res.tasksFrom > since {
+	if tc.from > since {
 		return true
 	}
 	return false

@@ -48,8 +48,7 @@ type nodeResult struct {
 	// recentRead says they were read.
 	recent      []task
 	recentRead  bool
-	touched     map[string]int64    // touchedBy of recent
-	tasksFrom   int64               // touchedBy of recent
+	changes     *taskChanges        // touchedBy of recent; nil when not read
 	runs        map[int64]backupRun // newest vzdump outcome per guest on this node
 	runsFailed  map[int64]bool      // a task log needed for the guest was not read
 	volumes     map[string][]volume // backup storage id -> volumes
@@ -290,7 +289,7 @@ func (w *worker) eachGuest(guests []clusterResource, read func(*worker, clusterR
 		}
 		parts[i] = &worker{s: w.s, sess: w.sess, ctx: w.ctx, work: w.work, halt: w.halt, plan: w.plan, at: w.at,
 			res: nodeResult{configs: map[int64]guestConfig{}, snapshots: map[int64]*snapshot.Snapshots{}, addresses: map[int64][]string{},
-				recentRead: w.res.recentRead, touched: w.res.touched, tasksFrom: w.res.tasksFrom}}
+				changes: w.res.changes}}
 		next <- i
 	}
 	close(next)
@@ -494,7 +493,7 @@ func (w *worker) readRecent() {
 		return err
 	}) {
 		w.res.recent, w.res.recentRead = newestFirst(tasks), true
-		w.res.touched, w.res.tasksFrom = touchedBy(w.res.recent)
+		w.res.changes = touchedBy(w.res.recent)
 	}
 }
 
